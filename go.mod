@@ -1,0 +1,3 @@
+module github.com/taskwire/taskwire
+
+go 1.26

@@ -1,0 +1,178 @@
+package mcp
+
+import "encoding/json"
+
+// LatestProtocolVersion is the protocol revision this module implements.
+const LatestProtocolVersion = "2026-07-28"
+
+// Reserved _meta keys of the 2026-07-28 revision.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaProgressToken      = "progressToken"
+)
+
+// ExtensionTasks is the identifier of the Tasks extension, used as a key of
+// the "extensions" capability on both sides.
+const ExtensionTasks = "io.modelcontextprotocol/tasks"
+
+// Meta is an open _meta object.
+type Meta map[string]any
+
+// RequestMeta is the _meta object of a client request. Required members are
+// pointers or strings whose absence the server can detect.
+type RequestMeta struct {
+	ProtocolVersion    string              `json:"io.modelcontextprotocol/protocolVersion,omitempty"`
+	ClientCapabilities *ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities,omitempty"`
+	ClientInfo         *Implementation     `json:"io.modelcontextprotocol/clientInfo,omitempty"`
+	LogLevel           LoggingLevel        `json:"io.modelcontextprotocol/logLevel,omitempty"`
+	ProgressToken      json.RawMessage     `json:"progressToken,omitempty"`
+	TraceParent        string              `json:"traceparent,omitempty"`
+	TraceState         string              `json:"tracestate,omitempty"`
+	Baggage            string              `json:"baggage,omitempty"`
+}
+
+// LoggingLevel is a syslog severity name.
+type LoggingLevel string
+
+// Logging levels, from least to most severe.
+const (
+	LevelDebug     LoggingLevel = "debug"
+	LevelInfo      LoggingLevel = "info"
+	LevelNotice    LoggingLevel = "notice"
+	LevelWarning   LoggingLevel = "warning"
+	LevelError     LoggingLevel = "error"
+	LevelCritical  LoggingLevel = "critical"
+	LevelAlert     LoggingLevel = "alert"
+	LevelEmergency LoggingLevel = "emergency"
+)
+
+// Severity returns the rank of l (0 for debug through 7 for emergency) and
+// false when l is not a known level.
+func (l LoggingLevel) Severity() (int, bool) {
+	switch l {
+	case LevelDebug:
+		return 0, true
+	case LevelInfo:
+		return 1, true
+	case LevelNotice:
+		return 2, true
+	case LevelWarning:
+		return 3, true
+	case LevelError:
+		return 4, true
+	case LevelCritical:
+		return 5, true
+	case LevelAlert:
+		return 6, true
+	case LevelEmergency:
+		return 7, true
+	}
+	return 0, false
+}
+
+// Implementation describes a client or server implementation.
+type Implementation struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	WebsiteURL  string `json:"websiteUrl,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"`
+}
+
+// Icon is an optionally sized icon a client may display.
+type Icon struct {
+	Src      string   `json:"src"`
+	MIMEType string   `json:"mimeType,omitempty"`
+	Sizes    []string `json:"sizes,omitempty"`
+	Theme    string   `json:"theme,omitempty"`
+}
+
+// Object is an open JSON object kept as raw members, used for capability
+// settings whose contents this module does not interpret.
+type Object = map[string]json.RawMessage
+
+// ClientCapabilities are the optional capabilities a client declares on each
+// request. A nil pointer member means "not declared".
+type ClientCapabilities struct {
+	Experimental map[string]Object      `json:"experimental,omitzero"`
+	Roots        *RootsCapability       `json:"roots,omitempty"`
+	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
+	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
+	Extensions   map[string]Object      `json:"extensions,omitzero"`
+}
+
+// RootsCapability declares support for roots/list.
+type RootsCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// SamplingCapability declares support for sampling/createMessage.
+type SamplingCapability struct {
+	Context Object `json:"context,omitzero"`
+	Tools   Object `json:"tools,omitzero"`
+}
+
+// ElicitationCapability declares support for elicitation. An empty object
+// ({}) means form mode only, for backward compatibility.
+type ElicitationCapability struct {
+	Form Object `json:"form,omitzero"`
+	URL  Object `json:"url,omitzero"`
+}
+
+// HasExtension reports whether the capabilities declare the extension id.
+func (c *ClientCapabilities) HasExtension(id string) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.Extensions[id]
+	return ok
+}
+
+// SupportsElicitationForm reports whether form-mode elicitation is declared,
+// including the backward-compatible empty elicitation object.
+func (c *ClientCapabilities) SupportsElicitationForm() bool {
+	if c == nil || c.Elicitation == nil {
+		return false
+	}
+	e := c.Elicitation
+	return e.Form != nil || (e.Form == nil && e.URL == nil)
+}
+
+// SupportsElicitationURL reports whether URL-mode elicitation is declared.
+func (c *ClientCapabilities) SupportsElicitationURL() bool {
+	return c != nil && c.Elicitation != nil && c.Elicitation.URL != nil
+}
+
+// ServerCapabilities are the capabilities a server advertises in
+// server/discover.
+type ServerCapabilities struct {
+	Experimental map[string]Object    `json:"experimental,omitzero"`
+	Logging      Object               `json:"logging,omitzero"`
+	Completions  Object               `json:"completions,omitzero"`
+	Prompts      *PromptsCapability   `json:"prompts,omitempty"`
+	Resources    *ResourcesCapability `json:"resources,omitempty"`
+	Tools        *ToolsCapability     `json:"tools,omitempty"`
+	Extensions   map[string]Object    `json:"extensions,omitzero"`
+}
+
+// PromptsCapability advertises prompts.
+type PromptsCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// ResourcesCapability advertises resources.
+type ResourcesCapability struct {
+	Subscribe   bool `json:"subscribe,omitempty"`
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// ToolsCapability advertises tools.
+type ToolsCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
