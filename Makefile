@@ -1,0 +1,32 @@
+# taskwire developer tasks. `make test` is what CI runs; see README.md.
+
+GO        ?= go
+FUZZTIME  ?= 30s
+PKGS      := ./...
+
+.PHONY: all test vet conformance bench fuzz serve
+
+all: vet test
+
+## test: vet, then every package with the race detector.
+test: vet
+	$(GO) test -race -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+## conformance: the official MCP conformance suite against the fixture server.
+conformance:
+	bash scripts/conformance.sh
+
+## bench: loopback HTTP benchmark against the go-sdk and a bare net/http handler.
+bench:
+	bash scripts/bench.sh
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
+## serve: run the main job on its defaults.
+serve:
+	$(GO) run ./cmd/taskwire serve

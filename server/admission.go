@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Identity is who an admitted request acts for. The server never logs it or
+// uses it as a metric label.
+type Identity struct {
+	// Principal names the authenticated caller; empty for anonymous callers.
+	Principal string
+	// Tenant is the authorization partition: tasks and other per-caller state
+	// are visible only within the tenant that created them.
+	Tenant string
+	// RateKey partitions rate limits. Empty means the tenant.
+	RateKey string
+}
+
+func (id Identity) rateKey() string {
+	if id.RateKey != "" {
+		return id.RateKey
+	}
+	return id.Tenant
+}
+
+// AdmissionRequest is what an AdmissionController sees of a request. Header
+// is the request's header, which the controller must not modify.
+type AdmissionRequest struct {
+	// Endpoint is the name of the endpoint the request was routed to.
+	Endpoint string
+	// Method is the JSON-RPC method.
+	Method string
+	// Header is the HTTP request header.
+	Header http.Header
+	// RemoteAddr is the network address of the client, as net/http reports it.
+	RemoteAddr string
+}
+
+// AdmissionController decides who a request acts for. It runs once per
+// request, after transport, envelope, header and protocol validation and
+// before any lookup, rate limiting or handler.
+//
+// To refuse a request, return a *Rejection (for example an HTTP 401 with a
+// Bearer challenge). Any other error is sent as the fixed internal error.
+type AdmissionController interface {
+	Admit(ctx context.Context, req *AdmissionRequest) (Identity, error)
+}
+
+// AdmissionFunc adapts a function to an AdmissionController.
+type AdmissionFunc func(ctx context.Context, req *AdmissionRequest) (Identity, error)
+
+// Admit calls f.
+func (f AdmissionFunc) Admit(ctx context.Context, req *AdmissionRequest) (Identity, error) {
+	return f(ctx, req)
+}
+
+// Rejection refuses a request at admission with its own HTTP status, JSON-RPC
+// error and headers. Header should hold only safe values, such as a
+// WWW-Authenticate challenge.
+type Rejection struct {
+	Status int
+	Err    *mcp.Error
+	Header http.Header
+}
+
+func (r *Rejection) Error() string { return "server: request rejected: " + r.Err.Message }
+
+func (r *Rejection) protocolError() *protocolError {
+	status := r.Status
+	if status == 0 {
+		status = http.StatusForbidden
+	}
+	e := r.Err
+	if e == nil {
+		e = mcp.NewError(mcp.CodeInvalidRequest, "Request rejected")
+	}
+	return &protocolError{status: status, err: e, header: r.Header}
+}
+
+// AnonymousTenant is the tenant of requests admitted without credentials.
+const AnonymousTenant = "anonymous"
+
+// admitAll is the default controller: everyone is the anonymous tenant.
+type admitAll struct{}
+
+func (admitAll) Admit(context.Context, *AdmissionRequest) (Identity, error) {
+	return Identity{Tenant: AnonymousTenant}, nil
+}
+
+// DevAdmission returns a controller for development and tests only: a request
+// with "Authorization: Bearer NAME" acts as principal and tenant NAME, and a
+// request without the header is the anonymous tenant. It checks nothing; never
+// use it where tokens matter. A malformed Authorization header is rejected
+// with HTTP 401 and a Bearer challenge.
+func DevAdmission() AdmissionController {
+	return AdmissionFunc(func(_ context.Context, req *AdmissionRequest) (Identity, error) {
+		auth := req.Header.Get("Authorization")
+		if auth == "" {
+			return Identity{Tenant: AnonymousTenant}, nil
+		}
+		name, ok := strings.CutPrefix(auth, "Bearer ")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || len(name) > 256 {
+			h := http.Header{}
+			h.Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			return Identity{}, &Rejection{
+				Status: http.StatusUnauthorized,
+				Err:    mcp.NewError(mcp.CodeInvalidRequest, "Unauthorized"),
+				Header: h,
+			}
+		}
+		return Identity{Principal: name, Tenant: name}, nil
+	})
+}

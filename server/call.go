@@ -1,0 +1,286 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// call is the state of one admitted request.
+type call struct {
+	srv    *Server
+	ep     *Endpoint
+	r      *http.Request
+	req    *mcp.Request
+	params *rawParams
+	id     Identity
+	stream *responseStream
+}
+
+// handle runs the admitted half of the pipeline: method lookup, admission,
+// lifecycle, the request limiter, the method, and the response.
+func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams) {
+	method, ok := ep.methods[req.Method]
+	if !ok {
+		s.reject(ep, w, req.ID, errMethodNotFound)
+		return
+	}
+	ctx := r.Context()
+	id, err := s.opts.Admission.Admit(ctx, &AdmissionRequest{
+		Endpoint: ep.opts.Name, Method: req.Method, Header: r.Header, RemoteAddr: r.RemoteAddr,
+	})
+	if err != nil {
+		var rej *Rejection
+		if !errors.As(err, &rej) {
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", err)
+		}
+		s.reject(ep, w, req.ID, asProtocolError(err))
+		return
+	}
+
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	start := s.opts.now()
+	s.opts.Observer.RequestStarted(ctx, info)
+	outcome := OutcomeProtocolError
+	defer func() {
+		elapsed := s.opts.now().Sub(start)
+		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
+		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+	}()
+
+	st := newResponseStream(w, s.opts.KeepAliveInterval)
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			outcome = OutcomeRateLimited
+			st.finishError(req.ID, rateLimited(wait))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st}
+	outcome = c.run(ctx, method)
+}
+
+// run executes method and writes its response, returning the outcome.
+func (c *call) run(ctx context.Context, method methodFunc) Outcome {
+	res, outcome, perr := method(ctx, c)
+	if perr == nil {
+		var body []byte
+		body, perr = c.encode(res)
+		if perr == nil {
+			if c.stream.finishResult(c.req.ID, body) {
+				return outcome
+			}
+			return c.lateOutcome(ctx)
+		}
+		outcome = OutcomeInternalError
+	}
+	switch perr {
+	case errDeadline:
+		outcome = OutcomeTimeout
+	case errQueueFull:
+		outcome = OutcomeBusy
+	case errInternal:
+		outcome = OutcomeInternalError
+	default:
+		if perr.status == http.StatusTooManyRequests {
+			outcome = OutcomeRateLimited
+		} else if outcome != OutcomeInternalError {
+			outcome = OutcomeProtocolError
+		}
+	}
+	if c.stream.finishError(c.req.ID, perr) {
+		return outcome
+	}
+	return c.lateOutcome(ctx)
+}
+
+// lateOutcome classifies a request whose response was already written by the
+// deadline watcher or abandoned because the client left.
+func (c *call) lateOutcome(ctx context.Context) Outcome {
+	if c.r.Context().Err() != nil {
+		return OutcomeCanceled
+	}
+	return OutcomeTimeout
+}
+
+// encode renders a result with the server info and checks the result limits.
+func (c *call) encode(res any) ([]byte, *protocolError) {
+	if raw, ok := res.(json.RawMessage); ok {
+		return raw, nil
+	}
+	b, err := json.Marshal(c.ep.withMeta(res))
+	if err != nil {
+		c.srv.logger.Error("result could not be encoded", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", err)
+		return nil, errInternal
+	}
+	if len(b) > c.srv.opts.MaxResultBytes || !jsonDepthWithin(b, c.srv.opts.MaxJSONDepth) {
+		c.srv.logger.Warn("result exceeds the configured limits", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method))
+		return nil, errInternal
+	}
+	return b, nil
+}
+
+// Handler runs an application handler for an admitted request. The result is
+// one of *mcp.CallToolResult, *mcp.GetPromptResult, *mcp.ReadResourceResult
+// or *mcp.CompleteResult, depending on the method.
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// Interceptor wraps every application handler. It may inspect the request,
+// short-circuit with its own result or error, or call next. It runs inside
+// the handler pool and under the request deadline, before input validation.
+type Interceptor func(ctx context.Context, req *Request, next Handler) (any, error)
+
+// runHandler runs h for the request inside the bounded pool, through the
+// interceptor, under the request deadline. When the deadline passes while h
+// runs, the client is answered with HTTP 504 at once and h's context is
+// canceled; h keeps its pool slot until it returns.
+func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *protocolError) {
+	if err := c.srv.pool.acquire(ctx); err != nil {
+		return nil, errQueueFull
+	}
+	defer c.srv.pool.release()
+	stop := context.AfterFunc(ctx, func() {
+		if c.r.Context().Err() != nil {
+			c.stream.abandon()
+			return
+		}
+		c.stream.finishError(c.req.ID, errDeadline)
+	})
+	defer stop()
+	res, err := c.invoke(ctx, rq, h)
+	if ctx.Err() != nil {
+		// The deadline watcher has answered (504) or abandoned the response;
+		// run reports which from the stream.
+		return nil, errDeadline
+	}
+	if err != nil {
+		var ire *InputRequiredError
+		if errors.As(err, &ire) {
+			return c.inputRequired(rq, ire)
+		}
+		return nil, asProtocolError(err)
+	}
+	return res, nil
+}
+
+// invoke calls the interceptor chain, turning a panic into an error.
+func (c *call) invoke(ctx context.Context, rq *Request, h Handler) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.srv.logger.Error("handler panicked", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "panic", v, "stack", string(debug.Stack()))
+			res, err = nil, errInternal
+		}
+	}()
+	if ic := c.srv.opts.Interceptor; ic != nil {
+		return ic(ctx, rq, h)
+	}
+	return h(ctx, rq)
+}
+
+// newRequest builds the handler-facing view of the call. When the client
+// echoes a requestState, it must open under this request's binding; otherwise
+// the request fails with -32602 before any handler runs.
+func (c *call) newRequest(name string) (*Request, *protocolError) {
+	rq := &Request{
+		Method:         c.req.Method,
+		Endpoint:       c.ep.opts.Name,
+		Name:           name,
+		Identity:       c.id,
+		Meta:           c.params.Meta,
+		Arguments:      c.params.Arguments,
+		InputResponses: c.params.InputResponses,
+		id:             c.req.ID,
+		stream:         c.stream,
+	}
+	if enc := c.params.RequestState; enc != nil {
+		state, round, err := c.srv.sealer.open(*enc, c.binding(name))
+		if err != nil {
+			return nil, errBadState
+		}
+		rq.state, rq.round = state, round
+	}
+	return rq, nil
+}
+
+func (c *call) binding(name string) stateBinding {
+	return stateBinding{
+		Principal: c.id.Principal, Tenant: c.id.Tenant, Endpoint: c.ep.opts.Name,
+		Method: c.req.Method, Target: name, Digest: argumentsDigest(c.params.Arguments),
+	}
+}
+
+// inputRequired turns a handler's request for input into the
+// input_required result: every input request must be one the client declared
+// a capability for, and the application state is sealed to this request.
+func (c *call) inputRequired(rq *Request, ire *InputRequiredError) (any, *protocolError) {
+	if len(ire.Requests) == 0 {
+		c.srv.logger.Error("handler asked for input without input requests", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method))
+		return nil, errInternal
+	}
+	if missing := missingInputCapabilities(rq.Capabilities(), ire.Requests); missing != nil {
+		return nil, missingCapabilities(missing)
+	}
+	if rq.round+1 > maxStateRounds {
+		return nil, invalidParams("Invalid params: too many input rounds")
+	}
+	sealed, err := c.srv.sealer.seal(c.binding(rq.Name), rq.round+1, ire.State)
+	if err != nil {
+		c.srv.logger.Error("request state could not be sealed", "endpoint", c.ep.opts.Name, "err", err)
+		return nil, errInternal
+	}
+	return &mcp.InputRequiredResult{InputRequests: ire.Requests, RequestState: sealed}, nil
+}
+
+// missingInputCapabilities returns the capabilities the input requests need
+// that caps lacks, or nil when none is missing. Unknown methods are refused
+// by reporting them as an unmet experimental capability.
+func missingInputCapabilities(caps *mcp.ClientCapabilities, reqs mcp.InputRequests) *mcp.ClientCapabilities {
+	var missing mcp.ClientCapabilities
+	found := false
+	for _, ir := range reqs {
+		if ir == nil {
+			continue
+		}
+		switch ir.Method {
+		case mcp.MethodElicitationCreate:
+			mode, err := ir.ElicitMode()
+			if err != nil {
+				mode = "form"
+			}
+			if mode == "url" && !caps.SupportsElicitationURL() {
+				if missing.Elicitation == nil {
+					missing.Elicitation = &mcp.ElicitationCapability{}
+				}
+				missing.Elicitation.URL = mcp.Object{}
+				found = true
+			}
+			if mode != "url" && !caps.SupportsElicitationForm() {
+				if missing.Elicitation == nil {
+					missing.Elicitation = &mcp.ElicitationCapability{}
+				}
+				missing.Elicitation.Form = mcp.Object{}
+				found = true
+			}
+		case mcp.MethodSamplingCreateMessage:
+			if caps == nil || caps.Sampling == nil {
+				missing.Sampling = &mcp.SamplingCapability{}
+				found = true
+			}
+		case mcp.MethodRootsList:
+			if caps == nil || caps.Roots == nil {
+				missing.Roots = &mcp.RootsCapability{}
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &missing
+}

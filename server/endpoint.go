@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// EndpointOptions describe one MCP endpoint.
+type EndpointOptions struct {
+	// Path is the exact URL path the endpoint is served at, such as "/mcp".
+	// Required; it must start with "/".
+	Path string
+	// Name and Version identify the server implementation in server/discover
+	// and in every result's _meta. Required.
+	Name    string
+	Version string
+	// Title, Description and WebsiteURL are optional display information.
+	Title       string
+	Description string
+	WebsiteURL  string
+	// Instructions is natural-language guidance for models, sent in
+	// server/discover.
+	Instructions string
+	// ProtocolVersions lists the protocol revisions the endpoint accepts.
+	// Nil means mcp.LatestProtocolVersion only.
+	ProtocolVersions []string
+	// TaskProtocolVersions lists the revisions under which the endpoint serves
+	// the Tasks extension. It takes effect only with a task manager.
+	TaskProtocolVersions []string
+	// CacheTTL is the ttlMs advertised on server/discover and list results.
+	// Zero means the client should not reuse them.
+	CacheTTL time.Duration
+	// PageSize bounds list results; larger catalogs are paginated with opaque
+	// cursors. Zero means 100.
+	PageSize int
+}
+
+// Endpoint is one MCP endpoint: a path with its own identity, versions and
+// catalog of tools, resources and prompts. Create it with NewEndpoint,
+// register everything, then pass it to New. Registration is not safe for
+// concurrent use and must finish before New.
+type Endpoint struct {
+	opts EndpointOptions
+	errs []error
+	srv  *Server
+
+	tools     []*toolEntry
+	toolIndex map[string]*toolEntry
+
+	resources     []*resourceEntry
+	resourceIndex map[string]*resourceEntry
+	templates     []*templateEntry
+
+	prompts     []*promptEntry
+	promptIndex map[string]*promptEntry
+
+	completion CompletionHandler
+
+	serverInfo   *mcp.Implementation
+	serverMeta   mcp.Meta
+	discoverJSON []byte
+	cacheScope   mcp.CacheScope
+	methods      map[string]methodFunc
+}
+
+// NewEndpoint returns an empty endpoint. Invalid options are reported by New.
+func NewEndpoint(opts EndpointOptions) *Endpoint {
+	if opts.ProtocolVersions == nil {
+		opts.ProtocolVersions = []string{mcp.LatestProtocolVersion}
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = 100
+	}
+	return &Endpoint{
+		opts:          opts,
+		toolIndex:     map[string]*toolEntry{},
+		resourceIndex: map[string]*resourceEntry{},
+		promptIndex:   map[string]*promptEntry{},
+	}
+}
+
+// Path returns the endpoint's path.
+func (ep *Endpoint) Path() string { return ep.opts.Path }
+
+func (ep *Endpoint) fail(err error) { ep.errs = append(ep.errs, err) }
+
+func (ep *Endpoint) supportsVersion(v string) bool { return slices.Contains(ep.opts.ProtocolVersions, v) }
+
+// build freezes the endpoint for s.
+func (ep *Endpoint) build(s *Server) error {
+	if ep.srv != nil {
+		return errors.New("endpoint already belongs to a server")
+	}
+	o := ep.opts
+	switch {
+	case !strings.HasPrefix(o.Path, "/"):
+		ep.fail(fmt.Errorf("path %q must start with /", o.Path))
+	case o.Name == "" || o.Version == "":
+		ep.fail(errors.New("name and version are required"))
+	case len(o.ProtocolVersions) == 0:
+		ep.fail(errors.New("at least one protocol version is required"))
+	case o.PageSize < 0 || o.CacheTTL < 0:
+		ep.fail(errors.New("page size and cache TTL must not be negative"))
+	}
+	for _, v := range o.ProtocolVersions {
+		if v != mcp.LatestProtocolVersion {
+			ep.fail(fmt.Errorf("protocol version %q is not implemented", v))
+		}
+	}
+	if err := errors.Join(ep.errs...); err != nil {
+		return err
+	}
+	ep.srv = s
+	ep.serverInfo = &mcp.Implementation{
+		Name: o.Name, Version: o.Version, Title: o.Title,
+		Description: o.Description, WebsiteURL: o.WebsiteURL,
+	}
+	ep.serverMeta = mcp.Meta{mcp.MetaServerInfo: ep.serverInfo}
+	ep.cacheScope = mcp.CachePublic
+	if s.opts.CatalogPolicy != nil {
+		ep.cacheScope = mcp.CachePrivate
+	}
+	ep.methods = ep.methodTable()
+	disc, err := json.Marshal(ep.withMeta(&mcp.DiscoverResult{
+		SupportedVersions: o.ProtocolVersions,
+		Capabilities:      ep.capabilities(),
+		Instructions:      o.Instructions,
+		TTLMs:             o.CacheTTL.Milliseconds(),
+		CacheScope:        mcp.CachePublic,
+	}))
+	if err != nil {
+		return fmt.Errorf("encode server/discover: %w", err)
+	}
+	ep.discoverJSON = disc
+	return nil
+}
+
+// capabilities are what the endpoint advertises; methods of features it
+// lacks answer -32601.
+func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{Logging: mcp.Object{}}
+	if len(ep.tools) > 0 {
+		c.Tools = &mcp.ToolsCapability{}
+	}
+	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+		c.Resources = &mcp.ResourcesCapability{}
+	}
+	if len(ep.prompts) > 0 {
+		c.Prompts = &mcp.PromptsCapability{}
+	}
+	if ep.completion != nil {
+		c.Completions = mcp.Object{}
+	}
+	return c
+}
+
+// methodFunc runs one method for an admitted request and returns the result
+// to encode, the outcome, or a protocol error.
+type methodFunc func(ctx context.Context, c *call) (any, Outcome, *protocolError)
+
+func (ep *Endpoint) methodTable() map[string]methodFunc {
+	m := map[string]methodFunc{
+		mcp.MethodServerDiscover: ep.discover,
+	}
+	if len(ep.tools) > 0 {
+		m[mcp.MethodToolsList] = ep.listTools
+		m[mcp.MethodToolsCall] = ep.callTool
+	}
+	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+		m[mcp.MethodResourcesList] = ep.listResources
+		m[mcp.MethodResourcesTemplatesList] = ep.listResourceTemplates
+		m[mcp.MethodResourcesRead] = ep.readResource
+	}
+	if len(ep.prompts) > 0 {
+		m[mcp.MethodPromptsList] = ep.listPrompts
+		m[mcp.MethodPromptsGet] = ep.getPrompt
+	}
+	if ep.completion != nil {
+		m[mcp.MethodCompletionComplete] = ep.complete
+	}
+	return m
+}
+
+func (ep *Endpoint) discover(context.Context, *call) (any, Outcome, *protocolError) {
+	return json.RawMessage(ep.discoverJSON), OutcomeComplete, nil
+}
+
+// withMeta returns the result with the server info added to its _meta and
+// resultType defaulted to "complete". It copies rather than modifies the
+// application's value, which may be shared.
+func (ep *Endpoint) withMeta(res any) any {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		c := *r
+		c.ResultType = orComplete(c.ResultType)
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.DiscoverResult:
+		c := *r
+		c.ResultType = orComplete(c.ResultType)
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.ListToolsResult:
+		r.ResultType = orComplete(r.ResultType)
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.ListResourcesResult:
+		r.ResultType = orComplete(r.ResultType)
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.ListResourceTemplatesResult:
+		r.ResultType = orComplete(r.ResultType)
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.ListPromptsResult:
+		r.ResultType = orComplete(r.ResultType)
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.ReadResourceResult:
+		c := *r
+		c.ResultType = orComplete(c.ResultType)
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.GetPromptResult:
+		c := *r
+		c.ResultType = orComplete(c.ResultType)
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.CompleteResult:
+		c := *r
+		c.ResultType = orComplete(c.ResultType)
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.InputRequiredResult:
+		r.ResultType = mcp.ResultInputRequired
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	}
+	return res
+}
+
+func orComplete(t mcp.ResultType) mcp.ResultType {
+	if t == "" {
+		return mcp.ResultComplete
+	}
+	return t
+}
+
+func (ep *Endpoint) metaWithServerInfo(m mcp.Meta) mcp.Meta {
+	if m == nil {
+		return ep.serverMeta
+	}
+	if _, ok := m[mcp.MetaServerInfo]; ok {
+		return m
+	}
+	c := make(mcp.Meta, len(m)+1)
+	for k, v := range m {
+		c[k] = v
+	}
+	c[mcp.MetaServerInfo] = ep.serverInfo
+	return c
+}
+
+// page returns the bounds of the page a cursor selects in a list of n items
+// and the cursor of the next page ("" when none).
+func (ep *Endpoint) page(cursor *string, n int) (lo, hi int, next string, perr *protocolError) {
+	if cursor != nil {
+		off, ok := decodeCursor(*cursor)
+		if !ok || off > n {
+			return 0, 0, "", errBadCursor
+		}
+		lo = off
+	}
+	hi = min(n, lo+ep.opts.PageSize)
+	if hi < n {
+		next = encodeCursor(hi)
+	}
+	return lo, hi, next, nil
+}
+
+const cursorPrefix = "o1:"
+
+func encodeCursor(off int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(off)))
+}
+
+func decodeCursor(c string) (int, bool) {
+	if len(c) > 64 {
+		return 0, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, false
+	}
+	s, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}

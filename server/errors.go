@@ -1,0 +1,107 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// protocolError is a JSON-RPC error together with the HTTP status and safe
+// headers it is sent with.
+type protocolError struct {
+	status int
+	err    *mcp.Error
+	header http.Header
+}
+
+func (e *protocolError) Error() string { return e.err.Error() }
+
+func newProtocolError(status int, err *mcp.Error) *protocolError {
+	return &protocolError{status: status, err: err}
+}
+
+// Errors that the pipeline sends. They never echo request values.
+var (
+	errParse          = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error"))
+	errTooDeep        = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error: JSON nesting too deep"))
+	errBodyTooLarge   = newProtocolError(http.StatusRequestEntityTooLarge, mcp.NewError(mcp.CodeInvalidRequest, "Invalid Request: body too large"))
+	errMissingMeta    = newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"))
+	errMethodNotFound = newProtocolError(http.StatusNotFound, mcp.MethodNotFound())
+	errInternal       = newProtocolError(http.StatusOK, mcp.InternalError())
+	errQueueFull      = newProtocolError(http.StatusServiceUnavailable, mcp.NewError(mcp.CodeInternalError, "Server busy"))
+	errDeadline       = newProtocolError(http.StatusGatewayTimeout, mcp.NewError(mcp.CodeInternalError, "Request deadline exceeded"))
+	errUnknownTool    = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown tool"))
+	errUnknownPrompt  = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown prompt"))
+	errBadCursor      = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid cursor"))
+	errBadState       = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid requestState"))
+)
+
+// CodeRateLimited is the implementation-defined JSON-RPC code sent with HTTP
+// 429 when a rate limiter denies a request.
+const CodeRateLimited = -31999
+
+func invalidRequest(msg string) *protocolError {
+	return newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, msg))
+}
+
+func invalidParams(msg string) *protocolError {
+	return newProtocolError(http.StatusOK, mcp.InvalidParams(msg))
+}
+
+func headerMismatch(msg string) *protocolError {
+	return newProtocolError(http.StatusBadRequest, mcp.HeaderMismatch(msg))
+}
+
+func missingCapabilities(required *mcp.ClientCapabilities) *protocolError {
+	return newProtocolError(http.StatusBadRequest, mcp.MissingCapabilities(required))
+}
+
+func rateLimited(retryAfter time.Duration) *protocolError {
+	secs := int64((retryAfter + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	h := http.Header{}
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	return &protocolError{
+		status: http.StatusTooManyRequests,
+		err:    mcp.NewError(CodeRateLimited, "Rate limit exceeded"),
+		header: h,
+	}
+}
+
+// asProtocolError converts an error from application code into what the
+// client sees. A *mcp.Error becomes a JSON-RPC error of HTTP 200 (except the
+// codes whose status the transport fixes); a *Rejection keeps its status;
+// anything else is the fixed internal error.
+func asProtocolError(err error) *protocolError {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var rej *Rejection
+	if errors.As(err, &rej) {
+		return rej.protocolError()
+	}
+	var me *mcp.Error
+	if errors.As(err, &me) {
+		return newProtocolError(statusForCode(me.Code), me)
+	}
+	return errInternal
+}
+
+// statusForCode is the HTTP status for a JSON-RPC error code returned by
+// application code.
+func statusForCode(code int64) int {
+	switch code {
+	case mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapability,
+		mcp.CodeUnsupportedProtocolVersion, mcp.CodeParseError, mcp.CodeInvalidRequest:
+		return http.StatusBadRequest
+	case mcp.CodeMethodNotFound:
+		return http.StatusNotFound
+	}
+	return http.StatusOK
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// ResourceHandler reads a resource. req.Name is the requested URI. Return
+// ErrResourceNotFound (or wrap it) when the URI names nothing.
+type ResourceHandler func(ctx context.Context, req *Request) (*mcp.ReadResourceResult, error)
+
+// ErrResourceNotFound makes resources/read answer -32602 "Resource not found".
+var ErrResourceNotFound = errors.New("server: resource not found")
+
+type resourceEntry struct {
+	resource *mcp.Resource
+	handler  ResourceHandler
+}
+
+type templateEntry struct {
+	template *mcp.ResourceTemplate
+	pattern  *regexp.Regexp
+	handler  ResourceHandler
+}
+
+// AddResource registers a resource with a fixed URI.
+func (ep *Endpoint) AddResource(r *mcp.Resource, h ResourceHandler) {
+	if r.URI == "" || r.Name == "" {
+		ep.fail(errors.New("resource: uri and name are required"))
+		return
+	}
+	if _, dup := ep.resourceIndex[r.URI]; dup {
+		ep.fail(fmt.Errorf("resource %q is registered twice", r.URI))
+		return
+	}
+	e := &resourceEntry{resource: r, handler: h}
+	ep.resources = append(ep.resources, e)
+	ep.resourceIndex[r.URI] = e
+}
+
+// AddResourceTemplate registers a family of resources described by an RFC
+// 6570 level-1 URI template such as "file:///logs/{day}". Reads of URIs the
+// template matches go to h; fixed resources win over templates.
+func (ep *Endpoint) AddResourceTemplate(t *mcp.ResourceTemplate, h ResourceHandler) {
+	re, err := compileURITemplate(t.URITemplate)
+	if err != nil || t.Name == "" {
+		ep.fail(fmt.Errorf("resource template %q: name and a valid uriTemplate are required", t.URITemplate))
+		return
+	}
+	ep.templates = append(ep.templates, &templateEntry{template: t, pattern: re, handler: h})
+}
+
+// compileURITemplate turns {var} expressions into segment matchers.
+func compileURITemplate(tmpl string) (*regexp.Regexp, error) {
+	if tmpl == "" {
+		return nil, errors.New("empty template")
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for rest := tmpl; rest != ""; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(regexp.QuoteMeta(rest))
+			break
+		}
+		b.WriteString(regexp.QuoteMeta(rest[:i]))
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return nil, errors.New("unclosed expression")
+		}
+		name := rest[i+1 : i+j]
+		if name == "" || strings.ContainsAny(name, "{+#./;?&") {
+			return nil, errors.New("unsupported expression")
+		}
+		b.WriteString("([^/]+)")
+		rest = rest[i+j+1:]
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}
+
+func (ep *Endpoint) listResources(_ context.Context, c *call) (any, Outcome, *protocolError) {
+	lo, hi, next, perr := ep.page(c.params.Cursor, len(ep.resources))
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	res := &mcp.ListResourcesResult{
+		Resources:  make([]*mcp.Resource, 0, hi-lo),
+		NextCursor: next,
+		TTLMs:      ep.opts.CacheTTL.Milliseconds(),
+		CacheScope: ep.cacheScope,
+	}
+	for _, r := range ep.resources[lo:hi] {
+		res.Resources = append(res.Resources, r.resource)
+	}
+	return res, OutcomeComplete, nil
+}
+
+func (ep *Endpoint) listResourceTemplates(_ context.Context, c *call) (any, Outcome, *protocolError) {
+	lo, hi, next, perr := ep.page(c.params.Cursor, len(ep.templates))
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	res := &mcp.ListResourceTemplatesResult{
+		ResourceTemplates: make([]*mcp.ResourceTemplate, 0, hi-lo),
+		NextCursor:        next,
+		TTLMs:             ep.opts.CacheTTL.Milliseconds(),
+		CacheScope:        ep.cacheScope,
+	}
+	for _, t := range ep.templates[lo:hi] {
+		res.ResourceTemplates = append(res.ResourceTemplates, t.template)
+	}
+	return res, OutcomeComplete, nil
+}
+
+var errResourceNotFound = invalidParams("Resource not found")
+
+func (ep *Endpoint) readResource(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	uri := c.params.URI
+	if uri == "" {
+		return nil, OutcomeProtocolError, invalidParams("Invalid params: uri is required")
+	}
+	var h ResourceHandler
+	if e, ok := ep.resourceIndex[uri]; ok {
+		h = e.handler
+	} else {
+		for _, t := range ep.templates {
+			if t.pattern.MatchString(uri) {
+				h = t.handler
+				break
+			}
+		}
+	}
+	if h == nil {
+		return nil, OutcomeProtocolError, errResourceNotFound
+	}
+	rq, perr := c.newRequest(uri)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	res, perr := c.runHandler(ctx, rq, func(ctx context.Context, rq *Request) (any, error) {
+		r, err := h(ctx, rq)
+		if errors.Is(err, ErrResourceNotFound) {
+			return nil, errResourceNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	})
+	if perr != nil {
+		return nil, outcomeOf(perr), perr
+	}
+	switch r := res.(type) {
+	case *mcp.InputRequiredResult:
+		return r, OutcomeInputRequired, nil
+	case *mcp.ReadResourceResult:
+		if r == nil {
+			return nil, OutcomeInternalError, errInternal
+		}
+		return r, OutcomeComplete, nil
+	}
+	return nil, OutcomeInternalError, errInternal
+}

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Options configure a Server. The zero value of every field is a safe
+// default, documented on the field.
+type Options struct {
+	// Endpoints are the MCP endpoints to serve. At least one is required and
+	// paths must be unique. Endpoints must not be modified after New.
+	Endpoints []*Endpoint
+
+	// Logger receives operational messages. Nil discards them. Log lines never
+	// carry arguments, principals, origins or task IDs.
+	Logger *slog.Logger
+
+	// Admission decides who each request acts for. Nil admits everyone as the
+	// anonymous tenant.
+	Admission AdmissionController
+	// RequestLimiter, if set, is charged once per admitted request, keyed by
+	// the identity's rate key. Denials are HTTP 429 with Retry-After.
+	RequestLimiter RateLimiter
+	// Interceptor, if set, runs around every application handler (tools,
+	// prompts, resources, completion), inside the handler pool.
+	Interceptor Interceptor
+	// ResultSanitizer, if set, may rewrite or refuse every inline tool result
+	// before output validation. A failure sends the fixed internal error.
+	ResultSanitizer ResultSanitizer
+	// CatalogPolicy, if set, decides which tools each identity may see and
+	// call. A hidden tool is indistinguishable from an unknown one.
+	CatalogPolicy CatalogPolicy
+	// Observer is told of every admitted request's start and finish.
+	Observer Observer
+	// Metrics receives per-request counters with bounded labels.
+	Metrics Metrics
+
+	// HandlerConcurrency bounds the handlers running at once. Zero means 32.
+	HandlerConcurrency int
+	// HandlerQueue bounds the requests waiting for a handler slot; beyond it
+	// requests fail at once with HTTP 503. Zero means 128.
+	HandlerQueue int
+	// RequestTimeout is the absolute deadline of one request, queueing
+	// included. A handler still running then is answered with HTTP 504 and its
+	// context is canceled. Zero means 60 s.
+	RequestTimeout time.Duration
+
+	// MaxBodyBytes bounds a request body. Zero means 10 MiB; larger is HTTP 413.
+	MaxBodyBytes int64
+	// MaxJSONDepth bounds the nesting of request and result JSON. Zero means 128.
+	MaxJSONDepth int
+	// MaxResultBytes bounds an encoded result. Zero means 4 MiB; larger is the
+	// fixed internal error.
+	MaxResultBytes int
+
+	// AllowedHosts lists the Host header values (without port, lower case)
+	// accepted. Nil means loopback names only: localhost, 127.0.0.1 and ::1.
+	// The single entry "*" accepts any host; use it only behind a proxy that
+	// checks Host itself.
+	AllowedHosts []string
+	// AllowedOrigins lists the Origin header values (scheme://host[:port])
+	// accepted from browsers. Nil means loopback origins of any port. A request
+	// without Origin is not a browser request and is not checked.
+	AllowedOrigins []string
+
+	// KeepAliveInterval is the period of SSE comment keep-alives on streaming
+	// responses. Zero means 15 s.
+	KeepAliveInterval time.Duration
+
+	// RequestStateKey seals MRTR requestState values (AES-256-GCM). It must be
+	// 32 bytes, shared by every node that may receive a retry. Nil means a
+	// random per-process key, which suits a single node.
+	RequestStateKey []byte
+	// RequestStateTTL bounds how long a requestState stays valid. Zero means 15 min.
+	RequestStateTTL time.Duration
+
+	// now is the clock, replaced by tests.
+	now func() time.Time
+}
+
+// Server serves MCP endpoints over HTTP. It is an http.Handler and is safe
+// for concurrent use. Build one with New.
+type Server struct {
+	opts      Options
+	logger    *slog.Logger
+	endpoints map[string]*Endpoint
+	pool      *handlerPool
+	hosts     map[string]bool
+	origins   map[string]bool
+	sealer    *stateSealer
+}
+
+// New validates opts and the endpoints' registrations and returns a ready
+// Server. It fails when no endpoint is given, when two share a path, when a
+// tool's schemas cannot be inferred or are invalid, or when an option is out
+// of range.
+func New(opts Options) (*Server, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("server: at least one endpoint is required")
+	}
+	setDefaults(&opts)
+	if opts.HandlerConcurrency < 0 || opts.HandlerQueue < 0 || opts.MaxBodyBytes < 0 || opts.MaxJSONDepth < 0 {
+		return nil, errors.New("server: limits must not be negative")
+	}
+	s := &Server{
+		opts:      opts,
+		logger:    opts.Logger,
+		endpoints: make(map[string]*Endpoint, len(opts.Endpoints)),
+		pool:      newHandlerPool(opts.HandlerConcurrency, opts.HandlerQueue),
+	}
+	if opts.AllowedHosts != nil {
+		s.hosts = setOf(opts.AllowedHosts)
+	}
+	if opts.AllowedOrigins != nil {
+		s.origins = setOf(opts.AllowedOrigins)
+	}
+	key := opts.RequestStateKey
+	if key == nil {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	sealer, err := newStateSealer(key, opts.RequestStateTTL, opts.now)
+	if err != nil {
+		return nil, err
+	}
+	s.sealer = sealer
+	var errs []error
+	for _, ep := range opts.Endpoints {
+		if ep == nil {
+			return nil, errors.New("server: nil endpoint")
+		}
+		if _, dup := s.endpoints[ep.opts.Path]; dup {
+			return nil, fmt.Errorf("server: two endpoints share the path %q", ep.opts.Path)
+		}
+		if err := ep.build(s); err != nil {
+			errs = append(errs, fmt.Errorf("server: endpoint %q: %w", ep.opts.Name, err))
+			continue
+		}
+		s.endpoints[ep.opts.Path] = ep
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func setDefaults(o *Options) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Admission == nil {
+		o.Admission = admitAll{}
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
+	if o.HandlerConcurrency == 0 {
+		o.HandlerConcurrency = 32
+	}
+	if o.HandlerQueue == 0 {
+		o.HandlerQueue = 128
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 10 << 20
+	}
+	if o.MaxJSONDepth == 0 {
+		o.MaxJSONDepth = 128
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = 4 << 20
+	}
+	if o.KeepAliveInterval == 0 {
+		o.KeepAliveInterval = 15 * time.Second
+	}
+	if o.RequestStateTTL == 0 {
+		o.RequestStateTTL = 15 * time.Minute
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+}
+
+func setOf(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// ServeHTTP routes the request to the endpoint registered for its exact path
+// and runs the pipeline. Unknown paths are HTTP 404 without a body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ep, ok := s.endpoints[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	s.serve(ep, w, r)
+}

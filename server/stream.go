@@ -1,0 +1,172 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// responseStream writes the response to one request. It answers with a
+// single application/json body unless the handler sends a notification
+// first, in which case it switches to text/event-stream, sends each message
+// as one SSE event, keeps the stream alive with comments, and ends with the
+// final response. Exactly one final response is written; later writes are
+// dropped. Safe for concurrent use.
+type responseStream struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	keepAlive time.Duration
+
+	mu       sync.Mutex
+	sse      bool
+	finished bool
+	status   int           // status of the final response, for the observer
+	stop     chan struct{} // closes the keep-alive goroutine
+	done     chan struct{} // closed when the keep-alive goroutine has ended
+}
+
+func newResponseStream(w http.ResponseWriter, keepAlive time.Duration) *responseStream {
+	return &responseStream{w: w, rc: http.NewResponseController(w), keepAlive: keepAlive}
+}
+
+// notify sends a notification related to the request, switching the
+// response to SSE if needed. It fails once the final response is written.
+func (st *responseStream) notify(method string, params []byte) error {
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = mcp.AppendNotification((*bp)[:0], method, params)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return errStreamClosed
+	}
+	if !st.sse {
+		st.startSSELocked()
+	}
+	return st.writeEventLocked(*bp)
+}
+
+func (st *responseStream) startSSELocked() {
+	st.sse = true
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	h.Del("Content-Length")
+	st.w.WriteHeader(http.StatusOK)
+	st.status = http.StatusOK
+	st.stop = make(chan struct{})
+	st.done = make(chan struct{})
+	go st.keepAliveLoop()
+}
+
+// keepAliveLoop sends SSE comments until the stream finishes. It is owned by
+// the stream and ends in finish.
+func (st *responseStream) keepAliveLoop() {
+	defer close(st.done)
+	t := time.NewTicker(st.keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.stop:
+			return
+		case <-t.C:
+			st.mu.Lock()
+			if !st.finished {
+				st.w.Write([]byte(": keep-alive\n\n"))
+				st.rc.Flush()
+			}
+			st.mu.Unlock()
+		}
+	}
+}
+
+func (st *responseStream) writeEventLocked(msg []byte) error {
+	if _, err := st.w.Write([]byte("data: ")); err != nil {
+		return err
+	}
+	if _, err := st.w.Write(msg); err != nil {
+		return err
+	}
+	if _, err := st.w.Write([]byte("\n\n")); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
+// finishResult writes the final successful response. It reports false if a
+// final response was already written.
+func (st *responseStream) finishResult(id mcp.ID, result []byte) bool {
+	st.mu.Lock()
+	if st.finished {
+		st.mu.Unlock()
+		return false
+	}
+	if st.sse {
+		bp := getBuf()
+		*bp = mcp.AppendResult((*bp)[:0], id, result)
+		st.writeEventLocked(*bp)
+		putBuf(bp)
+	} else {
+		writeResult(st.w, id, result)
+		st.status = http.StatusOK
+	}
+	st.finishLocked()
+	return true
+}
+
+// finishError writes the final error response. On an SSE stream the HTTP
+// status is already 200, so the error travels as the final event.
+func (st *responseStream) finishError(id mcp.ID, pe *protocolError) bool {
+	st.mu.Lock()
+	if st.finished {
+		st.mu.Unlock()
+		return false
+	}
+	if st.sse {
+		bp := getBuf()
+		*bp = mcp.AppendError((*bp)[:0], id, pe.err)
+		st.writeEventLocked(*bp)
+		putBuf(bp)
+	} else {
+		writeError(st.w, id, pe)
+		st.rc.Flush()
+		st.status = pe.status
+	}
+	st.finishLocked()
+	return true
+}
+
+// finishLocked marks the stream finished, unlocks it, and waits for the
+// keep-alive goroutine to end.
+func (st *responseStream) finishLocked() {
+	st.finished = true
+	stop, done := st.stop, st.done
+	st.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// abandon marks the stream finished without writing, for a client that has
+// gone away. It reports false if a final response was already written.
+func (st *responseStream) abandon() bool {
+	st.mu.Lock()
+	if st.finished {
+		st.mu.Unlock()
+		return false
+	}
+	st.finishLocked()
+	return true
+}
+
+type streamError string
+
+func (e streamError) Error() string { return string(e) }
+
+const errStreamClosed = streamError("server: the response is already complete")
+
+var _ = strconv.Itoa

@@ -1,0 +1,447 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// ToolHandlerFor handles calls of a typed tool. in is the decoded, already
+// validated arguments. The handler returns either a result, or a value of Out
+// that the server encodes as structuredContent (validated against the output
+// schema and mirrored as text content when the result has none), or both.
+//
+// A returned error becomes a tool result with isError true whose text is the
+// error's message, so that the model can see it, unless it is a *mcp.Error
+// (sent as a JSON-RPC error) or comes from InputRequired.
+type ToolHandlerFor[In, Out any] func(ctx context.Context, req *Request, in In) (*mcp.CallToolResult, Out, error)
+
+// ToolHandler handles calls of a raw tool, whose arguments arrive as
+// req.Arguments after validation against the tool's input schema.
+type ToolHandler func(ctx context.Context, req *Request) (*mcp.CallToolResult, error)
+
+// ToolOption configures a tool registration.
+type ToolOption func(*toolEntry)
+
+// WithToolRateLimiter charges limiter once per call of the tool, keyed by the
+// caller's rate key, after the server's request limiter.
+func WithToolRateLimiter(limiter RateLimiter) ToolOption {
+	return func(t *toolEntry) { t.limiter = limiter }
+}
+
+// ResultSanitizer may rewrite or refuse an inline tool result before output
+// validation, for example to redact data the caller must not see. req
+// describes the call it answers. Returning an error sends the fixed internal
+// error. It must not modify res; return a new value instead.
+type ResultSanitizer func(ctx context.Context, req *SanitizeRequest, res *mcp.CallToolResult) (*mcp.CallToolResult, error)
+
+// SanitizeRequest describes the call whose result is being sanitized.
+type SanitizeRequest struct {
+	Identity  Identity
+	Endpoint  string
+	ToolName  string
+	Arguments json.RawMessage
+}
+
+// CatalogPolicy decides which tools an identity may see in tools/list and
+// call. A tool it hides answers exactly as an unknown tool does. An error is
+// the fixed internal error.
+type CatalogPolicy interface {
+	ToolVisible(ctx context.Context, id Identity, endpoint, tool string) (bool, error)
+}
+
+// toolEntry is one registered tool.
+type toolEntry struct {
+	tool    *mcp.Tool
+	handler ToolHandler
+	limiter RateLimiter
+
+	input        *jsonschema.Resolved
+	inputIsOpen  bool // the schema accepts any object: skip validation
+	output       *jsonschema.Resolved
+	headers      []mirroredHeader
+	decodeInputs bool // arguments are decoded for validation or headers
+}
+
+// AddTool registers a typed tool on ep. When t.InputSchema is empty it is
+// inferred from In, which must be a struct, a map with string keys, or any;
+// when t.OutputSchema is empty and Out is not any, it is inferred from Out.
+// Problems with the tool are reported by New.
+func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], opts ...ToolOption) {
+	tt := *t
+	if len(tt.InputSchema) == 0 {
+		s, err := inferSchema[In]()
+		if err != nil {
+			ep.fail(fmt.Errorf("tool %q: input schema: %w", t.Name, err))
+			return
+		}
+		tt.InputSchema = s
+	}
+	outIsAny := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
+	if len(tt.OutputSchema) == 0 && !outIsAny {
+		s, err := inferSchema[Out]()
+		if err != nil {
+			ep.fail(fmt.Errorf("tool %q: output schema: %w", t.Name, err))
+			return
+		}
+		tt.OutputSchema = s
+	}
+	structured := len(tt.OutputSchema) > 0
+	raw := func(ctx context.Context, req *Request) (*mcp.CallToolResult, error) {
+		var in In
+		args := req.Arguments
+		if len(args) == 0 {
+			args = []byte("{}")
+		}
+		if err := json.Unmarshal(args, &in); err != nil {
+			return toolInputError(err), nil
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		if !structured {
+			if res == nil {
+				res = &mcp.CallToolResult{}
+			}
+			return res, nil
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("server: tool output could not be encoded: %w", errContract)
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		} else {
+			c := *res
+			res = &c
+		}
+		if len(res.StructuredContent) == 0 {
+			res.StructuredContent = b
+		}
+		if len(res.Content) == 0 {
+			res.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
+		}
+		return res, nil
+	}
+	ep.addTool(&tt, raw, opts)
+}
+
+// AddRawTool registers a tool whose handler receives raw JSON arguments.
+// t.InputSchema is required and must describe an object; t.OutputSchema, when
+// set, validates every result's structuredContent.
+func (ep *Endpoint) AddRawTool(t *mcp.Tool, h ToolHandler, opts ...ToolOption) {
+	tt := *t
+	if len(tt.InputSchema) == 0 {
+		ep.fail(fmt.Errorf("tool %q: a raw tool needs an input schema", t.Name))
+		return
+	}
+	ep.addTool(&tt, h, opts)
+}
+
+var errContract = errors.New("contract failure")
+
+func (ep *Endpoint) addTool(t *mcp.Tool, h ToolHandler, opts []ToolOption) {
+	if err := validToolName(t.Name); err != nil {
+		ep.fail(err)
+		return
+	}
+	if _, dup := ep.toolIndex[t.Name]; dup {
+		ep.fail(fmt.Errorf("tool %q is registered twice", t.Name))
+		return
+	}
+	e := &toolEntry{tool: t, handler: h}
+	for _, o := range opts {
+		o(e)
+	}
+	if err := e.compile(); err != nil {
+		ep.fail(fmt.Errorf("tool %q: %w", t.Name, err))
+		return
+	}
+	ep.tools = append(ep.tools, e)
+	ep.toolIndex[t.Name] = e
+}
+
+// validToolName applies the naming rules of the tools specification: 1 to
+// 128 characters of ASCII letters, digits, '_', '-' and '.'.
+func validToolName(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("tool name %q must have 1 to 128 characters", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("tool name %q may only use letters, digits, '_', '-' and '.'", name)
+		}
+	}
+	return nil
+}
+
+func inferSchema[T any]() (json.RawMessage, error) {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+// compile resolves the tool's schemas and mirrored headers.
+func (e *toolEntry) compile() error {
+	var in map[string]any
+	if err := json.Unmarshal(e.tool.InputSchema, &in); err != nil {
+		return fmt.Errorf("input schema is not a JSON object: %w", err)
+	}
+	if in["type"] != "object" {
+		return errors.New(`input schema must have "type": "object"`)
+	}
+	headers, err := parseMirroredHeaders(in)
+	if err != nil {
+		return err
+	}
+	e.headers = headers
+	e.inputIsOpen = isOpenObjectSchema(in)
+	if e.input, err = resolveSchema(e.tool.InputSchema); err != nil {
+		return fmt.Errorf("input schema: %w", err)
+	}
+	if len(e.tool.OutputSchema) > 0 {
+		var out map[string]any
+		if err := json.Unmarshal(e.tool.OutputSchema, &out); err != nil || out["type"] != "object" {
+			return errors.New(`output schema must be a JSON object with "type": "object"`)
+		}
+		if e.output, err = resolveSchema(e.tool.OutputSchema); err != nil {
+			return fmt.Errorf("output schema: %w", err)
+		}
+	}
+	e.decodeInputs = !e.inputIsOpen || len(e.headers) > 0
+	return nil
+}
+
+// isOpenObjectSchema reports whether a schema accepts every object, so that
+// validation can be skipped.
+func isOpenObjectSchema(s map[string]any) bool {
+	for k, v := range s {
+		switch k {
+		case "type", "$schema", "title", "description":
+		case "properties":
+			if m, ok := v.(map[string]any); !ok || len(m) > 0 {
+				return false
+			}
+		case "additionalProperties":
+			if b, ok := v.(bool); !ok || !b {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+}
+
+// toolInputError is the tool result for arguments that do not match the
+// input schema: the model sees what was wrong and can correct itself.
+func toolInputError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: "Invalid arguments: " + err.Error()}},
+	}
+}
+
+// lookupTool finds a tool the caller may see. Unknown and hidden tools are
+// the same error.
+func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protocolError) {
+	t, ok := c.ep.toolIndex[name]
+	if !ok {
+		return nil, errUnknownTool
+	}
+	if p := c.srv.opts.CatalogPolicy; p != nil {
+		visible, err := p.ToolVisible(ctx, c.id, c.ep.opts.Name, name)
+		if err != nil {
+			c.srv.logger.Error("catalog policy failed", "endpoint", c.ep.opts.Name, "err", err)
+			return nil, errInternal
+		}
+		if !visible {
+			return nil, errUnknownTool
+		}
+	}
+	return t, nil
+}
+
+func (ep *Endpoint) listTools(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	visible := ep.tools
+	if p := c.srv.opts.CatalogPolicy; p != nil {
+		visible = make([]*toolEntry, 0, len(ep.tools))
+		for _, t := range ep.tools {
+			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
+			if err != nil {
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", err)
+				return nil, OutcomeInternalError, errInternal
+			}
+			if ok {
+				visible = append(visible, t)
+			}
+		}
+	}
+	lo, hi, next, perr := ep.page(c.params.Cursor, len(visible))
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	res := &mcp.ListToolsResult{
+		Tools:      make([]*mcp.Tool, 0, hi-lo),
+		NextCursor: next,
+		TTLMs:      ep.opts.CacheTTL.Milliseconds(),
+		CacheScope: ep.cacheScope,
+	}
+	for _, t := range visible[lo:hi] {
+		res.Tools = append(res.Tools, t.tool)
+	}
+	return res, OutcomeComplete, nil
+}
+
+// callTool runs tools/call: lookup, mirrored Mcp-Param headers, the tool
+// limiter, then the handler path.
+func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	t, perr := c.lookupTool(ctx, c.params.Name)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	args := bytes.TrimSpace(c.params.Arguments)
+	if len(args) > 0 && args[0] != '{' {
+		return nil, OutcomeProtocolError, invalidParams("Invalid params: arguments must be an object")
+	}
+	var decoded map[string]any
+	if t.decodeInputs && len(args) > 0 {
+		if err := json.Unmarshal(args, &decoded); err != nil {
+			return nil, OutcomeProtocolError, invalidParams("Invalid params: arguments must be an object")
+		}
+	}
+	if len(t.headers) > 0 {
+		if perr := checkParamHeaders(c.r.Header, t.headers, decoded); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+	}
+	if t.limiter != nil {
+		if ok, wait := t.limiter.Allow(c.id.rateKey()); !ok {
+			return nil, OutcomeRateLimited, rateLimited(wait)
+		}
+	}
+	rq, perr := c.newRequest(t.tool.Name)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	h := func(ctx context.Context, rq *Request) (any, error) {
+		if !t.inputIsOpen {
+			inst := decoded
+			if inst == nil {
+				inst = map[string]any{}
+			}
+			if err := t.input.Validate(inst); err != nil {
+				return toolInputError(err), nil
+			}
+		}
+		res, err := t.handler(ctx, rq)
+		if err != nil {
+			return toolErrorResult(err)
+		}
+		return res, nil
+	}
+	res, perr := c.runHandler(ctx, rq, h)
+	if perr != nil {
+		return nil, outcomeOf(perr), perr
+	}
+	switch r := res.(type) {
+	case *mcp.InputRequiredResult:
+		return r, OutcomeInputRequired, nil
+	case *mcp.CallToolResult:
+		return c.finishToolResult(ctx, t, r)
+	case nil:
+		return c.finishToolResult(ctx, t, &mcp.CallToolResult{})
+	}
+	c.srv.logger.Error("tool handler returned an unexpected result type", "endpoint", ep.opts.Name, "type", fmt.Sprintf("%T", res))
+	return nil, OutcomeInternalError, errInternal
+}
+
+// finishToolResult runs the inline result path: sanitizer, then output
+// schema validation. Limits are checked when the result is encoded.
+func (c *call) finishToolResult(ctx context.Context, t *toolEntry, res *mcp.CallToolResult) (any, Outcome, *protocolError) {
+	if s := c.srv.opts.ResultSanitizer; s != nil {
+		out, err := s(ctx, &SanitizeRequest{Identity: c.id, Endpoint: c.ep.opts.Name, ToolName: t.tool.Name, Arguments: c.params.Arguments}, res)
+		if err != nil || out == nil {
+			return nil, OutcomeInternalError, errInternal
+		}
+		res = out
+	}
+	if err := ValidateToolResult(t.output, res); err != nil {
+		c.srv.logger.Error("tool result failed output validation", "endpoint", c.ep.opts.Name, "tool", t.tool.Name)
+		return nil, OutcomeInternalError, errInternal
+	}
+	if res.IsError {
+		return res, OutcomeToolError, nil
+	}
+	return res, OutcomeComplete, nil
+}
+
+// ValidateToolResult checks a successful tool result against a resolved
+// output schema: structuredContent must be present and valid. Results with
+// isError true and tools without an output schema (schema nil) pass.
+func ValidateToolResult(schema *jsonschema.Resolved, res *mcp.CallToolResult) error {
+	if schema == nil || res.IsError {
+		return nil
+	}
+	if len(res.StructuredContent) == 0 {
+		return errors.New("server: result lacks structuredContent required by the output schema")
+	}
+	var v any
+	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
+		return fmt.Errorf("server: structuredContent is not JSON: %w", err)
+	}
+	if err := schema.Validate(v); err != nil {
+		return fmt.Errorf("server: structuredContent does not match the output schema: %w", err)
+	}
+	return nil
+}
+
+// toolErrorResult maps a tool handler's error: protocol-level errors pass
+// through, anything else becomes an isError result the model can read.
+func toolErrorResult(err error) (any, error) {
+	var (
+		me  *mcp.Error
+		ire *InputRequiredError
+		pe  *protocolError
+	)
+	switch {
+	case errors.Is(err, errContract):
+		return nil, errInternal
+	case errors.As(err, &me), errors.As(err, &ire), errors.As(err, &pe):
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}},
+	}, nil
+}
+
+func outcomeOf(perr *protocolError) Outcome {
+	switch perr {
+	case errDeadline:
+		return OutcomeTimeout
+	case errQueueFull:
+		return OutcomeBusy
+	case errInternal:
+		return OutcomeInternalError
+	}
+	return OutcomeProtocolError
+}

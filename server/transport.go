@@ -1,0 +1,275 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// rawParams is every params member the pipeline reads, decoded in one pass.
+// Members of other methods stay zero; complex members stay raw for the
+// method's own decoder.
+type rawParams struct {
+	Meta           *mcp.RequestMeta   `json:"_meta"`
+	Name           string             `json:"name"`
+	URI            string             `json:"uri"`
+	TaskID         string             `json:"taskId"`
+	Arguments      json.RawMessage    `json:"arguments"`
+	Cursor         *string            `json:"cursor"`
+	InputResponses mcp.InputResponses `json:"inputResponses"`
+	RequestState   *string            `json:"requestState"`
+	Ref            json.RawMessage    `json:"ref"`
+	Argument       json.RawMessage    `json:"argument"`
+	Context        json.RawMessage    `json:"context"`
+	Notifications  json.RawMessage    `json:"notifications"`
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 64<<10 {
+		return // let large buffers go
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+// serve runs the transport half of the pipeline (steps 1-5 of the
+// architecture) and hands a well-formed request to the endpoint.
+func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if perr := s.checkTransport(r); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	body, perr := s.readBody(w, r, (*bp)[:0])
+	*bp = body
+	if perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	if !jsonDepthWithin(body, s.opts.MaxJSONDepth) {
+		s.reject(ep, w, mcp.ID{}, errTooDeep)
+		return
+	}
+	req, err := mcp.DecodeRequest(body)
+	if err != nil {
+		var id mcp.ID
+		if req != nil {
+			id = req.ID
+		}
+		if !json.Valid(body) {
+			s.reject(ep, w, mcp.ID{}, errParse)
+			return
+		}
+		s.reject(ep, w, id, newProtocolError(http.StatusBadRequest, err.(*mcp.Error)))
+		return
+	}
+	if req.IsNotification() {
+		// The 2026-07-28 revision defines no client notifications over HTTP;
+		// accept and ignore them as the transport requires.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	var p rawParams
+	perr = s.checkRequest(ep, r, req, &p)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return
+	}
+	ep.handle(s, w, r, req, &p)
+}
+
+// checkTransport applies the Host, Origin, method and media-type rules.
+func (s *Server) checkTransport(r *http.Request) *protocolError {
+	if !s.hostAllowed(r.Host) {
+		return newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Forbidden: host not allowed"))
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+		return newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Forbidden: origin not allowed"))
+	}
+	if r.Method != http.MethodPost {
+		pe := newProtocolError(http.StatusMethodNotAllowed, mcp.NewError(mcp.CodeInvalidRequest, "Method not allowed: use POST"))
+		pe.header = http.Header{"Allow": {http.MethodPost}}
+		return pe
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return newProtocolError(http.StatusUnsupportedMediaType, mcp.NewError(mcp.CodeInvalidRequest, "Unsupported media type: use application/json"))
+	}
+	if !acceptsBoth(r.Header.Values("Accept")) {
+		return newProtocolError(http.StatusNotAcceptable, mcp.NewError(mcp.CodeInvalidRequest, "Not acceptable: Accept must list application/json and text/event-stream"))
+	}
+	return nil
+}
+
+// acceptsBoth reports whether the Accept header values admit both JSON and
+// SSE responses. Wildcards count.
+func acceptsBoth(values []string) bool {
+	var js, sse bool
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "*/*":
+				js, sse = true, true
+			case "application/json", "application/*":
+				js = true
+			case "text/event-stream", "text/*":
+				sse = true
+			}
+		}
+	}
+	return js && sse
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if s.hosts == nil {
+		return isLoopbackName(host)
+	}
+	return s.hosts["*"] || s.hosts[host]
+}
+
+func (s *Server) originAllowed(origin string) bool {
+	if s.origins != nil {
+		return s.origins["*"] || s.origins[origin]
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {
+		return false
+	}
+	return isLoopbackName(strings.ToLower(u.Hostname()))
+}
+
+func isLoopbackName(host string) bool {
+	switch host {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
+}
+
+// readBody reads the whole body into buf, bounded by MaxBodyBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, *protocolError) {
+	limit := s.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		return buf, errBodyTooLarge
+	}
+	if n := r.ContentLength; n > 0 && int64(cap(buf)) < n {
+		buf = make([]byte, 0, n)
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return buf, errBodyTooLarge
+			}
+			return buf, invalidRequest("Invalid Request: body could not be read")
+		}
+	}
+}
+
+// checkRequest validates mirrored headers, the protocol version and the
+// required _meta, decoding params into p.
+func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawParams) *protocolError {
+	hm, present, err := singleHeader(r.Header, headerMethod)
+	if err != nil || !present {
+		return headerMismatch("Header mismatch: missing or invalid Mcp-Method header")
+	}
+	if hm != req.Method {
+		return headerMismatch("Header mismatch: Mcp-Method does not match the request method")
+	}
+	hv, present, err := singleHeader(r.Header, headerProtocolVersion)
+	if err != nil || !present || hv == "" {
+		return headerMismatch("Header mismatch: missing or invalid MCP-Protocol-Version header")
+	}
+	if req.Params == nil {
+		return errMissingMeta
+	}
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed params"))
+	}
+	if p.Meta == nil || p.Meta.ProtocolVersion == "" || p.Meta.ClientCapabilities == nil {
+		return errMissingMeta
+	}
+	if p.Meta.ProtocolVersion != hv {
+		return headerMismatch("Header mismatch: MCP-Protocol-Version does not match _meta")
+	}
+	if !ep.supportsVersion(hv) {
+		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv))
+	}
+	if want, ok := expectedName(req.Method, p); ok {
+		hn, present, err := singleHeader(r.Header, headerName)
+		if err != nil || !present {
+			return headerMismatch("Header mismatch: missing or invalid Mcp-Name header")
+		}
+		got, err := decodeHeaderValue(hn)
+		if err != nil || got != want {
+			return headerMismatch("Header mismatch: Mcp-Name does not match the request")
+		}
+	}
+	return nil
+}
+
+// reject writes a pipeline error and counts it.
+func (s *Server) reject(ep *Endpoint, w http.ResponseWriter, id mcp.ID, pe *protocolError) {
+	s.opts.Metrics.RequestRejected(ep.opts.Name, pe.status)
+	writeError(w, id, pe)
+}
+
+// writeError writes a complete JSON error response.
+func writeError(w http.ResponseWriter, id mcp.ID, pe *protocolError) {
+	h := w.Header()
+	for k, vs := range pe.header {
+		h[k] = vs
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = mcp.AppendError((*bp)[:0], id, pe.err)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*bp)))
+	w.WriteHeader(pe.status)
+	w.Write(*bp)
+}
+
+// writeResult writes a complete JSON success response.
+func writeResult(w http.ResponseWriter, id mcp.ID, result []byte) {
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = mcp.AppendResult((*bp)[:0], id, result)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*bp)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(*bp)
+}
+
+var _ = bytes.TrimSpace
