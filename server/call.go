@@ -53,17 +53,34 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 	}()
 
 	st := newResponseStream(w, s.opts.KeepAliveInterval)
-	if lim := s.opts.RequestLimiter; lim != nil {
-		if ok, wait := lim.Allow(id.rateKey()); !ok {
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st}
+	if !chargesAfterLookup[req.Method] {
+		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited
-			st.finishError(req.ID, rateLimited(wait))
+			st.finishError(req.ID, perr)
 			return
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st}
 	outcome = c.run(ctx, method)
+}
+
+// chargesAfterLookup lists the methods that charge the request limiter
+// themselves, after target lookup and capability checks, so that requests
+// that cannot succeed do not consume tokens.
+var chargesAfterLookup = map[string]bool{
+	mcp.MethodToolsCall: true, mcp.MethodPromptsGet: true, mcp.MethodResourcesRead: true,
+}
+
+// chargeRequestLimiter takes one token from the request limiter, if any.
+func (c *call) chargeRequestLimiter() *protocolError {
+	if lim := c.srv.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(c.id.rateKey()); !ok {
+			return rateLimited(wait)
+		}
+	}
+	return nil
 }
 
 // run executes method and writes its response, returning the outcome.
@@ -223,7 +240,7 @@ func (c *call) inputRequired(rq *Request, ire *InputRequiredError) (any, *protoc
 		c.srv.logger.Error("handler asked for input without input requests", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method))
 		return nil, errInternal
 	}
-	if missing := missingInputCapabilities(rq.Capabilities(), ire.Requests); missing != nil {
+	if missing := missingCapabilitiesOf(rq.Capabilities(), inputCapabilities(ire.Requests)); missing != nil {
 		return nil, missingCapabilities(missing)
 	}
 	if rq.round+1 > maxStateRounds {
@@ -237,50 +254,29 @@ func (c *call) inputRequired(rq *Request, ire *InputRequiredError) (any, *protoc
 	return &mcp.InputRequiredResult{InputRequests: ire.Requests, RequestState: sealed}, nil
 }
 
-// missingInputCapabilities returns the capabilities the input requests need
-// that caps lacks, or nil when none is missing. Unknown methods are refused
-// by reporting them as an unmet experimental capability.
-func missingInputCapabilities(caps *mcp.ClientCapabilities, reqs mcp.InputRequests) *mcp.ClientCapabilities {
-	var missing mcp.ClientCapabilities
-	found := false
+// inputCapabilities returns the client capabilities the input requests
+// need: an elicitation mode, sampling or roots for each.
+func inputCapabilities(reqs mcp.InputRequests) *mcp.ClientCapabilities {
+	var need mcp.ClientCapabilities
 	for _, ir := range reqs {
 		if ir == nil {
 			continue
 		}
 		switch ir.Method {
 		case mcp.MethodElicitationCreate:
-			mode, err := ir.ElicitMode()
-			if err != nil {
-				mode = "form"
+			if need.Elicitation == nil {
+				need.Elicitation = &mcp.ElicitationCapability{}
 			}
-			if mode == "url" && !caps.SupportsElicitationURL() {
-				if missing.Elicitation == nil {
-					missing.Elicitation = &mcp.ElicitationCapability{}
-				}
-				missing.Elicitation.URL = mcp.Object{}
-				found = true
-			}
-			if mode != "url" && !caps.SupportsElicitationForm() {
-				if missing.Elicitation == nil {
-					missing.Elicitation = &mcp.ElicitationCapability{}
-				}
-				missing.Elicitation.Form = mcp.Object{}
-				found = true
+			if mode, err := ir.ElicitMode(); err == nil && mode == "url" {
+				need.Elicitation.URL = mcp.Object{}
+			} else {
+				need.Elicitation.Form = mcp.Object{}
 			}
 		case mcp.MethodSamplingCreateMessage:
-			if caps == nil || caps.Sampling == nil {
-				missing.Sampling = &mcp.SamplingCapability{}
-				found = true
-			}
+			need.Sampling = &mcp.SamplingCapability{}
 		case mcp.MethodRootsList:
-			if caps == nil || caps.Roots == nil {
-				missing.Roots = &mcp.RootsCapability{}
-				found = true
-			}
+			need.Roots = &mcp.RootsCapability{}
 		}
 	}
-	if !found {
-		return nil
-	}
-	return &missing
+	return &need
 }

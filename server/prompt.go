@@ -73,6 +73,9 @@ func (ep *Endpoint) getPrompt(ctx context.Context, c *call) (any, Outcome, *prot
 			return nil, OutcomeProtocolError, invalidParams("Invalid params: missing required prompt argument")
 		}
 	}
+	if perr := c.chargeRequestLimiter(); perr != nil {
+		return nil, OutcomeRateLimited, perr
+	}
 	rq, perr := c.newRequest(e.prompt.Name)
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr

@@ -118,7 +118,11 @@ func (ep *Endpoint) listResourceTemplates(_ context.Context, c *call) (any, Outc
 	return res, OutcomeComplete, nil
 }
 
-var errResourceNotFound = invalidParams("Resource not found")
+// resourceNotFound is the -32602 error for an unknown URI; its data names
+// the URI the client asked for, as the resources specification requires.
+func resourceNotFound(uri string) *protocolError {
+	return newProtocolError(200, mcp.InvalidParams("Resource not found").WithData(map[string]string{"uri": uri}))
+}
 
 func (ep *Endpoint) readResource(ctx context.Context, c *call) (any, Outcome, *protocolError) {
 	uri := c.params.URI
@@ -137,7 +141,10 @@ func (ep *Endpoint) readResource(ctx context.Context, c *call) (any, Outcome, *p
 		}
 	}
 	if h == nil {
-		return nil, OutcomeProtocolError, errResourceNotFound
+		return nil, OutcomeProtocolError, resourceNotFound(uri)
+	}
+	if perr := c.chargeRequestLimiter(); perr != nil {
+		return nil, OutcomeRateLimited, perr
 	}
 	rq, perr := c.newRequest(uri)
 	if perr != nil {
@@ -146,7 +153,7 @@ func (ep *Endpoint) readResource(ctx context.Context, c *call) (any, Outcome, *p
 	res, perr := c.runHandler(ctx, rq, func(ctx context.Context, rq *Request) (any, error) {
 		r, err := h(ctx, rq)
 		if errors.Is(err, ErrResourceNotFound) {
-			return nil, errResourceNotFound
+			return nil, resourceNotFound(uri)
 		}
 		if err != nil {
 			return nil, err

@@ -35,6 +35,15 @@ func WithToolRateLimiter(limiter RateLimiter) ToolOption {
 	return func(t *toolEntry) { t.limiter = limiter }
 }
 
+// WithRequiredCapabilities makes the tool require client capabilities: a
+// call whose request does not declare them all fails with HTTP 400 and
+// -32021 listing every missing one, before rate limiting and the handler.
+// Supported members: elicitation (form and URL modes), sampling, roots and
+// extensions.
+func WithRequiredCapabilities(required *mcp.ClientCapabilities) ToolOption {
+	return func(t *toolEntry) { t.required = required }
+}
+
 // ResultSanitizer may rewrite or refuse an inline tool result before output
 // validation, for example to redact data the caller must not see. req
 // describes the call it answers. Returning an error sends the fixed internal
@@ -60,7 +69,8 @@ type CatalogPolicy interface {
 type toolEntry struct {
 	tool    *mcp.Tool
 	handler ToolHandler
-	limiter RateLimiter
+	limiter  RateLimiter
+	required *mcp.ClientCapabilities
 
 	input        *jsonschema.Resolved
 	inputIsOpen  bool // the schema accepts any object: skip validation
@@ -333,6 +343,12 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 			return nil, OutcomeProtocolError, perr
 		}
 	}
+	if missing := missingCapabilitiesOf(c.params.Meta.ClientCapabilities, t.required); missing != nil {
+		return nil, OutcomeProtocolError, missingCapabilities(missing)
+	}
+	if perr := c.chargeRequestLimiter(); perr != nil {
+		return nil, OutcomeRateLimited, perr
+	}
 	if t.limiter != nil {
 		if ok, wait := t.limiter.Allow(c.id.rateKey()); !ok {
 			return nil, OutcomeRateLimited, rateLimited(wait)
@@ -432,6 +448,50 @@ func toolErrorResult(err error) (any, error) {
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}},
 	}, nil
+}
+
+// missingCapabilitiesOf returns the members of required that caps lacks, or
+// nil when caps declares them all.
+func missingCapabilitiesOf(caps, required *mcp.ClientCapabilities) *mcp.ClientCapabilities {
+	if required == nil {
+		return nil
+	}
+	var m mcp.ClientCapabilities
+	found := false
+	if e := required.Elicitation; e != nil {
+		needForm := e.Form != nil || e.URL == nil
+		if needForm && !caps.SupportsElicitationForm() || e.URL != nil && !caps.SupportsElicitationURL() {
+			m.Elicitation = &mcp.ElicitationCapability{}
+			if needForm && !caps.SupportsElicitationForm() {
+				m.Elicitation.Form = mcp.Object{}
+			}
+			if e.URL != nil && !caps.SupportsElicitationURL() {
+				m.Elicitation.URL = mcp.Object{}
+			}
+			found = true
+		}
+	}
+	if required.Sampling != nil && (caps == nil || caps.Sampling == nil) {
+		m.Sampling = &mcp.SamplingCapability{}
+		found = true
+	}
+	if required.Roots != nil && (caps == nil || caps.Roots == nil) {
+		m.Roots = &mcp.RootsCapability{}
+		found = true
+	}
+	for id := range required.Extensions {
+		if !caps.HasExtension(id) {
+			if m.Extensions == nil {
+				m.Extensions = map[string]mcp.Object{}
+			}
+			m.Extensions[id] = mcp.Object{}
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &m
 }
 
 func outcomeOf(perr *protocolError) Outcome {
