@@ -1,3 +1,11 @@
 module github.com/taskwire/taskwire
 
 go 1.26
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/jsonschema-go v0.4.3
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require golang.org/x/text v0.14.0 // indirect

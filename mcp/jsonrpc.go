@@ -119,47 +119,43 @@ type Notification struct {
 	Params  any    `json:"params,omitempty"`
 }
 
-// envelope mirrors Request with presence tracking for strict decoding.
-type envelope struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
 // DecodeRequest parses one JSON-RPC request or notification from data.
 //
 // data must already be valid JSON (the caller owns size and depth limits). It
 // fails with a *Error of code CodeInvalidRequest when data is not a JSON
-// object (batches are not part of the 2026-07-28 revision), when "jsonrpc" is
-// not "2.0", when "method" is missing or not a non-empty string, when "id" is
-// present but neither a string nor an integer, or when "params" is present but
-// not an object. The id is preserved in the returned request whenever it could
-// be read, even on failure, so that the error response can echo it.
+// object (batches are not part of the 2026-07-28 revision), when a member
+// name occurs twice, when "jsonrpc" is not "2.0", when "method" is missing or
+// not a non-empty string, when "id" is present but neither a string nor an
+// integer, or when "params" is present but not an object. Member names are
+// matched exactly (case-sensitively); unknown members are ignored. The id is
+// preserved in the returned request whenever it could be read, even on
+// failure, so that the error response can echo it.
 func DecodeRequest(data []byte) (*Request, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, NewError(CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC request object")
 	}
-	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
+	members, err := decodeMembers(data)
+	if err != nil {
 		return nil, NewError(CodeInvalidRequest, "Invalid Request: malformed envelope")
 	}
 	req := &Request{}
-	if env.ID != nil {
-		if err := req.ID.UnmarshalJSON(env.ID); err != nil {
+	if raw, ok := members["id"]; ok {
+		if err := req.ID.UnmarshalJSON(raw); err != nil {
 			return nil, NewError(CodeInvalidRequest, "Invalid Request: id must be a string or an integer")
 		}
 	}
-	if env.JSONRPC == nil || *env.JSONRPC != JSONRPCVersion {
+	var version string
+	if raw, ok := members["jsonrpc"]; !ok || json.Unmarshal(raw, &version) != nil || version != JSONRPCVersion {
 		return req, NewError(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
-	if env.Method == nil || *env.Method == "" {
+	var method string
+	if raw, ok := members["method"]; !ok || raw[0] != '"' || json.Unmarshal(raw, &method) != nil || method == "" {
 		return req, NewError(CodeInvalidRequest, `Invalid Request: "method" must be a non-empty string`)
 	}
 	req.JSONRPC = JSONRPCVersion
-	req.Method = *env.Method
-	if p := bytes.TrimSpace(env.Params); len(p) > 0 {
+	req.Method = method
+	if p, ok := members["params"]; ok {
 		if p[0] != '{' {
 			return req, NewError(CodeInvalidRequest, `Invalid Request: "params" must be an object`)
 		}
@@ -167,6 +163,116 @@ func DecodeRequest(data []byte) (*Request, error) {
 	}
 	return req, nil
 }
+
+var errDuplicateMember = errors.New("mcp: duplicate member name")
+
+// decodeMembers splits the JSON object data into its members, keyed by exact
+// name. Every value is non-empty and has no surrounding white space. It fails
+// on malformed JSON, trailing data and duplicate member names.
+//
+// It is a single hand-written pass, because the envelope is decoded on every
+// request: it finds member boundaries by tracking strings and brackets, and
+// validates the whole text with json.Valid first.
+func decodeMembers(data []byte) (map[string]json.RawMessage, error) {
+	if !json.Valid(data) {
+		return nil, errBadEnvelope
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) < 2 || data[0] != '{' {
+		return nil, errBadEnvelope
+	}
+	members := make(map[string]json.RawMessage, 4)
+	i := skipSpace(data, 1)
+	if data[i] == '}' {
+		return members, nil
+	}
+	for {
+		// data[i] is the opening quote of a member name.
+		end := skipString(data, i)
+		name := data[i:end]
+		var key string
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if err := json.Unmarshal(name, &key); err != nil {
+				return nil, errBadEnvelope
+			}
+		} else {
+			key = string(name[1 : len(name)-1])
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // the colon
+		vend := skipValue(data, i)
+		if _, dup := members[key]; dup {
+			return nil, errDuplicateMember
+		}
+		members[key] = data[i:vend]
+		i = skipSpace(data, vend)
+		if data[i] == '}' {
+			return members, nil
+		}
+		i = skipSpace(data, i+1) // the comma
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at data[i].
+func skipString(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(data)
+}
+
+// skipValue returns the index just past the value starting at data[i], which
+// is valid JSON.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipString(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	j := i
+	for j < len(data) {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+var errBadEnvelope = errors.New("mcp: malformed JSON-RPC envelope")
 
 // AppendResult appends the encoding of a successful response to dst: the
 // envelope around result, which must be the JSON encoding of a result object.
@@ -178,17 +284,22 @@ func AppendResult(dst []byte, id ID, result []byte) []byte {
 	return append(dst, '}')
 }
 
-// AppendError appends the encoding of an error response to dst. A zero id is
-// encoded as null.
+// AppendError appends the encoding of an error response to dst. A zero id
+// (a request whose id could not be read) is omitted, as the 2026-07-28 schema
+// allows, rather than encoded as null, which the schema rejects.
 func AppendError(dst []byte, id ID, e *Error) []byte {
 	b, err := json.Marshal(e)
 	if err != nil {
 		// Data that cannot be encoded is dropped rather than losing the error.
 		b, _ = json.Marshal(&Error{Code: e.Code, Message: e.Message})
 	}
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id.Raw()...)
-	dst = append(dst, `,"error":`...)
+	dst = append(dst, `{"jsonrpc":"2.0",`...)
+	if !id.IsZero() {
+		dst = append(dst, `"id":`...)
+		dst = append(dst, id.Raw()...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"error":`...)
 	dst = append(dst, b...)
 	return append(dst, '}')
 }
