@@ -26,7 +26,11 @@ func TestMalformedRequests(t *testing.T) {
 	}{
 		{"GET is not allowed", httptest.NewRequest(http.MethodGet, "http://localhost/mcp", nil), 405, mcp.CodeInvalidRequest},
 		{"DELETE is not allowed", httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil), 405, mcp.CodeInvalidRequest},
-		{"foreign Host", func() *http.Request { r := rawPost(discover, "server/discover", nil); r.Host = "evil.example.com"; return r }(), 403, mcp.CodeInvalidRequest},
+		{"foreign Host", func() *http.Request {
+			r := rawPost(discover, "server/discover", nil)
+			r.Host = "evil.example.com"
+			return r
+		}(), 403, mcp.CodeInvalidRequest},
 		{"foreign Origin", rawPost(discover, "server/discover", map[string]string{"Origin": "http://evil.example.com"}), 403, mcp.CodeInvalidRequest},
 		{"null Origin", rawPost(discover, "server/discover", map[string]string{"Origin": "null"}), 403, mcp.CodeInvalidRequest},
 		{"wrong Content-Type", rawPost(discover, "server/discover", map[string]string{"Content-Type": "text/plain"}), 415, mcp.CodeInvalidRequest},
