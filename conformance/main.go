@@ -39,6 +39,7 @@ func run(addr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"github.com/taskwire/taskwire/internal/jsonlimit"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -27,6 +28,10 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 	method, ok := ep.methods[req.Method]
 	if !ok {
 		s.reject(ep, w, req.ID, errMethodNotFound)
+		return
+	}
+	if perr := ep.taskGate(req.Method, p.Meta); perr != nil {
+		s.reject(ep, w, req.ID, perr)
 		return
 	}
 	ctx := r.Context()
@@ -136,7 +141,7 @@ func (c *call) encode(res any) ([]byte, *protocolError) {
 		c.srv.logger.Error("result could not be encoded", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", err)
 		return nil, errInternal
 	}
-	if len(b) > c.srv.opts.MaxResultBytes || !jsonDepthWithin(b, c.srv.opts.MaxJSONDepth) {
+	if len(b) > c.srv.opts.MaxResultBytes || !jsonlimit.DepthWithin(b, c.srv.opts.MaxJSONDepth) {
 		c.srv.logger.Warn("result exceeds the configured limits", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method))
 		return nil, errInternal
 	}
@@ -154,10 +159,30 @@ type Handler func(ctx context.Context, req *Request) (any, error)
 type Interceptor func(ctx context.Context, req *Request, next Handler) (any, error)
 
 // runHandler runs h for the request inside the bounded pool, through the
-// interceptor, under the request deadline. When the deadline passes while h
-// runs, the client is answered with HTTP 504 at once and h's context is
-// canceled; h keeps its pool slot until it returns.
+// interceptor, under the request deadline; see runBounded. An
+// InputRequiredError becomes the sealed input_required result.
 func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *protocolError) {
+	res, err := c.runBounded(ctx, func(ctx context.Context) (any, error) {
+		if ic := c.srv.opts.Interceptor; ic != nil {
+			return ic(ctx, rq, h)
+		}
+		return h(ctx, rq)
+	})
+	if err != nil {
+		var ire *InputRequiredError
+		if errors.As(err, &ire) {
+			return c.inputRequired(rq, ire)
+		}
+		return nil, asProtocolError(err)
+	}
+	return res, nil
+}
+
+// runBounded runs fn inside the bounded pool under the request deadline,
+// turning a panic into the fixed internal error. When the deadline passes
+// while fn runs, the client is answered with HTTP 504 at once and fn's
+// context is canceled; fn keeps its pool slot until it returns.
+func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any, error)) (res any, err error) {
 	if err := c.srv.pool.acquire(ctx); err != nil {
 		return nil, errQueueFull
 	}
@@ -170,34 +195,18 @@ func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *pr
 		c.stream.finishError(c.req.ID, errDeadline)
 	})
 	defer stop()
-	res, err := c.invoke(ctx, rq, h)
-	if ctx.Err() != nil {
-		// The deadline watcher has answered (504) or abandoned the response;
-		// run reports which from the stream.
-		return nil, errDeadline
-	}
-	if err != nil {
-		var ire *InputRequiredError
-		if errors.As(err, &ire) {
-			return c.inputRequired(rq, ire)
-		}
-		return nil, asProtocolError(err)
-	}
-	return res, nil
-}
-
-// invoke calls the interceptor chain, turning a panic into an error.
-func (c *call) invoke(ctx context.Context, rq *Request, h Handler) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.srv.logger.Error("handler panicked", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "panic", v, "stack", string(debug.Stack()))
 			res, err = nil, errInternal
 		}
+		if ctx.Err() != nil {
+			// The deadline watcher has answered (504) or abandoned the
+			// response; run reports which from the stream.
+			res, err = nil, errDeadline
+		}
 	}()
-	if ic := c.srv.opts.Interceptor; ic != nil {
-		return ic(ctx, rq, h)
-	}
-	return h(ctx, rq)
+	return fn(ctx)
 }
 
 // newRequest builds the handler-facing view of the call. When the client

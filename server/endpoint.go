@@ -64,6 +64,7 @@ type Endpoint struct {
 	promptIndex map[string]*promptEntry
 
 	completion CompletionHandler
+	tasks      bool // the endpoint serves the Tasks extension
 
 	serverInfo   *mcp.Implementation
 	serverMeta   mcp.Meta
@@ -93,7 +94,9 @@ func (ep *Endpoint) Path() string { return ep.opts.Path }
 
 func (ep *Endpoint) fail(err error) { ep.errs = append(ep.errs, err) }
 
-func (ep *Endpoint) supportsVersion(v string) bool { return slices.Contains(ep.opts.ProtocolVersions, v) }
+func (ep *Endpoint) supportsVersion(v string) bool {
+	return slices.Contains(ep.opts.ProtocolVersions, v)
+}
 
 // build freezes the endpoint for s.
 func (ep *Endpoint) build(s *Server) error {
@@ -115,6 +118,9 @@ func (ep *Endpoint) build(s *Server) error {
 		if v != mcp.LatestProtocolVersion {
 			ep.fail(fmt.Errorf("protocol version %q is not implemented", v))
 		}
+	}
+	if err := ep.buildTasks(s); err != nil {
+		ep.fail(err)
 	}
 	if err := errors.Join(ep.errs...); err != nil {
 		return err
@@ -160,6 +166,9 @@ func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
 	if ep.completion != nil {
 		c.Completions = mcp.Object{}
 	}
+	if ep.tasks {
+		c.Extensions = map[string]mcp.Object{mcp.ExtensionTasks: {}}
+	}
 	return c
 }
 
@@ -186,6 +195,11 @@ func (ep *Endpoint) methodTable() map[string]methodFunc {
 	}
 	if ep.completion != nil {
 		m[mcp.MethodCompletionComplete] = ep.complete
+	}
+	if ep.tasks {
+		m[mcp.MethodTasksGet] = ep.getTask
+		m[mcp.MethodTasksUpdate] = ep.updateTask
+		m[mcp.MethodTasksCancel] = ep.cancelTask
 	}
 	return m
 }
@@ -236,6 +250,17 @@ func (ep *Endpoint) withMeta(res any) any {
 		c.ResultType = orComplete(c.ResultType)
 		c.Meta = ep.metaWithServerInfo(c.Meta)
 		return &c
+	case *mcp.CreateTaskResult:
+		c := *r
+		c.ResultType = mcp.ResultTask
+		c.Meta = ep.metaWithServerInfo(c.Meta)
+		return &c
+	case *mcp.GetTaskResult:
+		r.ResultType = mcp.ResultComplete
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.EmptyResult:
+		r.ResultType = mcp.ResultComplete
+		r.Meta = ep.metaWithServerInfo(r.Meta)
 	case *mcp.InputRequiredResult:
 		r.ResultType = mcp.ResultInputRequired
 		r.Meta = ep.metaWithServerInfo(r.Meta)

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 )
 
 // Request is what an application handler sees of one admitted request. It is
@@ -28,10 +29,11 @@ type Request struct {
 	// result (MRTR). Nil on a first call.
 	InputResponses mcp.InputResponses
 
-	state  []byte
-	round  int
-	id     mcp.ID
-	stream *responseStream
+	state        []byte
+	round        int
+	taskCreation *task.CreationContext
+	id           mcp.ID
+	stream       *responseStream
 }
 
 // Capabilities returns the client capabilities declared by this request.

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/taskwire/taskwire/task"
 )
 
 // Options configure a Server. The zero value of every field is a safe
@@ -35,6 +37,11 @@ type Options struct {
 	// CatalogPolicy, if set, decides which tools each identity may see and
 	// call. A hidden tool is indistinguishable from an unknown one.
 	CatalogPolicy CatalogPolicy
+	// TaskManager stores tasks for endpoints that serve the Tasks extension
+	// (EndpointOptions.TaskProtocolVersions). The server never starts or
+	// closes it. An endpoint that declares Tasks without a manager fails New.
+	TaskManager task.Manager
+
 	// Observer is told of every admitted request's start and finish.
 	Observer Observer
 	// Metrics receives per-request counters with bounded labels.
@@ -93,6 +100,7 @@ type Server struct {
 	hosts     map[string]bool
 	origins   map[string]bool
 	sealer    *stateSealer
+	validator *task.Validator
 }
 
 // New validates opts and the endpoints' registrations and returns a ready
@@ -129,6 +137,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sealer = sealer
+	s.validator = task.NewValidator(task.ValidatorOptions{MaxResultBytes: opts.MaxResultBytes, MaxResultDepth: opts.MaxJSONDepth})
 	var errs []error
 	for _, ep := range opts.Endpoints {
 		if ep == nil {

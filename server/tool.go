@@ -9,7 +9,9 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/taskwire/taskwire/internal/outputcheck"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 )
 
 // ToolHandlerFor handles calls of a typed tool. in is the decoded, already
@@ -67,10 +69,14 @@ type CatalogPolicy interface {
 
 // toolEntry is one registered tool.
 type toolEntry struct {
-	tool    *mcp.Tool
-	handler ToolHandler
+	tool     *mcp.Tool
+	handler  toolFunc
 	limiter  RateLimiter
 	required *mcp.ClientCapabilities
+
+	mode       taskMode
+	mirror     bool     // structured output is mirrored as text
+	inputKinds []string // task input kinds the tool declared
 
 	input        *jsonschema.Resolved
 	inputIsOpen  bool // the schema accepts any object: skip validation
@@ -103,13 +109,9 @@ func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], 
 		tt.OutputSchema = s
 	}
 	structured := len(tt.OutputSchema) > 0
-	raw := func(ctx context.Context, req *Request) (*mcp.CallToolResult, error) {
+	raw := func(ctx context.Context, req *Request) (any, error) {
 		var in In
-		args := req.Arguments
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		if err := json.Unmarshal(args, &in); err != nil {
+		if err := unmarshalArgs(req.Arguments, &in); err != nil {
 			return toolInputError(err), nil
 		}
 		res, out, err := h(ctx, req, in)
@@ -143,6 +145,21 @@ func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], 
 	ep.addTool(&tt, raw, opts)
 }
 
+// unmarshalArgs decodes tool arguments; absent arguments are {}.
+func unmarshalArgs(args json.RawMessage, v any) error {
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	return json.Unmarshal(args, v)
+}
+
+// jsonMarshal is json.Marshal, named for the delivery path.
+var jsonMarshal = json.Marshal
+
+// toolFunc is the internal form of every tool handler: it returns a
+// *mcp.CallToolResult or a task.Handle.
+type toolFunc func(ctx context.Context, req *Request) (any, error)
+
 // AddRawTool registers a tool whose handler receives raw JSON arguments.
 // t.InputSchema is required and must describe an object; t.OutputSchema, when
 // set, validates every result's structuredContent.
@@ -152,12 +169,18 @@ func (ep *Endpoint) AddRawTool(t *mcp.Tool, h ToolHandler, opts ...ToolOption) {
 		ep.fail(fmt.Errorf("tool %q: a raw tool needs an input schema", t.Name))
 		return
 	}
-	ep.addTool(&tt, h, opts)
+	ep.addTool(&tt, func(ctx context.Context, req *Request) (any, error) {
+		res, err := h(ctx, req)
+		if err != nil || res == nil {
+			return nil, err
+		}
+		return res, nil
+	}, opts)
 }
 
 var errContract = errors.New("contract failure")
 
-func (ep *Endpoint) addTool(t *mcp.Tool, h ToolHandler, opts []ToolOption) {
+func (ep *Endpoint) addTool(t *mcp.Tool, h toolFunc, opts []ToolOption) {
 	if err := validToolName(t.Name); err != nil {
 		ep.fail(err)
 		return
@@ -216,7 +239,7 @@ func (e *toolEntry) compile() error {
 	}
 	e.headers = headers
 	e.inputIsOpen = isOpenObjectSchema(in)
-	if e.input, err = resolveSchema(e.tool.InputSchema); err != nil {
+	if e.input, err = outputcheck.Resolve(e.tool.InputSchema); err != nil {
 		return fmt.Errorf("input schema: %w", err)
 	}
 	if len(e.tool.OutputSchema) > 0 {
@@ -224,7 +247,7 @@ func (e *toolEntry) compile() error {
 		if err := json.Unmarshal(e.tool.OutputSchema, &out); err != nil || out["type"] != "object" {
 			return errors.New(`output schema must be a JSON object with "type": "object"`)
 		}
-		if e.output, err = resolveSchema(e.tool.OutputSchema); err != nil {
+		if e.output, err = outputcheck.Resolve(e.tool.OutputSchema); err != nil {
 			return fmt.Errorf("output schema: %w", err)
 		}
 	}
@@ -251,14 +274,6 @@ func isOpenObjectSchema(s map[string]any) bool {
 		}
 	}
 	return true
-}
-
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	return s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
 }
 
 // toolInputError is the tool result for arguments that do not match the
@@ -358,6 +373,9 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
+	if rq.taskCreation, perr = c.creationContext(t); perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
 	h := func(ctx context.Context, rq *Request) (any, error) {
 		if !t.inputIsOpen {
 			inst := decoded
@@ -383,6 +401,8 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		return r, OutcomeInputRequired, nil
 	case *mcp.CallToolResult:
 		return c.finishToolResult(ctx, t, r)
+	case task.Handle:
+		return c.verifyHandle(ctx, rq, r)
 	case nil:
 		return c.finishToolResult(ctx, t, &mcp.CallToolResult{})
 	}
@@ -400,7 +420,7 @@ func (c *call) finishToolResult(ctx context.Context, t *toolEntry, res *mcp.Call
 		}
 		res = out
 	}
-	if err := ValidateToolResult(t.output, res); err != nil {
+	if err := outputcheck.Structured(t.output, res); err != nil {
 		c.srv.logger.Error("tool result failed output validation", "endpoint", c.ep.opts.Name, "tool", t.tool.Name)
 		return nil, OutcomeInternalError, errInternal
 	}
@@ -408,26 +428,6 @@ func (c *call) finishToolResult(ctx context.Context, t *toolEntry, res *mcp.Call
 		return res, OutcomeToolError, nil
 	}
 	return res, OutcomeComplete, nil
-}
-
-// ValidateToolResult checks a successful tool result against a resolved
-// output schema: structuredContent must be present and valid. Results with
-// isError true and tools without an output schema (schema nil) pass.
-func ValidateToolResult(schema *jsonschema.Resolved, res *mcp.CallToolResult) error {
-	if schema == nil || res.IsError {
-		return nil
-	}
-	if len(res.StructuredContent) == 0 {
-		return errors.New("server: result lacks structuredContent required by the output schema")
-	}
-	var v any
-	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
-		return fmt.Errorf("server: structuredContent is not JSON: %w", err)
-	}
-	if err := schema.Validate(v); err != nil {
-		return fmt.Errorf("server: structuredContent does not match the output schema: %w", err)
-	}
-	return nil
 }
 
 // toolErrorResult maps a tool handler's error: protocol-level errors pass

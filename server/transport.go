@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/taskwire/taskwire/internal/jsonlimit"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -62,7 +62,7 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
-	if !jsonDepthWithin(body, s.opts.MaxJSONDepth) {
+	if !jsonlimit.DepthWithin(body, s.opts.MaxJSONDepth) {
 		s.reject(ep, w, mcp.ID{}, errTooDeep)
 		return
 	}
@@ -271,5 +271,3 @@ func writeResult(w http.ResponseWriter, id mcp.ID, result []byte) {
 	w.WriteHeader(http.StatusOK)
 	w.Write(*bp)
 }
-
-var _ = bytes.TrimSpace

@@ -1,13 +1,13 @@
-package server
+// Package jsonlimit measures JSON text cheaply, for limits checked on every
+// request and result.
+package jsonlimit
 
-// jsonDepthWithin reports whether the nesting depth of the JSON text data
+// DepthWithin reports whether the nesting depth of the JSON text data
 // (objects and arrays) is at most max. It is a single pass that tracks only
-// strings and brackets, so it is cheap enough for every request; it does not
-// validate the text, which the decoder does afterwards.
-func jsonDepthWithin(data []byte, max int) bool {
+// strings and brackets; it does not validate the text.
+func DepthWithin(data []byte, max int) bool {
 	depth := 0
-	inString := false
-	escaped := false
+	inString, escaped := false, false
 	for _, c := range data {
 		if inString {
 			switch {
@@ -24,8 +24,7 @@ func jsonDepthWithin(data []byte, max int) bool {
 		case '"':
 			inString = true
 		case '{', '[':
-			depth++
-			if depth > max {
+			if depth++; depth > max {
 				return false
 			}
 		case '}', ']':

@@ -1,0 +1,239 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Status is the state of a task, spelt as on the wire.
+type Status = mcp.TaskStatus
+
+// Task states. Working and InputRequired may alternate; Completed, Failed
+// and Cancelled are terminal and never change again.
+const (
+	Working       = mcp.TaskWorking
+	InputRequired = mcp.TaskInputRequired
+	Completed     = mcp.TaskCompleted
+	Failed        = mcp.TaskFailed
+	Cancelled     = mcp.TaskCancelled
+)
+
+// MaxIDLength bounds task IDs, which travel in the Mcp-Name header.
+const MaxIDLength = 128
+
+// Task is an immutable snapshot of a task as a Manager returns it. Build one
+// with New; the zero Task is invalid.
+type Task struct {
+	p Params
+}
+
+// Params are the members of a task snapshot.
+type Params struct {
+	// ID is the task's high-entropy, header-safe identifier.
+	ID string
+	// Origin is the opaque origin the server supplied at creation,
+	// returned unchanged in every snapshot.
+	Origin Origin
+	// Status is the current state.
+	Status Status
+	// StatusMessage is optional human-readable text; it is sent to the
+	// client, so it must not carry secrets.
+	StatusMessage string
+	// CreatedAt and LastUpdatedAt are whole milliseconds or finer;
+	// LastUpdatedAt must not be before CreatedAt.
+	CreatedAt     time.Time
+	LastUpdatedAt time.Time
+	// TTL is how long the task is kept from CreatedAt, in whole
+	// milliseconds. Zero means unlimited (ttlMs null on the wire).
+	TTL time.Duration
+	// PollInterval is the suggested polling interval, in whole
+	// milliseconds. Zero means none is suggested.
+	PollInterval time.Duration
+	// InputRequests are the outstanding input requests; required, and
+	// only allowed, with status InputRequired.
+	InputRequests mcp.InputRequests
+	// Result is the complete tool result; required, and only allowed, with
+	// status Completed. A tool error (isError true) is still Completed.
+	Result *mcp.CallToolResult
+	// Error is the client-safe JSON-RPC error; required, and only allowed,
+	// with status Failed.
+	Error *mcp.Error
+	// Meta is the task's own _meta. Keys reserved by the protocol are
+	// rejected.
+	Meta mcp.Meta
+}
+
+// New validates p and returns the snapshot. It fails when the ID is empty,
+// too long or not a visible-ASCII header value, when the origin is zero, when
+// the status is unknown or carries another status's payload (input_required
+// needs at least one input request, completed exactly one result, failed one
+// error, working and cancelled none), when LastUpdatedAt is before CreatedAt,
+// when TTL or PollInterval is negative or not whole milliseconds, or when
+// Meta uses a reserved key.
+func New(p Params) (Task, error) {
+	if err := ValidID(p.ID); err != nil {
+		return Task{}, err
+	}
+	if p.Origin.IsZero() {
+		return Task{}, errors.New("task: origin is required")
+	}
+	switch p.Status {
+	case Working, Cancelled:
+		if len(p.InputRequests) > 0 || p.Result != nil || p.Error != nil {
+			return Task{}, fmt.Errorf("task: status %s carries no payload", p.Status)
+		}
+	case InputRequired:
+		if len(p.InputRequests) == 0 || p.Result != nil || p.Error != nil {
+			return Task{}, errors.New("task: status input_required needs input requests and nothing else")
+		}
+		for k, r := range p.InputRequests {
+			if k == "" || r == nil || r.Method == "" {
+				return Task{}, errors.New("task: input requests need a key and a method")
+			}
+		}
+	case Completed:
+		if p.Result == nil || len(p.InputRequests) > 0 || p.Error != nil {
+			return Task{}, errors.New("task: status completed needs a result and nothing else")
+		}
+	case Failed:
+		if p.Error == nil || len(p.InputRequests) > 0 || p.Result != nil {
+			return Task{}, errors.New("task: status failed needs an error and nothing else")
+		}
+	default:
+		return Task{}, fmt.Errorf("task: unknown status %q", p.Status)
+	}
+	switch {
+	case p.CreatedAt.IsZero() || p.LastUpdatedAt.IsZero():
+		return Task{}, errors.New("task: creation and update times are required")
+	case p.LastUpdatedAt.Before(p.CreatedAt):
+		return Task{}, errors.New("task: last update is before creation")
+	case !wholeMillis(p.TTL) || !wholeMillis(p.PollInterval):
+		return Task{}, errors.New("task: TTL and poll interval must be positive whole milliseconds or zero")
+	}
+	for k := range p.Meta {
+		if reservedMetaKey(k) {
+			return Task{}, fmt.Errorf("task: _meta key %q is reserved", k)
+		}
+	}
+	p.InputRequests = maps.Clone(p.InputRequests)
+	p.Meta = maps.Clone(p.Meta)
+	return Task{p: p}, nil
+}
+
+func wholeMillis(d time.Duration) bool { return d >= 0 && d%time.Millisecond == 0 }
+
+// reservedMetaKey reports whether k has a reserved prefix: one whose second
+// label is modelcontextprotocol or mcp.
+func reservedMetaKey(k string) bool {
+	prefix, _, ok := strings.Cut(k, "/")
+	if !ok {
+		return false
+	}
+	labels := strings.Split(prefix, ".")
+	return len(labels) >= 2 && (labels[1] == "modelcontextprotocol" || labels[1] == "mcp")
+}
+
+// ValidID reports whether id can name a task: 1 to MaxIDLength visible ASCII
+// characters, so that it travels unchanged in the Mcp-Name header.
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLength {
+		return errors.New("task: ID must have 1 to 128 characters")
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return errors.New("task: ID must be visible ASCII")
+		}
+	}
+	if strings.HasPrefix(id, "=?base64?") {
+		return errors.New("task: ID must not look like an encoded header value")
+	}
+	return nil
+}
+
+// ID returns the task ID.
+func (t Task) ID() string { return t.p.ID }
+
+// Origin returns the origin the task was created with.
+func (t Task) Origin() Origin { return t.p.Origin }
+
+// Status returns the current state.
+func (t Task) Status() Status { return t.p.Status }
+
+// StatusMessage returns the optional status message.
+func (t Task) StatusMessage() string { return t.p.StatusMessage }
+
+// CreatedAt returns the creation time.
+func (t Task) CreatedAt() time.Time { return t.p.CreatedAt }
+
+// LastUpdatedAt returns the time of the last change.
+func (t Task) LastUpdatedAt() time.Time { return t.p.LastUpdatedAt }
+
+// TTL returns the retention from creation; zero means unlimited.
+func (t Task) TTL() time.Duration { return t.p.TTL }
+
+// PollInterval returns the suggested polling interval; zero means none.
+func (t Task) PollInterval() time.Duration { return t.p.PollInterval }
+
+// InputRequests returns a copy of the outstanding input requests.
+func (t Task) InputRequests() mcp.InputRequests { return maps.Clone(t.p.InputRequests) }
+
+// Result returns the complete result of a completed task. Callers must not
+// modify it.
+func (t Task) Result() *mcp.CallToolResult { return t.p.Result }
+
+// Error returns the error of a failed task.
+func (t Task) Error() *mcp.Error { return t.p.Error }
+
+// Meta returns a copy of the task's _meta.
+func (t Task) Meta() mcp.Meta { return maps.Clone(t.p.Meta) }
+
+// Params returns a copy of the snapshot's members, to derive a new snapshot.
+func (t Task) Params() Params {
+	p := t.p
+	p.InputRequests = maps.Clone(p.InputRequests)
+	p.Meta = maps.Clone(p.Meta)
+	return p
+}
+
+// IsZero reports whether t is the zero (invalid) Task.
+func (t Task) IsZero() bool { return t.p.ID == "" }
+
+// String redacts the task: it prints the status only, never the ID,
+// message, payload or origin.
+func (t Task) String() string { return "task.Task(status=" + string(t.p.Status) + ")" }
+
+// GoString redacts the task in %#v output too.
+func (t Task) GoString() string { return t.String() }
+
+// Info renders the base wire object of the snapshot.
+func (t Task) Info() mcp.TaskInfo {
+	info := mcp.TaskInfo{
+		TaskID:        t.p.ID,
+		Status:        t.p.Status,
+		StatusMessage: t.p.StatusMessage,
+		CreatedAt:     formatTime(t.p.CreatedAt),
+		LastUpdatedAt: formatTime(t.p.LastUpdatedAt),
+		Meta:          t.p.Meta,
+	}
+	if t.p.TTL > 0 {
+		ms := t.p.TTL.Milliseconds()
+		info.TTLMs = &ms
+	}
+	if t.p.PollInterval > 0 {
+		ms := t.p.PollInterval.Milliseconds()
+		info.PollIntervalMs = &ms
+	}
+	return info
+}
+
+// formatTime renders a time as RFC 3339 UTC with milliseconds.
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// ErrNotFound means the task is unknown, expired, or not visible to the
+// request: the three are indistinguishable by design.
+var ErrNotFound = errors.New("task: not found")
