@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// Store is the store-side interface the runtime drives. A durable store
+// (store/sqlite, store/postgres) implements it next to task.Manager, over the
+// same tables: one task row and one job row per task.
+//
+// Fencing: every Claim bumps the job's attempt counter and hands it out in
+// the Lease. Every later write for that claim names the Lease, and the store
+// applies it only if the job's attempt still equals Lease.Attempt and the
+// lease has not expired (the job is still "running" for that attempt).
+// Otherwise it returns ErrLeaseLost and changes nothing, so a worker whose
+// lease expired, and whose job was reclaimed, can never commit.
+//
+// Every state change a client can observe (status, input requests, result,
+// error) is committed together with an outbox row, and the task ID is
+// published on the store's task.EventPublisher after commit.
+type Store interface {
+	// Claim leases up to limit available jobs whose kind is in kinds (all
+	// kinds when kinds is empty) and whose run-at time has come, oldest
+	// first, until now+lease. Jobs are claimed without blocking other
+	// claimers (FOR UPDATE SKIP LOCKED, or one writer on SQLite).
+	Claim(ctx context.Context, p ClaimParams) ([]Job, error)
+
+	// Heartbeat extends the lease to now+lease.
+	Heartbeat(ctx context.Context, l Lease, lease time.Duration) error
+
+	// RequestInput records outstanding input requests (keys unique for
+	// the task's lifetime: ErrKeyReused), turns the task input_required,
+	// and parks the job until every request is answered; then the job is
+	// available again with the answers in Job.Responses. The lease ends.
+	RequestInput(ctx context.Context, l Lease, reqs mcp.InputRequests, message string) error
+
+	// Complete ends the task completed with res (already validated
+	// against the origin) and finishes the job.
+	Complete(ctx context.Context, l Lease, res *mcp.CallToolResult, message string) error
+
+	// Fail ends the task failed with a client-safe error and finishes the
+	// job.
+	Fail(ctx context.Context, l Lease, rpcErr *mcp.Error, message string) error
+
+	// Cancel ends the task cancelled and finishes the job.
+	Cancel(ctx context.Context, l Lease, message string) error
+
+	// Retry releases the job to run again at runAt, counting one failed
+	// attempt; the task stays working. message is the status message.
+	Retry(ctx context.Context, l Lease, runAt time.Time, message string) error
+
+	// Release gives the job back without counting a failure, for a worker
+	// that is shutting down: the job is available again at once.
+	Release(ctx context.Context, l Lease) error
+
+	// CancelRequested reports whether the client asked to cancel the task.
+	// It is not fenced; it reads the current intent.
+	CancelRequested(ctx context.Context, taskID string) (bool, error)
+
+	// RescueExpired makes jobs whose lease expired before now available
+	// again (their next claim gets a new attempt), or fails their task
+	// with a client-safe error when they have used MaxAttempts claims.
+	// It handles at most limit jobs and returns how many.
+	RescueExpired(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// DeleteExpired deletes at most limit tasks (with their jobs) whose
+	// TTL has passed, and returns how many.
+	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// ClaimParams describe one claim.
+type ClaimParams struct {
+	// Worker names the claiming process, for diagnostics.
+	Worker string
+	// Kinds limits the claim to these job kinds (tool names).
+	Kinds []string
+	// Limit bounds the jobs claimed. At least 1.
+	Limit int
+	// Lease is how long the claim lasts without a heartbeat.
+	Lease time.Duration
+	// Now is the claim time.
+	Now time.Time
+}
+
+// Lease identifies one claim of a job: the fencing token of every write.
+type Lease struct {
+	TaskID string
+	// Attempt is the job's attempt counter at this claim.
+	Attempt int64
+}
+
+// Job is a claimed job.
+type Job struct {
+	Lease
+	// Kind is the job kind: the tool name.
+	Kind string
+	// Origin is the task's origin; Origin.Params().Arguments are the tool
+	// arguments exactly as received.
+	Origin task.Origin
+	// Failures counts attempts that failed or whose lease expired.
+	Failures int
+	// MaxAttempts bounds claims of the job.
+	MaxAttempts int
+	// Responses are every input response accepted so far, by key, kept
+	// for the task's lifetime so a resumed handler sees earlier answers.
+	Responses mcp.InputResponses
+	// LeaseExpires is when the claim ends without a heartbeat.
+	LeaseExpires time.Time
+}
+
+// Errors a Store returns.
+var (
+	// ErrLeaseLost: the write's lease is no longer the job's current claim.
+	ErrLeaseLost = errors.New("worker: lease lost")
+	// ErrKeyReused: an input request key was used before in the task.
+	ErrKeyReused = errors.New("worker: input request key reused")
+)
+
+// rawArguments returns the job's arguments.
+func (j *Job) rawArguments() json.RawMessage { return j.Origin.Params().Arguments }
+
+// Enqueuer creates a task and its job in one transaction; durable stores
+// implement it. The task row (ID, status working, origin bytes unchanged,
+// authorization binding: endpoint, tenant, principal), the job row and an
+// outbox row commit together, and the task is readable through FindTask
+// before Enqueue returns.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, cc *task.CreationContext, opts EnqueueOptions) (task.Task, error)
+}
+
+// EnqueueOptions configure one Enqueue. Zero values mean the store's
+// defaults.
+type EnqueueOptions struct {
+	// IdempotencyKey, when set, makes a retried creation with the same key,
+	// tenant, endpoint and tool return the existing task instead of a new
+	// one. A retry whose origin differs (other arguments) fails with
+	// ErrIdempotencyConflict.
+	IdempotencyKey string
+	// MaxAttempts bounds claims of the job (default 5).
+	MaxAttempts int
+	// TTL is how long the task is kept from creation (default 24 h).
+	TTL time.Duration
+	// PollInterval is suggested to clients (default 1 s).
+	PollInterval time.Duration
+	// RunAt delays the first claim (default now).
+	RunAt time.Time
+}
+
+// ErrIdempotencyConflict: an idempotency key was reused with other arguments.
+var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")
