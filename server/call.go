@@ -30,7 +30,7 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 		s.reject(ep, w, req.ID, errMethodNotFound)
 		return
 	}
-	if perr := ep.taskGate(req.Method, p.Meta); perr != nil {
+	if perr := ep.taskGate(req.Method, p); perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
@@ -66,7 +66,11 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	timeout := s.opts.RequestTimeout
+	if req.Method == mcp.MethodSubscriptionsListen {
+		timeout = s.opts.Subscriptions.MaxLifetime
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outcome = c.run(ctx, method)
 }
@@ -118,6 +122,9 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	}
 	if c.stream.finishError(c.req.ID, perr) {
 		return outcome
+	}
+	if perr == errStreamGone {
+		return OutcomeCanceled
 	}
 	return c.lateOutcome(ctx)
 }

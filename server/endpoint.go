@@ -196,6 +196,9 @@ func (ep *Endpoint) methodTable() map[string]methodFunc {
 	if ep.completion != nil {
 		m[mcp.MethodCompletionComplete] = ep.complete
 	}
+	if ep.srv.subs != nil {
+		m[mcp.MethodSubscriptionsListen] = ep.listen
+	}
 	if ep.tasks {
 		m[mcp.MethodTasksGet] = ep.getTask
 		m[mcp.MethodTasksUpdate] = ep.updateTask
@@ -259,6 +262,9 @@ func (ep *Endpoint) withMeta(res any) any {
 		r.ResultType = mcp.ResultComplete
 		r.Meta = ep.metaWithServerInfo(r.Meta)
 	case *mcp.EmptyResult:
+		r.ResultType = mcp.ResultComplete
+		r.Meta = ep.metaWithServerInfo(r.Meta)
+	case *mcp.ListenResult:
 		r.ResultType = mcp.ResultComplete
 		r.Meta = ep.metaWithServerInfo(r.Meta)
 	case *mcp.InputRequiredResult:

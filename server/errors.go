@@ -36,6 +36,7 @@ var (
 	errUnknownTool    = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown tool"))
 	errUnknownPrompt  = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown prompt"))
 	errBadCursor      = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid cursor"))
+	errStreamGone     = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeInternalError, "Stream closed"))
 	errBadState       = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid requestState"))
 )
 

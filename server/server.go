@@ -42,6 +42,11 @@ type Options struct {
 	// closes it. An endpoint that declares Tasks without a manager fails New.
 	TaskManager task.Manager
 
+	// Subscriptions, if set, enable subscriptions/listen; task
+	// notifications then reach listeners of endpoints that serve Tasks
+	// with a manager that publishes events. Its Authorizer is required.
+	Subscriptions *SubscriptionOptions
+
 	// Observer is told of every admitted request's start and finish.
 	Observer Observer
 	// Metrics receives per-request counters with bounded labels.
@@ -101,6 +106,10 @@ type Server struct {
 	origins   map[string]bool
 	sealer    *stateSealer
 	validator *task.Validator
+
+	subs        *registry     // nil without Subscriptions
+	maintenance chan struct{} // bounds subscription lookups and renewals
+	unsubscribe func()        // ends the server's subscription to task events
 }
 
 // New validates opts and the endpoints' registrations and returns a ready
@@ -138,6 +147,16 @@ func New(opts Options) (*Server, error) {
 	}
 	s.sealer = sealer
 	s.validator = task.NewValidator(task.ValidatorOptions{MaxResultBytes: opts.MaxResultBytes, MaxResultDepth: opts.MaxJSONDepth})
+	if so := opts.Subscriptions; so != nil {
+		c := *so
+		c.setDefaults()
+		if err := c.validate(); err != nil {
+			return nil, err
+		}
+		s.opts.Subscriptions = &c
+		s.subs = newRegistry(c.MaxSubscriptions, c.MaxPerTenant)
+		s.maintenance = make(chan struct{}, max(1, opts.HandlerConcurrency/2))
+	}
 	var errs []error
 	for _, ep := range opts.Endpoints {
 		if ep == nil {
@@ -155,7 +174,27 @@ func New(opts Options) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if s.subs != nil && opts.TaskManager != nil {
+		if pub := opts.TaskManager.EventPublisher(); pub != nil {
+			s.unsubscribe = pub.Subscribe(s.subs.hint)
+		}
+	}
 	return s, nil
+}
+
+// Close ends every subscriptions/listen stream gracefully (each receives its
+// final result) and stops following the task manager's events. It does not
+// close the manager or its publisher. Call it before http.Server.Shutdown,
+// which otherwise waits for listen streams to end on their own. Requests
+// other than listens are unaffected.
+func (s *Server) Close() error {
+	if s.subs != nil {
+		s.subs.close()
+	}
+	if s.unsubscribe != nil {
+		s.unsubscribe()
+	}
+	return nil
 }
 
 func setDefaults(o *Options) {

@@ -20,6 +20,13 @@ type responseStream struct {
 	rc        *http.ResponseController
 	keepAlive time.Duration
 
+	// writeTimeout, when set, bounds each write so that a client that
+	// stops reading closes its own stream only.
+	writeTimeout time.Duration
+	// ownKeepAlive means the caller sends keep-alives itself (listen
+	// streams), so no keep-alive goroutine is started.
+	ownKeepAlive bool
+
 	mu       sync.Mutex
 	sse      bool
 	finished bool
@@ -57,9 +64,32 @@ func (st *responseStream) startSSELocked() {
 	h.Del("Content-Length")
 	st.w.WriteHeader(http.StatusOK)
 	st.status = http.StatusOK
+	if st.ownKeepAlive {
+		return
+	}
 	st.stop = make(chan struct{})
 	st.done = make(chan struct{})
 	go st.keepAliveLoop()
+}
+
+// comment sends an SSE keep-alive comment.
+func (st *responseStream) comment() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished || !st.sse {
+		return errStreamClosed
+	}
+	st.setWriteDeadlineLocked()
+	if _, err := st.w.Write([]byte(": keep-alive\n\n")); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
+func (st *responseStream) setWriteDeadlineLocked() {
+	if st.writeTimeout > 0 {
+		st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	}
 }
 
 // keepAliveLoop sends SSE comments until the stream finishes. It is owned by
@@ -84,6 +114,7 @@ func (st *responseStream) keepAliveLoop() {
 }
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
+	st.setWriteDeadlineLocked()
 	if _, err := st.w.Write([]byte("data: ")); err != nil {
 		return err
 	}

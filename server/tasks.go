@@ -253,8 +253,12 @@ var errTaskNotFound = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid
 
 // taskGate is the namespace gate of tasks/*: a request without the Tasks
 // extension fails before admission, with zero manager calls.
-func (ep *Endpoint) taskGate(method string, meta *mcp.RequestMeta) *protocolError {
+func (ep *Endpoint) taskGate(method string, p *rawParams) *protocolError {
+	meta := p.Meta
 	switch method {
+	case mcp.MethodSubscriptionsListen:
+		_, perr := ep.listenFilter(p)
+		return perr
 	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
 		if !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 			return missingCapabilities(tasksCapability)

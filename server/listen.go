@@ -1,0 +1,403 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// subscription is one subscriptions/listen stream. Its hint queue is a FIFO
+// of distinct task IDs: a repeated hint for a queued ID keeps its place (the
+// lookup will see the newest state), and a hint that arrives while its ID is
+// being looked up queues it again behind the others, so no update that races
+// a lookup is lost.
+type subscription struct {
+	c      *call
+	tenant string
+
+	// Guarded by the registry's mutex.
+	watching map[string]bool
+
+	mu       chan struct{} // a one-slot lock, usable in select
+	queue    []string
+	queued   map[string]bool
+	accepted map[string]bool // nil while authorizing: keep every hint
+	wake     chan struct{}
+
+	// Owned by the listen goroutine.
+	last     map[string]sentState
+	terminal map[string]bool
+	inFlight chan struct{} // closed when the current lookup returns; nil when none
+}
+
+type sentState struct {
+	updated string
+	body    string
+}
+
+func (s *subscription) lock()   { s.mu <- struct{}{} }
+func (s *subscription) unlock() { <-s.mu }
+
+// enqueue records a hint without blocking.
+func (s *subscription) enqueue(id string) {
+	s.lock()
+	if (s.accepted == nil || s.accepted[id]) && !s.queued[id] {
+		s.queue = append(s.queue, id)
+		s.queued[id] = true
+	}
+	s.unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next pops the oldest queued ID.
+func (s *subscription) next() (string, bool) {
+	s.lock()
+	defer s.unlock()
+	if len(s.queue) == 0 {
+		return "", false
+	}
+	id := s.queue[0]
+	s.queue = s.queue[1:]
+	delete(s.queued, id)
+	return id, true
+}
+
+// accept fixes the accepted set and drops queued hints for other IDs.
+func (s *subscription) accept(ids map[string]bool) {
+	s.lock()
+	defer s.unlock()
+	s.accepted = ids
+	q := s.queue[:0]
+	for _, id := range s.queue {
+		if ids[id] {
+			q = append(q, id)
+		} else {
+			delete(s.queued, id)
+		}
+	}
+	s.queue = q
+}
+
+// listenFilter validates the filter of a listen before admission.
+func (ep *Endpoint) listenFilter(p *rawParams) (*mcp.SubscriptionFilter, *protocolError) {
+	var f mcp.SubscriptionFilter
+	if len(p.Notifications) > 0 {
+		if err := json.Unmarshal(p.Notifications, &f); err != nil {
+			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed notifications filter"))
+		}
+	}
+	if len(f.TaskIDs) > 0 {
+		if !p.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
+			return nil, missingCapabilities(tasksCapability)
+		}
+		seen := make(map[string]bool, len(f.TaskIDs))
+		ids := f.TaskIDs[:0:0]
+		for _, id := range f.TaskIDs {
+			if task.ValidID(id) != nil {
+				return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed task ID in notifications.taskIds"))
+			}
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > MaxListenTaskIDs {
+			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: too many task IDs in notifications.taskIds"))
+		}
+		f.TaskIDs = ids
+	}
+	return &f, nil
+}
+
+var errSubscriptionDenied = newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Subscription not authorized"))
+
+// listen serves subscriptions/listen: it reserves capacity, authorizes the
+// listen while buffering hints, acknowledges the accepted filter, then
+// projects task hints until the grant, the stream lifetime or the server
+// ends it, and finally answers the listen request.
+func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	srv := c.srv
+	opts := srv.opts.Subscriptions
+	filter, perr := ep.listenFilter(c.params)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	requested := filter.TaskIDs
+	if !ep.notifiesTasks() {
+		requested = nil
+	}
+	if !srv.subs.reserve(c.id.Tenant) {
+		return nil, OutcomeBusy, errSubscriptionsFull
+	}
+	s := &subscription{
+		c: c, tenant: c.id.Tenant, watching: map[string]bool{},
+		mu: make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		last: map[string]sentState{}, terminal: map[string]bool{},
+	}
+	defer srv.subs.release(s)
+	srv.subs.watch(s, requested) // hints during authorization are kept
+
+	grant, err := ep.authorize(ctx, c, requested, false)
+	if err != nil {
+		return nil, OutcomeProtocolError, errSubscriptionDenied
+	}
+	accepted := ep.reconcile(ctx, s, requested, grant)
+	s.accept(setOfIDs(accepted))
+	for _, id := range requested {
+		if !slices.Contains(accepted, id) {
+			srv.subs.unwatch(s, id)
+		}
+	}
+	c.stream.writeTimeout = opts.WriteTimeout
+	c.stream.ownKeepAlive = true // the listen loop sends its own keep-alives
+	ack, _ := json.Marshal(&mcp.AcknowledgedParams{
+		Notifications: &mcp.SubscriptionFilter{TaskIDs: accepted},
+		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
+	})
+	if err := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack); err != nil || !ep.projectLoop(ctx, s, grant) {
+		// The client left or stopped reading: nothing more can be sent.
+		c.stream.abandon()
+		return nil, OutcomeCanceled, errStreamGone
+	}
+	return &mcp.ListenResult{Meta: mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())}}, OutcomeComplete, nil
+}
+
+// notifiesTasks reports whether listens on the endpoint can follow tasks.
+func (ep *Endpoint) notifiesTasks() bool {
+	return ep.tasks && ep.srv.subs != nil && ep.srv.opts.TaskManager.EventPublisher() != nil
+}
+
+func setOfIDs(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// authorize asks the authorizer under the authorization timeout.
+func (ep *Endpoint) authorize(ctx context.Context, c *call, ids []string, renewal bool) (SubscriptionGrant, error) {
+	opts := c.srv.opts.Subscriptions
+	actx, cancel := context.WithTimeout(ctx, opts.AuthorizationTimeout)
+	defer cancel()
+	grant, err := opts.Authorizer.AuthorizeSubscription(actx, &SubscriptionRequest{
+		Identity: c.id, Endpoint: ep.opts.Name, TaskIDs: slices.Clone(ids), Renewal: renewal,
+	})
+	if err == nil && actx.Err() != nil {
+		err = actx.Err()
+	}
+	if err == nil && !grant.Until.After(c.srv.opts.now()) {
+		err = errors.New("grant already expired")
+	}
+	return grant, err
+}
+
+// reconcile returns the IDs of ids the grant allows that the manager finds
+// for this listen, and whose outstanding input (if any) the listener can
+// answer. It never returns an ID outside ids.
+func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant) []string {
+	var allowed map[string]bool
+	if grant.TaskIDs != nil {
+		allowed = setOfIDs(grant.TaskIDs)
+	}
+	var out []string
+	for _, id := range ids {
+		if allowed != nil && !allowed[id] {
+			continue
+		}
+		if _, ok := ep.lookup(ctx, s, id, grant); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// lookup finds and renders one task for the listen, sharing one deadline
+// across the manager, catalog policy and sanitizer, inside a maintenance
+// slot. A callback that ignores cancellation keeps the subscription's
+// projection slot (s.inFlight) until it returns, but not the shared slot.
+func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (mcp.DetailedTask, bool) {
+	if s.inFlight != nil {
+		select {
+		case <-s.inFlight:
+			s.inFlight = nil
+		case <-ctx.Done():
+			return mcp.DetailedTask{}, false
+		}
+	}
+	srv := s.c.srv
+	deadline := srv.opts.now().Add(srv.opts.Subscriptions.AuthorizationTimeout)
+	if grant.Until.Before(deadline) {
+		deadline = grant.Until
+	}
+	lctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	select {
+	case srv.maintenance <- struct{}{}:
+	case <-lctx.Done():
+		return mcp.DetailedTask{}, false
+	}
+	type result struct {
+		d  mcp.DetailedTask
+		ok bool
+	}
+	done := make(chan result, 1)
+	finished := make(chan struct{})
+	go func() { // owned by the subscription through s.inFlight
+		defer close(finished)
+		defer func() {
+			if recover() != nil {
+				done <- result{}
+			}
+		}()
+		t, found, err := srv.opts.TaskManager.FindTask(lctx, s.c.requestContext(id))
+		if err != nil || !found || t.ID() != id {
+			done <- result{}
+			return
+		}
+		d, perr := s.c.detail(lctx, t)
+		done <- result{d: d, ok: perr == nil}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-lctx.Done():
+		s.inFlight = finished
+	}
+	<-srv.maintenance
+	if lctx.Err() != nil && !r.ok {
+		return mcp.DetailedTask{}, false
+	}
+	return r.d, r.ok
+}
+
+// projectLoop delivers hinted task snapshots until the listen ends. It
+// reports true for a graceful end (grant not renewed, lifetime reached,
+// server closing) and false when the client left or its stream failed.
+func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant SubscriptionGrant) bool {
+	srv := s.c.srv
+	keepAlive := time.NewTicker(srv.opts.KeepAliveInterval)
+	defer keepAlive.Stop()
+	renew := time.NewTimer(renewalDelay(srv.opts.now(), grant.Until))
+	defer renew.Stop()
+	for {
+		if s.c.r.Context().Err() != nil {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return s.c.r.Context().Err() == nil
+		case <-srv.subs.closing:
+			return true
+		case <-keepAlive.C:
+			if s.c.stream.comment() != nil {
+				return false
+			}
+		case <-renew.C:
+			g, ok := ep.renew(ctx, s, grant)
+			if !ok {
+				return true
+			}
+			grant = g
+			renew.Reset(renewalDelay(srv.opts.now(), grant.Until))
+		case <-s.wake:
+			for {
+				id, ok := s.next()
+				if !ok {
+					break
+				}
+				if !ep.project(ctx, s, id, grant) {
+					return false
+				}
+				if ctx.Err() != nil {
+					return s.c.r.Context().Err() == nil
+				}
+			}
+		}
+	}
+}
+
+// renewalDelay is half the remaining grant plus a stagger of up to
+// min(1 s, lease/20).
+func renewalDelay(now, until time.Time) time.Duration {
+	lease := until.Sub(now)
+	if lease <= 0 {
+		return 0
+	}
+	stagger := min(time.Second, lease/20)
+	d := lease / 2
+	if stagger > 0 {
+		d += rand.N(stagger)
+	}
+	return d
+}
+
+// renew re-authorizes the listen and reconciles its accepted IDs, which can
+// only shrink. It reports false when the listen must end.
+func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant SubscriptionGrant) (SubscriptionGrant, bool) {
+	s.lock()
+	current := make([]string, 0, len(s.accepted))
+	for id := range s.accepted {
+		current = append(current, id)
+	}
+	s.unlock()
+	slices.Sort(current)
+	g, err := ep.authorize(ctx, s.c, current, true)
+	if err != nil {
+		return grant, false
+	}
+	kept := ep.reconcile(ctx, s, current, g)
+	keep := setOfIDs(kept)
+	s.accept(keep)
+	for _, id := range current {
+		if !keep[id] {
+			s.c.srv.subs.unwatch(s, id)
+		}
+	}
+	return g, true
+}
+
+// project looks up one hinted task and writes its notification unless it
+// is suppressed. It reports false when the stream failed.
+func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) bool {
+	if s.terminal[id] {
+		return true
+	}
+	d, ok := ep.lookup(ctx, s, id, grant)
+	if !ok {
+		return true // suppressed: a later hint or renewal may project it
+	}
+	if prev, seen := s.last[id]; seen && d.LastUpdatedAt < prev.updated {
+		return true // stale
+	}
+	body, err := json.Marshal(&mcp.TaskNotificationParams{
+		DetailedTask: d,
+		Meta:         mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(s.c.req.ID.Raw())},
+	})
+	if err != nil {
+		return true
+	}
+	if prev, seen := s.last[id]; seen && prev.body == string(body) {
+		return true // duplicate
+	}
+	if err := s.c.stream.notify(mcp.NotificationTasks, body); err != nil {
+		return false
+	}
+	s.last[id] = sentState{updated: d.LastUpdatedAt, body: string(body)}
+	if d.Status.Terminal() {
+		s.terminal[id] = true
+		delete(s.last, id)
+		s.c.srv.subs.unwatch(s, id)
+	}
+	return true
+}

@@ -1,0 +1,214 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// SubscriptionOptions enable subscriptions/listen with task notifications
+// (notifications.taskIds) on endpoints that serve Tasks with a manager that
+// publishes events. Setting them requires an explicit Authorizer.
+type SubscriptionOptions struct {
+	// Authorizer decides each listen and each renewal. Required; use
+	// AllowSubscriptions to accept every admitted caller.
+	Authorizer SubscriptionAuthorizer
+	// AuthorizationTimeout bounds each authorization and each projection
+	// (lookup, catalog policy and sanitizer together). Default 5 s.
+	AuthorizationTimeout time.Duration
+	// MaxSubscriptions bounds pending and active listens together. Default
+	// 8,192. A listen beyond it fails with HTTP 503 before its stream opens.
+	MaxSubscriptions int
+	// MaxPerTenant bounds one tenant's listens. Default 1,024.
+	MaxPerTenant int
+	// MaxLifetime ends a listen gracefully after this long; the client
+	// reconnects. Default one hour.
+	MaxLifetime time.Duration
+	// WriteTimeout closes a stream whose client does not read a frame
+	// within it, so a slow subscriber cannot hold server resources.
+	// Default 10 s.
+	WriteTimeout time.Duration
+}
+
+// SubscriptionAuthorizer authorizes listens. It is asked when a listen
+// opens and again to renew it before its grant expires; a renewal can keep
+// or narrow the accepted task IDs, never widen them. An error refuses the
+// listen (HTTP 403) or, on renewal, ends it gracefully.
+type SubscriptionAuthorizer interface {
+	AuthorizeSubscription(ctx context.Context, req *SubscriptionRequest) (SubscriptionGrant, error)
+}
+
+// SubscriptionRequest describes a listen to authorize.
+type SubscriptionRequest struct {
+	Identity Identity
+	Endpoint string
+	// TaskIDs are the requested IDs (first authorization) or the currently
+	// accepted ones (renewal).
+	TaskIDs []string
+	// Renewal is true when an active listen is being renewed.
+	Renewal bool
+}
+
+// SubscriptionGrant is an authorization decision.
+type SubscriptionGrant struct {
+	// Until is when the grant expires; the server renews it at half its
+	// length. It must be in the future.
+	Until time.Time
+	// TaskIDs, when non-nil, limits the task IDs the listen may follow to
+	// this subset of the request's.
+	TaskIDs []string
+}
+
+// AllowSubscriptions returns an authorizer that accepts every admitted
+// caller for lease at a time. Task notifications still pass the manager's
+// own authorization on every lookup.
+func AllowSubscriptions(lease time.Duration) SubscriptionAuthorizer {
+	return allowAll{lease: lease}
+}
+
+type allowAll struct{ lease time.Duration }
+
+func (a allowAll) AuthorizeSubscription(context.Context, *SubscriptionRequest) (SubscriptionGrant, error) {
+	return SubscriptionGrant{Until: time.Now().Add(a.lease)}, nil
+}
+
+func (o *SubscriptionOptions) setDefaults() {
+	if o.AuthorizationTimeout == 0 {
+		o.AuthorizationTimeout = 5 * time.Second
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = 8192
+	}
+	if o.MaxPerTenant == 0 {
+		o.MaxPerTenant = 1024
+	}
+	if o.MaxLifetime == 0 {
+		o.MaxLifetime = time.Hour
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+}
+
+func (o *SubscriptionOptions) validate() error {
+	switch {
+	case o.Authorizer == nil:
+		return errors.New("server: SubscriptionOptions.Authorizer is required (use AllowSubscriptions to accept every caller)")
+	case o.AuthorizationTimeout < 0 || o.MaxSubscriptions < 0 || o.MaxPerTenant < 0 || o.MaxLifetime < 0 || o.WriteTimeout < 0:
+		return errors.New("server: subscription limits must not be negative")
+	}
+	return nil
+}
+
+// MaxListenTaskIDs bounds notifications.taskIds of one listen.
+const MaxListenTaskIDs = 256
+
+// registry tracks listens: capacity, and which subscriptions follow which
+// task IDs, so that a hint reaches only them.
+type registry struct {
+	mu        sync.Mutex
+	max       int
+	maxTenant int
+	total     int
+	perTenant map[string]int
+	byTask    map[string]map[*subscription]struct{}
+	closing   chan struct{}
+	closed    bool
+}
+
+func newRegistry(max, maxTenant int) *registry {
+	return &registry{
+		max: max, maxTenant: maxTenant, perTenant: map[string]int{},
+		byTask: map[string]map[*subscription]struct{}{}, closing: make(chan struct{}),
+	}
+}
+
+var errSubscriptionsFull = newProtocolError(http.StatusServiceUnavailable, mcp.NewError(mcp.CodeInternalError, "Too many subscriptions"))
+
+// reserve takes capacity for a new listen of tenant.
+func (r *registry) reserve(tenant string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.total >= r.max || r.perTenant[tenant] >= r.maxTenant {
+		return false
+	}
+	r.total++
+	r.perTenant[tenant]++
+	return true
+}
+
+// release returns capacity and forgets every task the subscription followed.
+func (r *registry) release(s *subscription) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total--
+	if r.perTenant[s.tenant]--; r.perTenant[s.tenant] == 0 {
+		delete(r.perTenant, s.tenant)
+	}
+	for id := range s.watching {
+		r.unwatchLocked(s, id)
+	}
+}
+
+// watch makes hints for ids reach s.
+func (r *registry) watch(s *subscription, ids []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		set := r.byTask[id]
+		if set == nil {
+			set = map[*subscription]struct{}{}
+			r.byTask[id] = set
+		}
+		set[s] = struct{}{}
+		s.watching[id] = true
+	}
+}
+
+// unwatch stops hints for id reaching s.
+func (r *registry) unwatch(s *subscription, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unwatchLocked(s, id)
+}
+
+func (r *registry) unwatchLocked(s *subscription, id string) {
+	if set := r.byTask[id]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(r.byTask, id)
+		}
+	}
+	delete(s.watching, id)
+}
+
+// hint is the server's one subscriber of the manager's EventPublisher. It
+// never blocks: it queues the ID on each following subscription.
+func (r *registry) hint(taskID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.byTask[taskID] {
+		s.enqueue(taskID)
+	}
+}
+
+// close ends every listen gracefully and refuses new ones.
+func (r *registry) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.closed = true
+		close(r.closing)
+	}
+}
+
+// count returns the number of pending and active listens.
+func (r *registry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
