@@ -177,6 +177,16 @@ func decodeMembers(data []byte) (map[string]json.RawMessage, error) {
 	if !json.Valid(data) {
 		return nil, errBadEnvelope
 	}
+	return Members(data)
+}
+
+// Members splits the JSON object text data, which must already be valid
+// JSON, into its members keyed by exact (case-sensitive) name, each value
+// trimmed of white space. It fails when data is not an object or a member
+// name occurs twice. Decoders use it where encoding/json's case-insensitive,
+// last-duplicate-wins matching would let two readers of one message see
+// different values.
+func Members(data []byte) (map[string]json.RawMessage, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) < 2 || data[0] != '{' {
 		return nil, errBadEnvelope

@@ -1,6 +1,10 @@
 package mcp
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // LatestProtocolVersion is the protocol revision this module implements.
 const LatestProtocolVersion = "2026-07-28"
@@ -34,6 +38,41 @@ type RequestMeta struct {
 	TraceParent        string              `json:"traceparent,omitempty"`
 	TraceState         string              `json:"tracestate,omitempty"`
 	Baggage            string              `json:"baggage,omitempty"`
+}
+
+// UnmarshalJSON decodes the known members by exact name (a differently
+// cased key is an unknown member, ignored) and rejects duplicate names.
+func (m *RequestMeta) UnmarshalJSON(data []byte) error {
+	members, err := Members(data)
+	if err != nil {
+		return err
+	}
+	*m = RequestMeta{}
+	for _, f := range []struct {
+		key string
+		dst any
+	}{
+		{MetaProtocolVersion, &m.ProtocolVersion},
+		{MetaClientCapabilities, &m.ClientCapabilities},
+		{MetaClientInfo, &m.ClientInfo},
+		{MetaLogLevel, &m.LogLevel},
+		{"traceparent", &m.TraceParent},
+		{"tracestate", &m.TraceState},
+		{"baggage", &m.Baggage},
+	} {
+		if raw, ok := members[f.key]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return fmt.Errorf("mcp: _meta %s: %w", f.key, err)
+			}
+		}
+	}
+	if raw, ok := members[MetaProgressToken]; ok {
+		if validIDSpelling(raw) != nil {
+			return errors.New("mcp: _meta progressToken must be a string or an integer")
+		}
+		m.ProgressToken = append(json.RawMessage(nil), raw...)
+	}
+	return nil
 }
 
 // LoggingLevel is a syslog severity name.

@@ -54,7 +54,7 @@ func TestListenDeliversTaskNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ackMsg struct {
-		Method string                  `json:"method"`
+		Method string                 `json:"method"`
 		Params mcp.AcknowledgedParams `json:"params"`
 	}
 	json.Unmarshal(ack, &ackMsg)

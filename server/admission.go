@@ -45,7 +45,9 @@ type AdmissionRequest struct {
 // before any lookup, rate limiting or handler.
 //
 // To refuse a request, return a *Rejection (for example an HTTP 401 with a
-// Bearer challenge). Any other error is sent as the fixed internal error.
+// Bearer challenge) or a *mcp.Error (sent as is, HTTP 200 unless its code
+// fixes another status). Any other error is logged by type only and sent as
+// the fixed internal error.
 type AdmissionController interface {
 	Admit(ctx context.Context, req *AdmissionRequest) (Identity, error)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"fmt"
 	"runtime/debug"
 
 	"github.com/taskwire/taskwire/internal/jsonlimit"
@@ -39,9 +40,12 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 		Endpoint: ep.opts.Name, Method: req.Method, Header: r.Header, RemoteAddr: r.RemoteAddr,
 	})
 	if err != nil {
-		var rej *Rejection
-		if !errors.As(err, &rej) {
-			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", err)
+		var (
+			rej *Rejection
+			me  *mcp.Error
+		)
+		if !errors.As(err, &rej) && !errors.As(err, &me) {
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
 		}
 		s.reject(ep, w, req.ID, asProtocolError(err))
 		return
@@ -123,7 +127,7 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	if c.stream.finishError(c.req.ID, perr) {
 		return outcome
 	}
-	if perr == errStreamGone {
+	if perr == errStreamGone || (perr == errQueueFull && c.r.Context().Err() != nil) {
 		return OutcomeCanceled
 	}
 	return c.lateOutcome(ctx)
@@ -204,7 +208,7 @@ func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any
 	defer stop()
 	defer func() {
 		if v := recover(); v != nil {
-			c.srv.logger.Error("handler panicked", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "panic", v, "stack", string(debug.Stack()))
+			c.srv.logger.Error("handler panicked", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "panic", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 			res, err = nil, errInternal
 		}
 		if ctx.Err() != nil {

@@ -23,7 +23,9 @@ func newProtocolError(status int, err *mcp.Error) *protocolError {
 	return &protocolError{status: status, err: err}
 }
 
-// Errors that the pipeline sends. They never echo request values.
+// Errors that the pipeline sends. They never echo request values, except
+// where the protocol requires it: -32022 names the requested version and
+// resource-not-found names the requested URI.
 var (
 	errParse          = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error"))
 	errTooDeep        = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error: JSON nesting too deep"))

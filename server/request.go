@@ -47,6 +47,11 @@ func (r *Request) Capabilities() *mcp.ClientCapabilities { return r.Meta.ClientC
 // and arguments, and that it has not expired.
 func (r *Request) RequestState() []byte { return r.state }
 
+// Round returns how many input_required rounds this request has completed:
+// 0 on a first call, 1 on the retry after the first input_required result,
+// and so on. It is verified like RequestState.
+func (r *Request) Round() int { return r.round }
+
 // ErrNoProgressToken is returned by ReportProgress when the request did not
 // ask for progress notifications.
 var ErrNoProgressToken = errors.New("server: the request carries no progress token")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/taskwire/taskwire/task"
@@ -26,7 +27,10 @@ type Options struct {
 	// anonymous tenant.
 	Admission AdmissionController
 	// RequestLimiter, if set, is charged once per admitted request, keyed by
-	// the identity's rate key. Denials are HTTP 429 with Retry-After.
+	// the identity's rate key; tools/call, prompts/get and resources/read
+	// are charged only after their target is found and the required client
+	// capabilities are present, so requests that cannot succeed spend no
+	// token. Denials are HTTP 429 with Retry-After.
 	RequestLimiter RateLimiter
 	// Interceptor, if set, runs around every application handler (tools,
 	// prompts, resources, completion), inside the handler pool.
@@ -131,7 +135,11 @@ func New(opts Options) (*Server, error) {
 		pool:      newHandlerPool(opts.HandlerConcurrency, opts.HandlerQueue),
 	}
 	if opts.AllowedHosts != nil {
-		s.hosts = setOf(opts.AllowedHosts)
+		hosts := make([]string, len(opts.AllowedHosts))
+		for i, h := range opts.AllowedHosts {
+			hosts[i] = strings.ToLower(h)
+		}
+		s.hosts = setOf(hosts)
 	}
 	if opts.AllowedOrigins != nil {
 		s.origins = setOf(opts.AllowedOrigins)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -199,5 +198,3 @@ type streamError string
 func (e streamError) Error() string { return string(e) }
 
 const errStreamClosed = streamError("server: the response is already complete")
-
-var _ = strconv.Itoa

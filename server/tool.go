@@ -118,7 +118,7 @@ func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], 
 		if err != nil {
 			return nil, err
 		}
-		if !structured {
+		if !structured || isNilPointer(out) {
 			if res == nil {
 				res = &mcp.CallToolResult{}
 			}
@@ -155,6 +155,17 @@ func unmarshalArgs(args json.RawMessage, v any) error {
 
 // jsonMarshal is json.Marshal, named for the delivery path.
 var jsonMarshal = json.Marshal
+
+// isNilPointer reports whether v is a nil pointer, map or slice: a typed
+// tool that returns one has no structured output.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return !rv.IsValid()
+}
 
 // toolFunc is the internal form of every tool handler: it returns a
 // *mcp.CallToolResult or a task.Handle.
@@ -295,7 +306,7 @@ func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protoc
 	if p := c.srv.opts.CatalogPolicy; p != nil {
 		visible, err := p.ToolVisible(ctx, c.id, c.ep.opts.Name, name)
 		if err != nil {
-			c.srv.logger.Error("catalog policy failed", "endpoint", c.ep.opts.Name, "err", err)
+			c.srv.logger.Error("catalog policy failed", "endpoint", c.ep.opts.Name, "err", redactErr(err))
 			return nil, errInternal
 		}
 		if !visible {
@@ -312,7 +323,7 @@ func (ep *Endpoint) listTools(ctx context.Context, c *call) (any, Outcome, *prot
 		for _, t := range ep.tools {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
-				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", err)
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", redactErr(err))
 				return nil, OutcomeInternalError, errInternal
 			}
 			if ok {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,6 +33,33 @@ type rawParams struct {
 	Argument       json.RawMessage    `json:"argument"`
 	Context        json.RawMessage    `json:"context"`
 	Notifications  json.RawMessage    `json:"notifications"`
+}
+
+// decode reads the params members by exact name; a duplicate name is an
+// error, so every reader of the message sees the same values.
+func (p *rawParams) decode(data []byte) error {
+	members, err := mcp.Members(data)
+	if err != nil {
+		return err
+	}
+	for key, dst := range map[string]any{
+		"_meta": &p.Meta, "name": &p.Name, "uri": &p.URI, "taskId": &p.TaskID,
+		"cursor": &p.Cursor, "inputResponses": &p.InputResponses, "requestState": &p.RequestState,
+	} {
+		if raw, ok := members[key]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return err
+			}
+		}
+	}
+	// Copies: data lives in a pooled buffer that is reused once the
+	// response is written, and handlers may keep what they are given.
+	p.Arguments = bytes.Clone(members["arguments"])
+	p.Ref = bytes.Clone(members["ref"])
+	p.Argument = bytes.Clone(members["argument"])
+	p.Context = bytes.Clone(members["context"])
+	p.Notifications = bytes.Clone(members["notifications"])
+	return nil
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -214,7 +242,7 @@ func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p
 	if req.Params == nil {
 		return errMissingMeta
 	}
-	if err := json.Unmarshal(req.Params, p); err != nil {
+	if err := p.decode(req.Params); err != nil {
 		return newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed params"))
 	}
 	if p.Meta == nil || p.Meta.ProtocolVersion == "" || p.Meta.ClientCapabilities == nil {
