@@ -66,6 +66,11 @@ func (m *RequestMeta) UnmarshalJSON(data []byte) error {
 			}
 		}
 	}
+	if _, ok := members[MetaLogLevel]; ok {
+		if _, known := m.LogLevel.Severity(); !known {
+			return errors.New("mcp: _meta logLevel is not a known level")
+		}
+	}
 	if raw, ok := members[MetaProgressToken]; ok {
 		if validIDSpelling(raw) != nil {
 			return errors.New("mcp: _meta progressToken must be a string or an integer")

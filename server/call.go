@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 
 	"github.com/taskwire/taskwire/internal/jsonlimit"

@@ -41,7 +41,7 @@ func singleHeader(h http.Header, key string) (value string, present bool, err er
 	}
 	v := strings.Trim(vs[0], " \t")
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+		if c := v[i]; c < 0x20 && c != '\t' || c >= 0x7f {
 			return "", true, errBadHeaderValue
 		}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -66,11 +67,15 @@ type sealedState struct {
 var errBadRequestState = errors.New("server: invalid request state")
 
 // argumentsDigest hashes the canonical form of tool or prompt arguments, so
-// that a retry that re-encodes the same arguments still matches.
+// that a retry that re-encodes the same arguments (other member order or
+// white space, absent instead of {}) still matches. Numbers keep their
+// spelling, so large integers that a float64 would merge stay distinct.
 func argumentsDigest(raw json.RawMessage) []byte {
-	var v any
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &v); err != nil {
+	var v any = map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
 			v = string(raw)
 		}
 	}
