@@ -198,6 +198,13 @@ func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any
 		return nil, errQueueFull
 	}
 	defer c.srv.pool.release()
+	return c.runUnderDeadline(ctx, fn)
+}
+
+// runUnderDeadline runs fn under the request deadline like runBounded, but
+// outside the handler pool: for protocol work that must not fail because
+// the pool is busy, such as verifying a task that already exists.
+func (c *call) runUnderDeadline(ctx context.Context, fn func(ctx context.Context) (any, error)) (res any, err error) {
 	stop := context.AfterFunc(ctx, func() {
 		if c.r.Context().Err() != nil {
 			c.stream.abandon()

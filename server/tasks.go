@@ -216,7 +216,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		c.srv.logger.Error("a tool returned an invalid task handle", "endpoint", c.ep.opts.Name)
 		return nil, OutcomeInternalError, errInternal
 	}
-	res, err := c.runBounded(ctx, func(ctx context.Context) (any, error) {
+	res, err := c.runUnderDeadline(ctx, func(ctx context.Context) (any, error) {
 		t, found, err := c.srv.opts.TaskManager.FindTask(ctx, c.requestContext(h.ID))
 		switch {
 		case err != nil:

@@ -384,18 +384,26 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	if rq.taskCreation, perr = c.creationContext(t); perr != nil {
-		return nil, OutcomeProtocolError, perr
+	// Validate now so that a creation context is offered only for valid
+	// arguments (an interceptor could otherwise create a task from them);
+	// the result is reported where the pipeline puts input validation,
+	// after the interceptor.
+	var inputErr error
+	if !t.inputIsOpen {
+		inst := decoded
+		if inst == nil {
+			inst = map[string]any{}
+		}
+		inputErr = t.input.Validate(inst)
+	}
+	if inputErr == nil {
+		if rq.taskCreation, perr = c.creationContext(t); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
 	}
 	h := func(ctx context.Context, rq *Request) (any, error) {
-		if !t.inputIsOpen {
-			inst := decoded
-			if inst == nil {
-				inst = map[string]any{}
-			}
-			if err := t.input.Validate(inst); err != nil {
-				return toolInputError(err), nil
-			}
+		if inputErr != nil {
+			return toolInputError(inputErr), nil
 		}
 		res, err := t.handler(ctx, rq)
 		if err != nil {
@@ -431,7 +439,7 @@ func (c *call) finishToolResult(ctx context.Context, t *toolEntry, res *mcp.Call
 		}
 		res = out
 	}
-	if err := outputcheck.Structured(t.output, res); err != nil {
+	if err := outputcheck.Structured(t.output, res); err != nil || !completeResultType(res.ResultType) {
 		c.srv.logger.Error("tool result failed output validation", "endpoint", c.ep.opts.Name, "tool", t.tool.Name)
 		return nil, OutcomeInternalError, errInternal
 	}
@@ -440,6 +448,11 @@ func (c *call) finishToolResult(ctx context.Context, t *toolEntry, res *mcp.Call
 	}
 	return res, OutcomeComplete, nil
 }
+
+// completeResultType reports whether a tool result's resultType may be sent
+// as a complete result: unset or "complete" ("task" and "input_required"
+// are reserved for their own shapes).
+func completeResultType(t mcp.ResultType) bool { return t == "" || t == mcp.ResultComplete }
 
 // toolErrorResult maps a tool handler's error: protocol-level errors pass
 // through, anything else becomes an isError result the model can read.

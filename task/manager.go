@@ -91,7 +91,8 @@ type EventPublisher interface {
 	Publish(taskID string)
 }
 
-// Broadcaster is an in-process EventPublisher. Publish calls every
+// Broadcaster is an in-process EventPublisher; its zero value is ready to
+// use. Publish calls every
 // subscriber synchronously in the publishing goroutine; subscribers must hand
 // the hint off without blocking. A panicking subscriber is isolated.
 type Broadcaster struct {
@@ -107,6 +108,9 @@ func NewBroadcaster() *Broadcaster { return &Broadcaster{subs: map[int]func(stri
 func (b *Broadcaster) Subscribe(fn func(taskID string)) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[int]func(string){}
+	}
 	id := b.next
 	b.next++
 	b.subs[id] = fn

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -50,6 +51,11 @@ const originFormatV1 = 1
 //
 // The zero Origin is invalid. Origins compare with Equal.
 type Origin struct {
+	d *originData // nil for the zero Origin; behind a pointer so that fmt's
+	// reflection over a containing struct cannot print the members
+}
+
+type originData struct {
 	canon  string
 	fields OriginParams
 }
@@ -77,6 +83,8 @@ type OriginParams struct {
 
 // NewOrigin validates p and returns the origin it describes.
 func NewOrigin(p OriginParams) (Origin, error) {
+	p.Arguments = bytes.Clone(p.Arguments)
+	p.OutputSchema = bytes.Clone(p.OutputSchema)
 	p.InputKinds = slices.Clone(p.InputKinds)
 	slices.Sort(p.InputKinds)
 	p.InputKinds = slices.Compact(p.InputKinds)
@@ -87,7 +95,7 @@ func NewOrigin(p OriginParams) (Origin, error) {
 	if len(b) > MaxOriginBytes {
 		return Origin{}, errors.New("task: origin too large")
 	}
-	return Origin{canon: string(b), fields: p}, nil
+	return Origin{d: &originData{canon: string(b), fields: p}}, nil
 }
 
 func (p *OriginParams) validate() error {
@@ -191,21 +199,42 @@ func ParseOrigin(b []byte) (Origin, error) {
 	if err := p.validate(); err != nil {
 		return Origin{}, err
 	}
-	return Origin{canon: string(b), fields: p}, nil
+	if !bytes.Equal(p.encode(), b) {
+		return Origin{}, errors.New("task: persisted origin is not in canonical form")
+	}
+	return Origin{d: &originData{canon: string(b), fields: p}}, nil
 }
 
 // Persisted returns the canonical bytes to store unchanged.
-func (o Origin) Persisted() []byte { return []byte(o.canon) }
+func (o Origin) Persisted() []byte {
+	if o.d == nil {
+		return nil
+	}
+	return []byte(o.d.canon)
+}
 
 // IsZero reports whether o is the zero (invalid) Origin.
-func (o Origin) IsZero() bool { return o.canon == "" }
+func (o Origin) IsZero() bool { return o.d == nil }
 
 // Equal reports whether o and p are the same origin, byte for byte.
-func (o Origin) Equal(p Origin) bool { return o.canon == p.canon }
+func (o Origin) Equal(p Origin) bool {
+	if o.d == nil || p.d == nil {
+		return o.d == p.d
+	}
+	return o.d.canon == p.d.canon
+}
+
+// fields returns the members, or zero members for the zero Origin.
+func (o Origin) fields() OriginParams {
+	if o.d == nil {
+		return OriginParams{}
+	}
+	return o.d.fields
+}
 
 // Params returns a copy of the origin's members.
 func (o Origin) Params() OriginParams {
-	p := o.fields
+	p := o.fields()
 	p.Arguments = bytes.Clone(p.Arguments)
 	p.OutputSchema = bytes.Clone(p.OutputSchema)
 	p.InputKinds = slices.Clone(p.InputKinds)
@@ -213,14 +242,14 @@ func (o Origin) Params() OriginParams {
 }
 
 // Tool returns the name of the tool that created the task.
-func (o Origin) Tool() string { return o.fields.Tool }
+func (o Origin) Tool() string { return o.fields().Tool }
 
 // Endpoint returns the name of the endpoint that created the task.
-func (o Origin) Endpoint() string { return o.fields.Endpoint }
+func (o Origin) Endpoint() string { return o.fields().Endpoint }
 
 // Declares reports whether the origin's tool declared the input kind.
 func (o Origin) Declares(kind string) bool {
-	_, ok := slices.BinarySearch(o.fields.InputKinds, kind)
+	_, ok := slices.BinarySearch(o.fields().InputKinds, kind)
 	return ok
 }
 
@@ -234,6 +263,9 @@ func (o Origin) String() string {
 
 // GoString redacts the origin in %#v output too.
 func (o Origin) GoString() string { return o.String() }
+
+// Format redacts the origin for every verb.
+func (o Origin) Format(f fmt.State, _ rune) { io.WriteString(f, o.String()) }
 
 // inputKindOf returns the Input* kind of an input request.
 func inputKindOf(r *mcp.InputRequest) (string, error) {

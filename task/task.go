@@ -3,6 +3,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strings"
 	"time"
@@ -29,7 +30,7 @@ const MaxIDLength = 128
 // Task is an immutable snapshot of a task as a Manager returns it. Build one
 // with New; the zero Task is invalid.
 type Task struct {
-	p Params
+	p *Params // behind a pointer so that fmt's reflection cannot print it
 }
 
 // Params are the members of a task snapshot.
@@ -122,7 +123,7 @@ func New(p Params) (Task, error) {
 	}
 	p.InputRequests = maps.Clone(p.InputRequests)
 	p.Meta = maps.Clone(p.Meta)
-	return Task{p: p}, nil
+	return Task{p: &p}, nil
 }
 
 func wholeMillis(d time.Duration) bool { return d >= 0 && d%time.Millisecond == 0 }
@@ -155,57 +156,73 @@ func ValidID(id string) error {
 	return nil
 }
 
+// ps returns the members; the zero Task has zero members.
+func (t Task) ps() *Params {
+	if t.p == nil {
+		return &Params{}
+	}
+	return t.p
+}
+
 // ID returns the task ID.
-func (t Task) ID() string { return t.p.ID }
+func (t Task) ID() string { return t.ps().ID }
 
 // Origin returns the origin the task was created with.
-func (t Task) Origin() Origin { return t.p.Origin }
+func (t Task) Origin() Origin { return t.ps().Origin }
 
 // Status returns the current state.
-func (t Task) Status() Status { return t.p.Status }
+func (t Task) Status() Status { return t.ps().Status }
 
 // StatusMessage returns the optional status message.
-func (t Task) StatusMessage() string { return t.p.StatusMessage }
+func (t Task) StatusMessage() string { return t.ps().StatusMessage }
 
 // CreatedAt returns the creation time.
-func (t Task) CreatedAt() time.Time { return t.p.CreatedAt }
+func (t Task) CreatedAt() time.Time { return t.ps().CreatedAt }
 
 // LastUpdatedAt returns the time of the last change.
-func (t Task) LastUpdatedAt() time.Time { return t.p.LastUpdatedAt }
+func (t Task) LastUpdatedAt() time.Time { return t.ps().LastUpdatedAt }
 
 // TTL returns the retention from creation; zero means unlimited.
-func (t Task) TTL() time.Duration { return t.p.TTL }
+func (t Task) TTL() time.Duration { return t.ps().TTL }
 
 // PollInterval returns the suggested polling interval; zero means none.
-func (t Task) PollInterval() time.Duration { return t.p.PollInterval }
+func (t Task) PollInterval() time.Duration { return t.ps().PollInterval }
 
 // InputRequests returns a copy of the outstanding input requests.
-func (t Task) InputRequests() mcp.InputRequests { return maps.Clone(t.p.InputRequests) }
+func (t Task) InputRequests() mcp.InputRequests { return maps.Clone(t.ps().InputRequests) }
 
 // Result returns the complete result of a completed task. Callers must not
 // modify it.
-func (t Task) Result() *mcp.CallToolResult { return t.p.Result }
+func (t Task) Result() *mcp.CallToolResult { return t.ps().Result }
 
 // Error returns the error of a failed task.
-func (t Task) Error() *mcp.Error { return t.p.Error }
+func (t Task) Error() *mcp.Error { return t.ps().Error }
 
 // Meta returns a copy of the task's _meta.
-func (t Task) Meta() mcp.Meta { return maps.Clone(t.p.Meta) }
+func (t Task) Meta() mcp.Meta { return maps.Clone(t.ps().Meta) }
 
 // Params returns a copy of the snapshot's members, to derive a new snapshot.
 func (t Task) Params() Params {
-	p := t.p
+	p := *t.ps()
 	p.InputRequests = maps.Clone(p.InputRequests)
 	p.Meta = maps.Clone(p.Meta)
 	return p
 }
 
 // IsZero reports whether t is the zero (invalid) Task.
-func (t Task) IsZero() bool { return t.p.ID == "" }
+func (t Task) IsZero() bool { return t.p == nil }
 
 // String redacts the task: it prints the status only, never the ID,
 // message, payload or origin.
-func (t Task) String() string { return "task.Task(status=" + string(t.p.Status) + ")" }
+func (t Task) String() string {
+	if t.p == nil {
+		return "task.Task(zero)"
+	}
+	return "task.Task(status=" + string(t.p.Status) + ")"
+}
+
+// Format redacts the task for every verb.
+func (t Task) Format(f fmt.State, _ rune) { io.WriteString(f, t.String()) }
 
 // GoString redacts the task in %#v output too.
 func (t Task) GoString() string { return t.String() }
@@ -213,19 +230,19 @@ func (t Task) GoString() string { return t.String() }
 // Info renders the base wire object of the snapshot.
 func (t Task) Info() mcp.TaskInfo {
 	info := mcp.TaskInfo{
-		TaskID:        t.p.ID,
-		Status:        t.p.Status,
-		StatusMessage: t.p.StatusMessage,
-		CreatedAt:     formatTime(t.p.CreatedAt),
-		LastUpdatedAt: formatTime(t.p.LastUpdatedAt),
-		Meta:          t.p.Meta,
+		TaskID:        t.ps().ID,
+		Status:        t.ps().Status,
+		StatusMessage: t.ps().StatusMessage,
+		CreatedAt:     formatTime(t.ps().CreatedAt),
+		LastUpdatedAt: formatTime(t.ps().LastUpdatedAt),
+		Meta:          maps.Clone(t.ps().Meta),
 	}
-	if t.p.TTL > 0 {
-		ms := t.p.TTL.Milliseconds()
+	if t.ps().TTL > 0 {
+		ms := t.ps().TTL.Milliseconds()
 		info.TTLMs = &ms
 	}
-	if t.p.PollInterval > 0 {
-		ms := t.p.PollInterval.Milliseconds()
+	if t.ps().PollInterval > 0 {
+		ms := t.ps().PollInterval.Milliseconds()
 		info.PollIntervalMs = &ms
 	}
 	return info

@@ -71,14 +71,17 @@ func (v *Validator) Result(o Origin, res *mcp.CallToolResult) (*mcp.CallToolResu
 	if res == nil {
 		return nil, fmt.Errorf("%w: nil result", errInvalid)
 	}
-	schema, err := v.schema(o.fields.OutputSchema)
+	if res.ResultType != "" && res.ResultType != mcp.ResultComplete {
+		return nil, fmt.Errorf("%w: a tool result's resultType must be complete", errInvalid)
+	}
+	schema, err := v.schema(o.fields().OutputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: output schema: %v", errInvalid, err)
 	}
 	if err := outputcheck.Structured(schema, res); err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalid, err)
 	}
-	if o.fields.MirrorStructured && len(res.Content) == 0 && len(res.StructuredContent) > 0 {
+	if o.fields().MirrorStructured && len(res.Content) == 0 && len(res.StructuredContent) > 0 {
 		c := *res
 		c.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
 		res = &c

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -172,11 +173,30 @@ func (m *Manager) expireLocked(now time.Time) {
 	}
 }
 
+// liveLocked returns the unexpired entry for id, or nil. It checks the
+// entry's own expiry too, because the creation-order sweep stops at the first
+// live entry and a clock that stepped back can leave later entries expired.
+func (m *Manager) liveLocked(id string) *entry {
+	now := m.now()
+	m.expireLocked(now)
+	e, ok := m.tasks[id]
+	if !ok {
+		return nil
+	}
+	if !now.Before(e.expires) {
+		delete(m.tasks, id)
+		if i := slices.Index(m.order, id); i >= 0 {
+			m.order = slices.Delete(m.order, i, i+1)
+		}
+		return nil
+	}
+	return e
+}
+
 // authorizedLocked returns the entry rc may see, or nil.
 func (m *Manager) authorizedLocked(rc task.RequestContext) *entry {
-	m.expireLocked(m.now())
-	e, ok := m.tasks[rc.TaskID]
-	if !ok || e.endpoint != rc.Endpoint || e.tenant != rc.Tenant {
+	e := m.liveLocked(rc.TaskID)
+	if e == nil || e.endpoint != rc.Endpoint || e.tenant != rc.Tenant {
 		return nil
 	}
 	return e
@@ -196,11 +216,22 @@ func (m *Manager) FindTask(_ context.Context, rc task.RequestContext) (task.Task
 // outstanding request of the same kind is accepted once; others are ignored.
 // When no request remains outstanding the task returns to working.
 func (m *Manager) UpdateTask(_ context.Context, uc task.UpdateContext) error {
+	changed, err := m.update(uc)
+	if err != nil {
+		return err
+	}
+	if changed {
+		m.publisher.Publish(uc.TaskID)
+	}
+	return nil
+}
+
+func (m *Manager) update(uc task.UpdateContext) (bool, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e := m.authorizedLocked(uc.RequestContext)
 	if e == nil {
-		m.mu.Unlock()
-		return task.ErrNotFound
+		return false, task.ErrNotFound
 	}
 	changed := false
 	for key, raw := range uc.Responses {
@@ -215,21 +246,22 @@ func (m *Manager) UpdateTask(_ context.Context, uc task.UpdateContext) error {
 		delete(e.outstanding, key)
 		changed = true
 	}
-	if changed {
-		p := e.snap.Params()
-		p.LastUpdatedAt = m.later(p.LastUpdatedAt)
-		if len(e.outstanding) == 0 {
-			p.Status, p.InputRequests = task.Working, nil
-		} else {
-			p.InputRequests = maps.Clone(e.outstanding)
-		}
-		e.snap = mustTask(p)
+	if !changed {
+		return false, nil
 	}
-	m.mu.Unlock()
-	if changed {
-		m.publisher.Publish(uc.TaskID)
+	p := e.snap.Params()
+	p.LastUpdatedAt = m.later(p.LastUpdatedAt)
+	if len(e.outstanding) == 0 {
+		p.Status, p.StatusMessage, p.InputRequests = task.Working, "", nil
+	} else {
+		p.InputRequests = maps.Clone(e.outstanding)
 	}
-	return nil
+	snap, err := task.New(p)
+	if err != nil {
+		return false, fmt.Errorf("memory: update: %w", err)
+	}
+	e.snap = snap
+	return true, nil
 }
 
 // matchesKind reports whether a response has the shape of the answer to
@@ -287,12 +319,4 @@ func (m *Manager) later(prev time.Time) time.Time {
 		return now
 	}
 	return prev
-}
-
-func mustTask(p task.Params) task.Task {
-	t, err := task.New(p)
-	if err != nil {
-		panic("memory: invalid transition: " + err.Error())
-	}
-	return t
 }

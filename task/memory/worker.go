@@ -17,52 +17,62 @@ import (
 func (m *Manager) Find(id string) (task.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(m.now())
-	e, ok := m.tasks[id]
-	if !ok {
+	e := m.liveLocked(id)
+	if e == nil {
 		return task.Task{}, task.ErrNotFound
 	}
 	return e.snap, nil
 }
 
-// transition applies fn to a non-terminal task under the lock, then stores
-// the snapshot fn returns and publishes the change.
-func (m *Manager) transition(id string, fn func(e *entry, p *task.Params) error) (task.Task, error) {
+// transition computes a change of a non-terminal task under the lock: fn
+// edits the snapshot's members and returns the function that applies its
+// other entry changes, called only once the new snapshot is valid, so that a
+// rejected change leaves no trace. A nil apply with a nil error means "no
+// change". Committed changes are published after the lock is released.
+func (m *Manager) transition(id string, fn func(e *entry, p *task.Params) (apply func(), err error)) (task.Task, error) {
+	snap, changed, err := m.transitionLocked(id, fn)
+	if err == nil && changed {
+		m.publisher.Publish(id)
+	}
+	return snap, err
+}
+
+func (m *Manager) transitionLocked(id string, fn func(e *entry, p *task.Params) (func(), error)) (task.Task, bool, error) {
 	m.mu.Lock()
-	m.expireLocked(m.now())
-	e, ok := m.tasks[id]
-	if !ok {
-		m.mu.Unlock()
-		return task.Task{}, task.ErrNotFound
+	defer m.mu.Unlock()
+	e := m.liveLocked(id)
+	if e == nil {
+		return task.Task{}, false, task.ErrNotFound
 	}
 	if e.snap.Status().Terminal() {
-		m.mu.Unlock()
-		return task.Task{}, ErrTerminal
+		return task.Task{}, false, ErrTerminal
 	}
 	p := e.snap.Params()
-	if err := fn(e, &p); err != nil {
-		m.mu.Unlock()
-		return task.Task{}, err
+	apply, err := fn(e, &p)
+	if err != nil {
+		return task.Task{}, false, err
+	}
+	if apply == nil {
+		return e.snap, false, nil
 	}
 	p.LastUpdatedAt = m.later(p.LastUpdatedAt)
 	snap, err := task.New(p)
 	if err != nil {
-		m.mu.Unlock()
-		return task.Task{}, err
+		return task.Task{}, false, err
 	}
+	apply()
 	e.snap = snap
-	m.mu.Unlock()
-	m.publisher.Publish(id)
-	return snap, nil
+	return snap, true, nil
 }
+
+func nothing() {}
 
 // MarkWorking moves the task to working with an optional status message. It
 // supersedes any outstanding input requests: their keys stay used.
 func (m *Manager) MarkWorking(id, message string) (task.Task, error) {
-	return m.transition(id, func(e *entry, p *task.Params) error {
-		e.outstanding = nil
+	return m.transition(id, func(e *entry, p *task.Params) (func(), error) {
 		p.Status, p.StatusMessage, p.InputRequests = task.Working, message, nil
-		return nil
+		return func() { e.outstanding = nil }, nil
 	})
 }
 
@@ -74,25 +84,34 @@ func (m *Manager) RequestInput(id string, reqs mcp.InputRequests, message string
 	if len(reqs) == 0 {
 		return task.Task{}, fmt.Errorf("memory: at least one input request is required")
 	}
-	return m.transition(id, func(e *entry, p *task.Params) error {
+	for k, r := range reqs {
+		if k == "" || r == nil || r.Method == "" {
+			return task.Task{}, fmt.Errorf("memory: input requests need a key and a method")
+		}
+	}
+	return m.transition(id, func(e *entry, p *task.Params) (func(), error) {
 		if len(e.responses) > 0 {
-			return ErrPendingResponses
+			return nil, ErrPendingResponses
 		}
 		if sameRequests(e.outstanding, reqs) {
+			if p.StatusMessage == message {
+				return nil, nil // already outstanding: no change
+			}
 			p.StatusMessage = message
-			return nil
+			return nothing, nil
 		}
 		for k := range reqs {
 			if e.used[k] {
-				return fmt.Errorf("%w: %q", ErrKeyReused, k)
+				return nil, fmt.Errorf("%w: %q", ErrKeyReused, k)
 			}
 		}
-		for k := range reqs {
-			e.used[k] = true
-		}
-		e.outstanding = maps.Clone(reqs)
 		p.Status, p.StatusMessage, p.InputRequests = task.InputRequired, message, maps.Clone(reqs)
-		return nil
+		return func() {
+			for k := range reqs {
+				e.used[k] = true
+			}
+			e.outstanding = maps.Clone(reqs)
+		}, nil
 	})
 }
 
@@ -114,9 +133,8 @@ func sameRequests(a, b mcp.InputRequests) bool {
 func (m *Manager) TakeInputResponses(id string) (mcp.InputResponses, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(m.now())
-	e, ok := m.tasks[id]
-	if !ok {
+	e := m.liveLocked(id)
+	if e == nil {
 		return nil, task.ErrNotFound
 	}
 	r := e.responses
@@ -130,10 +148,9 @@ func (m *Manager) Complete(id string, res *mcp.CallToolResult, message string) (
 	if res == nil {
 		return task.Task{}, fmt.Errorf("memory: a result is required")
 	}
-	return m.transition(id, func(e *entry, p *task.Params) error {
-		e.outstanding = nil
+	return m.transition(id, func(e *entry, p *task.Params) (func(), error) {
 		p.Status, p.StatusMessage, p.InputRequests, p.Result = task.Completed, message, nil, res
-		return nil
+		return func() { e.outstanding = nil }, nil
 	})
 }
 
@@ -142,19 +159,17 @@ func (m *Manager) Fail(id string, rpcErr *mcp.Error, message string) (task.Task,
 	if rpcErr == nil {
 		return task.Task{}, fmt.Errorf("memory: an error is required")
 	}
-	return m.transition(id, func(e *entry, p *task.Params) error {
-		e.outstanding = nil
+	return m.transition(id, func(e *entry, p *task.Params) (func(), error) {
 		p.Status, p.StatusMessage, p.InputRequests, p.Error = task.Failed, message, nil, rpcErr
-		return nil
+		return func() { e.outstanding = nil }, nil
 	})
 }
 
 // Cancel ends the task as cancelled.
 func (m *Manager) Cancel(id, message string) (task.Task, error) {
-	return m.transition(id, func(e *entry, p *task.Params) error {
-		e.outstanding = nil
+	return m.transition(id, func(e *entry, p *task.Params) (func(), error) {
 		p.Status, p.StatusMessage, p.InputRequests = task.Cancelled, message, nil
-		return nil
+		return func() { e.outstanding = nil }, nil
 	})
 }
 
@@ -162,9 +177,8 @@ func (m *Manager) Cancel(id, message string) (task.Task, error) {
 func (m *Manager) CancelRequested(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(m.now())
-	e, ok := m.tasks[id]
-	if !ok {
+	e := m.liveLocked(id)
+	if e == nil {
 		return false, task.ErrNotFound
 	}
 	return e.cancelRequested, nil
