@@ -19,9 +19,9 @@ vet:
 conformance:
 	bash scripts/conformance.sh
 
-## bench: loopback HTTP benchmark against the go-sdk and a bare net/http handler.
+## bench: loopback HTTP benchmark of tools/call: taskwire vs go-sdk v1.8.0 vs bare net/http (installs wrk).
 bench:
-	bash scripts/bench.sh
+	bash scripts/bench.sh $(ARGS)
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

@@ -135,93 +135,62 @@ func DecodeRequest(data []byte) (*Request, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, NewError(CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC request object")
 	}
-	members, err := decodeMembers(data)
+	if !json.Valid(data) {
+		return nil, NewError(CodeInvalidRequest, "Invalid Request: malformed envelope")
+	}
+	return DecodeValidRequest(data)
+}
+
+// DecodeValidRequest is DecodeRequest for data the caller has already
+// checked to be valid JSON (the server does so together with its depth
+// limit, in one pass); it skips that check.
+func DecodeValidRequest(data []byte) (*Request, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, NewError(CodeInvalidRequest, "Invalid Request: the body must be one JSON-RPC request object")
+	}
+	var id, version, method, params []byte
+	err := EachMember(data, func(name, value []byte) error {
+		switch string(name) {
+		case "id":
+			id = value
+		case "jsonrpc":
+			version = value
+		case "method":
+			method = value
+		case "params":
+			params = value
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, NewError(CodeInvalidRequest, "Invalid Request: malformed envelope")
 	}
 	req := &Request{}
-	if raw, ok := members["id"]; ok {
-		if err := req.ID.UnmarshalJSON(raw); err != nil {
+	if id != nil {
+		if err := req.ID.UnmarshalJSON(id); err != nil {
 			return nil, NewError(CodeInvalidRequest, "Invalid Request: id must be a string or an integer")
 		}
 	}
-	var version string
-	if raw, ok := members["jsonrpc"]; !ok || json.Unmarshal(raw, &version) != nil || version != JSONRPCVersion {
+	if v, err := decodeString(version); err != nil || v != JSONRPCVersion {
 		return req, NewError(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
 	}
-	var method string
-	if raw, ok := members["method"]; !ok || raw[0] != '"' || json.Unmarshal(raw, &method) != nil || method == "" {
+	m, err := decodeString(method)
+	if err != nil || m == "" {
 		return req, NewError(CodeInvalidRequest, `Invalid Request: "method" must be a non-empty string`)
 	}
 	req.JSONRPC = JSONRPCVersion
-	req.Method = method
-	if p, ok := members["params"]; ok {
-		if p[0] != '{' {
+	req.Method = m
+	if params != nil {
+		if params[0] != '{' {
 			return req, NewError(CodeInvalidRequest, `Invalid Request: "params" must be an object`)
 		}
-		req.Params = p
+		req.Params = params
 	}
 	return req, nil
 }
 
 var errDuplicateMember = errors.New("mcp: duplicate member name")
-
-// decodeMembers splits the JSON object data into its members, keyed by exact
-// name. Every value is non-empty and has no surrounding white space. It fails
-// on malformed JSON, trailing data and duplicate member names.
-//
-// It is a single hand-written pass, because the envelope is decoded on every
-// request: it finds member boundaries by tracking strings and brackets, and
-// validates the whole text with json.Valid first.
-func decodeMembers(data []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(data) {
-		return nil, errBadEnvelope
-	}
-	return Members(data)
-}
-
-// Members splits the JSON object text data, which must already be valid
-// JSON, into its members keyed by exact (case-sensitive) name, each value
-// trimmed of white space. It fails when data is not an object or a member
-// name occurs twice. Decoders use it where encoding/json's case-insensitive,
-// last-duplicate-wins matching would let two readers of one message see
-// different values.
-func Members(data []byte) (map[string]json.RawMessage, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) < 2 || data[0] != '{' {
-		return nil, errBadEnvelope
-	}
-	members := make(map[string]json.RawMessage, 4)
-	i := skipSpace(data, 1)
-	if data[i] == '}' {
-		return members, nil
-	}
-	for {
-		// data[i] is the opening quote of a member name.
-		end := skipString(data, i)
-		name := data[i:end]
-		var key string
-		if bytes.IndexByte(name, '\\') >= 0 {
-			if err := json.Unmarshal(name, &key); err != nil {
-				return nil, errBadEnvelope
-			}
-		} else {
-			key = string(name[1 : len(name)-1])
-		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // the colon
-		vend := skipValue(data, i)
-		if _, dup := members[key]; dup {
-			return nil, errDuplicateMember
-		}
-		members[key] = data[i:vend]
-		i = skipSpace(data, vend)
-		if data[i] == '}' {
-			return members, nil
-		}
-		i = skipSpace(data, i+1) // the comma
-	}
-}
 
 func skipSpace(data []byte, i int) int {
 	for i < len(data) {

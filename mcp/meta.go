@@ -41,43 +41,87 @@ type RequestMeta struct {
 }
 
 // UnmarshalJSON decodes the known members by exact name (a differently
-// cased key is an unknown member, ignored) and rejects duplicate names.
+// cased key is an unknown member, ignored) and rejects duplicate names, an
+// unknown log level and a progress token that is not a string or integer.
 func (m *RequestMeta) UnmarshalJSON(data []byte) error {
-	members, err := Members(data)
-	if err != nil {
-		return err
-	}
 	*m = RequestMeta{}
-	for _, f := range []struct {
-		key string
-		dst any
-	}{
-		{MetaProtocolVersion, &m.ProtocolVersion},
-		{MetaClientCapabilities, &m.ClientCapabilities},
-		{MetaClientInfo, &m.ClientInfo},
-		{MetaLogLevel, &m.LogLevel},
-		{"traceparent", &m.TraceParent},
-		{"tracestate", &m.TraceState},
-		{"baggage", &m.Baggage},
-	} {
-		if raw, ok := members[f.key]; ok {
-			if err := json.Unmarshal(raw, f.dst); err != nil {
-				return fmt.Errorf("mcp: _meta %s: %w", f.key, err)
+	return EachMember(data, func(name, raw []byte) error {
+		var err error
+		switch string(name) {
+		case MetaProtocolVersion:
+			m.ProtocolVersion, err = decodeString(raw)
+		case MetaClientCapabilities:
+			if raw[0] != '{' {
+				return fmt.Errorf("mcp: _meta %s must be an object", MetaClientCapabilities) // null counts as missing
 			}
+			m.ClientCapabilities = &ClientCapabilities{}
+			if string(raw) != "{}" { // the common case needs no decoding
+				err = json.Unmarshal(raw, m.ClientCapabilities)
+			}
+		case MetaClientInfo:
+			if string(raw) != "null" {
+				m.ClientInfo, err = decodeImplementation(raw)
+			}
+		case MetaLogLevel:
+			var level string
+			if level, err = decodeString(raw); err == nil {
+				m.LogLevel = LoggingLevel(level)
+				if _, known := m.LogLevel.Severity(); !known {
+					err = errors.New("not a known level")
+				}
+			}
+		case MetaProgressToken:
+			if err = validIDSpelling(raw); err == nil {
+				m.ProgressToken = append(json.RawMessage(nil), raw...)
+			}
+		case "traceparent":
+			m.TraceParent, err = decodeString(raw)
+		case "tracestate":
+			m.TraceState, err = decodeString(raw)
+		case "baggage":
+			m.Baggage, err = decodeString(raw)
+		}
+		if err != nil {
+			return fmt.Errorf("mcp: _meta %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// decodeImplementation decodes clientInfo, which most requests carry, with
+// exact member names; members other than the plain strings (icons) fall back
+// to encoding/json for the whole object.
+func decodeImplementation(raw []byte) (*Implementation, error) {
+	impl := &Implementation{}
+	slow := false
+	err := EachMember(raw, func(name, value []byte) error {
+		var err error
+		switch string(name) {
+		case "name":
+			impl.Name, err = decodeString(value)
+		case "version":
+			impl.Version, err = decodeString(value)
+		case "title":
+			impl.Title, err = decodeString(value)
+		case "description":
+			impl.Description, err = decodeString(value)
+		case "websiteUrl":
+			impl.WebsiteURL, err = decodeString(value)
+		default:
+			slow = true
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if slow {
+		impl = &Implementation{}
+		if err := json.Unmarshal(raw, impl); err != nil {
+			return nil, err
 		}
 	}
-	if _, ok := members[MetaLogLevel]; ok {
-		if _, known := m.LogLevel.Severity(); !known {
-			return errors.New("mcp: _meta logLevel is not a known level")
-		}
-	}
-	if raw, ok := members[MetaProgressToken]; ok {
-		if validIDSpelling(raw) != nil {
-			return errors.New("mcp: _meta progressToken must be a string or an integer")
-		}
-		m.ProgressToken = append(json.RawMessage(nil), raw...)
-	}
-	return nil
+	return impl, nil
 }
 
 // LoggingLevel is a syslog severity name.

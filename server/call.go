@@ -147,11 +147,21 @@ func (c *call) encode(res any) ([]byte, *protocolError) {
 	if raw, ok := res.(json.RawMessage); ok {
 		return raw, nil
 	}
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		if b, ok := c.ep.appendToolResult(nil, r); ok {
+			return c.checkLimits(b)
+		}
+	}
 	b, err := json.Marshal(c.ep.withMeta(res))
 	if err != nil {
 		c.srv.logger.Error("result could not be encoded", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", err)
 		return nil, errInternal
 	}
+	return c.checkLimits(b)
+}
+
+// checkLimits applies the size and depth limits to an encoded result.
+func (c *call) checkLimits(b []byte) ([]byte, *protocolError) {
 	if len(b) > c.srv.opts.MaxResultBytes || !jsonlimit.DepthWithin(b, c.srv.opts.MaxJSONDepth) {
 		c.srv.logger.Warn("result exceeds the configured limits", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method))
 		return nil, errInternal

@@ -66,11 +66,12 @@ type Endpoint struct {
 	completion CompletionHandler
 	tasks      bool // the endpoint serves the Tasks extension
 
-	serverInfo   *mcp.Implementation
-	serverMeta   mcp.Meta
-	discoverJSON []byte
-	cacheScope   mcp.CacheScope
-	methods      map[string]methodFunc
+	serverInfo     *mcp.Implementation
+	serverMeta     mcp.Meta
+	serverMetaJSON []byte // serverMeta encoded
+	discoverJSON   []byte
+	cacheScope     mcp.CacheScope
+	methods        map[string]methodFunc
 }
 
 // NewEndpoint returns an empty endpoint. Invalid options are reported by New.
@@ -131,6 +132,10 @@ func (ep *Endpoint) build(s *Server) error {
 		Description: o.Description, WebsiteURL: o.WebsiteURL,
 	}
 	ep.serverMeta = mcp.Meta{mcp.MetaServerInfo: ep.serverInfo}
+	var err error
+	if ep.serverMetaJSON, err = json.Marshal(ep.serverMeta); err != nil {
+		return fmt.Errorf("encode server info: %w", err)
+	}
 	ep.cacheScope = mcp.CachePublic
 	if s.opts.CatalogPolicy != nil {
 		ep.cacheScope = mcp.CachePrivate

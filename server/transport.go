@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,31 +35,56 @@ type rawParams struct {
 }
 
 // decode reads the params members by exact name; a duplicate name is an
-// error, so every reader of the message sees the same values.
+// error, so every reader of the message sees the same values. Raw members
+// are copied: data lives in a pooled buffer that is reused once the response
+// is written, and handlers may keep what they are given.
 func (p *rawParams) decode(data []byte) error {
-	members, err := mcp.Members(data)
-	if err != nil {
-		return err
-	}
-	for key, dst := range map[string]any{
-		"_meta": &p.Meta, "name": &p.Name, "uri": &p.URI, "taskId": &p.TaskID,
-		"cursor": &p.Cursor, "inputResponses": &p.InputResponses, "requestState": &p.RequestState,
-	} {
-		if raw, ok := members[key]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return err
+	return mcp.EachMember(data, func(name, raw []byte) error {
+		var err error
+		switch string(name) {
+		case "_meta":
+			if string(raw) != "null" { // null is a missing _meta
+				p.Meta = &mcp.RequestMeta{}
+				err = p.Meta.UnmarshalJSON(raw)
 			}
+		case "name":
+			p.Name, err = mcp.DecodeString(raw)
+		case "uri":
+			p.URI, err = mcp.DecodeString(raw)
+		case "taskId":
+			p.TaskID, err = mcp.DecodeString(raw)
+		case "cursor":
+			var c string
+			c, err = mcp.DecodeString(raw)
+			p.Cursor = &c
+		case "requestState":
+			var s string
+			s, err = mcp.DecodeString(raw)
+			p.RequestState = &s
+		case "inputResponses":
+			if string(raw) != "null" {
+				err = json.Unmarshal(raw, &p.InputResponses)
+			}
+		case "arguments":
+			p.Arguments = bytes.Clone(raw)
+		case "ref":
+			p.Ref = bytes.Clone(raw)
+		case "argument":
+			p.Argument = bytes.Clone(raw)
+		case "context":
+			p.Context = bytes.Clone(raw)
+		case "notifications":
+			p.Notifications = bytes.Clone(raw)
 		}
-	}
-	// Copies: data lives in a pooled buffer that is reused once the
-	// response is written, and handlers may keep what they are given.
-	p.Arguments = bytes.Clone(members["arguments"])
-	p.Ref = bytes.Clone(members["ref"])
-	p.Argument = bytes.Clone(members["argument"])
-	p.Context = bytes.Clone(members["context"])
-	p.Notifications = bytes.Clone(members["notifications"])
-	return nil
+		return err
+	})
 }
+
+// Shared header values; net/http never modifies them.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
@@ -77,7 +101,7 @@ func putBuf(b *[]byte) {
 // serve runs the transport half of the pipeline (steps 1-5 of the
 // architecture) and hands a well-formed request to the endpoint.
 func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header()["Cache-Control"] = noStore
 	if perr := s.checkTransport(r); perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
@@ -90,19 +114,19 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
-	if !jsonlimit.DepthWithin(body, s.opts.MaxJSONDepth) {
-		s.reject(ep, w, mcp.ID{}, errTooDeep)
+	if !jsonlimit.Valid(body, s.opts.MaxJSONDepth) {
+		if json.Valid(body) { // only the depth limit failed
+			s.reject(ep, w, mcp.ID{}, errTooDeep)
+		} else {
+			s.reject(ep, w, mcp.ID{}, errParse)
+		}
 		return
 	}
-	req, err := mcp.DecodeRequest(body)
+	req, err := mcp.DecodeValidRequest(body)
 	if err != nil {
 		var id mcp.ID
 		if req != nil {
 			id = req.ID
-		}
-		if !json.Valid(body) {
-			s.reject(ep, w, mcp.ID{}, errParse)
-			return
 		}
 		s.reject(ep, w, id, newProtocolError(http.StatusBadRequest, err.(*mcp.Error)))
 		return
@@ -135,14 +159,20 @@ func (s *Server) checkTransport(r *http.Request) *protocolError {
 		pe.header = http.Header{"Allow": {http.MethodPost}}
 		return pe
 	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+	if !isJSONMediaType(r.Header.Get("Content-Type")) {
 		return newProtocolError(http.StatusUnsupportedMediaType, mcp.NewError(mcp.CodeInvalidRequest, "Unsupported media type: use application/json"))
 	}
 	if !acceptsBoth(r.Header.Values("Accept")) {
 		return newProtocolError(http.StatusNotAcceptable, mcp.NewError(mcp.CodeInvalidRequest, "Not acceptable: Accept must list application/json and text/event-stream"))
 	}
 	return nil
+}
+
+// isJSONMediaType reports whether a Content-Type value names
+// application/json, with or without parameters such as charset.
+func isJSONMediaType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // acceptsBoth reports whether the Accept header values admit both JSON and
@@ -282,8 +312,8 @@ func writeError(w http.ResponseWriter, id mcp.ID, pe *protocolError) {
 	bp := getBuf()
 	defer putBuf(bp)
 	*bp = mcp.AppendError((*bp)[:0], id, pe.err)
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(*bp)))
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(*bp))}
 	w.WriteHeader(pe.status)
 	w.Write(*bp)
 }
@@ -294,8 +324,8 @@ func writeResult(w http.ResponseWriter, id mcp.ID, result []byte) {
 	defer putBuf(bp)
 	*bp = mcp.AppendResult((*bp)[:0], id, result)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(*bp)))
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(*bp))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(*bp)
 }

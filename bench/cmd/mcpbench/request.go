@@ -1,0 +1,90 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const (
+	// endpointPath is the HTTP path every target serves MCP on.
+	endpointPath = "/mcp"
+	// toolName is the fixture tool every target implements.
+	toolName = "test_simple_text"
+	// expectedText is the only text content test_simple_text returns.
+	expectedText = "This is a simple text response for testing."
+	// protocolVersion is the MCP protocol version the benchmark client speaks.
+	protocolVersion = "2026-07-28"
+)
+
+// header is one HTTP request header. Headers are kept in a slice rather
+// than an http.Header so that they are printed and sent in a stable order.
+type header struct {
+	Name  string
+	Value string
+}
+
+// request is the exact HTTP request replayed against a target, both by the
+// Go verification client and by the wrk load script.
+type request struct {
+	Method  string
+	Path    string
+	Headers []header
+	Body    string
+}
+
+// toolsCallRequest returns the request a 2026-07-28 client sends for an
+// inline tools/call of test_simple_text: the per-request _meta carries the
+// protocol version, client capabilities and client info, and the standard
+// Mcp-Method / Mcp-Name headers mirror the body.
+func toolsCallRequest() request {
+	return request{
+		Method: "POST",
+		Path:   endpointPath,
+		Headers: []header{
+			{"Content-Type", "application/json"},
+			{"Accept", "application/json, text/event-stream"},
+			{"MCP-Protocol-Version", protocolVersion},
+			{"Mcp-Method", "tools/call"},
+			{"Mcp-Name", toolName},
+		},
+		Body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + toolName + `","arguments":{},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocolVersion + `",` +
+			`"io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"}}}}`,
+	}
+}
+
+// String renders r the way it goes over the wire, minus the Host and
+// Content-Length headers that the client adds.
+func (r request) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\n", r.Method, r.Path)
+	for _, h := range r.Headers {
+		fmt.Fprintf(&b, "%s: %s\n", h.Name, h.Value)
+	}
+	b.WriteString("\n")
+	b.WriteString(r.Body)
+	b.WriteString("\n")
+	return b.String()
+}
+
+// runRequest implements "mcpbench request": it prints the exact request
+// replayed against each selected target.
+func runRequest(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcpbench request", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	targetList := fs.String("targets", defaultTargetList, "comma-separated targets whose request to print")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	targets, err := selectTargets(*targetList)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		fmt.Fprintf(stdout, "# %s\n%s\n", t.Name, t.Request)
+	}
+	return nil
+}
