@@ -1,0 +1,224 @@
+// Package taskdata holds the backend-neutral rules every durable store
+// applies to task data: task IDs, the union-variant matching of input
+// responses, the idempotency comparison of origins, the client-safe error of
+// exhausted jobs, and the JSON codecs of the columns that hold input
+// requests, responses, results and errors.
+package taskdata
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// ExhaustedMessage is the message of the error a task fails with when its
+// job used all its attempts. It is client-safe: it reveals no cause.
+const ExhaustedMessage = "The task failed after repeated attempts."
+
+// ExhaustedError returns the client-safe error of a task whose job used all
+// its attempts.
+func ExhaustedError() *mcp.Error {
+	return mcp.NewError(mcp.CodeInternalError, ExhaustedMessage)
+}
+
+// NewID returns a random (version 4) UUID: 122 random bits, header-safe.
+func NewID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("task ID: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+// MatchesKind reports whether a response has the shape of the answer to
+// req's method (the MCP union variant): an ElicitResult with a known action
+// for elicitation, a CreateMessageResult with role, content and model for
+// sampling, a ListRootsResult with a roots array for roots. These are the
+// rules of task/memory.
+func MatchesKind(req *mcp.InputRequest, raw json.RawMessage) bool {
+	if req == nil {
+		return false
+	}
+	switch req.Method {
+	case mcp.MethodElicitationCreate:
+		var r mcp.ElicitResult
+		if json.Unmarshal(raw, &r) != nil {
+			return false
+		}
+		switch r.Action {
+		case mcp.ElicitActionAccept, mcp.ElicitActionDecline, mcp.ElicitActionCancel:
+			return true
+		}
+		return false
+	case mcp.MethodSamplingCreateMessage:
+		var r struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+			Model   string          `json:"model"`
+		}
+		return json.Unmarshal(raw, &r) == nil && r.Role != "" && len(r.Content) > 0 && r.Model != ""
+	case mcp.MethodRootsList:
+		var r struct {
+			Roots []json.RawMessage `json:"roots"`
+		}
+		return json.Unmarshal(raw, &r) == nil && r.Roots != nil
+	}
+	return false
+}
+
+// SameArguments reports whether two origins carry the same tool arguments
+// for idempotency purposes: byte-identical, or identical once insignificant
+// white space is removed. Member order, number spellings and escapes still
+// count, so the comparison never merges two argument objects a tool could
+// tell apart.
+func SameArguments(a, b task.Origin) bool {
+	x, y := a.Params().Arguments, b.Params().Arguments
+	if bytes.Equal(x, y) {
+		return true
+	}
+	var cx, cy bytes.Buffer
+	if json.Compact(&cx, x) != nil || json.Compact(&cy, y) != nil {
+		return false
+	}
+	return bytes.Equal(cx.Bytes(), cy.Bytes())
+}
+
+// ValidateRequests checks what a store needs of input requests: at least
+// one, each with a non-empty key, a value and a method. Workers validate the
+// rest against the origin with task.Validator before calling the store.
+func ValidateRequests(reqs mcp.InputRequests) error {
+	if len(reqs) == 0 {
+		return fmt.Errorf("at least one input request is required")
+	}
+	for k, r := range reqs {
+		if k == "" || r == nil || r.Method == "" {
+			return fmt.Errorf("input requests need a key and a method")
+		}
+	}
+	return nil
+}
+
+// EncodeJSON marshals v, or returns nil (SQL NULL) for a nil or empty
+// value of the column types used by stores.
+func EncodeJSON(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case mcp.InputRequests:
+		if len(x) == 0 {
+			return nil, nil
+		}
+	case mcp.InputResponses:
+		if len(x) == 0 {
+			return nil, nil
+		}
+	case *mcp.CallToolResult:
+		if x == nil {
+			return nil, nil
+		}
+	case *mcp.Error:
+		if x == nil {
+			return nil, nil
+		}
+	}
+	return json.Marshal(v)
+}
+
+// EncodeResponses encodes accepted input responses as a JSON object whose
+// member values are each response's bytes exactly as received (white space,
+// number spellings and escapes stay), members in key order; nil (SQL NULL)
+// for none. Every response must be valid JSON.
+func EncodeResponses(m mcp.InputResponses) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b := []byte{'{'}
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if !json.Valid(m[k]) {
+			return nil, fmt.Errorf("input response %q is not valid JSON", k)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, m[k]...)
+	}
+	return append(b, '}'), nil
+}
+
+// DecodeRequests decodes an input_requests column; empty means none.
+func DecodeRequests(b []byte) (mcp.InputRequests, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var r mcp.InputRequests
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("input requests column: %w", err)
+	}
+	return r, nil
+}
+
+// DecodeResponses decodes an input_responses column; empty means none. Each
+// response keeps the bytes EncodeResponses stored.
+func DecodeResponses(b []byte) (mcp.InputResponses, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var r mcp.InputResponses
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("input responses column: %w", err)
+	}
+	return r, nil
+}
+
+// DecodeKeys decodes a used_keys column (a JSON array of strings) into a
+// set; empty means none.
+func DecodeKeys(b []byte) (map[string]bool, error) {
+	set := map[string]bool{}
+	if len(b) == 0 {
+		return set, nil
+	}
+	var keys []string
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, fmt.Errorf("used keys column: %w", err)
+	}
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set, nil
+}
+
+// DecodeResult decodes a result column; empty means none.
+func DecodeResult(b []byte) (*mcp.CallToolResult, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("result column: %w", err)
+	}
+	return &r, nil
+}
+
+// DecodeError decodes an error column; empty means none.
+func DecodeError(b []byte) (*mcp.Error, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var e mcp.Error
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("error column: %w", err)
+	}
+	return &e, nil
+}

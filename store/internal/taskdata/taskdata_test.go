@@ -1,0 +1,99 @@
+package taskdata
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+func TestMatchesKind(t *testing.T) {
+	elicit := mcp.NewElicitFormRequest("m", json.RawMessage(`{"type":"object"}`))
+	sample := &mcp.InputRequest{Method: mcp.MethodSamplingCreateMessage}
+	roots := &mcp.InputRequest{Method: mcp.MethodRootsList}
+	for _, tc := range []struct {
+		req  *mcp.InputRequest
+		resp string
+		want bool
+	}{
+		{elicit, `{"action":"accept","content":{"a":1}}`, true},
+		{elicit, `{"action":"decline"}`, true},
+		{elicit, `{"action":"cancel"}`, true},
+		{elicit, `{"action":"maybe"}`, false},
+		{elicit, `{"roots":[]}`, false},
+		{elicit, `[1]`, false},
+		{sample, `{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`, true},
+		{sample, `{"role":"assistant","content":{"type":"text","text":"x"}}`, false},
+		{sample, `{"action":"accept"}`, false},
+		{roots, `{"roots":[]}`, true},
+		{roots, `{"roots":null}`, false},
+		{roots, `{}`, false},
+		{&mcp.InputRequest{Method: "other/method"}, `{}`, false},
+		{nil, `{}`, false},
+	} {
+		if got := MatchesKind(tc.req, json.RawMessage(tc.resp)); got != tc.want {
+			t.Errorf("MatchesKind(%v, %s) = %v, want %v", tc.req, tc.resp, got, tc.want)
+		}
+	}
+}
+
+func TestSameArguments(t *testing.T) {
+	o := func(args string) task.Origin {
+		x, err := task.NewOrigin(task.OriginParams{ProtocolVersion: "v", Endpoint: "e", Operation: "tools/call", Tool: "t",
+			Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1}`, `{"a":1}`, true},
+		{`{"a":1}`, "{ \"a\" :\n 1 }", true},
+		{`{"a":1}`, `{"a":1.0}`, false},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, false},
+		{`{"a":"\u00e9"}`, `{"a":"é"}`, false},
+		{`{"a":1}`, `{"a":2}`, false},
+	} {
+		if got := SameArguments(o(tc.a), o(tc.b)); got != tc.want {
+			t.Errorf("SameArguments(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestNewID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 100 {
+		id, err := NewID()
+		if err != nil || !re.MatchString(id) || seen[id] || task.ValidID(id) != nil {
+			t.Fatalf("NewID() = %q, %v", id, err)
+		}
+		seen[id] = true
+	}
+}
+
+func TestEncodeResponses(t *testing.T) {
+	in := mcp.InputResponses{"b": json.RawMessage("{ \"x\": 1.50 }"), "a": json.RawMessage(`{"s":"<\u00e9>"}`)}
+	b, err := EncodeResponses(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":{"s":"<\u00e9>"},"b":{ "x": 1.50 }}`; string(b) != want {
+		t.Fatalf("EncodeResponses = %s, want %s", b, want)
+	}
+	out, err := DecodeResponses(b)
+	if err != nil || string(out["a"]) != string(in["a"]) || string(out["b"]) != string(in["b"]) {
+		t.Fatalf("round trip: %v %v", out, err)
+	}
+	if b, err := EncodeResponses(nil); b != nil || err != nil {
+		t.Fatalf("EncodeResponses(nil) = %s, %v", b, err)
+	}
+	if _, err := EncodeResponses(mcp.InputResponses{"x": json.RawMessage(`{`)}); err == nil {
+		t.Fatal("invalid JSON accepted")
+	}
+}

@@ -1,0 +1,73 @@
+// Package postgres is a durable task store on PostgreSQL for fleets: a
+// task.Manager for the server, and the worker.Store and worker.Enqueuer the
+// worker runtime drives, in one schema that any number of nodes share. It
+// behaves like store/sqlite, and both pass store/storetest.
+//
+// # Connections
+//
+// Open creates a pgxpool for statements and one dedicated connection for
+// LISTEN; the URL must reach the server directly (or through session
+// pooling), since LISTEN does not survive transaction pooling. Statements
+// run under READ COMMITTED; correctness rests on row locks and conditional
+// updates, never on SERIALIZABLE. Most operations are one statement (one
+// round trip): Enqueue (an idempotency key adds a lookup), Claim,
+// Heartbeat, Complete, Fail, Cancel, Retry, Release, RescueExpired,
+// DeleteExpired, FindTask. UpdateTask, RequestCancel and RequestInput lock
+// rows in a short transaction first.
+//
+// # Schema
+//
+// Every table lives in Options.Schema (default "taskwire"), so one database
+// can hold several stores. The schema is versioned by embedded migrations
+// (migrations/NNN_name.sql) recorded in its schema_version table; Open
+// applies pending ones in one transaction under an advisory lock, so nodes
+// starting at once migrate once, unless Options.NoMigrate is set, and
+// refuses a schema whose version is newer than the code (ErrSchemaTooNew).
+//
+// The tables mirror store/sqlite. tasks has one row per task: what clients
+// see (status, outstanding input requests, result, error), the
+// authorization binding (endpoint, tenant, principal), the origin byte for
+// byte, the accepted input responses (bytes as received), the input request
+// keys used during the task's lifetime, cancellation intent and the optional
+// idempotency key (unique per tenant, endpoint and tool). Payload columns are
+// BYTEA rather than jsonb, which would reformat numbers and members. A
+// trigger rejects any change to what a client sees once a task is terminal.
+// jobs has one row per task: its queue state (available, running,
+// awaiting_input, done), the attempt counter that fences every write of a
+// claim, failures, max_attempts, run_at and the lease; a partial index on
+// available jobs serves claims. outbox gets one row for every change a
+// client can observe, in the same transaction.
+//
+// # Job life cycle
+//
+// Enqueue creates a working task and an available job. Claim leases due
+// available jobs with FOR UPDATE SKIP LOCKED, oldest run_at first (then
+// creation time, then task ID), bumping attempt. Every fenced write
+// (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry, Release) applies
+// only while the job is running under the same attempt and its lease has
+// not expired; otherwise it returns worker.ErrLeaseLost and changes nothing.
+// RequestInput parks the job until UpdateTask has accepted an answer for
+// every outstanding request; a cancellation request makes a parked job
+// available, so that a worker sees the intent. Retry and RescueExpired count
+// a failure; the failure that reaches the job's MaxAttempts fails the task
+// with a client-safe internal error instead of releasing the job again.
+//
+// Times are whole milliseconds from Options.Now, or from the database
+// server's clock when it is nil; Claim, RescueExpired and DeleteExpired use
+// the time they are given. A task whose TTL has passed is not found, not
+// claimable, and removed by DeleteExpired.
+//
+// # Events
+//
+// The store's EventPublisher carries task-change hints across the fleet.
+// Every observable change sends NOTIFY on the channel Schema+"_task_events"
+// in its transaction, and the writing Store publishes the task ID to its own
+// subscribers after commit. Each Store LISTENs on a dedicated connection and
+// publishes the hints of other nodes; Publish by other code reaches local
+// subscribers at once and other nodes through NOTIFY, sent in the background
+// with a short timeout. After the LISTEN connection drops, the Store
+// reconnects with backoff and replays the outbox rows it missed (a bounded
+// number), so a hint lost in an outage arrives late rather than never.
+// Hints may be duplicated or, beyond the bounds, lost; tasks/get stays the
+// truth. Call PruneOutbox periodically.
+package postgres

@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// maxIdempotencyRounds bounds the lookup-then-insert rounds of an idempotent
+// Enqueue that keeps losing races for its key.
+const maxIdempotencyRounds = 5
+
+// Enqueue implements worker.Enqueuer: it creates a working task bound to
+// cc.Request's endpoint, tenant and principal, with cc.Origin stored byte for
+// byte, its available job (kind: the origin's tool) and an outbox row in one
+// statement, and publishes the task ID after commit. The task is readable
+// through FindTask when Enqueue returns.
+//
+// With opts.IdempotencyKey, a task already created with the same key,
+// tenant, endpoint and tool is returned unchanged, whatever its state, when
+// its arguments are the same (byte for byte, or after removing
+// insignificant white space); otherwise Enqueue fails with
+// worker.ErrIdempotencyConflict. An expired task does not hold its key: it
+// is deleted and a new task created. Concurrent Enqueues with one key
+// create one task.
+//
+// Zero options take the store's defaults. A negative opts.TTL means
+// unlimited. TTL and PollInterval must be whole milliseconds.
+func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts worker.EnqueueOptions) (task.Task, error) {
+	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
+		return task.Task{}, errors.New("postgres: a creation context with an origin and endpoint is required")
+	}
+	ttl, poll, maxAttempts := opts.TTL, opts.PollInterval, opts.MaxAttempts
+	if ttl == 0 {
+		ttl = s.opts.DefaultTTL
+	}
+	if ttl < 0 {
+		ttl = 0
+	}
+	if poll == 0 {
+		poll = s.opts.DefaultPollInterval
+	}
+	if maxAttempts == 0 {
+		maxAttempts = s.opts.DefaultMaxAttempts
+	}
+	switch {
+	case ttl%time.Millisecond != 0 || poll < 0 || poll%time.Millisecond != 0:
+		return task.Task{}, errors.New("postgres: TTL and PollInterval must be whole milliseconds")
+	case maxAttempts < 0:
+		return task.Task{}, errors.New("postgres: MaxAttempts must not be negative")
+	}
+	id, err := taskdata.NewID()
+	if err != nil {
+		return task.Task{}, fmt.Errorf("postgres: %w", err)
+	}
+	ins := insertion{cc: cc, id: id, ttl: ttl, poll: poll, maxAttempts: maxAttempts, key: opts.IdempotencyKey}
+	if !opts.RunAt.IsZero() {
+		ins.runAt = opts.RunAt.Truncate(time.Millisecond)
+	}
+	for range maxIdempotencyRounds {
+		if ins.key != "" {
+			existing, err := s.idempotent(ctx, &ins)
+			if err != nil || !existing.IsZero() {
+				return existing, err
+			}
+		}
+		snap, created, err := s.insert(ctx, &ins)
+		if err != nil {
+			return task.Task{}, err
+		}
+		if created {
+			s.bc.Publish(id)
+			return snap, nil
+		}
+		// A concurrent Enqueue took the key after the lookup: look again.
+	}
+	return task.Task{}, errors.New("postgres: enqueue: the idempotency key stayed contended")
+}
+
+// insertion is what Enqueue inserts.
+type insertion struct {
+	cc          *task.CreationContext
+	id          string
+	ttl, poll   time.Duration
+	maxAttempts int
+	key         string
+	runAt       time.Time
+}
+
+// insert creates the task, its job and its outbox row in one statement. It
+// returns created false, and no error, when the idempotency key is taken.
+func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, error) {
+	var key, runAt any
+	if ins.key != "" {
+		key = ins.key
+	}
+	if !ins.runAt.IsZero() {
+		runAt = ins.runAt
+	}
+	var created time.Time
+	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
+		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.ttl.Milliseconds(),
+		ins.poll.Milliseconds(), key, ins.maxAttempts, runAt, s.node).Scan(&created, nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.Task{}, false, nil
+	}
+	if err != nil {
+		return task.Task{}, false, wrapErr("insert task", err)
+	}
+	snap, err := task.New(task.Params{
+		ID: ins.id, Origin: ins.cc.Origin, Status: task.Working,
+		CreatedAt: created.UTC(), LastUpdatedAt: created.UTC(),
+		TTL: ins.ttl, PollInterval: ins.poll,
+	})
+	if err != nil {
+		return task.Task{}, false, fmt.Errorf("postgres: %w", err)
+	}
+	return snap, true, nil
+}
+
+// idempotent returns the live task holding the idempotency key, or the zero
+// Task when there is none; an expired holder is deleted to free the key. It
+// fails with worker.ErrIdempotencyConflict when the holder's arguments
+// differ. A holder that disappears concurrently only costs another round.
+func (s *Store) idempotent(ctx context.Context, ins *insertion) (task.Task, error) {
+	var expired bool
+	var r taskRow
+	err := s.pool.QueryRow(ctx, s.q.idempotencyHolder, s.now(), ins.cc.Request.Tenant, ins.cc.Request.Endpoint,
+		ins.cc.Origin.Tool(), ins.key).Scan(append([]any{&expired}, r.fields()...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.Task{}, nil
+	}
+	if err != nil {
+		return task.Task{}, wrapErr("idempotency lookup", err)
+	}
+	if expired {
+		if _, err := s.pool.Exec(ctx, s.q.deleteHolder, r.id); err != nil {
+			return task.Task{}, wrapErr("delete expired task", err)
+		}
+		return task.Task{}, nil
+	}
+	holder, err := r.snapshot()
+	if err != nil {
+		return task.Task{}, err
+	}
+	if !taskdata.SameArguments(holder.Origin(), ins.cc.Origin) {
+		return task.Task{}, worker.ErrIdempotencyConflict
+	}
+	return holder, nil
+}

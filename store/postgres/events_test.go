@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Two Stores on one schema stand for two nodes.
+
+func TestEventsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	a, b := openStore(t, schema, nil), openStore(t, schema, nil)
+	ctx := ctxT(t)
+	if a.EventPublisher() != a.EventPublisher() {
+		t.Fatal("EventPublisher changed")
+	}
+	onB := subscribe(t, b.EventPublisher(), "")
+
+	// A committed change on A reaches B's subscribers through NOTIFY.
+	snap, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFor(t, onB, "B to hear of A's Enqueue"); got != snap.ID() {
+		t.Fatalf("B heard %q, want %q", got, snap.ID())
+	}
+	// So does a hint published on A's publisher by other code, and it
+	// reaches A's own subscribers at once.
+	onA := subscribe(t, a.EventPublisher(), "")
+	a.EventPublisher().Publish("external-hint")
+	if len(onA) != 1 || <-onA != "external-hint" {
+		t.Fatal("A's own subscribers missed its Publish")
+	}
+	if got := waitFor(t, onB, "B to hear of A's Publish"); got != "external-hint" {
+		t.Fatalf("B heard %q", got)
+	}
+	// A does not hear its own changes twice.
+	j := claimOne(t, b, time.Time{})
+	if err := b.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFor(t, onA, "A to hear of B's Complete"); got != snap.ID() {
+		t.Fatalf("A heard %q", got)
+	}
+	if got := waitFor(t, onB, "B's own Complete"); got != snap.ID() {
+		t.Fatalf("B heard %q", got)
+	}
+	a.EventPublisher().Publish("marker") // B's own events precede A's marker
+	if got := waitFor(t, onB, "the marker"); got != "marker" {
+		t.Fatalf("B heard %q before the marker: its own change came back through NOTIFY", got)
+	}
+}
+
+// TestListenerReconnect kills B's LISTEN session, commits a change on A
+// while B is disconnected, and checks that B delivers it after reconnecting
+// (outbox catch-up), and that later changes arrive through NOTIFY again.
+func TestListenerReconnect(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	a := openStore(t, schema, nil)
+	var pid atomic.Uint32
+	connected := make(chan uint32, 4)
+	disconnected := make(chan struct{}, 4)
+	resume := make(chan struct{})
+	b := openWithHooks(t, Options{Schema: schema}, testHooks{
+		connected: func(p uint32) { pid.Store(p); connected <- p },
+		beforeReconnect: func() {
+			select {
+			case disconnected <- struct{}{}:
+			default:
+			}
+			<-resume
+		},
+	})
+	releaseB := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(releaseB) // runs before B closes, should the test stop early
+	first := waitFor(t, connected, "B's first LISTEN session")
+	ctx := ctxT(t)
+	onB := subscribe(t, b.EventPublisher(), "")
+
+	// A change before the outage advances B's cursor.
+	before, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFor(t, onB, "the change before the outage"); got != before.ID() {
+		t.Fatalf("B heard %q", got)
+	}
+
+	var killed bool
+	if err := a.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int32(first)).Scan(&killed); err != nil || !killed {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", first, killed, err)
+	}
+	waitFor(t, disconnected, "B's listener to notice the outage")
+
+	during, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseB()
+	if p := waitFor(t, connected, "B's new LISTEN session"); p == first {
+		t.Fatal("the listener kept its killed session")
+	}
+	if got := waitFor(t, onB, "the change committed during the outage"); got != during.ID() && got != before.ID() {
+		t.Fatalf("B heard %q", got)
+	} else if got == before.ID() { // the catch-up overlap may repeat it
+		if got := waitFor(t, onB, "the change committed during the outage"); got != during.ID() {
+			t.Fatalf("B heard %q", got)
+		}
+	}
+
+	after, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFor(t, onB, "the change after the reconnection"); got != after.ID() {
+		t.Fatalf("B heard %q", got)
+	}
+	if pid.Load() == first {
+		t.Fatal("pid did not change")
+	}
+}
+
+func TestParsePayload(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		ok     bool
+		node   string
+		id     int64
+		taskID string
+	}{
+		{"n1 42 abc", true, "n1", 42, "abc"},
+		{"n1 0 x y", true, "n1", 0, "x y"},
+		{"abc", false, "", 0, ""},
+		{"n1 x abc", false, "", 0, ""},
+		{"n1 -1 abc", false, "", 0, ""},
+		{"n1 5 ", false, "", 0, ""},
+	} {
+		node, id, taskID, ok := parsePayload(tc.in)
+		if ok != tc.ok || node != tc.node || id != tc.id || taskID != tc.taskID {
+			t.Errorf("parsePayload(%q) = %q %d %q %v", tc.in, node, id, taskID, ok)
+		}
+	}
+}

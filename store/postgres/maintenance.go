@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskwire/taskwire/task"
+)
+
+// RescueExpired implements worker.Store. It takes at most limit running jobs
+// whose lease expired at or before now, earliest expiry first (then task
+// ID), skipping rows another rescuer holds, and counts a failure for each: a
+// job whose failures reach its MaxAttempts fails its task with the
+// client-safe error
+// {"code":-32603,"message":"The task failed after repeated attempts."};
+// the others become available at now, and their next claim gets a new
+// attempt. A zero now means the store's clock.
+func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	var n int
+	var failed []string
+	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(now), limit, exhaustedJSON, s.node).Scan(&n, &failed)
+	if err != nil {
+		return 0, wrapErr("rescue", err)
+	}
+	for _, id := range failed {
+		s.bc.Publish(id)
+	}
+	return n, nil
+}
+
+// DeleteExpired implements worker.Store. It deletes at most limit tasks
+// whose TTL passed at or before now, earliest expiry first (then task ID),
+// with their jobs. Their outbox rows stay until PruneOutbox. A zero now
+// means the store's clock.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, s.q.deleteExpired, s.at(now), limit)
+	if err != nil {
+		return 0, wrapErr("delete expired", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// PruneOutbox deletes at most limit outbox rows created before the given
+// time, oldest first, and returns how many. The outbox records every
+// observable change; listeners read it to catch up on the notifications
+// they missed while disconnected. Call PruneOutbox periodically with a
+// horizon longer than any outage the listeners should bridge.
+func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, s.q.pruneOutbox, before.Truncate(time.Millisecond), limit)
+	if err != nil {
+		return 0, wrapErr("prune outbox", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Stats are counts of a store's rows, for monitoring.
+type Stats struct {
+	// Tasks counts tasks by status, expired ones included until deleted.
+	Tasks map[task.Status]int
+	// Jobs counts jobs by state: available, running, awaiting_input,
+	// done.
+	Jobs map[string]int
+	// Outbox counts outbox rows; LastOutboxID is the newest row's ID.
+	Outbox       int
+	LastOutboxID int64
+	// SchemaVersion is the schema's version.
+	SchemaVersion int
+}
+
+// Stats counts the store's rows from one repeatable-read snapshot.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{Tasks: map[task.Status]int{}, Jobs: map[string]int{}}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			count := func(query string, add func(key string, n int)) error {
+				rows, err := tx.Query(ctx, query)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var k string
+					var n int
+					if err := rows.Scan(&k, &n); err != nil {
+						return err
+					}
+					add(k, n)
+				}
+				return rows.Err()
+			}
+			if err := count(`SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`,
+				func(k string, n int) { st.Tasks[task.Status(k)] = n }); err != nil {
+				return err
+			}
+			if err := count(`SELECT state, count(*) FROM `+s.q.ident+`.jobs GROUP BY state`,
+				func(k string, n int) { st.Jobs[k] = n }); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0) FROM `+s.q.ident+`.outbox`).
+				Scan(&st.Outbox, &st.LastOutboxID); err != nil {
+				return err
+			}
+			v, err := s.version(ctx, tx)
+			st.SchemaVersion = v
+			return err
+		})
+	if err != nil {
+		return Stats{}, wrapErr("stats", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Schema errors of Open and Migrate.
+var (
+	// ErrSchemaTooNew: the schema was migrated by a newer version of the
+	// code, whose tables this code does not know.
+	ErrSchemaTooNew = errors.New("postgres: database schema is newer than this code supports")
+	// ErrSchemaOutdated: the schema needs migrations and
+	// Options.NoMigrate was set.
+	ErrSchemaOutdated = errors.New("postgres: database schema is older than this code and NoMigrate is set")
+)
+
+// migration is one embedded schema step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. File names
+// are NNN_name.sql, numbered 1, 2, 3, ... without gaps.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("postgres: bad migration file name %q", e.Name())
+		}
+		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("postgres: migrations are not numbered 1..n without gaps (at %d)", m.version)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this code migrates to.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are fixed at build time
+	}
+	return len(ms)
+}
+
+// checkSchema migrates the schema, or only checks its version when
+// NoMigrate is set.
+func (s *Store) checkSchema(ctx context.Context) error {
+	if !s.opts.NoMigrate {
+		return s.Migrate(ctx)
+	}
+	v, err := s.version(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	switch known := SchemaVersion(); {
+	case v > known:
+		return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, known)
+	case v < known:
+		return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaOutdated, s.opts.Schema, v, known)
+	}
+	return nil
+}
+
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// version returns the schema's version, 0 when it has no schema_version
+// table (or does not exist).
+func (s *Store) version(ctx context.Context, q queryRower) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, `SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE -1 END`,
+		s.q.ident+".schema_version").Scan(&v)
+	if err != nil || v == 0 {
+		return 0, wrapErr("schema version", err)
+	}
+	err = q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.q.ident+`.schema_version`).Scan(&v)
+	return v, wrapErr("schema version", err)
+}
+
+// Migrate creates the schema when missing and applies the embedded
+// migrations it lacks, in one transaction together with their
+// schema_version rows. A transaction-scoped advisory lock on the schema's
+// name serializes concurrent migrations, so nodes starting at once migrate
+// once. It is idempotent, and fails with ErrSchemaTooNew when the schema is
+// newer than the code.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var applied []migration
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		applied = nil
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
+			s.opts.Schema); err != nil {
+			return wrapErr("migration lock", err)
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`,
+			s.opts.Schema).Scan(&exists); err != nil {
+			return wrapErr("look up schema", err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+s.q.ident); err != nil {
+				return wrapErr("create schema", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.q.ident+`.schema_version (
+			version    INTEGER     PRIMARY KEY,
+			name       TEXT        NOT NULL,
+			applied_at TIMESTAMPTZ NOT NULL
+		)`); err != nil {
+			return wrapErr("create schema_version", err)
+		}
+		v, err := s.version(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if v > len(ms) {
+			return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, len(ms))
+		}
+		for _, m := range ms[v:] {
+			if _, err := tx.Exec(ctx, s.q.expand(m.sql)); err != nil {
+				return fmt.Errorf("postgres: migration %03d_%s: %w", m.version, m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+s.q.ident+`.schema_version (version, name, applied_at)
+				VALUES ($1, $2, `+nowExpr(3)+`)`, m.version, m.name, s.now()); err != nil {
+				return wrapErr("record migration", err)
+			}
+			applied = append(applied, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range applied {
+		s.log.Info("postgres: applied migration", "version", m.version, "name", m.name, "schema", s.opts.Schema)
+	}
+	return nil
+}

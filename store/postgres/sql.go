@@ -1,0 +1,246 @@
+package postgres
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Statement templates. {{schema}} is the quoted schema and {{now}} the
+// statement's time, always parameter $1: the injected clock's time, or the
+// database's clock in whole milliseconds when $1 is NULL. Statements that
+// record an observable change call task_event, whose last argument is the
+// store's node ID.
+//
+// Row locks, under READ COMMITTED. Writers of a claimed (running) job lock
+// its job row, then its task row: fenced writes, RescueExpired, and
+// RequestInput, which locks both in separate statements before reading the
+// task. Client calls (UpdateTask, RequestCancel) lock the task row first and
+// then touch the job only when it is not running, so they never wait for a
+// job row a fenced writer holds. Deletions lock the job row first
+// (idempotency) or skip locked rows (DeleteExpired). Where a decision
+// depends on a row another transaction may change, the row is locked by a
+// statement of its own, so that later statements of the transaction see the
+// latest committed state.
+
+// fence restricts a jobs statement to the live claim a lease names: the
+// same attempt, still running, lease not expired. Its parameters are $2 (task
+// ID) and $3 (attempt).
+const fence = `task_id = $2 AND attempt = $3 AND state = 'running' AND lease_expires_at > {{now}}`
+
+// live restricts a tasks statement to unexpired tasks.
+const live = `(expires_at IS NULL OR expires_at > {{now}})`
+
+// taskColumns are the columns scanned into a taskRow, in order.
+const taskColumns = `id, status, status_message, origin, created_at, updated_at, ttl_ms, poll_interval_ms,
+	input_requests, result, error`
+
+const (
+	sqlFindTask = `SELECT ` + taskColumns + ` FROM {{schema}}.tasks
+		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live
+
+	sqlLockForUpdate = `SELECT status, input_requests, input_responses FROM {{schema}}.tasks
+		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
+
+	// $2 task, $3 status, $4 outstanding requests, $5 accepted responses,
+	// $6 whether the job waiting for them wakes, $7 node. A job that is
+	// available while its task has outstanding requests was woken by a
+	// cancellation request; it becomes due now like a parked one.
+	sqlAcceptResponses = `WITH j AS (
+			UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}
+			WHERE task_id = $2 AND state IN ('awaiting_input', 'available') AND $6::boolean)
+		UPDATE {{schema}}.tasks SET status = $3, input_requests = $4, input_responses = $5,
+			status_message = CASE WHEN $6::boolean THEN '' ELSE status_message END,
+			updated_at = GREATEST(updated_at, {{now}})
+		WHERE id = $2 RETURNING {{schema}}.task_event(id, {{now}}, $7)`
+
+	sqlLockForCancel = `SELECT status, cancel_requested FROM {{schema}}.tasks
+		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
+
+	// $2 task, $3 node. A job awaiting input becomes available, keeping
+	// its run-at time (when it parked), so that a worker sees the intent.
+	sqlRequestCancel = `WITH j AS (
+			UPDATE {{schema}}.jobs SET state = 'available' WHERE task_id = $2 AND state = 'awaiting_input')
+		UPDATE {{schema}}.tasks SET cancel_requested = true
+		WHERE id = $2 RETURNING {{schema}}.task_event(id, {{now}}, $3)`
+
+	sqlCancelRequested = `SELECT cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
+
+	sqlIdempotencyHolder = `SELECT NOT ` + live + `, ` + taskColumns + ` FROM {{schema}}.tasks
+		WHERE tenant = $2 AND endpoint = $3 AND kind = $4 AND idempotency_key = $5`
+
+	// Deletes an expired idempotency key holder, locking its job first.
+	sqlDeleteHolder = `DELETE FROM {{schema}}.tasks WHERE id = $1 AND id IN (
+		SELECT task_id FROM {{schema}}.jobs WHERE task_id = $1 FOR UPDATE)`
+
+	// $2 id, $3 endpoint, $4 tenant, $5 principal, $6 kind, $7 origin,
+	// $8 TTL ms (0: unlimited), $9 poll interval ms, $10 idempotency key,
+	// $11 max attempts, $12 run at (NULL: now), $13 node. Returns no row
+	// when the idempotency key is taken.
+	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
+		t AS (
+			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
+				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key)
+			SELECT $2::text, $3::text, $4::text, $5::text, $6::text, 'working', $7::bytea, n.now, n.now,
+				CASE WHEN $8::bigint > 0 THEN n.now + $8::bigint * interval '1 millisecond' END,
+				$8::bigint, $9::bigint, $10::text
+			FROM n
+			ON CONFLICT (tenant, endpoint, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+			RETURNING id, created_at),
+		j AS (
+			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at)
+			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at FROM t)
+		SELECT created_at, {{schema}}.task_event(id, created_at, $13) FROM t`
+
+	// $2 limit, $3 worker, $4 lease ms; $5 kinds in the filtered variant.
+	sqlClaim = `WITH c AS (
+			SELECT j.task_id FROM {{schema}}.jobs j JOIN {{schema}}.tasks t ON t.id = j.task_id
+			WHERE j.state = 'available' AND j.run_at <= {{now}} AND (t.expires_at IS NULL OR t.expires_at > {{now}})
+				{{kinds}}
+			ORDER BY j.run_at, j.created_at, j.task_id
+			LIMIT $2 FOR UPDATE OF j SKIP LOCKED),
+		u AS (
+			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
+				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
+			FROM c WHERE j.task_id = c.task_id
+			RETURNING j.task_id, j.attempt, j.failures, j.max_attempts, j.lease_expires_at, j.run_at, j.created_at)
+		SELECT u.task_id, u.attempt, u.failures, u.max_attempts, u.lease_expires_at, t.kind, t.origin,
+			t.input_responses
+		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
+		ORDER BY u.run_at, u.created_at, u.task_id`
+
+	// $4 lease ms.
+	sqlHeartbeat = `UPDATE {{schema}}.jobs SET lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
+		WHERE ` + fence
+
+	// $4 status, $5 message, $6 result, $7 error, $8 node.
+	sqlFinish = `WITH j AS (
+			UPDATE {{schema}}.jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+			WHERE ` + fence + ` RETURNING task_id)
+		UPDATE {{schema}}.tasks t SET status = $4, status_message = $5, input_requests = NULL, result = $6,
+			error = $7, updated_at = GREATEST(t.updated_at, {{now}})
+		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $8)`
+
+	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 node. The
+	// failure that reaches max_attempts fails the task instead.
+	sqlRetry = `WITH j AS (
+			UPDATE {{schema}}.jobs SET failures = failures + 1,
+				state = CASE WHEN failures + 1 >= max_attempts THEN 'done' ELSE 'available' END,
+				run_at = CASE WHEN failures + 1 >= max_attempts THEN run_at ELSE coalesce($4::timestamptz, {{now}}) END,
+				lease_owner = NULL, lease_expires_at = NULL
+			WHERE ` + fence + ` RETURNING task_id, state = 'done' AS exhausted)
+		UPDATE {{schema}}.tasks t SET
+			status = CASE WHEN j.exhausted THEN 'failed' ELSE t.status END,
+			status_message = CASE WHEN j.exhausted THEN '' ELSE $5 END,
+			input_requests = CASE WHEN j.exhausted THEN NULL ELSE t.input_requests END,
+			error = CASE WHEN j.exhausted THEN $6::bytea END,
+			updated_at = GREATEST(t.updated_at, {{now}})
+		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $7)`
+
+	sqlRelease = `UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}, lease_owner = NULL,
+		lease_expires_at = NULL WHERE ` + fence
+
+	sqlLockLease = `SELECT 1 FROM {{schema}}.jobs WHERE ` + fence + ` FOR UPDATE`
+
+	sqlLockKeys = `SELECT used_keys, cancel_requested FROM {{schema}}.tasks WHERE id = $1 FOR UPDATE`
+
+	// $4 message, $5 requests, $6 used keys, $7 whether cancellation was
+	// requested (then the job stays claimable), $8 node.
+	sqlRequestInput = `WITH j AS (
+			UPDATE {{schema}}.jobs SET state = CASE WHEN $7::boolean THEN 'available' ELSE 'awaiting_input' END,
+				run_at = {{now}}, lease_owner = NULL, lease_expires_at = NULL
+			WHERE ` + fence + ` RETURNING task_id)
+		UPDATE {{schema}}.tasks t SET status = 'input_required', status_message = $4, input_requests = $5,
+			used_keys = $6, updated_at = GREATEST(t.updated_at, {{now}})
+		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $8)`
+
+	// $2 limit, $3 exhausted error, $4 node.
+	sqlRescue = `WITH c AS (
+			SELECT task_id FROM {{schema}}.jobs WHERE state = 'running' AND lease_expires_at <= {{now}}
+			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED),
+		j AS (
+			UPDATE {{schema}}.jobs SET failures = jobs.failures + 1,
+				state = CASE WHEN jobs.failures + 1 >= jobs.max_attempts THEN 'done' ELSE 'available' END,
+				run_at = {{now}}, lease_owner = NULL, lease_expires_at = NULL
+			FROM c WHERE jobs.task_id = c.task_id
+			RETURNING jobs.task_id, jobs.state = 'done' AS exhausted),
+		t AS (
+			UPDATE {{schema}}.tasks SET status = 'failed', status_message = '', input_requests = NULL,
+				result = NULL, error = $3, updated_at = GREATEST(tasks.updated_at, {{now}})
+			FROM j WHERE tasks.id = j.task_id AND j.exhausted
+			RETURNING tasks.id, {{schema}}.task_event(tasks.id, {{now}}, $4))
+		SELECT (SELECT count(*) FROM j), ARRAY(SELECT id FROM t)`
+
+	// Locks the task and its job without waiting: a fenced write that
+	// holds the job (and waits for the task) goes first.
+	sqlDeleteExpired = `DELETE FROM {{schema}}.tasks WHERE id IN (
+		SELECT t.id FROM {{schema}}.tasks t JOIN {{schema}}.jobs j ON j.task_id = t.id
+		WHERE t.expires_at IS NOT NULL AND t.expires_at <= {{now}}
+		ORDER BY t.expires_at, t.id LIMIT $2 FOR UPDATE SKIP LOCKED)`
+
+	sqlPruneOutbox = `DELETE FROM {{schema}}.outbox WHERE id IN (
+		SELECT id FROM {{schema}}.outbox WHERE created_at < $1 ORDER BY id LIMIT $2)`
+
+	sqlOutboxAfter = `SELECT id, task_id FROM {{schema}}.outbox WHERE id > $1 ORDER BY id LIMIT $2`
+
+	sqlOutboxLast = `SELECT coalesce(max(id), 0) FROM {{schema}}.outbox`
+)
+
+// queries are the statements of one schema.
+type queries struct {
+	ident string // the quoted schema
+	repl  *strings.Replacer
+
+	findTask, lockForUpdate, acceptResponses                 string
+	lockForCancel, requestCancel, cancelRequested            string
+	idempotencyHolder, deleteHolder, enqueue                 string
+	claim, claimKinds, heartbeat, finish, retry, release     string
+	lockLease, lockKeys, requestInput, rescue, deleteExpired string
+	pruneOutbox, outboxAfter, outboxLast                     string
+}
+
+func newQueries(schema string) queries {
+	ident := pgx.Identifier{schema}.Sanitize()
+	q := queries{
+		ident: ident,
+		repl: strings.NewReplacer(
+			"{{schema}}", ident,
+			"{{channel}}", quoteLiteral(schema+channelSuffix),
+			"{{now}}", nowExpr(1),
+		),
+	}
+	q.findTask = q.expand(sqlFindTask)
+	q.lockForUpdate = q.expand(sqlLockForUpdate)
+	q.acceptResponses = q.expand(sqlAcceptResponses)
+	q.lockForCancel = q.expand(sqlLockForCancel)
+	q.requestCancel = q.expand(sqlRequestCancel)
+	q.cancelRequested = q.expand(sqlCancelRequested)
+	q.idempotencyHolder = q.expand(sqlIdempotencyHolder)
+	q.deleteHolder = q.expand(sqlDeleteHolder)
+	q.enqueue = q.expand(sqlEnqueue)
+	q.claim = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "", 1))
+	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND t.kind = ANY($5::text[])", 1))
+	q.heartbeat = q.expand(sqlHeartbeat)
+	q.finish = q.expand(sqlFinish)
+	q.retry = q.expand(sqlRetry)
+	q.release = q.expand(sqlRelease)
+	q.lockLease = q.expand(sqlLockLease)
+	q.lockKeys = q.expand(sqlLockKeys)
+	q.requestInput = q.expand(sqlRequestInput)
+	q.rescue = q.expand(sqlRescue)
+	q.deleteExpired = q.expand(sqlDeleteExpired)
+	q.pruneOutbox = q.expand(sqlPruneOutbox)
+	q.outboxAfter = q.expand(sqlOutboxAfter)
+	q.outboxLast = q.expand(sqlOutboxLast)
+	return q
+}
+
+// expand substitutes the schema, channel and clock into a template.
+func (q *queries) expand(tmpl string) string { return q.repl.Replace(tmpl) }
+
+// nowExpr is the SQL time of parameter $n: its value, or the database's
+// clock in whole milliseconds when it is NULL.
+func nowExpr(n int) string {
+	return "coalesce($" + strconv.Itoa(n) + "::timestamptz, date_trunc('milliseconds', now()))"
+}

@@ -1,0 +1,251 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Claim implements worker.Store. It leases up to p.Limit due available jobs
+// of the given kinds, oldest run_at first (then creation time, then task
+// ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers on any node never wait for each other or share a job.
+// Jobs of expired tasks are skipped. A job whose task has stored data this
+// code cannot read fails its task with the fixed internal error instead of
+// being handed out. A zero p.Now means the store's clock.
+func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+	if p.Limit < 1 || p.Lease < time.Millisecond {
+		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
+	}
+	now := s.at(p.Now)
+	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
+	if len(p.Kinds) > 0 {
+		query, args = s.q.claimKinds, append(args, p.Kinds)
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, wrapErr("claim", err)
+	}
+	type claimed struct {
+		job               worker.Job
+		origin, responses []byte
+	}
+	var got []claimed
+	for rows.Next() {
+		var c claimed
+		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
+			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses); err != nil {
+			rows.Close()
+			return nil, wrapErr("claim", err)
+		}
+		got = append(got, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("claim", err)
+	}
+	jobs := make([]worker.Job, 0, len(got))
+	for _, c := range got {
+		j := c.job
+		j.LeaseExpires = j.LeaseExpires.UTC()
+		origin, err := task.ParseOrigin(c.origin)
+		if err == nil {
+			j.Origin = origin
+			j.Responses, err = taskdata.DecodeResponses(c.responses)
+		}
+		if err != nil {
+			// A row this code cannot read must not block the queue
+			// forever: fail its task and go on.
+			s.log.Error("postgres: failing a task whose stored data is unreadable", "task", j.TaskID, "err", err)
+			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON); err != nil &&
+				!errors.Is(err, worker.ErrLeaseLost) {
+				return nil, err
+			}
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// Heartbeat implements worker.Store: it extends a live lease to now+lease.
+func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+	if lease < time.Millisecond {
+		return errors.New("postgres: Heartbeat needs a lease of at least 1 ms")
+	}
+	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.now(), l.TaskID, l.Attempt, lease.Milliseconds())
+	if err != nil {
+		return wrapErr("heartbeat", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return worker.ErrLeaseLost
+	}
+	return nil
+}
+
+// RequestInput implements worker.Store. It fails with worker.ErrLeaseLost
+// when the lease is not live, and with worker.ErrKeyReused (changing
+// nothing, keeping the lease) when a key was requested before during the
+// task's lifetime. Otherwise the requests replace any outstanding ones, the
+// task turns input_required with message, and the job waits for the answers
+// with its lease ended (or stays claimable when cancellation was requested,
+// so that a worker sees the intent).
+func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+	if err := taskdata.ValidateRequests(reqs); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	reqJSON, err := taskdata.EncodeJSON(reqs)
+	if err != nil {
+		return wrapErr("encode input requests", err)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) ([]string, error) {
+		now := s.now()
+		err := tx.QueryRow(ctx, s.q.lockLease, now, l.TaskID, l.Attempt).Scan(nil)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, worker.ErrLeaseLost
+		}
+		if err != nil {
+			return nil, wrapErr("request input", err)
+		}
+		var used []string
+		var cancelRequested bool
+		if err := tx.QueryRow(ctx, s.q.lockKeys, l.TaskID).Scan(&used, &cancelRequested); err != nil {
+			return nil, wrapErr("request input", err)
+		}
+		keys := slices.Sorted(maps.Keys(reqs))
+		for _, k := range keys {
+			if slices.Contains(used, k) {
+				return nil, fmt.Errorf("%w: %q", worker.ErrKeyReused, k)
+			}
+		}
+		used = slices.Concat(used, keys)
+		slices.Sort(used)
+		tag, err := tx.Exec(ctx, s.q.requestInput, now, l.TaskID, l.Attempt, message, reqJSON, used,
+			cancelRequested, s.node)
+		if err != nil {
+			return nil, wrapErr("request input", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, worker.ErrLeaseLost
+		}
+		return []string{l.TaskID}, nil
+	})
+}
+
+// Complete implements worker.Store.
+func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+	if res == nil {
+		return errors.New("postgres: a result is required")
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return wrapErr("encode result", err)
+	}
+	return s.finish(ctx, s.now(), l, task.Completed, message, b, nil)
+}
+
+// Fail implements worker.Store.
+func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, message string) error {
+	if rpcErr == nil {
+		return errors.New("postgres: an error is required")
+	}
+	b, err := json.Marshal(rpcErr)
+	if err != nil {
+		return wrapErr("encode error", err)
+	}
+	return s.finish(ctx, s.now(), l, task.Failed, message, nil, b)
+}
+
+// Cancel implements worker.Store.
+func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) error {
+	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil)
+}
+
+// finish ends a task in a terminal status under a live lease, in one
+// statement that also finishes the job and records the change.
+func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task.Status, message string, result, errJSON []byte) error {
+	tag, err := s.pool.Exec(ctx, s.q.finish, now, l.TaskID, l.Attempt, string(status), message, result, errJSON, s.node)
+	if err != nil {
+		return wrapErr("end task", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return worker.ErrLeaseLost
+	}
+	s.bc.Publish(l.TaskID)
+	return nil
+}
+
+// Stored errors of tasks the store fails by itself.
+var (
+	// exhaustedJSON: the job used its attempts.
+	exhaustedJSON = mustJSON(taskdata.ExhaustedError())
+	// internalErrorJSON: the task's stored data is unreadable.
+	internalErrorJSON = mustJSON(mcp.InternalError())
+)
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Retry implements worker.Store. It counts a failure; when the failures
+// reach the job's MaxAttempts the task fails with the client-safe error
+// {"code":-32603,"message":"The task failed after repeated attempts."}
+// instead, and the job is finished. Otherwise the job is available again at
+// runAt (zero: now) and the task's status message becomes message.
+func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+	var at any
+	if !runAt.IsZero() {
+		at = runAt.Truncate(time.Millisecond)
+	}
+	tag, err := s.pool.Exec(ctx, s.q.retry, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON, s.node)
+	if err != nil {
+		return wrapErr("retry", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return worker.ErrLeaseLost
+	}
+	s.bc.Publish(l.TaskID)
+	return nil
+}
+
+// Release implements worker.Store: the job is available again at once and
+// no failure is counted. The task does not change, so nothing is published.
+func (s *Store) Release(ctx context.Context, l worker.Lease) error {
+	tag, err := s.pool.Exec(ctx, s.q.release, s.now(), l.TaskID, l.Attempt)
+	if err != nil {
+		return wrapErr("release", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return worker.ErrLeaseLost
+	}
+	return nil
+}
+
+// CancelRequested implements worker.Store. It returns task.ErrNotFound for
+// unknown and expired tasks.
+func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	var requested bool
+	err := s.pool.QueryRow(ctx, s.q.cancelRequested, s.now(), taskID).Scan(&requested)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, task.ErrNotFound
+	}
+	if err != nil {
+		return false, wrapErr("cancel requested", err)
+	}
+	return requested, nil
+}

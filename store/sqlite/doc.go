@@ -1,0 +1,55 @@
+// Package sqlite is a durable task store on SQLite: a task.Manager for the
+// server, and the worker.Store and worker.Enqueuer the worker runtime
+// drives, over one database file.
+//
+// # Connections
+//
+// The store opens the file in WAL mode with one writer connection, through
+// which every write runs in a BEGIN IMMEDIATE transaction, and a separate
+// pool of read-only connections that serves FindTask, CancelRequested and
+// Stats. SQLite allows one writer at a time anyway; a single writer
+// connection turns lock contention inside the process into a wait for the
+// connection, which honours the caller's context, and keeps SQLITE_BUSY for
+// contention with other processes, bounded by Options.BusyTimeout.
+// synchronous=NORMAL is the default: a committed transaction survives a
+// process crash but may be lost on power failure or an OS crash; choose
+// Options.Synchronous "FULL" for durability across those at a cost in commit
+// latency.
+//
+// # Schema
+//
+// The schema is versioned by embedded migrations (migrations/NNN_name.sql)
+// recorded in a schema_version table. Open applies pending migrations
+// unless Options.NoMigrate is set, and refuses a database whose version is
+// newer than the code knows (ErrSchemaTooNew).
+//
+// Three tables hold the state. tasks has one row per task: what clients see
+// (status, outstanding input requests, result, error), the authorization
+// binding (endpoint, tenant, principal), the origin byte for byte, the
+// accepted input responses and the input request keys used during the
+// task's lifetime, cancellation intent and the optional idempotency key
+// (unique per tenant, endpoint and tool). A trigger rejects any change to
+// what a client sees once a task is terminal. jobs has one row per task: its
+// queue state (available, running, awaiting_input, done), the attempt
+// counter that fences every write of a claim, failures, max_attempts, run_at
+// and the lease. outbox gets one row, in the same transaction, for every
+// change a client can observe; after commit the task ID is published on the
+// store's in-process task.Broadcaster.
+//
+// # Job life cycle
+//
+// Enqueue creates a working task and an available job. Claim leases due
+// available jobs, oldest run_at first (then creation time, then task ID),
+// bumping attempt. A job awaiting input is claimable too once cancellation
+// has been requested, so that a worker sees the intent and can cancel. Every
+// fenced write (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry,
+// Release) applies only while the job is running under the same attempt and
+// its lease has not expired; otherwise it returns worker.ErrLeaseLost and
+// changes nothing. RequestInput parks the job until UpdateTask has accepted
+// an answer for every outstanding request. Retry and RescueExpired count a
+// failure; the failure that reaches the job's MaxAttempts fails the task
+// with a client-safe internal error instead of releasing the job again.
+//
+// Times are Unix milliseconds from Options.Now. A task whose TTL has passed
+// is not found, not claimable, and removed by DeleteExpired.
+package sqlite

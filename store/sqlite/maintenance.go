@@ -1,0 +1,195 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/taskwire/taskwire/task"
+)
+
+// RescueExpired implements worker.Store. It takes at most limit running jobs
+// whose lease expired at or before now, earliest expiry first (then task
+// ID), and counts a failure for each: a job whose failures reach its
+// MaxAttempts fails its task with the client-safe error
+// {"code":-32603,"message":"The task failed after repeated attempts."};
+// the others become available at now, and their next claim gets a new
+// attempt. Each update is fenced by the attempt the rescuer read. A zero now
+// means the store's clock.
+func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	if now.IsZero() {
+		now = s.now()
+	}
+	nowMs := now.UnixMilli()
+	var n int
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		n = 0
+		rows, err := tx.QueryContext(ctx, `SELECT task_id, attempt, failures, max_attempts FROM jobs
+			WHERE state = 'running' AND lease_expires_at <= ?
+			ORDER BY lease_expires_at, task_id LIMIT ?`, nowMs, limit)
+		if err != nil {
+			return nil, wrapErr("rescue", err)
+		}
+		type expired struct {
+			id                    string
+			attempt               int64
+			failures, maxAttempts int
+		}
+		var list []expired
+		for rows.Next() {
+			var e expired
+			if err := rows.Scan(&e.id, &e.attempt, &e.failures, &e.maxAttempts); err != nil {
+				rows.Close()
+				return nil, wrapErr("rescue", err)
+			}
+			list = append(list, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, wrapErr("rescue", err)
+		}
+		var publish []string
+		for _, e := range list {
+			exhausted := e.failures+1 >= e.maxAttempts
+			set := `state = 'available', run_at = ?, failures = failures + 1, lease_owner = NULL, lease_expires_at = NULL`
+			if exhausted {
+				set = `state = 'done', run_at = ?, failures = failures + 1, lease_owner = NULL, lease_expires_at = NULL`
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE jobs SET `+set+`
+				WHERE task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at <= ?`,
+				nowMs, e.id, e.attempt, nowMs)
+			if err != nil {
+				return nil, wrapErr("rescue", err)
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				continue
+			}
+			n++
+			if exhausted {
+				if err := setTerminal(ctx, tx, e.id, task.Failed, "", nil, exhaustedJSON, nowMs); err != nil {
+					return nil, err
+				}
+				publish = append(publish, e.id)
+			}
+		}
+		return publish, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// DeleteExpired implements worker.Store. It deletes at most limit tasks
+// whose TTL passed at or before now, earliest expiry first (then task ID),
+// with their jobs. Their outbox rows stay until PruneOutbox. A zero now
+// means the store's clock.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	if now.IsZero() {
+		now = s.now()
+	}
+	var n int
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id IN (
+			SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
+			ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
+		if err != nil {
+			return nil, wrapErr("delete expired", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return nil, wrapErr("delete expired", err)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// PruneOutbox deletes at most limit outbox rows created before the given
+// time, oldest first, and returns how many. The outbox records every
+// observable change for consumers that poll it; call PruneOutbox
+// periodically with a horizon longer than any consumer's lag.
+func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	var n int
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (
+			SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+		if err != nil {
+			return nil, wrapErr("prune outbox", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return nil, wrapErr("prune outbox", err)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Stats are counts of a store's rows, for monitoring.
+type Stats struct {
+	// Tasks counts tasks by status, expired ones included until deleted.
+	Tasks map[task.Status]int
+	// Jobs counts jobs by state: available, running, awaiting_input,
+	// done.
+	Jobs map[string]int
+	// Outbox counts outbox rows; LastOutboxID is the newest row's ID.
+	Outbox       int
+	LastOutboxID int64
+	// SchemaVersion is the database's schema version.
+	SchemaVersion int
+}
+
+// Stats counts the store's rows from one read transaction.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{Tasks: map[task.Status]int{}, Jobs: map[string]int{}}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Stats{}, wrapErr("stats", err)
+	}
+	defer tx.Rollback()
+	count := func(query string, add func(key string, n int)) error {
+		rows, err := tx.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			add(k, n)
+		}
+		return rows.Err()
+	}
+	if err := count(`SELECT status, count(*) FROM tasks GROUP BY status`,
+		func(k string, n int) { st.Tasks[task.Status(k)] = n }); err != nil {
+		return Stats{}, wrapErr("stats", err)
+	}
+	if err := count(`SELECT state, count(*) FROM jobs GROUP BY state`,
+		func(k string, n int) { st.Jobs[k] = n }); err != nil {
+		return Stats{}, wrapErr("stats", err)
+	}
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), max(id) FROM outbox`).Scan(&st.Outbox, &last); err != nil {
+		return Stats{}, wrapErr("stats", err)
+	}
+	st.LastOutboxID = last.Int64
+	if st.SchemaVersion, err = s.version(ctx, tx); err != nil {
+		return Stats{}, err
+	}
+	return st, nil
+}

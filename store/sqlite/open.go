@@ -1,0 +1,270 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Defaults of Options.
+const (
+	DefaultBusyTimeout  = 5 * time.Second
+	DefaultTTL          = 24 * time.Hour
+	DefaultPollInterval = time.Second
+	DefaultMaxAttempts  = 5
+	// DefaultReadConns is the size of the read-only connection pool.
+	DefaultReadConns = 4
+)
+
+// MemoryPath is the Path of a private in-memory database, for tests. It
+// lives as long as the Store, uses one connection for reads and writes, and
+// has no WAL.
+const MemoryPath = ":memory:"
+
+// Options configure Open. Zero values mean the defaults.
+type Options struct {
+	// Path is the database file, created when missing, or MemoryPath.
+	Path string
+	// Synchronous is the synchronous pragma: "NORMAL" (default), "FULL"
+	// or "EXTRA".
+	Synchronous string
+	// BusyTimeout bounds how long a statement waits for a lock held by
+	// another process. Default 5 s.
+	BusyTimeout time.Duration
+	// NoMigrate makes Open refuse a database whose schema is older than
+	// the code, instead of migrating it.
+	NoMigrate bool
+	// ReadConns bounds the read-only pool. Default 4.
+	ReadConns int
+	// Now is the clock. Default time.Now; tests inject their own.
+	Now func() time.Time
+	// Logger receives migration and maintenance messages. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// DefaultTTL is the TTL of tasks enqueued without one. Default 24 h;
+	// negative means unlimited.
+	DefaultTTL time.Duration
+	// DefaultPollInterval is suggested to clients of tasks enqueued
+	// without one. Default 1 s.
+	DefaultPollInterval time.Duration
+	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
+	// bound. Default 5.
+	DefaultMaxAttempts int
+}
+
+// Store is a durable task store over one SQLite database. It implements
+// task.Manager, worker.Store and worker.Enqueuer, and is safe for concurrent
+// use. Close it when done.
+type Store struct {
+	opts Options
+	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
+	r    *sql.DB // read-only pool; equal to w for MemoryPath
+	ws   *stmtCache
+	rs   *stmtCache
+	pub  *task.Broadcaster
+	log  *slog.Logger
+}
+
+var (
+	_ task.Manager    = (*Store)(nil)
+	_ worker.Store    = (*Store)(nil)
+	_ worker.Enqueuer = (*Store)(nil)
+)
+
+// Open opens (creating when missing) the database at opts.Path, applies
+// pending migrations unless opts.NoMigrate, and returns the store. It fails
+// with ErrSchemaTooNew when the database was migrated by newer code, and
+// with ErrSchemaOutdated when it needs migrations and opts.NoMigrate is set.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Store{opts: opts, pub: task.NewBroadcaster(), log: opts.Logger}
+	var err error
+	if opts.Path == MemoryPath {
+		s.w, err = sql.Open("sqlite", "file::memory:?"+s.params(false))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open: %w", err)
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetMaxIdleConns(1)
+		s.w.SetConnMaxLifetime(0)
+		s.w.SetConnMaxIdleTime(0)
+		s.r = s.w
+	} else {
+		s.w, err = sql.Open("sqlite", fileURI(opts.Path)+"?"+s.params(false))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open: %w", err)
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetMaxIdleConns(1)
+		s.w.SetConnMaxIdleTime(0)
+	}
+	s.ws = newStmtCache(s.w)
+	if err := s.w.PingContext(ctx); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+	}
+	if err := s.checkSchema(ctx); err != nil {
+		s.w.Close()
+		return nil, err
+	}
+	if s.r == nil {
+		// Open the readers only once the writer has put the file in WAL
+		// mode and migrated it: read-only connections cannot do either.
+		s.r, err = sql.Open("sqlite", fileURI(opts.Path)+"?mode=ro&"+s.params(true))
+		if err == nil {
+			s.r.SetMaxOpenConns(opts.ReadConns)
+			s.r.SetMaxIdleConns(opts.ReadConns)
+			err = s.r.PingContext(ctx)
+		}
+		if err != nil {
+			s.w.Close()
+			if s.r != nil {
+				s.r.Close()
+			}
+			return nil, fmt.Errorf("sqlite: open read pool: %w", err)
+		}
+	}
+	s.rs = s.ws
+	if s.r != s.w {
+		s.rs = newStmtCache(s.r)
+	}
+	return s, nil
+}
+
+func (o *Options) setDefaults() error {
+	if o.Path == "" {
+		return errors.New("sqlite: Options.Path is required")
+	}
+	switch strings.ToUpper(o.Synchronous) {
+	case "":
+		o.Synchronous = "NORMAL"
+	case "NORMAL", "FULL", "EXTRA":
+		o.Synchronous = strings.ToUpper(o.Synchronous)
+	default:
+		return fmt.Errorf("sqlite: Synchronous must be NORMAL, FULL or EXTRA, not %q", o.Synchronous)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadConns == 0 {
+		o.ReadConns = DefaultReadConns
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.DefaultTTL == 0 {
+		o.DefaultTTL = DefaultTTL
+	}
+	if o.DefaultPollInterval == 0 {
+		o.DefaultPollInterval = DefaultPollInterval
+	}
+	if o.DefaultMaxAttempts == 0 {
+		o.DefaultMaxAttempts = DefaultMaxAttempts
+	}
+	switch {
+	case o.BusyTimeout < 0 || o.ReadConns < 0 || o.DefaultMaxAttempts < 0:
+		return errors.New("sqlite: BusyTimeout, ReadConns and DefaultMaxAttempts must not be negative")
+	case o.DefaultTTL > 0 && o.DefaultTTL%time.Millisecond != 0:
+		return errors.New("sqlite: DefaultTTL must be whole milliseconds")
+	case o.DefaultPollInterval < 0 || o.DefaultPollInterval%time.Millisecond != 0:
+		return errors.New("sqlite: DefaultPollInterval must be positive whole milliseconds")
+	}
+	return nil
+}
+
+// params returns the DSN parameters of a connection.
+func (s *Store) params(readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+s.opts.Synchronous+")")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+		return q.Encode()
+	}
+	if s.opts.Path != MemoryPath {
+		q.Add("_pragma", "journal_mode(WAL)")
+	}
+	q.Set("_txlock", "immediate")
+	return q.Encode()
+}
+
+// fileURI turns a file path into a SQLite file: URI, escaping what a URI
+// would otherwise read as a query or fragment.
+func fileURI(path string) string {
+	u := url.URL{Path: path}
+	p := u.EscapedPath()
+	if strings.HasPrefix(p, "//") {
+		p = "/" + strings.TrimLeft(p, "/")
+	}
+	return "file:" + p
+}
+
+// Close closes the database connections, after letting SQLite refresh its
+// query planner statistics (PRAGMA optimize). The store must not be used
+// afterwards.
+func (s *Store) Close() error {
+	s.w.Exec(`PRAGMA optimize`) // best effort
+	s.ws.close()
+	s.rs.close()
+	// Readers first, so that the writer, closing last, checkpoints the
+	// WAL into the database file and removes it.
+	var err error
+	if s.r != s.w {
+		err = s.r.Close()
+	}
+	return errors.Join(err, s.w.Close())
+}
+
+// EventPublisher implements task.Manager. It is the store's in-process
+// broadcaster, the same for the store's lifetime; every committed change a
+// client can observe is published on it after commit.
+func (s *Store) EventPublisher() task.EventPublisher { return s.pub }
+
+func (s *Store) now() time.Time { return s.opts.Now() }
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
+// and, after commit, publishes the task IDs fn returns.
+func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer s.ws.prepareWanted(ctx)
+	ids, err := fn(&wtx{tx: tx, cache: s.ws})
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	for _, id := range ids {
+		s.pub.Publish(id)
+	}
+	return nil
+}
+
+// outbox records an observable change of a task in the current transaction.
+func outbox(ctx context.Context, tx *wtx, taskID string, nowMs int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (task_id, created_at) VALUES (?, ?)`, taskID, nowMs)
+	if err != nil {
+		return fmt.Errorf("sqlite: outbox: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,362 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// fenceClause restricts a jobs statement to the live claim a lease names:
+// the same attempt, still running, lease not expired. Its arguments are the
+// task ID, the attempt and the current time in milliseconds.
+const fenceClause = `task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at > ?`
+
+// Claim implements worker.Store. It leases up to p.Limit due jobs of the
+// given kinds, oldest run_at first (then creation time, then task ID), in
+// one transaction on the single writer. Claimable are available jobs, and
+// jobs awaiting input whose task has a cancellation request. Jobs of
+// expired tasks are skipped. A zero p.Now means the store's clock.
+func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+	if p.Limit < 1 || p.Lease < time.Millisecond {
+		return nil, errors.New("sqlite: Claim needs a positive Limit and a Lease of at least 1 ms")
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = s.now()
+	}
+	nowMs := now.UnixMilli()
+	expMs := nowMs + p.Lease.Milliseconds()
+	kinds := "[]"
+	if len(p.Kinds) > 0 {
+		b, err := json.Marshal(p.Kinds)
+		if err != nil {
+			return nil, wrapErr("claim", err)
+		}
+		kinds = string(b)
+	}
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, t.kind, t.origin, t.input_responses
+		FROM jobs j JOIN tasks t ON t.id = j.task_id
+		WHERE (j.state = 'available' OR (j.state = 'awaiting_input' AND t.cancel_requested = 1))
+		AND j.run_at <= ?1 AND (t.expires_at IS NULL OR t.expires_at > ?1)
+		AND (?2 = '[]' OR t.kind IN (SELECT value FROM json_each(?2)))
+		ORDER BY j.run_at, t.created_at, j.task_id LIMIT ?3`
+	args := []any{nowMs, kinds, p.Limit}
+
+	var jobs []worker.Job
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		jobs = nil
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, wrapErr("claim", err)
+		}
+		type candidate struct {
+			job       worker.Job
+			origin    []byte
+			responses []byte
+		}
+		var cands []candidate
+		for rows.Next() {
+			var c candidate
+			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
+				&c.job.Kind, &c.origin, &c.responses); err != nil {
+				rows.Close()
+				return nil, wrapErr("claim", err)
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, wrapErr("claim", err)
+		}
+		var publish []string
+		for _, c := range cands {
+			j := c.job
+			origin, err := task.ParseOrigin(c.origin)
+			if err == nil {
+				j.Origin = origin
+				j.Responses, err = taskdata.DecodeResponses(c.responses)
+			}
+			if err != nil {
+				// A row this code cannot read must not block the queue
+				// forever: fail its task and go on.
+				s.log.Error("sqlite: failing a task whose stored data is unreadable", "task", j.TaskID, "err", err)
+				if err := failUnreadable(ctx, tx, j.TaskID, nowMs); err != nil {
+					return nil, err
+				}
+				publish = append(publish, j.TaskID)
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
+				lease_owner = ?, lease_expires_at = ? WHERE task_id = ? AND attempt = ?`,
+				p.Worker, expMs, j.TaskID, j.Attempt)
+			if err != nil {
+				return nil, wrapErr("claim", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return nil, fmt.Errorf("sqlite: claim: job %s changed under the writer", j.TaskID)
+			}
+			j.Attempt++
+			j.LeaseExpires = time.UnixMilli(expMs).UTC()
+			jobs = append(jobs, j)
+		}
+		return publish, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// failUnreadable fails a task whose row cannot be decoded, with the fixed
+// internal error, and finishes its job.
+func failUnreadable(ctx context.Context, tx *wtx, id string, nowMs int64) error {
+	errJSON, _ := json.Marshal(mcp.InternalError())
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+		WHERE task_id = ?`, id); err != nil {
+		return wrapErr("fail unreadable task", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', status_message = '', input_requests = NULL,
+		result = NULL, error = ?, updated_at = max(updated_at, ?) WHERE id = ?`, string(errJSON), nowMs, id); err != nil {
+		return wrapErr("fail unreadable task", err)
+	}
+	return outbox(ctx, tx, id, nowMs)
+}
+
+// fencedJob runs a fenced UPDATE of the lease's job row (set is the SET
+// list, setArgs its arguments) and returns worker.ErrLeaseLost when it
+// matched no row.
+func fencedJob(ctx context.Context, tx *wtx, l worker.Lease, nowMs int64, set string, setArgs ...any) error {
+	args := append(setArgs, l.TaskID, l.Attempt, nowMs)
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET `+set+` WHERE `+fenceClause, args...)
+	if err != nil {
+		return wrapErr("update job", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrapErr("update job", err)
+	}
+	if n == 0 {
+		return worker.ErrLeaseLost
+	}
+	return nil
+}
+
+// Heartbeat implements worker.Store: it extends a live lease to now+lease.
+func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+	if lease < time.Millisecond {
+		return errors.New("sqlite: Heartbeat needs a lease of at least 1 ms")
+	}
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		return nil, fencedJob(ctx, tx, l, nowMs, `lease_expires_at = ?`, nowMs+lease.Milliseconds())
+	})
+}
+
+// RequestInput implements worker.Store. It fails with worker.ErrLeaseLost
+// when the lease is not live, and with worker.ErrKeyReused (changing
+// nothing, keeping the lease) when a key was requested before during the
+// task's lifetime. Otherwise the requests replace any outstanding ones, the
+// task turns input_required with message, and the job waits for the answers
+// with its lease ended.
+func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+	if err := taskdata.ValidateRequests(reqs); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	reqJSON, err := taskdata.EncodeJSON(reqs)
+	if err != nil {
+		return wrapErr("encode input requests", err)
+	}
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		var usedJSON []byte
+		err := tx.QueryRowContext(ctx, `SELECT t.used_keys FROM jobs j JOIN tasks t ON t.id = j.task_id
+			WHERE j.task_id = ? AND j.attempt = ? AND j.state = 'running' AND j.lease_expires_at > ?`,
+			l.TaskID, l.Attempt, nowMs).Scan(&usedJSON)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, worker.ErrLeaseLost
+		}
+		if err != nil {
+			return nil, wrapErr("request input", err)
+		}
+		used, err := taskdata.DecodeKeys(usedJSON)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		keys := slices.Sorted(maps.Keys(reqs))
+		for _, k := range keys {
+			if used[k] {
+				return nil, fmt.Errorf("%w: %q", worker.ErrKeyReused, k)
+			}
+		}
+		for _, k := range keys {
+			used[k] = true
+		}
+		newUsed, err := json.Marshal(slices.Sorted(maps.Keys(used)))
+		if err != nil {
+			return nil, wrapErr("encode used keys", err)
+		}
+		if err := fencedJob(ctx, tx, l, nowMs, `state = 'awaiting_input', run_at = ?, lease_owner = NULL,
+			lease_expires_at = NULL`, nowMs); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'input_required', status_message = ?,
+			input_requests = ?, used_keys = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
+			message, string(reqJSON), string(newUsed), nowMs, l.TaskID); err != nil {
+			return nil, wrapErr("request input", err)
+		}
+		if err := outbox(ctx, tx, l.TaskID, nowMs); err != nil {
+			return nil, err
+		}
+		return []string{l.TaskID}, nil
+	})
+}
+
+// Complete implements worker.Store: under a live lease (else
+// worker.ErrLeaseLost) it ends the task completed with res and message,
+// clears outstanding input requests, finishes the job and publishes the
+// change. res must already be validated against the task's origin.
+func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+	if res == nil {
+		return errors.New("sqlite: a result is required")
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return wrapErr("encode result", err)
+	}
+	return s.finish(ctx, l, task.Completed, message, string(b), nil)
+}
+
+// Fail implements worker.Store: under a live lease (else
+// worker.ErrLeaseLost) it ends the task failed with the client-safe rpcErr
+// and message, finishes the job and publishes the change.
+func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, message string) error {
+	if rpcErr == nil {
+		return errors.New("sqlite: an error is required")
+	}
+	b, err := json.Marshal(rpcErr)
+	if err != nil {
+		return wrapErr("encode error", err)
+	}
+	return s.finish(ctx, l, task.Failed, message, nil, string(b))
+}
+
+// Cancel implements worker.Store: under a live lease (else
+// worker.ErrLeaseLost) it ends the task cancelled with message, finishes the
+// job and publishes the change.
+func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) error {
+	return s.finish(ctx, l, task.Cancelled, message, nil, nil)
+}
+
+// finish ends a task in a terminal status under a live lease.
+func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, message string, result, errJSON any) error {
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		if err := fencedJob(ctx, tx, l, nowMs, `state = 'done', lease_owner = NULL, lease_expires_at = NULL`); err != nil {
+			return nil, err
+		}
+		if err := setTerminal(ctx, tx, l.TaskID, status, message, result, errJSON, nowMs); err != nil {
+			return nil, err
+		}
+		return []string{l.TaskID}, nil
+	})
+}
+
+// setTerminal moves a task to a terminal status and records the change in
+// the outbox.
+func setTerminal(ctx context.Context, tx *wtx, id string, status task.Status, message string, result, errJSON any, nowMs int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, status_message = ?, input_requests = NULL,
+		result = ?, error = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
+		string(status), message, result, errJSON, nowMs, id); err != nil {
+		return wrapErr("end task", err)
+	}
+	return outbox(ctx, tx, id, nowMs)
+}
+
+// exhaustedJSON is the stored error of a task whose job used its attempts.
+var exhaustedJSON = func() string {
+	b, err := json.Marshal(taskdata.ExhaustedError())
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
+// Retry implements worker.Store. It counts a failure; when the failures
+// reach the job's MaxAttempts the task fails with the client-safe error
+// {"code":-32603,"message":"The task failed after repeated attempts."}
+// instead, and the job is finished. A zero runAt means now.
+func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		var failures, maxAttempts int
+		err := tx.QueryRowContext(ctx, `SELECT failures, max_attempts FROM jobs WHERE `+fenceClause,
+			l.TaskID, l.Attempt, nowMs).Scan(&failures, &maxAttempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, worker.ErrLeaseLost
+		}
+		if err != nil {
+			return nil, wrapErr("retry", err)
+		}
+		if failures+1 >= maxAttempts {
+			if err := fencedJob(ctx, tx, l, nowMs, `state = 'done', failures = failures + 1, lease_owner = NULL,
+				lease_expires_at = NULL`); err != nil {
+				return nil, err
+			}
+			if err := setTerminal(ctx, tx, l.TaskID, task.Failed, "", nil, exhaustedJSON, nowMs); err != nil {
+				return nil, err
+			}
+			return []string{l.TaskID}, nil
+		}
+		runAtMs := nowMs
+		if !runAt.IsZero() {
+			runAtMs = runAt.UnixMilli()
+		}
+		if err := fencedJob(ctx, tx, l, nowMs, `state = 'available', failures = failures + 1, run_at = ?,
+			lease_owner = NULL, lease_expires_at = NULL`, runAtMs); err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status_message = ?, updated_at = max(updated_at, ?)
+			WHERE id = ?`, message, nowMs, l.TaskID); err != nil {
+			return nil, wrapErr("retry", err)
+		}
+		if err := outbox(ctx, tx, l.TaskID, nowMs); err != nil {
+			return nil, err
+		}
+		return []string{l.TaskID}, nil
+	})
+}
+
+// Release implements worker.Store: the job is available again at once and
+// no failure is counted. The task does not change, so nothing is published.
+func (s *Store) Release(ctx context.Context, l worker.Lease) error {
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		return nil, fencedJob(ctx, tx, l, nowMs, `state = 'available', run_at = ?, lease_owner = NULL,
+			lease_expires_at = NULL`, nowMs)
+	})
+}
+
+// CancelRequested implements worker.Store. It returns task.ErrNotFound for
+// unknown and expired tasks.
+func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	var yes bool
+	err := s.rs.QueryRowContext(ctx, `SELECT cancel_requested FROM tasks
+		WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, taskID, s.now().UnixMilli()).Scan(&yes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, task.ErrNotFound
+	}
+	if err != nil {
+		return false, wrapErr("cancel requested", err)
+	}
+	return yes, nil
+}

@@ -1,0 +1,574 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+var bg = context.Background()
+
+// testPublisher: one publisher for the backend's lifetime.
+func testPublisher(t *testing.T, open opener) {
+	b, _ := open(t)
+	p := b.EventPublisher()
+	if p == nil || p != b.EventPublisher() {
+		t.Fatal("EventPublisher must return the same non-nil publisher on every call")
+	}
+}
+
+// fencedWrites are the writes a lease makes, by name.
+func fencedWrites(b Backend, l worker.Lease, c *Clock) map[string]func() error {
+	return map[string]func() error{
+		"Heartbeat":    func() error { return b.Heartbeat(bg, l, lease) },
+		"RequestInput": func() error { return b.RequestInput(bg, l, mcp.InputRequests{"stale": reqElicit}, "ask") },
+		"Complete":     func() error { return b.Complete(bg, l, textResult, "done") },
+		"Fail":         func() error { return b.Fail(bg, l, toolError, "failed") },
+		"Cancel":       func() error { return b.Cancel(bg, l, "cancelled") },
+		"Retry":        func() error { return b.Retry(bg, l, c.Now(), "again") },
+		"Release":      func() error { return b.Release(bg, l) },
+	}
+}
+
+// sameSnapshot fails the test when two snapshots differ in anything a
+// client sees.
+func sameSnapshot(t *testing.T, what string, a, b task.Task) {
+	t.Helper()
+	ja, _ := json.Marshal(detail(a))
+	jb, _ := json.Marshal(detail(b))
+	if string(ja) != string(jb) {
+		t.Fatalf("%s: snapshot changed:\n%s\n%s", what, ja, jb)
+	}
+}
+
+func detail(t task.Task) any {
+	return struct {
+		Info     mcp.TaskInfo
+		Requests mcp.InputRequests
+		Result   *mcp.CallToolResult
+		Error    *mcp.Error
+	}{t.Info(), t.InputRequests(), t.Result(), t.Error()}
+}
+
+// testFencing: a lease that expired, was rescued and reclaimed, or merely
+// expired, can no longer write, and its attempts change nothing.
+func testFencing(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	first := claimOne(t, b, c, tk.ID())
+	if first.Attempt < 1 || first.Failures != 0 || first.MaxAttempts != 5 || first.Kind != toolA {
+		t.Fatalf("first claim: attempt %d failures %d max %d kind %q", first.Attempt, first.Failures, first.MaxAttempts, first.Kind)
+	}
+	if want := c.Now().Add(lease); !first.LeaseExpires.Equal(want) {
+		t.Fatalf("LeaseExpires = %v, want %v", first.LeaseExpires, want)
+	}
+
+	// Expired, not yet rescued: every write is refused.
+	c.Advance(lease)
+	before := mustFind(t, b, tk.ID())
+	for name, write := range fencedWrites(b, first.Lease, c) {
+		wantErr(t, "expired lease: "+name, write(), "ErrLeaseLost")
+	}
+	sameSnapshot(t, "after writes of an expired lease", before, mustFind(t, b, tk.ID()))
+
+	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 1 {
+		t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
+	}
+	second := claimOne(t, b, c, tk.ID())
+	if second.Attempt <= first.Attempt || second.Failures != 1 {
+		t.Fatalf("reclaim: attempt %d (first %d), failures %d", second.Attempt, first.Attempt, second.Failures)
+	}
+	before = mustFind(t, b, tk.ID())
+	for name, write := range fencedWrites(b, first.Lease, c) {
+		wantErr(t, "stale lease: "+name, write(), "ErrLeaseLost")
+	}
+	sameSnapshot(t, "after writes of a stale lease", before, mustFind(t, b, tk.ID()))
+
+	// The current lease still works, once.
+	wantErr(t, "current Heartbeat", b.Heartbeat(bg, second.Lease, lease), "ok")
+	wantErr(t, "current Complete", b.Complete(bg, second.Lease, textResult, "done"), "ok")
+	done := mustFind(t, b, tk.ID())
+	if done.Status() != task.Completed || done.Result() == nil || done.StatusMessage() != "done" {
+		t.Fatalf("after Complete: %v", done)
+	}
+	for name, write := range fencedWrites(b, second.Lease, c) {
+		wantErr(t, "finished lease: "+name, write(), "ErrLeaseLost")
+	}
+	sameSnapshot(t, "terminal task", done, mustFind(t, b, tk.ID()))
+
+	// A lease on a task that never existed.
+	wantErr(t, "unknown task", b.Heartbeat(bg, worker.Lease{TaskID: "nope", Attempt: 1}, lease), "ErrLeaseLost")
+}
+
+// testIdempotency: keys dedupe per tenant, endpoint and tool.
+func testIdempotency(t *testing.T, open opener) {
+	b, c := open(t)
+	opts := worker.EnqueueOptions{IdempotencyKey: "req-1", TTL: time.Hour}
+	mk := func(endpoint, tenant, tool, args string) (task.Task, error) {
+		return b.Enqueue(bg, creation(t, endpoint, tenant, tool, args), opts)
+	}
+	first, err := mk(endpointA, tenantA, toolA, `{"n":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := mk(endpointA, tenantA, toolA, `{"n":1}`)
+	if err != nil || again.ID() != first.ID() {
+		t.Fatalf("same key: got %v, %v; want task %s", again.ID(), err, first.ID())
+	}
+	// The existing task is returned as it is now.
+	j := claimOne(t, b, c, first.ID())
+	c.Advance(time.Millisecond)
+	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+		t.Fatal(err)
+	}
+	again, err = mk(endpointA, tenantA, toolA, `{"n":1}`)
+	if err != nil || again.ID() != first.ID() || again.Status() != task.Completed {
+		t.Fatalf("same key after completion: %v %v %v", again.ID(), again.Status(), err)
+	}
+	ids := map[string]bool{first.ID(): true}
+	for _, v := range []struct{ endpoint, tenant, tool string }{
+		{endpointA, tenantB, toolA}, {endpointB, tenantA, toolA}, {endpointA, tenantA, toolB},
+	} {
+		other, err := mk(v.endpoint, v.tenant, v.tool, `{"n":1}`)
+		if err != nil || ids[other.ID()] {
+			t.Fatalf("key under %v: %v, %v; want a new task", v, other.ID(), err)
+		}
+		ids[other.ID()] = true
+	}
+	if _, err := mk(endpointA, tenantA, toolA, `{"n":2}`); errClass(err) != "ErrIdempotencyConflict" {
+		t.Fatalf("other arguments: got %v, want ErrIdempotencyConflict", err)
+	}
+	// Without a key every call creates a task.
+	x := enqueue(t, b, worker.EnqueueOptions{})
+	y := enqueue(t, b, worker.EnqueueOptions{})
+	if x.ID() == y.ID() || ids[x.ID()] || ids[y.ID()] {
+		t.Fatal("enqueues without a key must create distinct tasks")
+	}
+	// An expired task frees its key.
+	c.Advance(time.Hour)
+	fresh, err := mk(endpointA, tenantA, toolA, `{"n":2}`)
+	if err != nil || ids[fresh.ID()] || fresh.Status() != task.Working {
+		t.Fatalf("key of an expired task: %v %v", fresh.ID(), err)
+	}
+}
+
+// testAuthorization: other tenants and endpoints see nothing and change
+// nothing.
+func testAuthorization(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{})
+	j := claimOne(t, b, c, tk.ID())
+	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+		t.Fatal(err)
+	}
+	before := mustFind(t, b, tk.ID())
+	for _, r := range []task.RequestContext{
+		rc(tk.ID(), endpointA, tenantB), rc(tk.ID(), endpointB, tenantA), rc(tk.ID(), endpointB, tenantB),
+		rc("unknown-task", endpointA, tenantA), rc(tk.ID(), endpointA, ""), rc(tk.ID(), "", tenantA),
+	} {
+		if _, ok, err := b.FindTask(bg, r); ok || err != nil {
+			t.Fatalf("FindTask as %s/%s: found %v, err %v", r.Endpoint, r.Tenant, ok, err)
+		}
+		wantErr(t, "UpdateTask", b.UpdateTask(bg, task.UpdateContext{RequestContext: r,
+			Responses: mcp.InputResponses{"k": respElicit}}), "ErrNotFound")
+		wantErr(t, "RequestCancel", b.RequestCancel(bg, r), "ErrNotFound")
+	}
+	sameSnapshot(t, "after unauthorized calls", before, mustFind(t, b, tk.ID()))
+	if yes, err := b.CancelRequested(bg, tk.ID()); err != nil || yes {
+		t.Fatalf("CancelRequested = %v, %v after unauthorized cancel", yes, err)
+	}
+	// The principal is not part of the binding.
+	r := rc(tk.ID(), endpointA, tenantA)
+	r.Principal = "someone-else"
+	if _, ok, _ := b.FindTask(bg, r); !ok {
+		t.Fatal("FindTask with another principal of the same tenant: not found")
+	}
+	if _, err := b.CancelRequested(bg, "unknown-task"); errClass(err) != "ErrNotFound" {
+		t.Fatalf("CancelRequested(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+// update sends responses as the task's owner.
+func update(t *testing.T, b Backend, id string, resp mcp.InputResponses) {
+	t.Helper()
+	if err := b.UpdateTask(bg, task.UpdateContext{RequestContext: rc(id, endpointA, tenantA), Responses: resp}); err != nil {
+		t.Fatalf("UpdateTask: %v", err)
+	}
+}
+
+func keysOf[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }
+
+// testInputRounds: answers are accepted once per key and variant, kept for
+// the task's lifetime, and keys never repeat.
+func testInputRounds(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{})
+	j := claimOne(t, b, c, tk.ID())
+	c.Advance(time.Millisecond)
+	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k1": reqElicit, "k2": reqSample}, "need input"); err != nil {
+		t.Fatal(err)
+	}
+	got := mustFind(t, b, tk.ID())
+	if got.Status() != task.InputRequired || !slices.Equal(keysOf(got.InputRequests()), []string{"k1", "k2"}) ||
+		got.StatusMessage() != "need input" || !got.LastUpdatedAt().Equal(c.Now()) {
+		t.Fatalf("after RequestInput: %v %v %q %v", got.Status(), keysOf(got.InputRequests()), got.StatusMessage(), got.LastUpdatedAt())
+	}
+	if r := got.InputRequests()["k2"]; r.Method != mcp.MethodSamplingCreateMessage || compactJSON(r.Params) != compactJSON(reqSample.Params) {
+		t.Fatalf("stored request k2 = %s %s", r.Method, r.Params)
+	}
+	wantErr(t, "Heartbeat after RequestInput", b.Heartbeat(bg, j.Lease, lease), "ErrLeaseLost")
+	if jobs := claim(t, b, c, 5); len(jobs) != 0 {
+		t.Fatal("a job awaiting input was claimed")
+	}
+	// k1 right, k2 wrong variant, unknown key: only k1 is accepted.
+	c.Advance(time.Millisecond)
+	update(t, b, tk.ID(), mcp.InputResponses{"k1": respElicit, "k2": respElicit, "zz": respRoots})
+	got = mustFind(t, b, tk.ID())
+	if got.Status() != task.InputRequired || !slices.Equal(keysOf(got.InputRequests()), []string{"k2"}) {
+		t.Fatalf("after partial answer: %v %v", got.Status(), keysOf(got.InputRequests()))
+	}
+	// A second answer to k1 is ignored.
+	update(t, b, tk.ID(), mcp.InputResponses{"k1": json.RawMessage(`{"action":"decline"}`)})
+	if jobs := claim(t, b, c, 5); len(jobs) != 0 {
+		t.Fatal("a job with unanswered requests was claimed")
+	}
+	// Responses are kept byte for byte.
+	spaced := json.RawMessage("{ \"role\": \"assistant\", \"content\": {\"type\":\"text\", \"text\": \"<1.50> \\u00e9\"},\n \"model\": \"m\" }")
+	update(t, b, tk.ID(), mcp.InputResponses{"k2": spaced})
+	if got = mustFind(t, b, tk.ID()); got.Status() != task.Working || len(got.InputRequests()) != 0 || got.StatusMessage() != "" {
+		t.Fatalf("after all answers: %v %v %q", got.Status(), keysOf(got.InputRequests()), got.StatusMessage())
+	}
+	j2 := claimOne(t, b, c, tk.ID())
+	if j2.Attempt <= j.Attempt || j2.Failures != 0 {
+		t.Fatalf("resumed claim: attempt %d (was %d) failures %d", j2.Attempt, j.Attempt, j2.Failures)
+	}
+	wantResponses(t, j2.Responses, mcp.InputResponses{"k1": respElicit, "k2": spaced})
+
+	// Keys are unique for the task's lifetime; a refused request changes
+	// nothing and keeps the lease.
+	before := mustFind(t, b, tk.ID())
+	for _, k := range []string{"k1", "k2"} {
+		wantErr(t, "reused key "+k, b.RequestInput(bg, j2.Lease, mcp.InputRequests{"new": reqRoots, k: reqRoots}, ""), "ErrKeyReused")
+	}
+	sameSnapshot(t, "after a refused RequestInput", before, mustFind(t, b, tk.ID()))
+	wantErr(t, "Heartbeat after ErrKeyReused", b.Heartbeat(bg, j2.Lease, lease), "ok")
+	if err := b.RequestInput(bg, j2.Lease, mcp.InputRequests{"k3": reqRoots, "k4": reqURL}, ""); err != nil {
+		t.Fatal(err)
+	}
+	update(t, b, tk.ID(), mcp.InputResponses{"k3": respRoots, "k4": json.RawMessage(`{"action":"cancel"}`)})
+	j3 := claimOne(t, b, c, tk.ID())
+	wantResponses(t, j3.Responses, mcp.InputResponses{"k1": respElicit, "k2": spaced, "k3": respRoots,
+		"k4": json.RawMessage(`{"action":"cancel"}`)})
+	if err := b.Complete(bg, j3.Lease, textResult, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got = mustFind(t, b, tk.ID()); got.Status() != task.Completed {
+		t.Fatalf("status %v", got.Status())
+	}
+	// Updating a terminal task is accepted and ignored.
+	update(t, b, tk.ID(), mcp.InputResponses{"k5": respRoots})
+	sameSnapshot(t, "update of a terminal task", got, mustFind(t, b, tk.ID()))
+}
+
+func wantResponses(t *testing.T, got, want mcp.InputResponses) {
+	t.Helper()
+	if !slices.Equal(keysOf(got), keysOf(want)) {
+		t.Fatalf("Responses keys = %v, want %v", keysOf(got), keysOf(want))
+	}
+	for k, w := range want {
+		if string(got[k]) != string(w) {
+			t.Fatalf("Responses[%s] = %s, want %s", k, got[k], w)
+		}
+	}
+}
+
+// testOriginBytes: the origin survives storage byte for byte.
+func testOriginBytes(t *testing.T, open opener) {
+	b, c := open(t)
+	args := "{ \"b\": 1.0, \"a\" : 1e0, \"big\": 123456789012345678901234567890,\n" +
+		"  \"s\": \"\\u00e9\\\"\\\\\\/ \u2028\", \"neg\": -0.0, \"e\": [1E+2, 0.10], \"a\": 2 }"
+	o, err := task.NewOrigin(task.OriginParams{
+		ProtocolVersion: "2026-07-28", Endpoint: endpointA, Operation: "tools/call", Tool: toolA,
+		Arguments: json.RawMessage(args), InputKinds: []string{task.InputSampling, task.InputRoots},
+		OutputSchema: json.RawMessage(`{"type":"object", "properties":{"x":{"type":"number"}}}`), MirrorStructured: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &task.CreationContext{Request: task.RequestContext{Endpoint: endpointA, Tenant: tenantA}, Origin: o}
+	tk, err := b.Enqueue(bg, cc, worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tk.Origin().Equal(o) {
+		t.Fatal("Enqueue's snapshot has another origin")
+	}
+	got := mustFind(t, b, tk.ID())
+	if string(got.Origin().Persisted()) != string(o.Persisted()) || string(got.Origin().Params().Arguments) != args {
+		t.Fatalf("origin changed in storage:\n%q\n%q", got.Origin().Params().Arguments, args)
+	}
+	j := claimOne(t, b, c, tk.ID())
+	if !j.Origin.Equal(o) || string(j.Origin.Params().Arguments) != args {
+		t.Fatal("claimed job has another origin")
+	}
+}
+
+// event is what a subscriber saw when it read the task on a hint.
+type event struct {
+	id     string
+	found  bool
+	status task.Status
+	keys   string
+}
+
+// testEvents: hints come after commit, so a subscriber that reads the task
+// on a hint sees the change.
+func testEvents(t *testing.T, open opener) {
+	b, c := open(t)
+	events := make(chan event, 100)
+	unsubscribe := b.EventPublisher().Subscribe(func(id string) {
+		// Subscribers must not block; a read of a local store is quick.
+		tk, ok, err := b.FindTask(bg, rc(id, endpointA, tenantA))
+		if err != nil {
+			t.Errorf("FindTask in subscriber: %v", err)
+		}
+		events <- event{id: id, found: ok, status: tk.Status(), keys: fmt.Sprint(keysOf(tk.InputRequests()))}
+	})
+	defer unsubscribe()
+	await := func(what string, want event) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case e := <-events:
+				if e == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("%s: no hint after which the task read as %+v", what, want)
+			}
+		}
+	}
+	tk := enqueue(t, b, worker.EnqueueOptions{})
+	await("Enqueue", event{tk.ID(), true, task.Working, "[]"})
+	j := claimOne(t, b, c, tk.ID())
+	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"a": reqRoots, "b": reqRoots}, ""); err != nil {
+		t.Fatal(err)
+	}
+	await("RequestInput", event{tk.ID(), true, task.InputRequired, "[a b]"})
+	update(t, b, tk.ID(), mcp.InputResponses{"a": respRoots})
+	await("partial UpdateTask", event{tk.ID(), true, task.InputRequired, "[b]"})
+	update(t, b, tk.ID(), mcp.InputResponses{"b": respRoots})
+	await("UpdateTask", event{tk.ID(), true, task.Working, "[]"})
+	j = claimOne(t, b, c, tk.ID())
+	if err := b.Fail(bg, j.Lease, toolError, ""); err != nil {
+		t.Fatal(err)
+	}
+	await("Fail", event{tk.ID(), true, task.Failed, "[]"})
+
+	other := enqueue(t, b, worker.EnqueueOptions{})
+	await("Enqueue", event{other.ID(), true, task.Working, "[]"})
+	if err := b.RequestCancel(bg, rc(other.ID(), endpointA, tenantA)); err != nil {
+		t.Fatal(err)
+	}
+	await("RequestCancel", event{other.ID(), true, task.Working, "[]"})
+	j = claimOne(t, b, c, other.ID())
+	if err := b.Cancel(bg, j.Lease, ""); err != nil {
+		t.Fatal(err)
+	}
+	await("Cancel", event{other.ID(), true, task.Cancelled, "[]"})
+}
+
+// testTTL: expired tasks are gone for clients and claims, and deletion is
+// bounded.
+func testTTL(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{TTL: time.Second, PollInterval: 250 * time.Millisecond})
+	got := mustFind(t, b, tk.ID())
+	if got.TTL() != time.Second || got.PollInterval() != 250*time.Millisecond || !got.CreatedAt().Equal(Epoch) {
+		t.Fatalf("TTL %v poll %v created %v", got.TTL(), got.PollInterval(), got.CreatedAt())
+	}
+	unlimited := enqueue(t, b, worker.EnqueueOptions{TTL: -1})
+	if got := mustFind(t, b, unlimited.ID()); got.TTL() != 0 {
+		t.Fatalf("negative TTL stored as %v, want 0 (unlimited)", got.TTL())
+	}
+	c.Advance(time.Second - time.Millisecond)
+	mustFind(t, b, tk.ID())
+	c.Advance(time.Millisecond)
+	if _, ok := find(t, b, tk.ID()); ok {
+		t.Fatal("task found at its expiry time")
+	}
+	wantErr(t, "UpdateTask of an expired task", b.UpdateTask(bg, task.UpdateContext{RequestContext: rc(tk.ID(), endpointA, tenantA)}), "ErrNotFound")
+	wantErr(t, "RequestCancel of an expired task", b.RequestCancel(bg, rc(tk.ID(), endpointA, tenantA)), "ErrNotFound")
+	if _, err := b.CancelRequested(bg, tk.ID()); errClass(err) != "ErrNotFound" {
+		t.Fatalf("CancelRequested of an expired task: %v", err)
+	}
+	if jobs := claim(t, b, c, 10); len(jobs) != 1 || jobs[0].TaskID != unlimited.ID() {
+		t.Fatalf("Claim returned %d jobs; want only the unexpired one", len(jobs))
+	}
+
+	var expired []string
+	for range 5 {
+		expired = append(expired, enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute}).ID())
+	}
+	lj := claim(t, b, c, 1)[0]
+	c.Advance(time.Minute)
+	for _, want := range []int{2, 2, 2, 0} {
+		if n, err := b.DeleteExpired(bg, c.Now(), 2); err != nil || n != want {
+			t.Fatalf("DeleteExpired(2) = %d, %v; want %d", n, err, want)
+		}
+	}
+	wantErr(t, "Complete of a deleted task", b.Complete(bg, lj.Lease, textResult, ""), "ErrLeaseLost")
+	mustFind(t, b, unlimited.ID())
+	c.Advance(1000 * time.Hour)
+	if n, err := b.DeleteExpired(bg, c.Now(), 10); err != nil || n != 0 {
+		t.Fatalf("DeleteExpired of unlimited tasks = %d, %v", n, err)
+	}
+	mustFind(t, b, unlimited.ID())
+}
+
+// testRescue: rescue takes only expired leases, respects its limit, and
+// fails tasks whose jobs used their attempts.
+func testRescue(t *testing.T, open opener) {
+	b, c := open(t)
+	var ids []string
+	for range 5 {
+		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2}).ID())
+	}
+	jobs := claim(t, b, c, 10)
+	if len(jobs) != 5 {
+		t.Fatalf("claimed %d", len(jobs))
+	}
+	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 0 {
+		t.Fatalf("RescueExpired of live leases = %d, %v", n, err)
+	}
+	c.Advance(lease / 2)
+	if err := b.Heartbeat(bg, jobs[0].Lease, lease); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(lease / 2)
+	for _, want := range []int{2, 2, 0} {
+		if n, err := b.RescueExpired(bg, c.Now(), 2); err != nil || n != want {
+			t.Fatalf("RescueExpired(2) = %d, %v; want %d", n, err, want)
+		}
+	}
+	for _, id := range ids {
+		if got := mustFind(t, b, id); got.Status() != task.Working {
+			t.Fatalf("rescued task is %v", got.Status())
+		}
+	}
+	again := claim(t, b, c, 10)
+	if len(again) != 4 {
+		t.Fatalf("reclaimed %d, want 4", len(again))
+	}
+	for _, j := range again {
+		if j.Failures != 1 || j.TaskID == jobs[0].TaskID {
+			t.Fatalf("reclaimed %s with %d failures", j.TaskID, j.Failures)
+		}
+	}
+	c.Advance(lease)
+	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 5 {
+		t.Fatalf("RescueExpired = %d, %v; want 5", n, err)
+	}
+	for _, j := range again {
+		got := mustFind(t, b, j.TaskID)
+		if got.Status() != task.Failed || !isExhausted(got.Error()) {
+			t.Fatalf("exhausted task: %v %+v", got.Status(), got.Error())
+		}
+	}
+	if got := mustFind(t, b, jobs[0].TaskID); got.Status() != task.Working {
+		t.Fatalf("task with one failure: %v", got.Status())
+	}
+	if left := claim(t, b, c, 10); len(left) != 1 || left[0].TaskID != jobs[0].TaskID {
+		t.Fatalf("claim after exhaustion: %d jobs", len(left))
+	}
+}
+
+// testRetry: Retry delays the job and counts a failure; the last allowed
+// failure fails the task.
+func testRetry(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2, RunAt: Epoch.Add(time.Second)})
+	if jobs := claim(t, b, c, 1); len(jobs) != 0 {
+		t.Fatal("claimed a job before its run-at time")
+	}
+	c.Advance(time.Second)
+	j := claimOne(t, b, c, tk.ID())
+	if err := b.Retry(bg, j.Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "retrying" {
+		t.Fatalf("after Retry: %v %q", got.Status(), got.StatusMessage())
+	}
+	c.Advance(time.Minute - time.Millisecond)
+	if jobs := claim(t, b, c, 1); len(jobs) != 0 {
+		t.Fatal("claimed a retried job early")
+	}
+	c.Advance(time.Millisecond)
+	j = claimOne(t, b, c, tk.ID())
+	if j.Failures != 1 {
+		t.Fatalf("failures %d", j.Failures)
+	}
+	if err := b.Release(bg, j.Lease); err != nil {
+		t.Fatal(err)
+	}
+	j = claimOne(t, b, c, tk.ID())
+	if j.Failures != 1 {
+		t.Fatalf("Release counted a failure: %d", j.Failures)
+	}
+	if err := b.Retry(bg, j.Lease, c.Now(), "again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Failed || !isExhausted(got.Error()) {
+		t.Fatalf("after the last Retry: %v %+v", got.Status(), got.Error())
+	}
+}
+
+// testCancelAwaitingInput: cancellation intent makes a parked job
+// claimable so a worker can cancel it; terminal tasks ignore it.
+func testCancelAwaitingInput(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, worker.EnqueueOptions{})
+	j := claimOne(t, b, c, tk.ID())
+	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := rc(tk.ID(), endpointA, tenantA)
+	for range 2 { // idempotent
+		if err := b.RequestCancel(bg, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if yes, err := b.CancelRequested(bg, tk.ID()); !yes || err != nil {
+		t.Fatalf("CancelRequested = %v, %v", yes, err)
+	}
+	j = claimOne(t, b, c, tk.ID())
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.InputRequired {
+		t.Fatalf("claim changed the status to %v", got.Status())
+	}
+	if err := b.Cancel(bg, j.Lease, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	done := mustFind(t, b, tk.ID())
+	if done.Status() != task.Cancelled || len(done.InputRequests()) != 0 {
+		t.Fatalf("after Cancel: %v", done.Status())
+	}
+	if err := b.RequestCancel(bg, r); err != nil {
+		t.Fatalf("RequestCancel of a terminal task: %v", err)
+	}
+	sameSnapshot(t, "cancel of a terminal task", done, mustFind(t, b, tk.ID()))
+}
+
+// isExhausted reports whether e is the error of a job that used its
+// attempts.
+func isExhausted(e *mcp.Error) bool {
+	return e != nil && e.Code == exhausted.Code && e.Message == exhausted.Message && len(e.Data) == 0
+}

@@ -1,0 +1,351 @@
+package storetest
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// The operations of the model test. Each applies one random call to the
+// backend, compares its result with the model's, updates the model and
+// returns a line for the operation log.
+
+func (s *sequence) opCreate() string {
+	endpoint := []string{endpointA, endpointB}[s.rng.IntN(2)]
+	tenant := []string{tenantA, tenantB}[s.rng.IntN(2)]
+	kind := []string{toolA, toolB}[s.rng.IntN(2)]
+	args := []string{`{"a":1}`, `{"a":2}`}[s.rng.IntN(2)]
+	ttl := []time.Duration{2 * time.Second, 6 * time.Second, -1}[s.rng.IntN(3)]
+	opts := worker.EnqueueOptions{TTL: ttl, MaxAttempts: 1 + s.rng.IntN(3)}
+	if s.rng.IntN(3) == 0 {
+		opts.IdempotencyKey = []string{"idem-1", "idem-2"}[s.rng.IntN(2)]
+	}
+	runAtMs := s.nowMs()
+	if s.rng.IntN(4) == 0 {
+		opts.RunAt = s.c.Now().Add(time.Duration(s.rng.IntN(2000)) * time.Millisecond)
+		runAtMs = opts.RunAt.UnixMilli()
+	}
+	desc := fmt.Sprintf("create %s/%s/%s args=%s ttl=%v max=%d key=%q runAt=+%dms", endpoint, tenant, kind,
+		args, ttl, opts.MaxAttempts, opts.IdempotencyKey, runAtMs-s.nowMs())
+	got, err := s.b.Enqueue(bg, creation(s.t, endpoint, tenant, kind, args), opts)
+
+	nowMs := s.nowMs()
+	if opts.IdempotencyKey != "" {
+		for _, m := range s.model.tasks {
+			if m.deleted || m.idemKey != opts.IdempotencyKey || m.endpoint != endpoint || m.tenant != tenant || m.kind != kind {
+				continue
+			}
+			if m.expired(nowMs) {
+				m.deleted = true
+				break
+			}
+			if m.args != args {
+				s.compare(desc, err, "ErrIdempotencyConflict")
+				return desc + " → conflict"
+			}
+			s.compare(desc, err, "ok")
+			if got.ID() != m.id {
+				s.fatalf("%s: returned %s, want the existing %s", desc, got.ID(), m.id)
+			}
+			return desc + " → existing " + short(m.id)
+		}
+	}
+	s.compare(desc, err, "ok")
+	if s.model.byID[got.ID()] != nil {
+		s.fatalf("%s: reused task ID %s", desc, got.ID())
+	}
+	m := &mTask{
+		id: got.ID(), endpoint: endpoint, tenant: tenant, kind: kind, idemKey: opts.IdempotencyKey, args: args,
+		status: task.Working, used: map[string]bool{}, responses: map[string]string{}, createdMs: nowMs,
+		state: jobAvailable, maxAttempts: opts.MaxAttempts, runAtMs: runAtMs, lastSeen: got.LastUpdatedAt(),
+	}
+	if ttl > 0 {
+		m.expiresMs = nowMs + ttl.Milliseconds()
+	}
+	s.model.tasks = append(s.model.tasks, m)
+	s.model.byID[m.id] = m
+	// The task is readable, as returned, when Enqueue returns.
+	if found, ok, err := s.b.FindTask(bg, rc(m.id, endpoint, tenant)); err != nil || !ok {
+		s.fatalf("%s: FindTask after Enqueue: %v %v", desc, ok, err)
+	} else {
+		sameSnapshot(s.t, desc, got, found)
+	}
+	if got.Status() != task.Working || !got.CreatedAt().Equal(s.c.Now()) || got.TTL() != max(ttl, 0) {
+		s.fatalf("%s: Enqueue returned %v created %v TTL %v", desc, got.Status(), got.CreatedAt(), got.TTL())
+	}
+	return desc + " → " + short(m.id)
+}
+
+func (s *sequence) opClaim() string {
+	limit := 1 + s.rng.IntN(3)
+	var kinds []string
+	if s.rng.IntN(3) == 0 {
+		kinds = []string{[]string{toolA, toolB}[s.rng.IntN(2)]}
+	}
+	leaseDur := time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond
+	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v", limit, kinds, leaseDur)
+	jobs, err := s.b.Claim(bg, worker.ClaimParams{Worker: "model", Kinds: kinds, Limit: limit, Lease: leaseDur, Now: s.c.Now()})
+	s.compare(desc, err, "ok")
+
+	nowMs := s.nowMs()
+	var want []*mTask
+	for _, m := range s.model.tasks {
+		if m.deleted || m.expired(nowMs) || m.runAtMs > nowMs || (len(kinds) > 0 && !slices.Contains(kinds, m.kind)) {
+			continue
+		}
+		if m.state == jobAvailable || (m.state == jobAwaiting && m.cancel) {
+			want = append(want, m)
+		}
+	}
+	slices.SortFunc(want, func(a, b *mTask) int {
+		return cmp.Or(cmp.Compare(a.runAtMs, b.runAtMs), cmp.Compare(a.createdMs, b.createdMs), cmp.Compare(a.id, b.id))
+	})
+	want = want[:min(limit, len(want))]
+	if len(jobs) != len(want) {
+		s.fatalf("%s: claimed %d jobs, model %d", desc, len(jobs), len(want))
+	}
+	for i, j := range jobs {
+		m := want[i]
+		if j.TaskID != m.id {
+			s.fatalf("%s: job %d is %s, model %s", desc, i, j.TaskID, m.id)
+		}
+		if j.Attempt <= m.attempt || j.Failures != m.failures || j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
+			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) {
+			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d max %d/%d kind %s", desc, m.id, j.Attempt,
+				m.attempt, j.Failures, m.failures, j.MaxAttempts, m.maxAttempts, j.Kind)
+		}
+		got := map[string]string{}
+		for k, v := range j.Responses {
+			got[k] = compactJSON(v)
+		}
+		if !maps.Equal(got, m.responses) {
+			s.fatalf("%s: job %s responses %v, model %v", desc, m.id, got, m.responses)
+		}
+		m.state, m.attempt, m.leaseMs = jobRunning, j.Attempt, nowMs+leaseDur.Milliseconds()
+		s.leases = append(s.leases, j.Lease)
+	}
+	return fmt.Sprintf("%s → %d jobs", desc, len(jobs))
+}
+
+// fenced runs a fenced write with a random lease and compares the error
+// class; apply updates the model when the lease is live and returns the
+// expected class.
+func (s *sequence) fenced(name string, write func(l worker.Lease) error, apply func(m *mTask) string) string {
+	l, ok := s.pickLease()
+	if !ok {
+		return name + ": no lease"
+	}
+	return s.fencedWith(l, name, write, apply)
+}
+
+func (s *sequence) fencedWith(l worker.Lease, name string, write func(l worker.Lease) error, apply func(m *mTask) string) string {
+	desc := fmt.Sprintf("%s %s#%d", name, short(l.TaskID), l.Attempt)
+	err := write(l)
+	m := s.model.byID[l.TaskID]
+	if !m.live(l, s.nowMs()) {
+		s.compare(desc, err, "ErrLeaseLost")
+		return desc + " → lease lost"
+	}
+	want := apply(m)
+	s.compare(desc, err, want)
+	return desc + " → " + want
+}
+
+func (s *sequence) opHeartbeat() string {
+	d := time.Duration(500+s.rng.IntN(2000)) * time.Millisecond
+	return s.fenced("heartbeat", func(l worker.Lease) error { return s.b.Heartbeat(bg, l, d) },
+		func(m *mTask) string { m.leaseMs = s.nowMs() + d.Milliseconds(); return "ok" })
+}
+
+func (s *sequence) opRequestInput() string {
+	l, ok := s.pickLease()
+	if !ok {
+		return "request-input: no lease"
+	}
+	used := keysOf(s.model.byID[l.TaskID].used)
+	reqs := mcp.InputRequests{}
+	for range 1 + s.rng.IntN(2) {
+		key := fmt.Sprintf("key%d", s.keyN)
+		if s.rng.IntN(5) < 2 && len(used) > 0 {
+			key = used[s.rng.IntN(len(used))]
+		} else {
+			s.keyN++
+		}
+		reqs[key] = requestFor(methods[s.rng.IntN(len(methods))])
+	}
+	msg := fmt.Sprintf("need %d", len(reqs))
+	return s.fencedWith(l, fmt.Sprintf("request-input %v", keysOf(reqs)),
+		func(l worker.Lease) error { return s.b.RequestInput(bg, l, reqs, msg) },
+		func(m *mTask) string {
+			for k := range reqs {
+				if m.used[k] {
+					return "ErrKeyReused"
+				}
+			}
+			m.outstanding = map[string]string{}
+			for k, r := range reqs {
+				m.used[k] = true
+				m.outstanding[k] = r.Method
+			}
+			m.status, m.message = task.InputRequired, msg
+			m.state, m.runAtMs, m.leaseMs = jobAwaiting, s.nowMs(), 0
+			return "ok"
+		})
+}
+
+func (s *sequence) opUpdate() string {
+	m := s.pickTask()
+	if s.rng.IntN(4) > 0 {
+		for _, x := range s.model.tasks {
+			if len(x.outstanding) > 0 && !x.deleted {
+				m = x
+				break
+			}
+		}
+	}
+	if m == nil {
+		return "update: no task"
+	}
+	endpoint, tenant := s.pickAuth(m)
+	resp := mcp.InputResponses{}
+	for k, method := range m.outstanding {
+		switch s.rng.IntN(6) {
+		case 0: // leave unanswered
+		case 1:
+			resp[k] = wrongAnswerFor(method)
+		default:
+			resp[k] = answerFor(method)
+		}
+	}
+	if s.rng.IntN(4) == 0 && s.keyN > 0 { // an unknown or already answered key
+		resp[fmt.Sprintf("key%d", s.rng.IntN(s.keyN))] = answerFor(methods[s.rng.IntN(len(methods))])
+	}
+	desc := fmt.Sprintf("update %s as %s/%s keys=%v", short(m.id), endpoint, tenant, keysOf(resp))
+	err := s.b.UpdateTask(bg, task.UpdateContext{RequestContext: rc(m.id, endpoint, tenant), Responses: resp})
+	nowMs := s.nowMs()
+	if s.model.visible(m.id, endpoint, tenant, nowMs) == nil {
+		s.compare(desc, err, "ErrNotFound")
+		return desc + " → not found"
+	}
+	s.compare(desc, err, "ok")
+	accepted := 0
+	for k, raw := range resp {
+		method, ok := m.outstanding[k]
+		if !ok || compactJSON(raw) != compactJSON(answerFor(method)) {
+			continue
+		}
+		m.responses[k] = compactJSON(raw)
+		delete(m.outstanding, k)
+		accepted++
+	}
+	if accepted > 0 && len(m.outstanding) == 0 {
+		m.status, m.message, m.outstanding = task.Working, "", nil
+		if m.state == jobAwaiting {
+			m.state, m.runAtMs = jobAvailable, nowMs
+		}
+	}
+	return fmt.Sprintf("%s → accepted %d", desc, accepted)
+}
+
+func (s *sequence) opComplete() string {
+	return s.fenced("complete", func(l worker.Lease) error { return s.b.Complete(bg, l, textResult, "completed") },
+		func(m *mTask) string { m.terminate(task.Completed, "completed"); m.hasResult = true; return "ok" })
+}
+
+func (s *sequence) opFail() string {
+	return s.fenced("fail", func(l worker.Lease) error { return s.b.Fail(bg, l, toolError, "failed") },
+		func(m *mTask) string { m.terminate(task.Failed, "failed"); return "ok" })
+}
+
+func (s *sequence) opCancel() string {
+	return s.fenced("cancel", func(l worker.Lease) error { return s.b.Cancel(bg, l, "cancelled") },
+		func(m *mTask) string { m.terminate(task.Cancelled, "cancelled"); return "ok" })
+}
+
+func (s *sequence) opRetry() string {
+	runAt := s.c.Now().Add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
+	return s.fenced("retry", func(l worker.Lease) error { return s.b.Retry(bg, l, runAt, "retrying") },
+		func(m *mTask) string { m.fail(runAt.UnixMilli(), "retrying", true); return "ok" })
+}
+
+func (s *sequence) opRelease() string {
+	return s.fenced("release", func(l worker.Lease) error { return s.b.Release(bg, l) },
+		func(m *mTask) string { m.state, m.runAtMs, m.leaseMs = jobAvailable, s.nowMs(), 0; return "ok" })
+}
+
+func (s *sequence) opRequestCancel() string {
+	m := s.pickTask()
+	if m == nil {
+		return "request-cancel: no task"
+	}
+	endpoint, tenant := s.pickAuth(m)
+	desc := fmt.Sprintf("request-cancel %s as %s/%s", short(m.id), endpoint, tenant)
+	err := s.b.RequestCancel(bg, rc(m.id, endpoint, tenant))
+	if s.model.visible(m.id, endpoint, tenant, s.nowMs()) == nil {
+		s.compare(desc, err, "ErrNotFound")
+		return desc + " → not found"
+	}
+	s.compare(desc, err, "ok")
+	if !m.status.Terminal() {
+		m.cancel = true
+	}
+	return desc + " → ok"
+}
+
+func (s *sequence) opAdvance() string {
+	d := time.Duration(s.rng.IntN(1500)) * time.Millisecond
+	s.c.Advance(d)
+	return fmt.Sprintf("advance %v", d)
+}
+
+func (s *sequence) opRescue() string {
+	limit := 1 + s.rng.IntN(3)
+	n, err := s.b.RescueExpired(bg, s.c.Now(), limit)
+	desc := fmt.Sprintf("rescue limit=%d", limit)
+	s.compare(desc, err, "ok")
+	nowMs := s.nowMs()
+	var want []*mTask
+	for _, m := range s.model.tasks {
+		if !m.deleted && m.state == jobRunning && m.leaseMs <= nowMs {
+			want = append(want, m)
+		}
+	}
+	slices.SortFunc(want, func(a, b *mTask) int { return cmp.Or(cmp.Compare(a.leaseMs, b.leaseMs), cmp.Compare(a.id, b.id)) })
+	want = want[:min(limit, len(want))]
+	if n != len(want) {
+		s.fatalf("%s: rescued %d, model %d", desc, n, len(want))
+	}
+	for _, m := range want {
+		m.fail(nowMs, "", false)
+	}
+	return fmt.Sprintf("%s → %d", desc, n)
+}
+
+func (s *sequence) opDeleteExpired() string {
+	limit := 1 + s.rng.IntN(3)
+	n, err := s.b.DeleteExpired(bg, s.c.Now(), limit)
+	desc := fmt.Sprintf("delete-expired limit=%d", limit)
+	s.compare(desc, err, "ok")
+	nowMs := s.nowMs()
+	var want []*mTask
+	for _, m := range s.model.tasks {
+		if !m.deleted && m.expired(nowMs) {
+			want = append(want, m)
+		}
+	}
+	slices.SortFunc(want, func(a, b *mTask) int { return cmp.Or(cmp.Compare(a.expiresMs, b.expiresMs), cmp.Compare(a.id, b.id)) })
+	want = want[:min(limit, len(want))]
+	if n != len(want) {
+		s.fatalf("%s: deleted %d, model %d", desc, n, len(want))
+	}
+	for _, m := range want {
+		m.deleted = true
+	}
+	return fmt.Sprintf("%s → %d", desc, n)
+}

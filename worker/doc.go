@@ -1,0 +1,86 @@
+// Package worker runs durable tasks: it claims jobs from a Store, runs the
+// handler registered for each job's kind (the tool name), keeps the job's
+// lease alive while the handler runs, and commits exactly one fenced outcome
+// per claim.
+//
+// # Use
+//
+//	rt, err := worker.New(worker.Options{Store: store, Events: store.EventPublisher()})
+//	if err != nil { ... }
+//	err = worker.Handle(rt, "summarize", func(ctx context.Context, job *worker.JobContext, in SummarizeIn) (SummarizeOut, error) {
+//		...
+//	})
+//	if err != nil { ... }
+//	err = rt.Run(ctx) // until ctx is done, then drains
+//
+// Handle decodes the tool arguments into In and encodes Out as the result's
+// structuredContent with a text mirror; HandleRaw gives the handler the raw
+// arguments (JobContext.Arguments) and takes a complete *mcp.CallToolResult.
+// Every result is checked with task.Validator.Result against the task's
+// origin before it is committed: a task never completes with a value the
+// server would refuse to deliver.
+//
+// # Outcomes
+//
+// A handler run ends in exactly one store write, fenced by its Lease:
+//
+//	result, nil                       → Complete (validated; invalid → Fail, no retry)
+//	ToolError(msg)                    → Complete with isError: true
+//	ErrInputPending (JobContext.Ask)  → RequestInput: task input_required, job parked
+//	*mcp.Error                        → Fail with that error, no retry
+//	Permanent(err)                    → Fail {-32603 "The task failed."}, no retry
+//	other error, panic                → Retry after Options.Backoff; after MaxAttempts
+//	                                    Fail {-32603 "The task failed after repeated attempts."}
+//
+// The handler's context carries the reason it was cancelled, for
+// context.Cause: ErrCancelRequested (the client asked to cancel: an error
+// return then cancels the task), ErrShuttingDown (the process is stopping:
+// an error return releases the job to run again, never failing or cancelling
+// it) or ErrLeaseLost (another claim may own the job now: nothing is written
+// for this run). A result returned without an error completes the task even
+// after a cancel request: completion may win that race.
+//
+// Error texts are never sent to clients, except ToolError messages and
+// *mcp.Error values, which the handler chooses to expose.
+//
+// # Input and replay
+//
+// JobContext.Ask returns a stored answer or records a pending request and
+// returns ErrInputPending. When the handler returns it, every request asked
+// in the run without an answer is committed at once, the task becomes
+// input_required and the job is parked. When the client has answered all of
+// them, the job becomes available again and its handler runs again from the
+// start, this time finding the answers. Handlers must therefore be
+// deterministic up to their Ask calls (the same keys for the same requests)
+// and any side effect before an Ask must be idempotent.
+//
+// # Leases and cancellation
+//
+// Each running job has a monitor goroutine that heartbeats its lease every
+// HeartbeatEvery and then reads the task's cancel intent; with
+// Options.Events, a hint for the task makes it read the intent at once. A
+// heartbeat answered with ErrLeaseLost, or a local lease deadline that passes
+// while heartbeats fail, cancels the handler with cause ErrLeaseLost. All
+// writes name the Lease, so a run whose lease was lost can never commit; a
+// write refused with ErrLeaseLost is logged and counted, nothing more.
+// Transient write failures are retried briefly while the lease lasts; if they
+// persist, the lease expires and the job is rescued (at-least-once).
+//
+// # Loops and shutdown
+//
+// Run owns every goroutine: one claim loop, one rescue and one cleanup loop,
+// and per running job a handler goroutine and its monitor. Concurrency is
+// bounded by a semaphore of Options.Concurrency slots; a claim asks for at
+// most the free slots. After a claim that returned nothing the loop sleeps
+// PollInterval, or less when an event hint arrives or a slot frees. When
+// Run's context is done it stops claiming, waits up to ShutdownGrace for
+// running handlers, cancels the rest and releases their jobs, and returns
+// once all its goroutines have ended.
+//
+// # Logs and metrics
+//
+// Log lines carry the kind and attempt only: never task IDs, arguments,
+// results, panic values or error texts (errors are shown by type). Metrics
+// labels are bounded: registered kinds or "unknown", and the Transition and
+// FailureCategory constants.
+package worker

@@ -1,0 +1,429 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// RawHandler runs one job and returns the complete tool result. The runtime
+// validates the result against the task's origin (output schema, size and
+// depth limits; see task.Validator.Result) before it completes the task. The
+// returned error decides what happens otherwise; see Handle for the rules.
+type RawHandler func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error)
+
+// HandleRaw registers h for jobs of kind (a tool name). It fails when kind
+// is empty, h is nil, kind already has a handler, or Run has started.
+func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
+	if h == nil {
+		return errors.New("worker: nil handler")
+	}
+	return rt.register(kind, h)
+}
+
+// Handle registers a typed handler for jobs of kind (a tool name). It fails
+// like HandleRaw.
+//
+// The job's arguments are decoded into In with encoding/json; arguments that
+// do not decode complete the task with an isError result "Invalid
+// arguments: ...", as the server does for inline calls. The Out value is
+// encoded as the result's structuredContent, mirrored as one text content
+// block, and validated against the task's origin before the task completes.
+//
+// The handler's error decides the outcome of the run:
+//
+//   - nil: the task completes with the result; a result the origin rejects
+//     (or an Out that cannot be encoded) fails the task with the client-safe
+//     {-32603, "The task produced an invalid result."} and is never retried.
+//   - ToolError(msg): the task completes with an isError text result that
+//     the model sees.
+//   - ErrInputPending (from JobContext.Ask): the job is parked until the
+//     client answers; see JobContext.Ask.
+//   - an *mcp.Error (found with errors.As): the task fails with it, as is,
+//     without a retry. It must be client-safe.
+//   - Permanent(err): the task fails with {-32603, "The task failed."}
+//     without a retry.
+//   - any other error, and a recovered panic: the job is retried after
+//     Options.Backoff, until the job has used its MaxAttempts; then the
+//     task fails with {-32603, "The task failed after repeated attempts."}.
+//
+// Whatever the handler returns, a cancellation the runtime delivered first
+// takes precedence over an error: if the handler's context was cancelled with
+// cause ErrCancelRequested, an error (of any kind) cancels the task, and if it
+// was cancelled with cause ErrShuttingDown, an error releases the job to run
+// again. A result returned without an error always completes the task: a
+// completion that wins the race with a cancellation stands. If the context
+// was cancelled with cause ErrLeaseLost, nothing is written at all.
+func Handle[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *JobContext, in In) (Out, error)) error {
+	if h == nil {
+		return errors.New("worker: nil handler")
+	}
+	return rt.register(kind, func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		var in In
+		if err := json.Unmarshal(job.Arguments(), &in); err != nil {
+			return textResult("Invalid arguments: "+err.Error(), true), nil
+		}
+		out, err := h(ctx, job, in)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, errUnencodableOutput
+		}
+		return &mcp.CallToolResult{
+			StructuredContent: b,
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		}, nil
+	})
+}
+
+// register adds h for kind.
+func (rt *Runtime) register(kind string, h RawHandler) error {
+	if kind == "" {
+		return errors.New("worker: a handler needs a kind")
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.started {
+		return errors.New("worker: handlers must be registered before Run")
+	}
+	if _, dup := rt.handlers[kind]; dup {
+		return fmt.Errorf("worker: kind %q already has a handler", kind)
+	}
+	rt.handlers[kind] = h
+	return nil
+}
+
+// Causes of the cancellation of a handler's context, for context.Cause.
+var (
+	// ErrCancelRequested: the client asked to cancel the task. A handler
+	// that returns an error afterwards cancels the task.
+	ErrCancelRequested = errors.New("worker: cancellation requested")
+	// ErrShuttingDown: Run is draining and ShutdownGrace has elapsed. A
+	// handler that returns an error afterwards releases its job, which
+	// runs again elsewhere from the start.
+	ErrShuttingDown = errors.New("worker: shutting down")
+)
+
+// (ErrLeaseLost, declared with the Store, is the third cause: the lease
+// could not be extended, so the runtime will write nothing for this run.)
+
+// ToolError returns an error that completes the task with an isError result
+// whose only content is the text msg: a tool-level failure the model reads
+// and may react to, not a protocol error. msg is sent to the client: it must
+// not carry secrets.
+func ToolError(msg string) error { return &toolError{msg: msg} }
+
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return "worker: tool error: " + e.msg }
+
+// Permanent marks err as not worth retrying: the task fails at once with
+// {-32603, "The task failed."}. err's text is never sent to the client.
+// Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "worker: permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Internal outcome markers.
+var (
+	errUnencodableOutput   = errors.New("worker: handler output cannot be encoded")
+	errInvalidInputRequest = errors.New("worker: invalid input request")
+	errPanicked            = errors.New("worker: handler panicked")
+)
+
+// Client-facing texts.
+const (
+	msgTaskFailed     = "The task failed."
+	msgRepeatedFailed = "The task failed after repeated attempts."
+	msgInvalidResult  = "The task produced an invalid result."
+	msgCancelled      = "Cancelled at the client's request."
+	msgRetrying       = "Retrying after a failed attempt."
+	msgWaitingInput   = "Waiting for input."
+)
+
+func internalError(msg string) *mcp.Error { return mcp.NewError(mcp.CodeInternalError, msg) }
+
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// outcome is what one handler call returned.
+type outcome struct {
+	res      *mcp.CallToolResult
+	err      error
+	panicked bool
+}
+
+// runJob runs one claimed job to its final write and frees its slot.
+func (rt *Runtime) runJob(work, base context.Context, j Job, claimedAt time.Time) {
+	defer func() {
+		<-rt.slots
+		rt.signalWake()
+	}()
+	kind := rt.kindLabel(j.Kind)
+	rt.metrics.JobTransition(kind, TransitionClaimed)
+	expires := claimedAt.Add(rt.opts.Lease)
+	h := rt.handlers[j.Kind]
+	if h == nil {
+		rt.log.Error("worker: the store returned a job of an unregistered kind; releasing it")
+		rt.release(base, j, kind, expires)
+		return
+	}
+	if rt.cancelRequested(base, j.TaskID, kind) {
+		rt.cancel(base, j, kind, expires)
+		return
+	}
+
+	r, untrack := rt.track(j.TaskID)
+	defer untrack()
+	jctx, cancel := context.WithCancelCause(work)
+	defer cancel(nil)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		expires = rt.monitor(base, jctx, cancel, j, kind, r, expires, stop)
+	}()
+
+	jc := newJobContext(j, rt.validator)
+	start := time.Now()
+	o := rt.call(jctx, h, jc, kind)
+	rt.metrics.HandlerDuration(kind, time.Since(start))
+	close(stop)
+	<-stopped
+	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx))
+}
+
+// call runs the handler, recovering a panic.
+func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *JobContext, kind string) (o outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			// The panic value may carry arguments: log the stack only.
+			rt.log.Error("worker: handler panicked", "kind", kind, "attempt", jc.Attempt(), "stack", string(debug.Stack()))
+			o = outcome{err: errPanicked, panicked: true}
+		}
+	}()
+	res, err := h(ctx, jc)
+	return outcome{res: res, err: err}
+}
+
+// monitor heartbeats the lease every HeartbeatEvery and checks the cancel
+// intent after each heartbeat and on each hint, until stop is closed or the
+// lease is lost. It returns the local lease deadline: the send time of the
+// last successful heartbeat (or the claim) plus Lease. A heartbeat that finds
+// the lease gone, or a deadline that passes while heartbeats fail, cancels
+// the handler with cause ErrLeaseLost.
+func (rt *Runtime) monitor(base, jctx context.Context, cancel context.CancelCauseFunc, j Job, kind string,
+	r *activeRun, expires time.Time, stop <-chan struct{}) time.Time {
+	t := time.NewTicker(rt.opts.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return expires
+		case <-r.hint:
+			rt.checkCancel(base, jctx, cancel, j.TaskID, kind)
+		case <-t.C:
+			sent := rt.now()
+			if !sent.Before(expires) {
+				rt.loseLease(cancel, kind, j.Attempt)
+				return expires
+			}
+			ctx, done := context.WithTimeout(base, rt.opts.HeartbeatEvery)
+			err := rt.opts.Store.Heartbeat(ctx, j.Lease, rt.opts.Lease)
+			done()
+			switch {
+			case err == nil:
+				expires = sent.Add(rt.opts.Lease)
+			case errors.Is(err, ErrLeaseLost):
+				rt.loseLease(cancel, kind, j.Attempt)
+				return expires
+			default:
+				rt.log.Warn("worker: heartbeat failed", "kind", kind, "attempt", j.Attempt, "err", redactErr(err))
+			}
+			rt.checkCancel(base, jctx, cancel, j.TaskID, kind)
+		}
+	}
+}
+
+func (rt *Runtime) loseLease(cancel context.CancelCauseFunc, kind string, attempt int64) {
+	cancel(ErrLeaseLost)
+	rt.metrics.JobTransition(kind, TransitionLeaseLost)
+	rt.log.Warn("worker: lease lost; the handler is cancelled and its outcome dropped", "kind", kind, "attempt", attempt)
+}
+
+// checkCancel cancels the handler with ErrCancelRequested when the client
+// asked for it; a handler already cancelled is left alone.
+func (rt *Runtime) checkCancel(base, jctx context.Context, cancel context.CancelCauseFunc, taskID, kind string) {
+	if jctx.Err() == nil && rt.cancelRequested(base, taskID, kind) {
+		cancel(ErrCancelRequested)
+	}
+}
+
+// cancelRequested reads the task's cancel intent; a failed read is logged
+// and counts as no intent.
+func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bool {
+	ctx, done := context.WithTimeout(base, rt.opts.Lease)
+	defer done()
+	yes, err := rt.opts.Store.CancelRequested(ctx, taskID)
+	if err != nil {
+		rt.log.Warn("worker: reading the cancel intent failed", "kind", kind, "err", redactErr(err))
+		return false
+	}
+	return yes
+}
+
+// settle makes the one fenced write that ends a run.
+func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind string, expires time.Time, o outcome, cause error) {
+	switch {
+	case errors.Is(cause, ErrLeaseLost):
+		return // counted and logged when it was found; nothing may be written
+	case o.err == nil:
+		rt.complete(base, j, kind, expires, o.res)
+		return
+	case errors.Is(cause, ErrShuttingDown):
+		rt.release(base, j, kind, expires)
+		return
+	case errors.Is(cause, ErrCancelRequested):
+		rt.cancel(base, j, kind, expires)
+		return
+	}
+	var (
+		te *toolError
+		me *mcp.Error
+		pe *permanentError
+	)
+	switch err := o.err; {
+	case o.panicked:
+		rt.retryOrFail(base, j, kind, expires, FailurePanic)
+	case errors.As(err, &te):
+		rt.complete(base, j, kind, expires, textResult(te.msg, true))
+	case errors.Is(err, ErrInputPending):
+		rt.requestInput(base, j, jc, kind, expires)
+	case errors.Is(err, errUnencodableOutput):
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
+	case errors.Is(err, errInvalidInputRequest):
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+	case errors.As(err, &me):
+		c := *me
+		rt.failNow(base, j, kind, expires, FailurePermanent, &c)
+	case errors.As(err, &pe):
+		rt.failNow(base, j, kind, expires, FailurePermanent, internalError(msgTaskFailed))
+	case errors.Is(err, context.DeadlineExceeded):
+		rt.retryOrFail(base, j, kind, expires, FailureTimeout)
+	default:
+		rt.retryOrFail(base, j, kind, expires, FailureHandlerError)
+	}
+}
+
+// complete validates res against the origin and completes the task, or
+// fails it when the result is invalid.
+func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult) {
+	valid, err := rt.validator.Result(j.Origin, res)
+	if err != nil {
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
+		return
+	}
+	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.Complete(ctx, j.Lease, valid, "")
+	}))
+}
+
+// failNow counts a failure of category c and fails the task with rpcErr.
+func (rt *Runtime) failNow(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error) {
+	rt.metrics.JobFailure(kind, c)
+	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c))
+	rt.fail(base, j, kind, expires, rpcErr)
+}
+
+func (rt *Runtime) fail(base context.Context, j Job, kind string, expires time.Time, rpcErr *mcp.Error) {
+	rt.finish(kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "")
+	}))
+}
+
+// retryOrFail counts a failure of category c and retries the job after the
+// backoff, or fails the task once its attempts are used up. A task whose
+// client asked to cancel is cancelled instead of retried.
+func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires time.Time, c FailureCategory) {
+	rt.metrics.JobFailure(kind, c)
+	failures := j.Failures + 1
+	if failures >= j.MaxAttempts {
+		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt, "category", string(c))
+		rt.fail(base, j, kind, expires, internalError(msgRepeatedFailed))
+		return
+	}
+	if rt.cancelRequested(base, j.TaskID, kind) {
+		rt.cancel(base, j, kind, expires)
+		return
+	}
+	delay := max(rt.opts.Backoff(failures), 0)
+	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.Attempt, "category", string(c), "delay", delay)
+	runAt := rt.now().Add(delay)
+	rt.finish(kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying)
+	}))
+}
+
+// requestInput parks the job on the run's unanswered input requests.
+func (rt *Runtime) requestInput(base context.Context, j Job, jc *JobContext, kind string, expires time.Time) {
+	reqs := jc.pendingRequests()
+	if len(reqs) == 0 {
+		rt.log.Error("worker: handler returned ErrInputPending without an unanswered Ask", "kind", kind)
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+		return
+	}
+	if rt.cancelRequested(base, j.TaskID, kind) {
+		rt.cancel(base, j, kind, expires)
+		return
+	}
+	err := rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.RequestInput(ctx, j.Lease, reqs, msgWaitingInput)
+	})
+	if errors.Is(err, ErrKeyReused) {
+		rt.log.Error("worker: handler reused an input request key", "kind", kind, "attempt", j.Attempt)
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+		return
+	}
+	rt.finish(kind, j.Attempt, TransitionInputRequested, err)
+}
+
+func (rt *Runtime) cancel(base context.Context, j Job, kind string, expires time.Time) {
+	rt.finish(kind, j.Attempt, TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.Cancel(ctx, j.Lease, msgCancelled)
+	}))
+}
+
+func (rt *Runtime) release(base context.Context, j Job, kind string, expires time.Time) {
+	rt.finish(kind, j.Attempt, TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
+		return rt.opts.Store.Release(ctx, j.Lease)
+	}))
+}
+
+// finish reports the result of a final write.
+func (rt *Runtime) finish(kind string, attempt int64, t Transition, err error) {
+	switch {
+	case err == nil:
+		rt.metrics.JobTransition(kind, t)
+	case errors.Is(err, ErrLeaseLost):
+		rt.metrics.JobTransition(kind, TransitionLeaseLost)
+		rt.log.Warn("worker: lease lost before the final write", "kind", kind, "attempt", attempt, "transition", string(t))
+	default:
+		rt.log.Error("worker: final write failed; the lease will expire and the job be rescued",
+			"kind", kind, "attempt", attempt, "transition", string(t), "err", redactErr(err))
+	}
+}

@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// ErrInputPending is returned by JobContext.Ask when the client has not
+// answered yet. The handler must return it (or an error wrapping it): the
+// runtime then records every unanswered request of the run with
+// Store.RequestInput, the task becomes input_required, and the job is parked
+// until all of them are answered. Parking is not a failure and does not count
+// an attempt failure.
+var ErrInputPending = errors.New("worker: input pending")
+
+// JobContext describes one run of a claimed job to its handler and lets the
+// handler ask the client for input. It is valid only during the handler call
+// and is safe for concurrent use by the handler's goroutines.
+type JobContext struct {
+	job       Job
+	validator *task.Validator
+
+	mu      sync.Mutex
+	pending mcp.InputRequests
+}
+
+func newJobContext(j Job, v *task.Validator) *JobContext {
+	return &JobContext{job: j, validator: v}
+}
+
+// TaskID returns the ID of the job's task. Do not log it next to arguments
+// or results.
+func (j *JobContext) TaskID() string { return j.job.TaskID }
+
+// Kind returns the job kind, which is the tool name.
+func (j *JobContext) Kind() string { return j.job.Kind }
+
+// Attempt returns the job's claim counter at this run: 1 on the first run,
+// and one more on every later claim, including the claims that resume a
+// task after its input requests were answered.
+func (j *JobContext) Attempt() int64 { return j.job.Attempt }
+
+// Failures returns how many earlier runs failed or lost their lease.
+func (j *JobContext) Failures() int { return j.job.Failures }
+
+// Arguments returns a copy of the tool arguments exactly as the client sent
+// them (a JSON object). They may contain secrets: never log them.
+func (j *JobContext) Arguments() json.RawMessage { return j.job.rawArguments() }
+
+// Ask returns the client's answer to the input request stored under key, or
+// asks for it.
+//
+// If the task already holds a response for key (from an earlier run), Ask
+// returns it: an mcp.ElicitResult, mcp.CreateMessageResult or
+// mcp.ListRootsResult in JSON, by req's method. Otherwise Ask records req as
+// pending for this run and returns ErrInputPending, which the handler must
+// return. A handler may Ask several keys before returning (for example to
+// ask for two answers at once); every pending key is requested together when
+// the handler returns.
+//
+// Keys are chosen by the handler and must be unique for the task's lifetime:
+// the same key must always carry the same request. Because a resumed task
+// re-runs its handler from the start, with the answers now available, a
+// handler must be deterministic up to its Ask calls, and every side effect it
+// performs before an Ask must be idempotent.
+//
+// Ask fails with a permanent error (returning it fails the task with
+// {-32603, "The task failed."}, without retries) when key is empty, req is nil, req is not a kind of
+// input the tool declared or is malformed (see task.Validator.InputRequests),
+// or key was already asked in this run with a different request. ctx is not
+// used today; it is there for stores that could wait for answers in process.
+func (j *JobContext) Ask(ctx context.Context, key string, req *mcp.InputRequest) (json.RawMessage, error) {
+	_ = ctx
+	if key == "" || req == nil {
+		return nil, Permanent(fmt.Errorf("%w: Ask needs a key and a request", errInvalidInputRequest))
+	}
+	if answer, ok := j.job.Responses[key]; ok {
+		return answer, nil
+	}
+	if err := j.validator.InputRequests(j.job.Origin, mcp.InputRequests{key: req}); err != nil {
+		return nil, Permanent(fmt.Errorf("%w: %w", errInvalidInputRequest, err))
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if prev, ok := j.pending[key]; ok {
+		if prev.Method != req.Method || string(prev.Params) != string(req.Params) {
+			return nil, Permanent(fmt.Errorf("%w: a key was asked twice with different requests", errInvalidInputRequest))
+		}
+		return nil, ErrInputPending
+	}
+	if j.pending == nil {
+		j.pending = mcp.InputRequests{}
+	}
+	c := *req
+	j.pending[key] = &c
+	return nil, ErrInputPending
+}
+
+// pendingRequests returns the requests asked in this run without answers.
+func (j *JobContext) pendingRequests() mcp.InputRequests {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return maps.Clone(j.pending)
+}

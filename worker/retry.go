@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Default backoff parameters.
+const (
+	backoffBase = time.Second
+	backoffCap  = 5 * time.Minute
+)
+
+// DefaultBackoff is the default Options.Backoff: exponential with full
+// jitter. For the n-th failure (n >= 1) it returns a uniformly random
+// duration in [0, min(5 min, 1 s·2^(n-1))], so the first retry comes within
+// a second and later ones spread out up to five minutes apart. n < 1 is
+// treated as 1.
+func DefaultBackoff(failures int) time.Duration {
+	if failures < 1 {
+		failures = 1
+	}
+	ceiling := backoffCap
+	if shift := failures - 1; shift < 30 { // 2^30 s is far above the cap
+		if d := backoffBase << shift; d < ceiling {
+			ceiling = d
+		}
+	}
+	return rand.N(ceiling + 1)
+}
+
+// Final writes that fail for a reason other than ErrLeaseLost are retried
+// this many times in all, with a doubling pause from writeRetryPause, while
+// the lease is still valid locally.
+const (
+	writeAttempts   = 3
+	writeRetryPause = 100 * time.Millisecond
+)
+
+// write runs one fenced store write. Transient failures are retried while
+// the lease, which ends at expires by the local clock, still has room;
+// ErrLeaseLost and ErrKeyReused are returned at once, since retrying cannot
+// change them. Each try is bounded by the lease duration.
+func (rt *Runtime) write(base context.Context, expires time.Time, fn func(ctx context.Context) error) error {
+	pause := writeRetryPause
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(base, rt.opts.Lease)
+		err := fn(ctx)
+		cancel()
+		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrKeyReused) {
+			return err
+		}
+		if try >= writeAttempts || !rt.now().Add(pause).Before(expires) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		<-t.C
+		pause *= 2
+	}
+}

@@ -1,0 +1,463 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/taskwire/taskwire/task"
+)
+
+// Options configure a Runtime. Zero values mean the defaults given on each
+// field; negative durations and counts are errors.
+type Options struct {
+	// Store is the durable store the runtime claims jobs from. Required.
+	Store Store
+	// Events, when set, is the store's task-change publisher. Hints wake the
+	// idle claim loop early and make a running job check its task's cancel
+	// intent at once instead of at the next heartbeat. Without it the
+	// runtime relies on PollInterval and HeartbeatEvery alone.
+	Events task.EventPublisher
+	// Name identifies this worker in claims, for diagnostics. Default
+	// "<hostname>-<pid>".
+	Name string
+
+	// Concurrency bounds the handlers running at once. Default 10.
+	Concurrency int
+	// ClaimBatch bounds the jobs taken by one claim; each claim asks for at
+	// most the number of free handler slots. Default Concurrency; it must
+	// not exceed Concurrency.
+	ClaimBatch int
+	// Lease is how long a claim lasts without a heartbeat. Default 30 s.
+	Lease time.Duration
+	// HeartbeatEvery is the heartbeat period of a running job; it must be
+	// shorter than Lease. Default Lease/3.
+	HeartbeatEvery time.Duration
+	// PollInterval is how long the claim loop sleeps after a claim that
+	// returned nothing, unless an event hint or a freed slot wakes it
+	// first. Default 500 ms.
+	PollInterval time.Duration
+
+	// RescueEvery is the period of Store.RescueExpired passes; one pass
+	// also runs when Run starts. Default Lease/2.
+	RescueEvery time.Duration
+	// RescueBatch is the limit of one RescueExpired call. Default 100.
+	RescueBatch int
+	// CleanupEvery is the period of Store.DeleteExpired passes; one pass
+	// also runs when Run starts. Default 1 min.
+	CleanupEvery time.Duration
+	// CleanupBatch is the limit of one DeleteExpired call. Default 500.
+	CleanupBatch int
+
+	// Backoff returns the delay before the next attempt after the given
+	// number of failures (1 after the first). It must be safe for
+	// concurrent use; negative results count as zero. Default
+	// DefaultBackoff.
+	Backoff func(failures int) time.Duration
+	// ShutdownGrace is how long Run waits, once its context is done, for
+	// running handlers to return by themselves before it cancels their
+	// contexts (cause ErrShuttingDown). Default 10 s.
+	ShutdownGrace time.Duration
+
+	// Logger receives operational messages. Nil discards them. Log lines
+	// carry the job kind and attempt, never task IDs, arguments, results
+	// or handler error texts.
+	Logger *slog.Logger
+	// Metrics receives counters with bounded labels. Nil discards them.
+	Metrics Metrics
+	// Now overrides the clock passed to the store (claim, rescue and
+	// cleanup times, retry run-at times) and used for local lease
+	// deadlines. Timers always come from package time, so tests that
+	// need fake timers run the runtime inside a testing/synctest bubble.
+	Now func() time.Time
+}
+
+// Option defaults.
+const (
+	defaultConcurrency   = 10
+	defaultLease         = 30 * time.Second
+	defaultPollInterval  = 500 * time.Millisecond
+	defaultRescueBatch   = 100
+	defaultCleanupEvery  = time.Minute
+	defaultCleanupBatch  = 500
+	defaultShutdownGrace = 10 * time.Second
+	// maxMaintenanceRounds bounds the back-to-back calls of one
+	// maintenance pass when every call returns a full batch.
+	maxMaintenanceRounds = 10
+)
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Store == nil {
+		return o, errors.New("worker: Options.Store is required")
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{
+		{"Concurrency", int64(o.Concurrency)}, {"ClaimBatch", int64(o.ClaimBatch)},
+		{"Lease", int64(o.Lease)}, {"HeartbeatEvery", int64(o.HeartbeatEvery)},
+		{"PollInterval", int64(o.PollInterval)}, {"RescueEvery", int64(o.RescueEvery)},
+		{"RescueBatch", int64(o.RescueBatch)}, {"CleanupEvery", int64(o.CleanupEvery)},
+		{"CleanupBatch", int64(o.CleanupBatch)}, {"ShutdownGrace", int64(o.ShutdownGrace)},
+	} {
+		if c.v < 0 {
+			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
+		}
+	}
+	if o.Name == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "worker"
+		}
+		o.Name = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = defaultConcurrency
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = o.Concurrency
+	}
+	if o.ClaimBatch > o.Concurrency {
+		return o, errors.New("worker: Options.ClaimBatch must not exceed Concurrency")
+	}
+	if o.Lease == 0 {
+		o.Lease = defaultLease
+	}
+	if o.HeartbeatEvery == 0 {
+		o.HeartbeatEvery = o.Lease / 3
+	}
+	if o.HeartbeatEvery <= 0 || o.HeartbeatEvery >= o.Lease {
+		return o, errors.New("worker: Options.HeartbeatEvery must be positive and shorter than Lease")
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = defaultPollInterval
+	}
+	if o.RescueEvery == 0 {
+		o.RescueEvery = o.Lease / 2
+	}
+	if o.RescueBatch == 0 {
+		o.RescueBatch = defaultRescueBatch
+	}
+	if o.CleanupEvery == 0 {
+		o.CleanupEvery = defaultCleanupEvery
+	}
+	if o.CleanupBatch == 0 {
+		o.CleanupBatch = defaultCleanupBatch
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = defaultShutdownGrace
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}
+
+// Runtime claims jobs from a Store and runs the handlers registered for
+// their kinds. Register handlers with Handle or HandleRaw, then call Run
+// once. A Runtime is safe for concurrent use.
+type Runtime struct {
+	opts      Options
+	log       *slog.Logger
+	metrics   Metrics
+	validator *task.Validator
+
+	// slots is the handler semaphore: one token per running job. Only the
+	// claim loop acquires; finishing jobs release and signal wake.
+	slots chan struct{}
+	// wake (capacity 1) wakes the claim loop: a slot was freed, a hint
+	// arrived, or a rescue made jobs available.
+	wake chan struct{}
+
+	mu       sync.Mutex
+	started  bool
+	handlers map[string]RawHandler // immutable once started
+	kinds    []string              // sorted registered kinds, set at start
+	running  map[string][]*activeRun
+}
+
+// activeRun is the part of a running job that event hints reach.
+type activeRun struct {
+	// hint (capacity 1) asks the job's monitor to check the cancel intent.
+	hint chan struct{}
+}
+
+// New validates opts, fills in the defaults and returns a Runtime with no
+// handlers.
+func New(opts Options) (*Runtime, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		opts:      o,
+		log:       o.Logger,
+		metrics:   o.Metrics,
+		validator: task.NewValidator(task.ValidatorOptions{}),
+		slots:     make(chan struct{}, o.Concurrency),
+		wake:      make(chan struct{}, 1),
+		handlers:  map[string]RawHandler{},
+		running:   map[string][]*activeRun{},
+	}, nil
+}
+
+// Run claims and runs jobs until ctx is done, then drains and returns nil.
+//
+// While ctx is live, Run keeps up to Options.Concurrency handlers busy,
+// heartbeats their leases, and runs the rescue and cleanup passes. When ctx
+// is done it stops claiming and the maintenance passes, waits up to
+// ShutdownGrace for running handlers, then cancels the contexts of the rest
+// (cause ErrShuttingDown) and releases their jobs with Store.Release once
+// they return: a task is never failed or cancelled because a process stops.
+// A handler that ignores its context therefore delays Run's return. Every
+// goroutine the runtime starts has ended when Run returns. Handler contexts
+// carry ctx's values, but not its cancellation.
+//
+// Run fails at once, without claiming, when it was called before or when no
+// handler is registered (claiming with no kinds would take every kind).
+// Store errors do not end Run: they are logged and the loops go on.
+func (rt *Runtime) Run(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.started {
+		rt.mu.Unlock()
+		return errors.New("worker: Run may be called only once")
+	}
+	if len(rt.handlers) == 0 {
+		rt.mu.Unlock()
+		return errors.New("worker: no handlers registered")
+	}
+	rt.started = true
+	rt.kinds = slices.Sorted(maps.Keys(rt.handlers))
+	rt.mu.Unlock()
+
+	// base outlives ctx: final writes and releases during the drain use it.
+	base := context.WithoutCancel(ctx)
+	work, stopWork := context.WithCancelCause(base)
+	defer stopWork(nil)
+
+	if rt.opts.Events != nil {
+		unsubscribe := rt.opts.Events.Subscribe(rt.hint)
+		defer unsubscribe()
+	}
+
+	var maint sync.WaitGroup
+	maint.Go(func() {
+		rt.maintain(ctx, rt.opts.RescueEvery, TransitionRescued, rt.opts.RescueBatch, rt.opts.Store.RescueExpired)
+	})
+	maint.Go(func() {
+		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
+	})
+
+	var jobs sync.WaitGroup
+	rt.claimLoop(ctx, work, base, &jobs)
+	rt.drain(&jobs, stopWork)
+	maint.Wait()
+	return nil
+}
+
+// drain waits for running jobs, cancelling them after the grace period.
+func (rt *Runtime) drain(jobs *sync.WaitGroup, stopWork context.CancelCauseFunc) {
+	done := make(chan struct{})
+	go func() {
+		jobs.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(rt.opts.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		rt.log.Warn("worker: shutdown grace elapsed; cancelling running handlers")
+		stopWork(ErrShuttingDown)
+		<-done
+	}
+}
+
+// claimLoop claims jobs while slots are free and starts one goroutine per
+// job, until ctx is done. It sleeps only on channels: a free slot, a hint, or
+// the poll timer after an empty or failed claim.
+func (rt *Runtime) claimLoop(ctx, work, base context.Context, jobs *sync.WaitGroup) {
+	poll := time.NewTimer(rt.opts.PollInterval)
+	poll.Stop()
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		free := cap(rt.slots) - len(rt.slots)
+		if free == 0 {
+			select {
+			case <-ctx.Done():
+			case <-rt.wake:
+			}
+			continue
+		}
+		claimed, claimedAt, err := rt.claim(ctx, min(free, rt.opts.ClaimBatch))
+		for i, j := range claimed {
+			if ctx.Err() != nil || i >= free {
+				// Shutting down, or a store that ignored the limit.
+				rt.releaseUnstarted(base, j, claimedAt)
+				continue
+			}
+			rt.slots <- struct{}{} // never blocks: only this loop acquires
+			jobs.Go(func() { rt.runJob(work, base, j, claimedAt) })
+		}
+		if err == nil && len(claimed) > 0 {
+			continue
+		}
+		poll.Reset(rt.opts.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-rt.wake:
+		case <-poll.C:
+		}
+		poll.Stop()
+	}
+}
+
+// claim runs one Store.Claim. On error it returns no jobs.
+func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, error) {
+	now := rt.now()
+	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
+	defer cancel()
+	jobs, err := rt.opts.Store.Claim(cctx, ClaimParams{
+		Worker: rt.opts.Name,
+		Kinds:  rt.kinds,
+		Limit:  limit,
+		Lease:  rt.opts.Lease,
+		Now:    now,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			rt.log.Error("worker: claim failed", "err", redactErr(err))
+		}
+		return nil, now, err
+	}
+	return jobs, now, nil
+}
+
+// releaseUnstarted gives back a job that was claimed but is not run.
+func (rt *Runtime) releaseUnstarted(base context.Context, j Job, claimedAt time.Time) {
+	kind := rt.kindLabel(j.Kind)
+	rt.metrics.JobTransition(kind, TransitionClaimed)
+	rt.release(base, j, kind, claimedAt.Add(rt.opts.Lease))
+}
+
+// maintain runs a maintenance pass at start and then every period until ctx
+// is done.
+func (rt *Runtime) maintain(ctx context.Context, every time.Duration, what Transition, batch int,
+	pass func(ctx context.Context, now time.Time, limit int) (int, error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rt.maintenancePass(ctx, what, batch, pass)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// maintenancePass calls pass until it returns less than a full batch (at
+// most maxMaintenanceRounds times).
+func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch int,
+	pass func(ctx context.Context, now time.Time, limit int) (int, error)) {
+	for round := 0; round < maxMaintenanceRounds && ctx.Err() == nil; round++ {
+		cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
+		n, err := pass(cctx, rt.now(), batch)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				rt.log.Error("worker: maintenance pass failed", "pass", string(what), "err", redactErr(err))
+			}
+			return
+		}
+		if n > 0 {
+			rt.metrics.Maintenance(what, n)
+			if what == TransitionRescued {
+				rt.signalWake()
+			}
+		}
+		if n < batch {
+			return
+		}
+	}
+}
+
+// hint is the event subscriber: it must not block.
+func (rt *Runtime) hint(taskID string) {
+	rt.signalWake()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, r := range rt.running[taskID] {
+		select {
+		case r.hint <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// signalWake wakes the claim loop without blocking.
+func (rt *Runtime) signalWake() {
+	select {
+	case rt.wake <- struct{}{}:
+	default:
+	}
+}
+
+// track registers a running job for hints and returns its untrack func.
+func (rt *Runtime) track(taskID string) (*activeRun, func()) {
+	r := &activeRun{hint: make(chan struct{}, 1)}
+	rt.mu.Lock()
+	rt.running[taskID] = append(rt.running[taskID], r)
+	rt.mu.Unlock()
+	return r, func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		rs := slices.DeleteFunc(rt.running[taskID], func(x *activeRun) bool { return x == r })
+		if len(rs) == 0 {
+			delete(rt.running, taskID)
+		} else {
+			rt.running[taskID] = rs
+		}
+	}
+}
+
+// now is the runtime's clock.
+func (rt *Runtime) now() time.Time { return rt.opts.Now() }
+
+// kindLabel bounds the kind metric label. Handlers are immutable once Run
+// has started, which happens before any caller of kindLabel runs.
+func (rt *Runtime) kindLabel(kind string) string {
+	if _, ok := rt.handlers[kind]; ok {
+		return kind
+	}
+	return unknownKind
+}
+
+// redactErr renders an error for the log without its text, which may carry
+// task IDs or argument values; the runtime's own sentinels and context
+// errors are shown as they are.
+func redactErr(err error) string {
+	for _, known := range []error{ErrLeaseLost, ErrKeyReused, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return fmt.Sprintf("error of type %T", err)
+}

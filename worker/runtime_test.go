@@ -1,0 +1,405 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+func TestOptions(t *testing.T) {
+	store := newFakeStore(nil)
+	o, err := Options{Store: store}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Concurrency != 10 || o.ClaimBatch != 10 || o.Lease != 30*time.Second || o.HeartbeatEvery != 10*time.Second ||
+		o.PollInterval != 500*time.Millisecond || o.RescueEvery != 15*time.Second || o.RescueBatch != 100 ||
+		o.CleanupEvery != time.Minute || o.CleanupBatch != 500 || o.ShutdownGrace != 10*time.Second ||
+		o.Backoff == nil || o.Logger == nil || o.Metrics == nil || o.Now == nil {
+		t.Errorf("defaults = %+v", o)
+	}
+	if !strings.HasSuffix(o.Name, "-"+strconv.Itoa(os.Getpid())) {
+		t.Errorf("Name = %q, want hostname-pid", o.Name)
+	}
+
+	for name, bad := range map[string]Options{
+		"no store":               {},
+		"negative Concurrency":   {Store: store, Concurrency: -1},
+		"negative ClaimBatch":    {Store: store, ClaimBatch: -1},
+		"ClaimBatch > Conc.":     {Store: store, Concurrency: 2, ClaimBatch: 3},
+		"negative Lease":         {Store: store, Lease: -time.Second},
+		"negative Heartbeat":     {Store: store, HeartbeatEvery: -time.Second},
+		"Heartbeat == Lease":     {Store: store, Lease: time.Second, HeartbeatEvery: time.Second},
+		"Heartbeat > Lease":      {Store: store, HeartbeatEvery: time.Minute},
+		"Lease too short":        {Store: store, Lease: 2}, // Lease/3 rounds to 0
+		"negative PollInterval":  {Store: store, PollInterval: -1},
+		"negative RescueEvery":   {Store: store, RescueEvery: -1},
+		"negative RescueBatch":   {Store: store, RescueBatch: -1},
+		"negative CleanupEvery":  {Store: store, CleanupEvery: -1},
+		"negative CleanupBatch":  {Store: store, CleanupBatch: -1},
+		"negative ShutdownGrace": {Store: store, ShutdownGrace: -1},
+	} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	for n := -1; n <= 40; n++ {
+		ceiling := 5 * time.Minute
+		if n < 10 {
+			ceiling = min(ceiling, time.Second<<max(n-1, 0))
+		}
+		for range 50 {
+			if d := DefaultBackoff(n); d < 0 || d > ceiling {
+				t.Fatalf("DefaultBackoff(%d) = %v, want within [0, %v]", n, d, ceiling)
+			}
+		}
+	}
+}
+
+func TestRegistration(t *testing.T) {
+	rt, err := New(Options{Store: newFakeStore(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(context.Background()); err == nil {
+		t.Error("Run without handlers succeeded")
+	}
+	raw := func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) { return nil, nil }
+	if err := HandleRaw(rt, "", raw); err == nil {
+		t.Error("empty kind accepted")
+	}
+	if err := HandleRaw(rt, "k", nil); err == nil {
+		t.Error("nil raw handler accepted")
+	}
+	if err := Handle[struct{}, struct{}](rt, "k", nil); err == nil {
+		t.Error("nil typed handler accepted")
+	}
+	if err := HandleRaw(rt, "k", raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := Handle(rt, "k", func(context.Context, *JobContext, struct{}) (int, error) { return 0, nil }); err == nil {
+		t.Error("duplicate kind accepted")
+	}
+
+	// Channels made outside a bubble do not block durably in it: build the
+	// runtime that runs inside the bubble.
+	synctest.Test(t, func(t *testing.T) {
+		rt, err := New(Options{Store: newFakeStore(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := HandleRaw(rt, "k", raw); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(ctx) }()
+		synctest.Wait()
+		if err := HandleRaw(rt, "late", raw); err == nil {
+			t.Error("registration after Run accepted")
+		}
+		if err := rt.Run(ctx); err == nil {
+			t.Error("second Run accepted")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+}
+
+func TestMaintenancePeriods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{RescueEvery: 10 * time.Second, CleanupEvery: 30 * time.Second})
+		if err := HandleRaw(h.rt, "x", func(context.Context, *JobContext) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		time.Sleep(65 * time.Second)
+		h.stop(t)
+		if rescues, cleanups, _ := h.store.calls(); rescues != 7 || cleanups != 3 {
+			t.Errorf("%d rescue and %d cleanup passes in 65s, want 7 and 3", rescues, cleanups)
+		}
+	})
+}
+
+func TestDrainWaitsForRunningHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		started := make(chan struct{})
+		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+			close(started)
+			time.Sleep(3 * time.Second)
+			return sumOut{Sum: 1}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+		h.start()
+		<-started
+		t0 := time.Now()
+		h.stop(t)
+		if d := time.Since(t0); d != 3*time.Second {
+			t.Errorf("Run returned %v after cancel, want when the handler finished (3s)", d)
+		}
+		if j := h.store.job(id); j.status != task.Completed {
+			t.Errorf("status = %s", j.status)
+		}
+	})
+}
+
+func TestDrainReleasesHandlersPastGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{ShutdownGrace: 5 * time.Second, Concurrency: 2})
+		b := newBlockingHandler(false)
+		if err := Handle(h.rt, "slow", b.handle); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{
+			h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
+			h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
+		}
+		h.start()
+		<-b.started
+		<-b.started
+		t0 := time.Now()
+		h.stop(t)
+		if d := time.Since(t0); d != 5*time.Second {
+			t.Errorf("Run returned %v after cancel, want the 5s grace", d)
+		}
+		if !errors.Is(b.lastCause(), ErrShuttingDown) {
+			t.Errorf("cause = %v", b.lastCause())
+		}
+		for _, id := range ids {
+			if j := h.store.job(id); j.state != "available" || j.status != task.Working || j.failures != 0 {
+				t.Errorf("state %s status %s failures %d, want released", j.state, j.status, j.failures)
+			}
+		}
+		if diff := cmp.Diff([]string{"Release", "Release"}, h.store.writeLog()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+		if n := h.metrics.transition("slow", TransitionReleased); n != 2 {
+			t.Errorf("released = %d", n)
+		}
+		if len(h.metrics.failures) != 0 {
+			t.Errorf("failures counted on shutdown: %v", h.metrics.failures)
+		}
+	})
+}
+
+func TestConcurrencyBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Concurrency: 3})
+		var running, peak atomic.Int32
+		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+			n := running.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(time.Second)
+			running.Add(-1)
+			return sumOut{Sum: 1}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for range 20 {
+			ids = append(ids, h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3))
+		}
+		h.start()
+		for _, id := range ids {
+			h.waitStatus(t, id, task.Completed)
+		}
+		h.stop(t)
+		if p := peak.Load(); p != 3 {
+			t.Errorf("peak concurrency = %d, want 3", p)
+		}
+		for _, c := range h.store.claimLog() {
+			if c.Limit < 1 || c.Limit > 3 || c.Worker != "test-worker" || c.Lease != 30*time.Second || !slices.Equal(c.Kinds, []string{"sum"}) {
+				t.Fatalf("claim %+v", c)
+			}
+		}
+	})
+}
+
+func TestIdleClaimLoopPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		if err := HandleRaw(h.rt, "x", func(context.Context, *JobContext) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		time.Sleep(10*time.Second - time.Millisecond)
+		h.stop(t)
+		if n := len(h.store.claimLog()); n != 20 {
+			t.Errorf("%d claims in 10s of idling, want one per 500ms poll (20)", n)
+		}
+	})
+}
+
+func TestWakeups(t *testing.T) {
+	t.Run("event hint", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, Options{PollInterval: time.Hour})
+			if err := Handle(h.rt, "sum", func(context.Context, *JobContext, struct{}) (sumOut, error) { return sumOut{}, nil }); err != nil {
+				t.Fatal(err)
+			}
+			h.start()
+			time.Sleep(time.Minute)
+			t0 := time.Now()
+			id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3) // publishes a hint
+			h.waitStatus(t, id, task.Completed)
+			if d := time.Since(t0); d > 10*time.Millisecond {
+				t.Errorf("hinted job completed after %v", d)
+			}
+			h.stop(t)
+		})
+	})
+	t.Run("freed slot", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, Options{PollInterval: time.Hour, Concurrency: 1})
+			h.store.events = nil
+			if err := Handle(h.rt, "sum", func(context.Context, *JobContext, struct{}) (sumOut, error) {
+				time.Sleep(time.Second)
+				return sumOut{}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			a := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+			b := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+			t0 := time.Now()
+			h.start()
+			h.waitStatus(t, a, task.Completed)
+			h.waitStatus(t, b, task.Completed)
+			if d := time.Since(t0); d > 2*time.Second+10*time.Millisecond {
+				t.Errorf("two 1s jobs took %v on one slot", d)
+			}
+			h.stop(t)
+		})
+	})
+}
+
+func TestMetricLabelsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Backoff: func(int) time.Duration { return time.Second }})
+		h.store.anyKindClaims = 1
+		if err := HandleRaw(h.rt, "known", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			if job.Failures() == 0 {
+				return nil, errors.New("once")
+			}
+			return textResult("ok", false), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		stray := h.store.enqueue(t, testOrigin(t, "not-registered", `{}`, ""), 3)
+		id := h.store.enqueue(t, testOrigin(t, "known", `{}`, ""), 3)
+		h.start()
+		h.waitStatus(t, id, task.Completed)
+		waitFor(t, "stray released", func() bool { return h.metrics.transition(unknownKind, TransitionReleased) == 1 })
+		h.stop(t)
+		if j := h.store.job(stray); j.state != "available" || j.failures != 0 {
+			t.Errorf("stray job: state %s failures %d", j.state, j.failures)
+		}
+
+		allowed := map[string]bool{"known": true, unknownKind: true}
+		for _, tr := range []Transition{TransitionClaimed, TransitionCompleted, TransitionFailed, TransitionCancelled,
+			TransitionRetried, TransitionInputRequested, TransitionLeaseLost, TransitionReleased, TransitionRescued, TransitionExpiredDeleted} {
+			allowed[string(tr)] = true
+		}
+		for _, c := range []FailureCategory{FailureHandlerError, FailurePermanent, FailureTimeout, FailureInvalidResult, FailurePanic} {
+			allowed[string(c)] = true
+		}
+		h.metrics.mu.Lock()
+		defer h.metrics.mu.Unlock()
+		for _, l := range h.metrics.labels {
+			if !allowed[l] {
+				t.Errorf("unbounded metric label %q", l)
+			}
+		}
+		if !h.metrics.kinds[unknownKind] {
+			t.Error("the unregistered kind was not reported as unknown")
+		}
+	})
+}
+
+// TestRunLeavesNoGoroutines runs on the real clock, outside any bubble, and
+// checks with goleak that every goroutine has ended when Run returns.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	events := task.NewBroadcaster()
+	store := newFakeStore(events)
+	rt, err := New(Options{
+		Store: store, Events: events, Concurrency: 4, Lease: 1500 * time.Millisecond,
+		PollInterval: 5 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldStarted := make(chan struct{})
+	var once sync.Once
+	err = Handle(rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		if in.A < 0 {
+			once.Do(func() { close(heldStarted) })
+			<-ctx.Done() // held until the grace ends
+			return sumOut{}, ctx.Err()
+		}
+		time.Sleep(600 * time.Millisecond) // spans a heartbeat
+		return sumOut{Sum: in.A}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 5 {
+		ids = append(ids, store.enqueue(t, testOrigin(t, "sum", `{"a":1}`, sumSchema), 3))
+	}
+	held := store.enqueue(t, testOrigin(t, "sum", `{"a":-1}`, sumSchema), 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	<-heldStarted
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, id := range ids {
+			if store.job(id).status == task.Completed {
+				n++
+			}
+		}
+		if n == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs completed", n, len(ids))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if s := store.job(id).status; s != task.Completed {
+			t.Errorf("status %s", s)
+		}
+	}
+	if j := store.job(held); j.state != "available" {
+		t.Errorf("held job state %s, want released", j.state)
+	}
+	goleak.VerifyNone(t)
+}
