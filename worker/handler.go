@@ -339,6 +339,9 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 		return
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
+		if rt.completer != nil {
+			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid})
+		}
 		return rt.opts.Store.Complete(ctx, j.Lease, valid, "")
 	}))
 }

@@ -39,10 +39,14 @@ const (
 	writeRetryPause = 100 * time.Millisecond
 )
 
+// batchTimeout bounds one CompleteBatch call.
+const batchTimeout = 30 * time.Second
+
 // write runs one fenced store write. Transient failures are retried while
 // the lease, which ends at expires by the local clock, still has room;
 // ErrLeaseLost and ErrKeyReused are returned at once, since retrying cannot
 // change them. Each try is bounded by the lease duration.
+
 func (rt *Runtime) write(base context.Context, expires time.Time, fn func(ctx context.Context) error) error {
 	pause := writeRetryPause
 	for try := 1; ; try++ {

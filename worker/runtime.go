@@ -186,6 +186,10 @@ type Runtime struct {
 	// arrived, or a rescue made jobs available.
 	wake chan struct{}
 
+	// completer batches completions when the store supports it; nil
+	// otherwise. Set by Run before any job starts.
+	completer *completer
+
 	mu       sync.Mutex
 	started  bool
 	handlers map[string]RawHandler // immutable once started
@@ -265,9 +269,15 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
 	})
 
+	if bc, ok := rt.opts.Store.(BatchCompleter); ok {
+		rt.completer = newCompleter(bc, rt.opts.Concurrency)
+	}
 	var jobs sync.WaitGroup
 	rt.claimLoop(ctx, work, base, &jobs)
 	rt.drain(&jobs, stopWork)
+	if rt.completer != nil {
+		rt.completer.close() // every job has finished: no more submissions
+	}
 	maint.Wait()
 	return nil
 }

@@ -154,3 +154,22 @@ type EnqueueOptions struct {
 
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
 var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")
+
+// BatchCompleter is an optional extension of Store: a store that implements
+// it completes many jobs in one transaction, which is the main throughput
+// lever of a durable queue (one commit, one fsync, for many jobs). The
+// runtime batches concurrent completions through it when it is available.
+type BatchCompleter interface {
+	// CompleteBatch applies Complete to every item in one transaction.
+	// lost[i] reports that item i's lease was no longer current, in which
+	// case nothing was written for it; the other items commit. An error
+	// means nothing was committed.
+	CompleteBatch(ctx context.Context, items []Completion) (lost []bool, err error)
+}
+
+// Completion is one item of CompleteBatch.
+type Completion struct {
+	Lease   Lease
+	Result  *mcp.CallToolResult
+	Message string
+}

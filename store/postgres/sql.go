@@ -122,6 +122,20 @@ const (
 			error = $7, updated_at = GREATEST(t.updated_at, {{now}})
 		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $8)`
 
+	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
+	// $5 results, $6 node. Returns the IDs that were completed.
+	sqlCompleteBatch = `WITH v AS (
+			SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[]) AS v(task_id, attempt, message, result)),
+		j AS (
+			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+			FROM v WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.state = 'running'
+				AND j.lease_expires_at > {{now}}
+			RETURNING j.task_id)
+		UPDATE {{schema}}.tasks t SET status = 'completed', status_message = v.message, input_requests = NULL,
+			result = v.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
+		FROM j JOIN v ON v.task_id = j.task_id WHERE t.id = j.task_id
+		RETURNING t.id, {{schema}}.task_event(t.id, {{now}}, $6)`
+
 	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 node. The
 	// failure that reaches max_attempts fails the task instead.
 	sqlRetry = `WITH j AS (
@@ -198,6 +212,7 @@ type queries struct {
 	claim, claimKinds, heartbeat, finish, retry, release     string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
 	pruneOutbox, outboxAfter, outboxLast                     string
+	completeBatch                                            string
 }
 
 func newQueries(schema string) queries {
@@ -223,6 +238,7 @@ func newQueries(schema string) queries {
 	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND t.kind = ANY($5::text[])", 1))
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
+	q.completeBatch = q.expand(sqlCompleteBatch)
 	q.retry = q.expand(sqlRetry)
 	q.release = q.expand(sqlRelease)
 	q.lockLease = q.expand(sqlLockLease)

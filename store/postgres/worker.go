@@ -172,6 +172,50 @@ func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) erro
 	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil)
 }
 
+// CompleteBatch implements worker.BatchCompleter: every item is completed
+// under its own fence, in one statement and one transaction.
+func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
+	ids := make([]string, len(items))
+	attempts := make([]int64, len(items))
+	messages := make([]string, len(items))
+	results := make([][]byte, len(items))
+	for i, it := range items {
+		if it.Result == nil {
+			return nil, errors.New("postgres: a result is required")
+		}
+		b, err := json.Marshal(it.Result)
+		if err != nil {
+			return nil, wrapErr("encode result", err)
+		}
+		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
+	}
+	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, s.node)
+	if err != nil {
+		return nil, wrapErr("complete batch", err)
+	}
+	done := make(map[string]bool, len(items))
+	for rows.Next() {
+		var id string
+		var event int64
+		if err := rows.Scan(&id, &event); err != nil {
+			rows.Close()
+			return nil, wrapErr("complete batch", err)
+		}
+		done[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("complete batch", err)
+	}
+	lost := make([]bool, len(items))
+	for i, id := range ids {
+		lost[i] = !done[id]
+		if done[id] {
+			s.bc.Publish(id)
+		}
+	}
+	return lost, nil
+}
+
 // finish ends a task in a terminal status under a live lease, in one
 // statement that also finishes the job and records the change.
 func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task.Status, message string, result, errJSON []byte) error {

@@ -271,6 +271,47 @@ func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, 
 	})
 }
 
+// CompleteBatch implements worker.BatchCompleter: every item is completed
+// under its own fence in one immediate transaction, so the batch costs one
+// commit. Items whose lease is lost are skipped and reported.
+func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
+	results := make([]string, len(items))
+	for i, it := range items {
+		if it.Result == nil {
+			return nil, errors.New("sqlite: a result is required")
+		}
+		b, err := json.Marshal(it.Result)
+		if err != nil {
+			return nil, wrapErr("encode result", err)
+		}
+		results[i] = string(b)
+	}
+	lost := make([]bool, len(items))
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		var done []string
+		for i, it := range items {
+			err := fencedJob(ctx, tx, it.Lease, nowMs, `state = 'done', lease_owner = NULL, lease_expires_at = NULL`)
+			if errors.Is(err, worker.ErrLeaseLost) {
+				lost[i] = true
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs); err != nil {
+				return nil, err
+			}
+			done = append(done, it.Lease.TaskID)
+		}
+		return done, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lost, nil
+}
+
 // setTerminal moves a task to a terminal status and records the change in
 // the outbox.
 func setTerminal(ctx context.Context, tx *wtx, id string, status task.Status, message string, result, errJSON any, nowMs int64) error {

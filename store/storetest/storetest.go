@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"Rescue", testRescue},
 		{"Retry", testRetry},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
+		{"CompleteBatch", testCompleteBatch},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}

@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"context"
+	"sync"
+)
+
+// maxCompleteBatch bounds one CompleteBatch call.
+const maxCompleteBatch = 256
+
+// completer funnels concurrent completions into CompleteBatch calls. It
+// batches naturally: while one batch commits, the next completions queue, and
+// the following call takes all of them (up to maxCompleteBatch), so a quiet
+// runtime pays no extra latency and a busy one commits many jobs at once. Its
+// goroutine is owned by Run and ends when Run closes it, after every job has
+// finished.
+type completer struct {
+	store BatchCompleter
+	reqs  chan completeReq
+	done  sync.WaitGroup
+}
+
+type completeReq struct {
+	item  Completion
+	reply chan error // capacity 1
+}
+
+func newCompleter(store BatchCompleter, queue int) *completer {
+	c := &completer{store: store, reqs: make(chan completeReq, queue)}
+	c.done.Add(1)
+	go c.loop()
+	return c
+}
+
+// complete submits one completion and waits for its outcome: nil,
+// ErrLeaseLost, or the batch's error.
+func (c *completer) complete(ctx context.Context, item Completion) error {
+	req := completeReq{item: item, reply: make(chan error, 1)}
+	select {
+	case c.reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		// The batch may still commit it; the fenced outcome is then
+		// unknown to this run, like any write that times out.
+		return ctx.Err()
+	}
+}
+
+// close stops the loop once the queued requests are answered.
+func (c *completer) close() {
+	close(c.reqs)
+	c.done.Wait()
+}
+
+func (c *completer) loop() {
+	defer c.done.Done()
+	batch := make([]completeReq, 0, maxCompleteBatch)
+	items := make([]Completion, 0, maxCompleteBatch)
+	for first := range c.reqs {
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < maxCompleteBatch {
+			select {
+			case r, ok := <-c.reqs:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		items = items[:0]
+		for _, r := range batch {
+			items = append(items, r.item)
+		}
+		// The batch outlives any one caller's context; each item's own
+		// deadline is enforced by its caller's wait.
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		lost, err := c.store.CompleteBatch(ctx, items)
+		cancel()
+		for i, r := range batch {
+			switch {
+			case err != nil:
+				r.reply <- err
+			case lost[i]:
+				r.reply <- ErrLeaseLost
+			default:
+				r.reply <- nil
+			}
+		}
+	}
+}
