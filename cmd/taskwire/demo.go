@@ -15,14 +15,18 @@ import (
 )
 
 // demoEndpoint is the endpoint `taskwire serve` offers: small, genuinely
-// useful tools that show typed input and structured output.
+// useful inline tools that show typed input and structured output. It
+// serves Tasks for 2026-07-28; addDurableTools adds the task tools, and the
+// server needs a task manager.
 func demoEndpoint() *server.Endpoint {
 	ep := server.NewEndpoint(server.EndpointOptions{
-		Path:         "/mcp",
-		Name:         "taskwire-demo",
-		Title:        "taskwire demo",
-		Version:      version,
-		Instructions: "Demo tools: text statistics, SHA-256 digests and time-zone conversion.",
+		Path:    "/mcp",
+		Name:    "taskwire-demo",
+		Title:   "taskwire demo",
+		Version: version,
+		Instructions: "Demo tools: text statistics, SHA-256 digests and time-zone conversion answer at once; " +
+			"reports.generate and approvals.request run as durable tasks (declare the Tasks extension).",
+		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
 	})
 	server.AddTool(ep, &mcp.Tool{
 		Name:        "text.stats",

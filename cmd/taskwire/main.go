@@ -1,12 +1,25 @@
-// Command taskwire runs taskwire MCP servers.
+// Command taskwire runs taskwire MCP servers with durable tasks.
 //
 // Usage:
 //
-//	taskwire serve [--addr 127.0.0.1:8080] [--log-level info]
+//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--workers 4] [--no-migrate]
+//	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
+//	taskwire worker  [--store SPEC] [--workers 4] [--no-migrate] [--reports-dir DIR]
+//	                 [--log-level info] [--shutdown-grace 10s]
+//	taskwire migrate [--store SPEC] [--log-level info]
 //	taskwire version
 //
-// serve starts the demo endpoint at http://ADDR/mcp and shuts down
-// gracefully on SIGINT or SIGTERM.
+// SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
+// defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
+// directory, so that tasks survive a restart without any set-up.
+//
+// serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
+// durable task tools reports.generate and approvals.request, whose jobs run
+// on --workers in-process workers (0 for an API-only node). worker runs only
+// the workers, for a fleet sharing one PostgreSQL store. Both apply pending
+// schema migrations unless --no-migrate is given; migrate only migrates.
+// serve and worker shut down gracefully on SIGINT or SIGTERM: running jobs
+// are given --shutdown-grace to finish, then released to run again later.
 package main
 
 import (
@@ -16,21 +29,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/sqlite"
 )
 
 // version is the taskwire release, set at build time with -ldflags.
 var version = "0.1.0-dev"
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	default:
 		fmt.Fprintln(os.Stderr, "taskwire:", err)
 		os.Exit(1)
 	}
@@ -39,20 +53,30 @@ func main() {
 const usage = `taskwire runs MCP servers with durable tasks.
 
 Commands:
-  serve     serve the demo MCP endpoint over HTTP
+  serve     serve the demo MCP endpoint over HTTP, with in-process workers
+  worker    run workers only, against a shared store
+  migrate   apply the store's schema migrations and exit
   version   print the version
+
+The store is --store, else $TASKWIRE_STORE, else sqlite:taskwire.db:
+  sqlite:PATH (or PATH.db)          a SQLite file, the default
+  postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets
 
 Run "taskwire COMMAND -h" for the flags of a command.
 `
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("a command is required")
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], stdout, stderr)
+		return serveCmd(ctx, args[1:], stdout, stderr, getenv)
+	case "worker":
+		return workerCmd(ctx, args[1:], stdout, stderr, getenv)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "taskwire", version)
 		return nil
@@ -64,63 +88,177 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
-	shutdownGrace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take to finish on shutdown")
+// commonFlags are the flags every store-using command shares.
+type commonFlags struct {
+	store    *string
+	logLevel *string
+}
+
+// addCommonFlags defines --store and --log-level on fs.
+func addCommonFlags(fs *flag.FlagSet) commonFlags {
+	return commonFlags{
+		store: fs.String("store", "", "task store `spec`: sqlite:PATH, PATH.db or postgres://USER@HOST/DB "+
+			"(default $"+storeEnv+", else "+defaultStore+")"),
+		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
+	}
+}
+
+// resolve returns the store spec and a logger writing to stderr.
+func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (storeSpec, *slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
+		return storeSpec{}, nil, fmt.Errorf("--log-level: %w", err)
+	}
+	spec, err := parseStoreSpec(resolveStore(*c.store, getenv))
+	if err != nil {
+		return storeSpec{}, nil, err
+	}
+	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// parseFlags parses args and refuses positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("serve: --log-level: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return nil
+}
 
-	ep := demoEndpoint()
-	srv, err := server.New(server.Options{
-		Endpoints: []*server.Endpoint{ep},
-		Logger:    logger,
-		Admission: server.DevAdmission(),
-	})
-	if err != nil {
+// serveCmd runs `taskwire serve`: the demo endpoint over HTTP and, unless
+// --workers is 0, the workers, over one store.
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	common := addCommonFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	workers := fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
+	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
+	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	spec, logger, err := common.resolve(getenv, stderr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	if *addr == "" {
+		return errors.New("serve: --addr must not be empty")
+	}
+	return runNode(ctx, nodeConfig{
+		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers,
+		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+	}, "serve", stdout)
+}
+
+// workerCmd runs `taskwire worker`: workers only, with no HTTP server.
+func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	common := addCommonFlags(fs)
+	workers := fs.Int("workers", 4, "jobs run at once")
+	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
+	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long running jobs may take to finish on shutdown before they are released")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	spec, logger, err := common.resolve(getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if *workers < 1 {
+		return errors.New("worker: --workers must be at least 1")
+	}
+	return runNode(ctx, nodeConfig{
+		Store: spec, NoMigrate: *noMigrate, Workers: *workers,
+		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+	}, "worker", stdout)
+}
+
+// runNode starts a node, reports where it runs, and stops it on SIGINT,
+// SIGTERM or the end of ctx.
+func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := startNode(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if n.URL() != "" {
+		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
+	}
+	fmt.Fprintf(stdout, "taskwire: store %s%s\n", n.cfg.Store, describeStore(n.cfg.Store))
+	if n.cfg.Workers > 0 {
+		plural := "s"
+		if n.cfg.Workers == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(stdout, "taskwire: %d worker%s; reports are written to %s\n", n.cfg.Workers, plural, n.cfg.ReportsDir)
+	} else {
+		fmt.Fprintln(stdout, "taskwire: no workers (API only): tasks wait for `taskwire worker` on the same store")
+	}
+	cfg.Logger.Info("started", "command", cmd, "workers", n.cfg.Workers)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-n.Failed():
+		cfg.Logger.Error("stopping after a failure", "err", runErr)
+	}
+	stop() // a second SIGINT ends the process at once
+	cfg.Logger.Info("shutting down")
+	if err := n.Shutdown(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return fmt.Errorf("%s: %w", cmd, runErr)
+	}
+	cfg.Logger.Info("stopped")
+	return nil
+}
+
+// describeStore adds a note on durability to the printed store.
+func describeStore(s storeSpec) string {
+	switch {
+	case s.Backend == backendSQLite && s.Path == sqlite.MemoryPath:
+		return " (in memory: tasks are lost when the process stops)"
+	case s.Backend == backendSQLite:
+		return " (SQLite file: tasks survive restarts)"
+	}
+	return " (PostgreSQL)"
+}
+
+// migrateCmd runs `taskwire migrate`: apply pending migrations and exit.
+func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	common := addCommonFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	spec, logger, err := common.resolve(getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	url := "http://" + ln.Addr().String() + ep.Path()
-	fmt.Fprintln(stdout, "taskwire: serving MCP at", url)
-	logger.Info("serving", "url", url)
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	// Open applies the pending migrations; Migrate again is a no-op that
+	// makes the intent explicit.
+	st, err := openStore(ctx, spec, false, logger)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), *shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("serve: shutdown: %w", err)
+	err = st.Migrate(ctx)
+	if cerr := st.Close(); err == nil {
+		err = cerr
 	}
-	<-errc
+	if err != nil {
+		return fmt.Errorf("migrate: store %s: %w", spec, err)
+	}
+	fmt.Fprintf(stdout, "taskwire: store %s is at schema version %d\n", spec, schemaVersion(spec))
 	return nil
 }

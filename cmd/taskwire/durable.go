@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Names of the durable demo tools; each is also the worker job kind.
+const (
+	toolReports   = "reports.generate"
+	toolApprovals = "approvals.request"
+)
+
+// Input bounds of the durable tools.
+const (
+	maxReportRows    = 1_000_000
+	maxReportSeconds = 3600
+	maxTextLen       = 1000 // accountId, subject, idempotencyKey
+	maxDetailsLen    = 4000
+	maxCommentLen    = 2000
+)
+
+// approvalKey is the input request key of approvals.request: one question
+// per task, so one fixed key.
+const approvalKey = "approval"
+
+// approvalForm is the form approvals.request shows the user.
+var approvalForm = json.RawMessage(`{"type":"object","properties":{` +
+	`"approve":{"type":"boolean","title":"Approve","description":"Approve the request?"},` +
+	`"comment":{"type":"string","title":"Comment","description":"An optional note for the record"}},` +
+	`"required":["approve"]}`)
+
+// ReportInput is the input of reports.generate.
+type ReportInput struct {
+	AccountID      string  `json:"accountId" jsonschema:"the account to report on"`
+	Rows           int     `json:"rows" jsonschema:"rows in the report, 1 to 1000000"`
+	Seconds        float64 `json:"seconds" jsonschema:"seconds of simulated work, 0 to 3600"`
+	IdempotencyKey string  `json:"idempotencyKey,omitempty" jsonschema:"a retry with the same key and arguments returns the same task"`
+}
+
+// Report is the result of reports.generate, and the content of the report
+// file it writes.
+type Report struct {
+	AccountID   string `json:"accountId"`
+	Rows        int    `json:"rows"`
+	Checksum    string `json:"checksum" jsonschema:"SHA-256 of the account ID and row count, lower-case hexadecimal"`
+	GeneratedAt string `json:"generatedAt" jsonschema:"when the report was written, RFC 3339"`
+}
+
+// validate checks the bounds that the inferred schema does not express.
+func (in ReportInput) validate() error {
+	switch {
+	case strings.TrimSpace(in.AccountID) == "":
+		return errors.New("accountId must not be empty")
+	case len(in.AccountID) > maxTextLen:
+		return fmt.Errorf("accountId must be at most %d bytes", maxTextLen)
+	case in.Rows < 1 || in.Rows > maxReportRows:
+		return fmt.Errorf("rows must be between 1 and %d", maxReportRows)
+	case math.IsNaN(in.Seconds) || in.Seconds < 0 || in.Seconds > maxReportSeconds:
+		return fmt.Errorf("seconds must be between 0 and %d", maxReportSeconds)
+	case len(in.IdempotencyKey) > maxTextLen:
+		return fmt.Errorf("idempotencyKey must be at most %d bytes", maxTextLen)
+	}
+	return nil
+}
+
+// ApprovalInput is the input of approvals.request.
+type ApprovalInput struct {
+	Subject        string `json:"subject" jsonschema:"what needs approval, shown to the user"`
+	Details        string `json:"details,omitempty" jsonschema:"more context for the approver"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty" jsonschema:"a retry with the same key and arguments returns the same task"`
+}
+
+// Approval is the result of approvals.request.
+type Approval struct {
+	Subject   string `json:"subject"`
+	Approved  bool   `json:"approved" jsonschema:"true only when the user accepted the form with approve set"`
+	Comment   string `json:"comment" jsonschema:"the approver's note, possibly empty"`
+	DecidedAt string `json:"decidedAt" jsonschema:"when the decision was recorded, RFC 3339"`
+}
+
+func (in ApprovalInput) validate() error {
+	switch {
+	case strings.TrimSpace(in.Subject) == "":
+		return errors.New("subject must not be empty")
+	case len(in.Subject) > maxTextLen:
+		return fmt.Errorf("subject must be at most %d bytes", maxTextLen)
+	case len(in.Details) > maxDetailsLen:
+		return fmt.Errorf("details must be at most %d bytes", maxDetailsLen)
+	case len(in.IdempotencyKey) > maxTextLen:
+		return fmt.Errorf("idempotencyKey must be at most %d bytes", maxTextLen)
+	}
+	return nil
+}
+
+// message is the elicitation message: deterministic in the input, as the
+// handler re-runs from the start once the user has answered.
+func (in ApprovalInput) message() string {
+	m := "Approve: " + in.Subject
+	if in.Details != "" {
+		m += "\n\n" + in.Details
+	}
+	return m
+}
+
+// addDurableTools registers the task-required demo tools on ep. Their
+// handlers only validate the input and enqueue a job in st; the workers
+// (registerWorkers) do the work, in this process or another.
+func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logger) {
+	server.AddTaskTool[ReportInput, Report](ep, &mcp.Tool{
+		Name:  toolReports,
+		Title: "Generate a report",
+		Description: "Generate an account report as a durable task: it survives client timeouts and server restarts. " +
+			"seconds simulates the work time. Pass idempotencyKey to make retries safe.",
+	}, func(ctx context.Context, _ *server.Request, in ReportInput, cc *task.CreationContext) (task.Handle, error) {
+		if err := in.validate(); err != nil {
+			return task.Handle{}, err
+		}
+		return enqueue(ctx, st, cc, toolReports, in.IdempotencyKey, logger)
+	})
+	server.AddTaskTool[ApprovalInput, Approval](ep, &mcp.Tool{
+		Name:  toolApprovals,
+		Title: "Request an approval",
+		Description: "Ask the user to approve something, as a durable task: the task asks through a form " +
+			"(input_required) and completes with the decision.",
+	}, func(ctx context.Context, _ *server.Request, in ApprovalInput, cc *task.CreationContext) (task.Handle, error) {
+		if err := in.validate(); err != nil {
+			return task.Handle{}, err
+		}
+		return enqueue(ctx, st, cc, toolApprovals, in.IdempotencyKey, logger)
+	}, server.WithTaskInput(task.InputElicitationForm))
+}
+
+// enqueue creates the task and its job in one transaction. A plain error
+// becomes a tool result the model reads; a store failure is an internal
+// error whose cause is logged, not sent.
+func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
+	t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{IdempotencyKey: key})
+	switch {
+	case errors.Is(err, worker.ErrIdempotencyConflict):
+		return task.Handle{}, errors.New("idempotencyKey was already used with different arguments: " +
+			"repeat the original arguments to get the original task, or use a new key")
+	case err != nil:
+		logger.Error("enqueue failed", "tool", tool, "err", err)
+		return task.Handle{}, mcp.NewError(mcp.CodeInternalError, "Internal error")
+	}
+	return task.Handle{ID: t.ID()}, nil
+}
+
+// registerWorkers registers the worker handlers of the durable tools on rt.
+// reportsDir is where reports.generate writes its files.
+func registerWorkers(rt *worker.Runtime, reportsDir string) error {
+	return errors.Join(
+		worker.Handle(rt, toolReports, func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
+			return generateReport(ctx, job.TaskID(), in, reportsDir)
+		}),
+		worker.Handle(rt, toolApprovals, requestApproval),
+	)
+}
+
+// generateReport simulates in.Seconds of work, then writes the report file
+// and returns the report. The file, named after the task, is written to a
+// temporary file and renamed into place, so a run repeated after a crash or a
+// lost lease replaces the same file and never leaves a second copy.
+func generateReport(ctx context.Context, taskID string, in ReportInput, dir string) (Report, error) {
+	if err := in.validate(); err != nil {
+		return Report{}, worker.ToolError(err.Error())
+	}
+	if err := simulateWork(ctx, in.Seconds); err != nil {
+		return Report{}, err
+	}
+	r := Report{
+		AccountID:   in.AccountID,
+		Rows:        in.Rows,
+		Checksum:    reportChecksum(in.AccountID, in.Rows),
+		GeneratedAt: time.Now().UTC().Format(time.RFC3339),
+	}
+	if err := writeReport(dir, taskID, r); err != nil {
+		return Report{}, err // retried with backoff
+	}
+	return r, nil
+}
+
+// simulateWork waits seconds, or until ctx is done; then it returns the
+// cause, so that the runtime releases the job on shutdown and cancels the
+// task on a client's request.
+func simulateWork(ctx context.Context, seconds float64) error {
+	if seconds <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(seconds * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// reportChecksum is the deterministic checksum of a report: SHA-256 over the
+// account ID and the row count, separated by a NUL byte.
+func reportChecksum(accountID string, rows int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", accountID, rows))
+	return hex.EncodeToString(sum[:])
+}
+
+// reportPath is the report file of a task.
+func reportPath(dir, taskID string) (string, error) {
+	if taskID == "" || strings.ContainsFunc(taskID, func(r rune) bool {
+		return !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) {
+		return "", worker.Permanent(errors.New("task ID is not safe as a file name"))
+	}
+	return filepath.Join(dir, taskID+".json"), nil
+}
+
+// writeReport writes r as dir/<taskID>.json atomically: a temporary file in
+// the same directory, synced, then renamed over the final name.
+func writeReport(dir, taskID string, r Report) error {
+	final, err := reportPath(dir, taskID)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return worker.Permanent(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+taskID+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// requestApproval asks the user through a form and completes with the
+// decision. The first run records the question (the task turns
+// input_required); the run after the answer finds it and returns. Declining
+// or cancelling the form is a decision too: approved is false.
+func requestApproval(ctx context.Context, job *worker.JobContext, in ApprovalInput) (Approval, error) {
+	if err := in.validate(); err != nil {
+		return Approval{}, worker.ToolError(err.Error())
+	}
+	raw, err := job.Ask(ctx, approvalKey, mcp.NewElicitFormRequest(in.message(), approvalForm))
+	if err != nil {
+		return Approval{}, err
+	}
+	var answer mcp.ElicitResult
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return Approval{}, worker.Permanent(err)
+	}
+	out := Approval{Subject: in.Subject, DecidedAt: time.Now().UTC().Format(time.RFC3339)}
+	if answer.Action == mcp.ElicitActionAccept {
+		out.Approved, _ = answer.Content["approve"].(bool)
+		comment, _ := answer.Content["comment"].(string)
+		out.Comment = truncate(comment, maxCommentLen)
+	}
+	return out, nil
+}
+
+// truncate shortens s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

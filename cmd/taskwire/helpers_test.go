@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// waitFor bounds every wait of these tests.
+const waitFor = 30 * time.Second
+
+// remote is an http.Handler that forwards each request over real HTTP to
+// a running node, so that mcptest.Client, which builds requests exactly as
+// a 2026-07-28 client does, talks to the node through its socket.
+type remote struct {
+	base   string // scheme://host:port
+	client *http.Client
+}
+
+func (r *remote) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out, err := http.NewRequestWithContext(req.Context(), req.Method, r.base+req.URL.Path, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = req.Header.Clone()
+	resp, err := r.client.Do(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// newClient returns an mcptest client for the node at url (…/mcp) that
+// declares the Tasks extension and form elicitation.
+func newClient(t *testing.T, url string) *mcptest.Client {
+	t.Helper()
+	base, path, ok := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
+	if !ok {
+		t.Fatalf("unexpected URL %q", url)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := mcptest.NewClient(&remote{base: "http://" + base, client: &http.Client{Transport: tr, Timeout: waitFor}}, "/"+path)
+	c.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
+	c.DeclareTasks()
+	return c
+}
+
+// testConfig is a node configuration for tests: loopback on a free port,
+// the SQLite file db, fast polling and a short shutdown grace.
+func testConfig(db string, workers int) nodeConfig {
+	return nodeConfig{
+		Addr:          "127.0.0.1:0",
+		Store:         storeSpec{Backend: backendSQLite, Path: db},
+		Workers:       workers,
+		ShutdownGrace: 200 * time.Millisecond,
+		workerPoll:    20 * time.Millisecond,
+	}
+}
+
+// start starts a node and shuts it down when the test ends.
+func start(t *testing.T, cfg nodeConfig) *node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	n, err := startNode(ctx, cfg)
+	if err != nil {
+		t.Fatalf("startNode: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := n.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return n
+}
+
+// callTool calls a tool and fails the test on a transport or protocol
+// error.
+func callTool(t *testing.T, c *mcptest.Client, name string, args any) *mcptest.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	r, err := c.CallTool(ctx, name, args)
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if r.Error != nil {
+		t.Fatalf("tools/call %s: HTTP %d, error %v", name, r.Status, r.Error)
+	}
+	return r
+}
+
+// createTask calls a task tool and returns the ID of the task it created
+// (or, with an idempotency key, found).
+func createTask(t *testing.T, c *mcptest.Client, name string, args any) string {
+	t.Helper()
+	h, err := callTool(t, c, name, args).TaskHandle()
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if h.TaskID == "" {
+		t.Fatal("task handle without an ID")
+	}
+	// A fast job may already have finished: the handle is a snapshot.
+	return h.TaskID
+}
+
+// getTask sends tasks/get.
+func getTask(t *testing.T, c *mcptest.Client, id string) *mcp.GetTaskResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	r, err := c.GetTask(ctx, id)
+	if err != nil {
+		t.Fatalf("tasks/get: %v", err)
+	}
+	if r.Error != nil {
+		t.Fatalf("tasks/get: HTTP %d, error %v", r.Status, r.Error)
+	}
+	g, err := r.Task()
+	if err != nil {
+		t.Fatalf("tasks/get: %v", err)
+	}
+	return g
+}
+
+// waitStatus polls tasks/get until the task reaches want, failing on
+// another terminal status or after waitFor.
+func waitStatus(t *testing.T, c *mcptest.Client, id string, want mcp.TaskStatus) *mcp.GetTaskResult {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		g := getTask(t, c, id)
+		switch g.Status {
+		case want:
+			return g
+		case mcp.TaskCompleted, mcp.TaskFailed, mcp.TaskCancelled:
+			t.Fatalf("task ended %q (error %v), want %q", g.Status, g.Error, want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task still %q after %v, want %q", g.Status, waitFor, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// structured decodes the structuredContent of a completed task's result.
+func structured[T any](t *testing.T, g *mcp.GetTaskResult) T {
+	t.Helper()
+	var res struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(g.Result, &res); err != nil {
+		t.Fatalf("result: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("result is an error: %s", g.Result)
+	}
+	var v T
+	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
+		t.Fatalf("structuredContent %s: %v", res.StructuredContent, err)
+	}
+	return v
+}
+
+// toolErrorText returns the text of an isError tool result, failing when
+// the result is not one.
+func toolErrorText(t *testing.T, r *mcptest.Response) string {
+	t.Helper()
+	var res mcp.CallToolResult
+	if err := r.DecodeResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("want one isError text, got %s", r.Result)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("want text content, got %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+// transitions records the worker runtime's job transitions and lets a test
+// wait for one. It is a real worker.Metrics sink, not a stand-in.
+type transitions struct {
+	mu     sync.Mutex
+	counts map[worker.Transition]int
+	change chan struct{}
+}
+
+func newTransitions() *transitions {
+	return &transitions{counts: map[worker.Transition]int{}, change: make(chan struct{}, 1)}
+}
+
+func (m *transitions) JobTransition(_ string, tr worker.Transition) {
+	m.mu.Lock()
+	m.counts[tr]++
+	m.mu.Unlock()
+	select {
+	case m.change <- struct{}{}:
+	default:
+	}
+}
+
+func (m *transitions) JobFailure(string, worker.FailureCategory) {}
+func (m *transitions) HandlerDuration(string, time.Duration)     {}
+func (m *transitions) Maintenance(worker.Transition, int)        {}
+
+func (m *transitions) count(tr worker.Transition) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[tr]
+}
+
+func (m *transitions) snapshot() map[worker.Transition]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.counts)
+}
+
+// await waits until tr has been counted at least n times.
+func (m *transitions) await(t *testing.T, tr worker.Transition, n int) {
+	t.Helper()
+	timeout := time.After(waitFor)
+	for m.count(tr) < n {
+		select {
+		case <-m.change:
+		case <-timeout:
+			t.Fatalf("transition %q counted %d times, want %d (all: %v)", tr, m.count(tr), n, m.snapshot())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers, for logs and
+// command output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// bufferLogger returns a debug-level logger writing to a buffer.
+func bufferLogger() (*slog.Logger, *syncBuffer) {
+	b := &syncBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// reportFiles lists the names in a reports directory, temporary files
+// included.
+func reportFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// maxWorkers bounds --workers.
+const maxWorkers = 1024
+
+// nodeConfig configures a node: the demo endpoint over HTTP, a worker
+// runtime, or both, over one durable store.
+type nodeConfig struct {
+	// Addr is the HTTP listen address. Empty: no HTTP server (taskwire
+	// worker).
+	Addr string
+	// Store names the durable store.
+	Store storeSpec
+	// NoMigrate refuses an outdated schema instead of migrating it.
+	NoMigrate bool
+	// Workers is the number of jobs run at once in this process. 0: no
+	// worker runtime (an API-only node).
+	Workers int
+	// ReportsDir is where reports.generate writes its files. Empty: the
+	// store's default (reports/ beside a SQLite file, else in the working
+	// directory).
+	ReportsDir string
+	// ShutdownGrace bounds the HTTP shutdown, and separately how long
+	// running jobs may take to finish before they are released.
+	ShutdownGrace time.Duration
+	// Logger receives operational messages; never task IDs, arguments or
+	// principals.
+	Logger *slog.Logger
+
+	// workerMetrics and workerPoll are for tests: zero values are the
+	// runtime's defaults.
+	workerMetrics worker.Metrics
+	workerPoll    time.Duration
+}
+
+// validate checks the configuration and fills in defaults.
+func (c *nodeConfig) validate() error {
+	switch {
+	case c.Workers < 0 || c.Workers > maxWorkers:
+		return fmt.Errorf("--workers must be between 0 and %d", maxWorkers)
+	case c.ShutdownGrace <= 0:
+		return errors.New("--shutdown-grace must be positive")
+	case c.Addr == "" && c.Workers == 0:
+		return errors.New("a node needs an HTTP address or at least one worker")
+	}
+	if c.ReportsDir == "" {
+		c.ReportsDir = c.Store.defaultReportsDir()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// node is a running taskwire process: its store, and the HTTP server and
+// the worker runtime it was configured with. Build it with startNode and
+// stop it with Shutdown.
+type node struct {
+	cfg   nodeConfig
+	store durableStore
+
+	srv       *server.Server
+	hs        *http.Server
+	url       string
+	serveDone chan struct{} // closed when hs.Serve has returned
+
+	rt       *worker.Runtime
+	rtCancel context.CancelFunc
+	rtDone   chan struct{} // closed when rt.Run has returned
+
+	failed       chan error // the first unexpected stop of the server or the runtime
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// startNode opens the store (migrating it unless cfg.NoMigrate), builds the
+// demo endpoint and the worker runtime, and starts both. ctx bounds the
+// start-up only. On error nothing is left running.
+func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, cfg.Store, cfg.NoMigrate, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	n = &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+
+	if cfg.Workers > 0 {
+		n.rt, err = worker.New(worker.Options{
+			Store:         st,
+			Events:        st.EventPublisher(),
+			Concurrency:   cfg.Workers,
+			ShutdownGrace: cfg.ShutdownGrace,
+			PollInterval:  cfg.workerPoll,
+			Logger:        cfg.Logger,
+			Metrics:       cfg.workerMetrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := registerWorkers(n.rt, cfg.ReportsDir); err != nil {
+			return nil, err
+		}
+	}
+
+	var ln net.Listener
+	if cfg.Addr != "" {
+		ep := demoEndpoint()
+		addDurableTools(ep, st, cfg.Logger)
+		n.srv, err = server.New(server.Options{
+			Endpoints:   []*server.Endpoint{ep},
+			Logger:      cfg.Logger,
+			Admission:   server.DevAdmission(),
+			TaskManager: st,
+			// Demo only: every admitted caller may listen for task
+			// notifications; the store still authorizes each lookup.
+			Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		ln, err = net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			n.srv.Close()
+			return nil, err
+		}
+		n.hs = &http.Server{
+			Handler:           n.srv,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}
+		n.url = "http://" + ln.Addr().String() + ep.Path()
+	}
+
+	// Nothing can fail from here on.
+	if n.rt != nil {
+		rctx, cancel := context.WithCancel(context.Background())
+		n.rtCancel, n.rtDone = cancel, make(chan struct{})
+		go func() {
+			defer close(n.rtDone)
+			err := n.rt.Run(rctx)
+			if rctx.Err() == nil {
+				n.failed <- fmt.Errorf("worker runtime stopped: %v", err)
+			}
+		}()
+	}
+	if n.hs != nil {
+		n.serveDone = make(chan struct{})
+		go func() {
+			defer close(n.serveDone)
+			if err := n.hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				n.failed <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
+	return n, nil
+}
+
+// URL returns the demo endpoint's URL, or "" on a node without HTTP.
+func (n *node) URL() string { return n.url }
+
+// Failed delivers an error when the HTTP server or the worker runtime
+// stops by itself.
+func (n *node) Failed() <-chan error { return n.failed }
+
+// Shutdown stops the node gracefully, in order: listen streams end
+// (server.Close), the HTTP server finishes in-flight requests within
+// ShutdownGrace (then drops the rest), the worker runtime drains (running
+// jobs get ShutdownGrace to finish, then are released to run again: a task
+// is never failed because a process stops), and the store is closed. It is
+// safe to call more than once.
+func (n *node) Shutdown() error {
+	n.shutdownOnce.Do(func() {
+		var errs []error
+		if n.srv != nil {
+			n.srv.Close()
+		}
+		if n.hs != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownGrace)
+			if err := n.hs.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+				n.hs.Close()
+			}
+			cancel()
+			<-n.serveDone
+		}
+		if n.rt != nil {
+			n.rtCancel()
+			<-n.rtDone
+		}
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the store: %w", err))
+		}
+		n.shutdownErr = errors.Join(errs...)
+	})
+	return n.shutdownErr
+}
