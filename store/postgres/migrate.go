@@ -5,13 +5,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/taskwire/taskwire/store/internal/migrations"
 )
 
 //go:embed migrations/*.sql
@@ -27,49 +23,18 @@ var (
 	ErrSchemaOutdated = errors.New("postgres: database schema is older than this code and NoMigrate is set")
 )
 
-// migration is one embedded schema step.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNN_name.sql, numbered 1, 2, 3, ... without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// loadMigrations returns the embedded migrations in version order.
+func loadMigrations() ([]migrations.Migration, error) {
+	ms, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: bad migration file name %q", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("postgres: migrations are not numbered 1..n without gaps (at %d)", m.version)
-		}
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return ms, nil
 }
 
 // SchemaVersion is the schema version this code migrates to.
 func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err) // the embedded files are fixed at build time
-	}
-	return len(ms)
+	return migrations.MustCount(migrationFiles, "migrations")
 }
 
 // checkSchema migrates the schema, or only checks its version when
@@ -115,11 +80,11 @@ func (s *Store) version(ctx context.Context, q queryRower) (int, error) {
 // once. It is idempotent, and fails with ErrSchemaTooNew when the schema is
 // newer than the code.
 func (s *Store) Migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	var applied []migration
+	var applied []migrations.Migration
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		applied = nil
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
@@ -151,11 +116,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, len(ms))
 		}
 		for _, m := range ms[v:] {
-			if _, err := tx.Exec(ctx, s.q.expand(m.sql)); err != nil {
-				return fmt.Errorf("postgres: migration %03d_%s: %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, s.q.expand(m.SQL)); err != nil {
+				return fmt.Errorf("postgres: migration %03d_%s: %w", m.Version, m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO `+s.q.ident+`.schema_version (version, name, applied_at)
-				VALUES ($1, $2, `+nowExpr(3)+`)`, m.version, m.name, s.now()); err != nil {
+				VALUES ($1, $2, `+nowExpr(3)+`)`, m.Version, m.Name, s.now()); err != nil {
 				return wrapErr("record migration", err)
 			}
 			applied = append(applied, m)
@@ -166,7 +131,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range applied {
-		s.log.Info("postgres: applied migration", "version", m.version, "name", m.name, "schema", s.opts.Schema)
+		s.log.Info("postgres: applied migration", "version", m.Version, "name", m.Name, "schema", s.opts.Schema)
 	}
 	return nil
 }

@@ -150,7 +150,7 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 		changed := false
 		for key, raw := range uc.Responses {
 			req, ok := outstanding[key]
-			if !ok || !json.Valid(raw) || !taskdata.MatchesKind(req, raw) {
+			if !ok || !json.Valid(raw) || !task.AnswerMatches(req, raw) {
 				continue
 			}
 			accepted[key] = raw

@@ -6,11 +6,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/taskwire/taskwire/store/internal/migrations"
 )
 
 //go:embed migrations/*.sql
@@ -26,49 +23,18 @@ var (
 	ErrSchemaOutdated = errors.New("sqlite: database schema is older than this code and NoMigrate is set")
 )
 
-// migration is one embedded schema step.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNN_name.sql, numbered 1, 2, 3, ... without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+// loadMigrations returns the embedded migrations in version order.
+func loadMigrations() ([]migrations.Migration, error) {
+	ms, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("sqlite: bad migration file name %q", e.Name())
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("sqlite: migrations are not numbered 1..n without gaps (at %d)", m.version)
-		}
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return ms, nil
 }
 
 // SchemaVersion is the schema version this code migrates to.
 func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		panic(err) // the embedded files are fixed at build time
-	}
-	return len(ms)
+	return migrations.MustCount(migrationFiles, "migrations")
 }
 
 // checkSchema migrates the database, or only checks its version when
@@ -113,7 +79,7 @@ func (s *Store) version(ctx context.Context, q queryer) (int, error) {
 // is idempotent and safe to run from several processes at once. It fails
 // with ErrSchemaTooNew when the database is newer than the code.
 func (s *Store) Migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
@@ -134,15 +100,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 			if v > len(ms) {
 				return nil, fmt.Errorf("%w: database version %d, code version %d", ErrSchemaTooNew, v, len(ms))
 			}
-			if v >= m.version {
+			if v >= m.Version {
 				return nil, nil
 			}
 			// Several statements: run unprepared.
-			if _, err := tx.tx.ExecContext(ctx, m.sql); err != nil {
-				return nil, fmt.Errorf("sqlite: migration %03d_%s: %w", m.version, m.name, err)
+			if _, err := tx.tx.ExecContext(ctx, m.SQL); err != nil {
+				return nil, fmt.Errorf("sqlite: migration %03d_%s: %w", m.Version, m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, s.now().UnixMilli()); err != nil {
+				m.Version, m.Name, s.now().UnixMilli()); err != nil {
 				return nil, wrapErr("record migration", err)
 			}
 			applied = true
@@ -152,7 +118,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		if applied {
-			s.log.Info("sqlite: applied migration", "version", m.version, "name", m.name, "path", s.opts.Path)
+			s.log.Info("sqlite: applied migration", "version", m.Version, "name", m.Name, "path", s.opts.Path)
 		}
 	}
 	return nil

@@ -236,7 +236,7 @@ func (m *Manager) update(uc task.UpdateContext) (bool, error) {
 	changed := false
 	for key, raw := range uc.Responses {
 		req, ok := e.outstanding[key]
-		if !ok || !matchesKind(req, raw) {
+		if !ok || !task.AnswerMatches(req, raw) {
 			continue
 		}
 		if e.responses == nil {
@@ -262,36 +262,6 @@ func (m *Manager) update(uc task.UpdateContext) (bool, error) {
 	}
 	e.snap = snap
 	return true, nil
-}
-
-// matchesKind reports whether a response has the shape of the answer to
-// req's method (the MCP union variant).
-func matchesKind(req *mcp.InputRequest, raw json.RawMessage) bool {
-	switch req.Method {
-	case mcp.MethodElicitationCreate:
-		var r mcp.ElicitResult
-		if json.Unmarshal(raw, &r) != nil {
-			return false
-		}
-		switch r.Action {
-		case mcp.ElicitActionAccept, mcp.ElicitActionDecline, mcp.ElicitActionCancel:
-			return true
-		}
-		return false
-	case mcp.MethodSamplingCreateMessage:
-		var r struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Model   string          `json:"model"`
-		}
-		return json.Unmarshal(raw, &r) == nil && r.Role != "" && len(r.Content) > 0 && r.Model != ""
-	case mcp.MethodRootsList:
-		var r struct {
-			Roots []json.RawMessage `json:"roots"`
-		}
-		return json.Unmarshal(raw, &r) == nil && r.Roots != nil
-	}
-	return false
 }
 
 // RequestCancel implements task.Manager: it records intent; terminal tasks

@@ -38,42 +38,6 @@ func NewID() (string, error) {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
-// MatchesKind reports whether a response has the shape of the answer to
-// req's method (the MCP union variant): an ElicitResult with a known action
-// for elicitation, a CreateMessageResult with role, content and model for
-// sampling, a ListRootsResult with a roots array for roots. These are the
-// rules of task/memory.
-func MatchesKind(req *mcp.InputRequest, raw json.RawMessage) bool {
-	if req == nil {
-		return false
-	}
-	switch req.Method {
-	case mcp.MethodElicitationCreate:
-		var r mcp.ElicitResult
-		if json.Unmarshal(raw, &r) != nil {
-			return false
-		}
-		switch r.Action {
-		case mcp.ElicitActionAccept, mcp.ElicitActionDecline, mcp.ElicitActionCancel:
-			return true
-		}
-		return false
-	case mcp.MethodSamplingCreateMessage:
-		var r struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Model   string          `json:"model"`
-		}
-		return json.Unmarshal(raw, &r) == nil && r.Role != "" && len(r.Content) > 0 && r.Model != ""
-	case mcp.MethodRootsList:
-		var r struct {
-			Roots []json.RawMessage `json:"roots"`
-		}
-		return json.Unmarshal(raw, &r) == nil && r.Roots != nil
-	}
-	return false
-}
-
 // SameArguments reports whether two origins carry the same tool arguments
 // for idempotency purposes: byte-identical, or identical once insignificant
 // white space is removed. Member order, number spellings and escapes still

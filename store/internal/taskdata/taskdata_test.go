@@ -9,7 +9,7 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-func TestMatchesKind(t *testing.T) {
+func TestAnswerMatches(t *testing.T) {
 	elicit := mcp.NewElicitFormRequest("m", json.RawMessage(`{"type":"object"}`))
 	sample := &mcp.InputRequest{Method: mcp.MethodSamplingCreateMessage}
 	roots := &mcp.InputRequest{Method: mcp.MethodRootsList}
@@ -33,8 +33,8 @@ func TestMatchesKind(t *testing.T) {
 		{&mcp.InputRequest{Method: "other/method"}, `{}`, false},
 		{nil, `{}`, false},
 	} {
-		if got := MatchesKind(tc.req, json.RawMessage(tc.resp)); got != tc.want {
-			t.Errorf("MatchesKind(%v, %s) = %v, want %v", tc.req, tc.resp, got, tc.want)
+		if got := task.AnswerMatches(tc.req, json.RawMessage(tc.resp)); got != tc.want {
+			t.Errorf("AnswerMatches(%v, %s) = %v, want %v", tc.req, tc.resp, got, tc.want)
 		}
 	}
 }
