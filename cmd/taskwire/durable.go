@@ -245,6 +245,13 @@ func writeReport(dir, taskID string, r Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// A process killed between CreateTemp and Rename leaves a temporary
+	// file; the re-run of the job clears it.
+	if stale, err := filepath.Glob(filepath.Join(dir, "."+taskID+".*.tmp")); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	f, err := os.CreateTemp(dir, "."+taskID+".*.tmp")
 	if err != nil {
 		return err

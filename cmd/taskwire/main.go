@@ -2,21 +2,26 @@
 //
 // Usage:
 //
-//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--workers 4] [--no-migrate]
+//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--workers 4]
+//	                 [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
+//	                 [--shutdown-grace 10s]
+//	taskwire worker  [--store SPEC] [--schema NAME] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
-//	taskwire worker  [--store SPEC] [--workers 4] [--no-migrate] [--reports-dir DIR]
-//	                 [--log-level info] [--shutdown-grace 10s]
-//	taskwire migrate [--store SPEC] [--log-level info]
+//	taskwire migrate [--store SPEC] [--schema NAME] [--log-level info]
 //	taskwire version
 //
 // SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
 // defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
-// directory, so that tasks survive a restart without any set-up.
+// directory, so that tasks survive a restart without any set-up. --schema
+// names the PostgreSQL schema holding the tables (default taskwire), so that
+// several deployments can share one database.
 //
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run
 // on --workers in-process workers (0 for an API-only node). worker runs only
-// the workers, for a fleet sharing one PostgreSQL store. Both apply pending
+// the workers, for a fleet sharing one PostgreSQL store. --lease is how long
+// a worker's claim on a job lasts without a heartbeat: a job of a crashed
+// process runs again elsewhere after about one lease. Both apply pending
 // schema migrations unless --no-migrate is given; migrate only migrates.
 // serve and worker shut down gracefully on SIGINT or SIGTERM: running jobs
 // are given --shutdown-grace to finish, then released to run again later.
@@ -34,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 
@@ -91,6 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 // commonFlags are the flags every store-using command shares.
 type commonFlags struct {
 	store    *string
+	schema   *string
 	logLevel *string
 }
 
@@ -99,6 +106,8 @@ func addCommonFlags(fs *flag.FlagSet) commonFlags {
 	return commonFlags{
 		store: fs.String("store", "", "task store `spec`: sqlite:PATH, PATH.db or postgres://USER@HOST/DB "+
 			"(default $"+storeEnv+", else "+defaultStore+")"),
+		schema: fs.String("schema", "", "PostgreSQL `schema` holding the store's tables (default "+postgres.DefaultSchema+"); "+
+			"not for SQLite"),
 		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
 	}
 }
@@ -111,6 +120,9 @@ func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (stor
 	}
 	spec, err := parseStoreSpec(resolveStore(*c.store, getenv))
 	if err != nil {
+		return storeSpec{}, nil, err
+	}
+	if err := spec.withSchema(*c.schema); err != nil {
 		return storeSpec{}, nil, err
 	}
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
@@ -135,6 +147,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	common := addCommonFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	workers := fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
+	lease := fs.Duration("lease", defaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+minLease.String()+")")
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
@@ -149,7 +162,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return errors.New("serve: --addr must not be empty")
 	}
 	return runNode(ctx, nodeConfig{
-		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers,
+		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 	}, "serve", stdout)
 }
@@ -160,6 +173,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fs.SetOutput(stderr)
 	common := addCommonFlags(fs)
 	workers := fs.Int("workers", 4, "jobs run at once")
+	lease := fs.Duration("lease", defaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+minLease.String()+")")
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long running jobs may take to finish on shutdown before they are released")
@@ -174,7 +188,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return errors.New("worker: --workers must be at least 1")
 	}
 	return runNode(ctx, nodeConfig{
-		Store: spec, NoMigrate: *noMigrate, Workers: *workers,
+		Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 	}, "worker", stdout)
 }
@@ -228,6 +242,9 @@ func describeStore(s storeSpec) string {
 		return " (in memory: tasks are lost when the process stops)"
 	case s.Backend == backendSQLite:
 		return " (SQLite file: tasks survive restarts)"
+	}
+	if s.Schema != "" {
+		return " (PostgreSQL, schema " + s.Schema + ")"
 	}
 	return " (PostgreSQL)"
 }

@@ -82,6 +82,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"serve", "--store", db, "--log-level", "loud"}, "--log-level"},
 		{[]string{"serve", "--store", db, "--addr", "127.0.0.1:bad"}, "serve:"},
 		{[]string{"worker", "--store", db, "--workers", "0"}, "--workers must be at least 1"},
+		{[]string{"serve", "--store", db, "--lease", "500ms"}, "--lease must be at least 1s"},
+		{[]string{"worker", "--store", db, "--lease", "-1s"}, "--lease must be at least 1s"},
+		{[]string{"serve", "--store", db, "--schema", "tenant_a"}, "--schema applies to PostgreSQL stores only"},
+		{[]string{"migrate", "--store", db, "--schema", "tenant_a"}, "--schema applies to PostgreSQL stores only"},
 		{[]string{"migrate", "--store", "mysql://u:hunter2@h/db"}, "unsupported scheme"},
 	}
 	for _, tt := range tests {

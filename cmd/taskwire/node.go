@@ -17,6 +17,13 @@ import (
 // maxWorkers bounds --workers.
 const maxWorkers = 1024
 
+// Bounds of --lease: the worker runtime's default, and a floor that keeps
+// heartbeats (a third of the lease) well above a database round trip.
+const (
+	defaultLease = 30 * time.Second
+	minLease     = time.Second
+)
+
 // nodeConfig configures a node: the demo endpoint over HTTP, a worker
 // runtime, or both, over one durable store.
 type nodeConfig struct {
@@ -30,6 +37,9 @@ type nodeConfig struct {
 	// Workers is the number of jobs run at once in this process. 0: no
 	// worker runtime (an API-only node).
 	Workers int
+	// Lease is how long a worker's claim on a job lasts without a
+	// heartbeat. Zero: defaultLease.
+	Lease time.Duration
 	// ReportsDir is where reports.generate writes its files. Empty: the
 	// store's default (reports/ beside a SQLite file, else in the working
 	// directory).
@@ -54,8 +64,13 @@ func (c *nodeConfig) validate() error {
 		return fmt.Errorf("--workers must be between 0 and %d", maxWorkers)
 	case c.ShutdownGrace <= 0:
 		return errors.New("--shutdown-grace must be positive")
+	case c.Lease != 0 && c.Lease < minLease:
+		return fmt.Errorf("--lease must be at least %v", minLease)
 	case c.Addr == "" && c.Workers == 0:
 		return errors.New("a node needs an HTTP address or at least one worker")
+	}
+	if c.Lease == 0 {
+		c.Lease = defaultLease
 	}
 	if c.ReportsDir == "" {
 		c.ReportsDir = c.Store.defaultReportsDir()
@@ -110,6 +125,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			Store:         st,
 			Events:        st.EventPublisher(),
 			Concurrency:   cfg.Workers,
+			Lease:         cfg.Lease,
 			ShutdownGrace: cfg.ShutdownGrace,
 			PollInterval:  cfg.workerPoll,
 			Logger:        cfg.Logger,

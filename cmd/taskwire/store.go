@@ -38,6 +38,22 @@ type storeSpec struct {
 	// URL is the PostgreSQL connection URL, password included: never
 	// print it; use String.
 	URL string
+	// Schema is the PostgreSQL schema of the store's tables. Empty:
+	// postgres.DefaultSchema.
+	Schema string
+}
+
+// withSchema sets the PostgreSQL schema named by --schema; an empty name
+// keeps the default. SQLite has no schemas, so naming one is an error.
+func (s *storeSpec) withSchema(name string) error {
+	if name == "" {
+		return nil
+	}
+	if s.Backend != backendPostgres {
+		return errors.New("--schema applies to PostgreSQL stores only")
+	}
+	s.Schema = name
+	return nil
 }
 
 // parseStoreSpec parses a --store value:
@@ -156,7 +172,7 @@ func openStore(ctx context.Context, spec storeSpec, noMigrate bool, logger *slog
 		}
 		return s, nil
 	case backendPostgres:
-		s, err := postgres.Open(ctx, postgres.Options{URL: spec.URL, NoMigrate: noMigrate, Logger: logger})
+		s, err := postgres.Open(ctx, postgres.Options{URL: spec.URL, Schema: spec.Schema, NoMigrate: noMigrate, Logger: logger})
 		if err != nil {
 			return nil, openError(spec, err, postgres.ErrSchemaOutdated, postgres.ErrSchemaTooNew)
 		}
@@ -169,11 +185,20 @@ func openStore(ctx context.Context, spec storeSpec, noMigrate bool, logger *slog
 func openError(spec storeSpec, err, outdated, tooNew error) error {
 	switch {
 	case errors.Is(err, outdated):
-		return fmt.Errorf("store %s: %w; run `taskwire migrate --store %s` first, or drop --no-migrate", spec, err, spec)
+		return fmt.Errorf("store %s: %w; run `taskwire migrate --store %s%s` first, or drop --no-migrate", spec, err, spec, schemaFlag(spec))
 	case errors.Is(err, tooNew):
 		return fmt.Errorf("store %s: %w; upgrade taskwire", spec, err)
 	}
 	return fmt.Errorf("store %s: %w", spec, err)
+}
+
+// schemaFlag is the --schema flag that names spec's schema, if any, for
+// commands suggested to the user.
+func schemaFlag(spec storeSpec) string {
+	if spec.Schema == "" {
+		return ""
+	}
+	return " --schema " + spec.Schema
 }
 
 // schemaVersion is the schema version the code migrates the spec's backend

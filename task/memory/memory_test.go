@@ -224,7 +224,10 @@ func TestNewOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, err := memory.New(tt.opts)
+			opts := tt.opts
+			frozen := time.Unix(1_800_000_000, 0)
+			opts.Now = func() time.Time { return frozen } // a 1 ms TTL must not expire mid-test
+			m, err := memory.New(opts)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("New() error = %v, want error %t", err, tt.wantErr)
 			}
