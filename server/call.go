@@ -120,6 +120,8 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	default:
 		if perr.status == http.StatusTooManyRequests {
 			outcome = OutcomeRateLimited
+		} else if perr.status == http.StatusServiceUnavailable {
+			outcome = OutcomeBusy
 		} else if outcome != OutcomeInternalError {
 			outcome = OutcomeProtocolError
 		}

@@ -151,7 +151,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if err != nil {
 		return nil, OutcomeProtocolError, errSubscriptionDenied
 	}
-	accepted := ep.reconcile(ctx, s, requested, grant)
+	accepted := ep.reconcile(ctx, s, requested, grant, false)
 	s.accept(setOfIDs(accepted))
 	for _, id := range requested {
 		if !slices.Contains(accepted, id) {
@@ -164,7 +164,9 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		Notifications: &mcp.SubscriptionFilter{TaskIDs: accepted},
 		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
 	})
-	if err := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack); err != nil || !ep.projectLoop(ctx, s, grant) {
+	pctx, stop := srv.subs.bind(ctx) // Server.Close ends every wait of the loop
+	defer stop()
+	if err := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack); err != nil || !ep.projectLoop(pctx, s, grant) {
 		// The client left or stopped reading: nothing more can be sent.
 		c.stream.abandon()
 		return nil, OutcomeCanceled, errStreamGone
@@ -204,8 +206,10 @@ func (ep *Endpoint) authorize(ctx context.Context, c *call, ids []string, renewa
 
 // reconcile returns the IDs of ids the grant allows that the manager finds
 // for this listen, and whose outstanding input (if any) the listener can
-// answer. It never returns an ID outside ids.
-func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant) []string {
+// answer. It never returns an ID outside ids. Its lookups render nothing:
+// a completed result is not passed through the catalog policy or the
+// sanitizer until a hint projects it.
+func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant, renewal bool) []string {
 	var allowed map[string]bool
 	if grant.TaskIDs != nil {
 		allowed = setOfIDs(grant.TaskIDs)
@@ -215,7 +219,11 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 		if allowed != nil && !allowed[id] {
 			continue
 		}
-		if _, ok := ep.lookup(ctx, s, id, grant); ok {
+		_, ok, failed := ep.lookup(ctx, s, id, grant, false)
+		// A lookup that failed (a storage error or timeout) says nothing
+		// about the task: a renewal keeps the ID, since every projection
+		// authorizes again; the first acknowledgement leaves it out.
+		if ok || (failed && renewal) {
 			out = append(out, id)
 		}
 	}
@@ -226,13 +234,15 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 // across the manager, catalog policy and sanitizer, inside a maintenance
 // slot. A callback that ignores cancellation keeps the subscription's
 // projection slot (s.inFlight) until it returns, but not the shared slot.
-func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (mcp.DetailedTask, bool) {
+// Without render it only checks that the task is found and that the
+// listener can answer its outstanding input, and returns no snapshot.
+func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant, render bool) (d mcp.DetailedTask, ok, failed bool) {
 	if s.inFlight != nil {
 		select {
 		case <-s.inFlight:
 			s.inFlight = nil
 		case <-ctx.Done():
-			return mcp.DetailedTask{}, false
+			return mcp.DetailedTask{}, false, true
 		}
 	}
 	srv := s.c.srv
@@ -245,11 +255,12 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	select {
 	case srv.maintenance <- struct{}{}:
 	case <-lctx.Done():
-		return mcp.DetailedTask{}, false
+		return mcp.DetailedTask{}, false, true
 	}
 	type result struct {
-		d  mcp.DetailedTask
-		ok bool
+		d      mcp.DetailedTask
+		ok     bool
+		failed bool // an error, not an answer: found or not is unknown
 	}
 	done := make(chan result, 1)
 	finished := make(chan struct{})
@@ -257,12 +268,20 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 		defer close(finished)
 		defer func() {
 			if recover() != nil {
-				done <- result{}
+				done <- result{failed: true}
 			}
 		}()
 		t, found, err := srv.opts.TaskManager.FindTask(lctx, s.c.requestContext(id))
-		if err != nil || !found || t.ID() != id {
+		if err != nil {
+			done <- result{failed: true}
+			return
+		}
+		if !found || t.ID() != id {
 			done <- result{}
+			return
+		}
+		if !render && t.Status() != task.InputRequired {
+			done <- result{ok: true}
 			return
 		}
 		d, perr := s.c.detail(lctx, t)
@@ -273,12 +292,13 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	case r = <-done:
 	case <-lctx.Done():
 		s.inFlight = finished
+		r.failed = true
 	}
 	<-srv.maintenance
 	if lctx.Err() != nil && !r.ok {
-		return mcp.DetailedTask{}, false
+		return mcp.DetailedTask{}, false, true
 	}
-	return r.d, r.ok
+	return r.d, r.ok, r.failed
 }
 
 // projectLoop delivers hinted task snapshots until the listen ends. It
@@ -352,11 +372,11 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	}
 	s.unlock()
 	slices.Sort(current)
-	g, err := ep.authorize(ctx, s.c, current, true)
+	g, err := ep.authorizeRenewal(ctx, s, current, grant)
 	if err != nil {
 		return grant, false
 	}
-	kept := ep.reconcile(ctx, s, current, g)
+	kept := ep.reconcile(ctx, s, current, g, true)
 	keep := setOfIDs(kept)
 	s.accept(keep)
 	for _, id := range current {
@@ -367,13 +387,54 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	return g, true
 }
 
+var errNoRenewalSlot = errors.New("no maintenance slot before the grant expired")
+
+// authorizeRenewal runs the renewal's authorization in a maintenance slot,
+// so that a wave of renewals is bounded like projections. Waiting for the
+// slot cannot outlast the current grant, and an authorizer that ignores
+// cancellation keeps the slot no longer than AuthorizationTimeout: the
+// renewal then fails and the listen ends.
+func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant) (SubscriptionGrant, error) {
+	srv := s.c.srv
+	wctx, cancel := context.WithDeadline(ctx, grant.Until)
+	defer cancel()
+	select {
+	case srv.maintenance <- struct{}{}:
+	case <-wctx.Done():
+		return grant, errNoRenewalSlot
+	}
+	defer func() { <-srv.maintenance }()
+	actx, cancelAuth := context.WithTimeout(ctx, srv.opts.Subscriptions.AuthorizationTimeout)
+	defer cancelAuth()
+	type result struct {
+		g   SubscriptionGrant
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { // ends when the authorizer returns
+		defer func() {
+			if recover() != nil {
+				done <- result{err: errInternal}
+			}
+		}()
+		g, err := ep.authorize(actx, s.c, ids, true)
+		done <- result{g, err}
+	}()
+	select {
+	case r := <-done:
+		return r.g, r.err
+	case <-actx.Done():
+		return grant, actx.Err()
+	}
+}
+
 // project looks up one hinted task and writes its notification unless it
 // is suppressed. It reports false when the stream failed.
 func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) bool {
 	if s.terminal[id] {
 		return true
 	}
-	d, ok := ep.lookup(ctx, s, id, grant)
+	d, ok, _ := ep.lookup(ctx, s, id, grant, true)
 	if !ok {
 		return true // suppressed: a later hint or renewal may project it
 	}

@@ -116,14 +116,30 @@ type registry struct {
 	total     int
 	perTenant map[string]int
 	byTask    map[string]map[*subscription]struct{}
-	closing   chan struct{}
+	closing   <-chan struct{} // done.Done()
+	done      context.Context // canceled by close
+	cancel    context.CancelFunc
 	closed    bool
 }
 
 func newRegistry(max, maxTenant int) *registry {
+	done, cancel := context.WithCancel(context.Background())
 	return &registry{
 		max: max, maxTenant: maxTenant, perTenant: map[string]int{},
-		byTask: map[string]map[*subscription]struct{}{}, closing: make(chan struct{}),
+		byTask: map[string]map[*subscription]struct{}{}, closing: done.Done(), done: done, cancel: cancel,
+	}
+}
+
+// bind returns a context derived from ctx that is also canceled when the
+// registry closes, so that every wait of a listen (a lookup, a projection
+// slot held by a callback that ignores cancellation, a renewal) ends on
+// Server.Close; stop releases it.
+func (r *registry) bind(ctx context.Context) (bound context.Context, stop func()) {
+	bound, cancel := context.WithCancel(ctx)
+	unregister := context.AfterFunc(r.done, cancel)
+	return bound, func() {
+		unregister()
+		cancel()
 	}
 }
 
@@ -202,7 +218,7 @@ func (r *registry) close() {
 	defer r.mu.Unlock()
 	if !r.closed {
 		r.closed = true
-		close(r.closing)
+		r.cancel()
 	}
 }
 

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config holds the flags of the benchmark commands.
+type config struct {
+	Clients     int
+	PerClient   int
+	Rate        int
+	Duration    time.Duration
+	Streams     int
+	OpenConc    int
+	CheckGoals  bool
+	MaxLifetime time.Duration
+}
+
+// goalP99 is the latency target of the issue: p99 commit-to-arrival.
+const goalP99 = 20 * time.Millisecond
+
+func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("listenbench "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.Clients, "clients", 1000, "latency: listening clients, each with its own connection and tenant")
+	fs.IntVar(&c.PerClient, "tasks-per-client", 5, "latency: tasks each client follows")
+	fs.IntVar(&c.Rate, "rate", 500, "latency: task completions per second")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "latency: how long the driver completes tasks (rate × duration ≤ clients × tasks-per-client)")
+	fs.IntVar(&c.Streams, "streams", 10000, "rss: idle listen streams to hold")
+	fs.IntVar(&c.OpenConc, "open-concurrency", 64, "listens opened at once")
+	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless p99 latency ≤ 20 ms")
+	fs.DurationVar(&c.MaxLifetime, "max-lifetime", 10*time.Minute, "stop the server subprocess after this long in any case")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+	case c.Clients < 1 || c.PerClient < 1 || c.Rate < 1 || c.Duration <= 0 || c.Streams < 1 || c.OpenConc < 1 || c.MaxLifetime <= 0:
+		return c, usageError{"every count and duration must be positive"}
+	case c.PerClient > 256:
+		return c, usageError{"-tasks-per-client is at most 256"}
+	case float64(c.Rate)*c.Duration.Seconds() > float64(c.Clients*c.PerClient):
+		return c, usageError{fmt.Sprintf("%d completions/s for %v need %v tasks; only %d exist (clients × tasks-per-client)",
+			c.Rate, c.Duration, int(float64(c.Rate)*c.Duration.Seconds()), c.Clients*c.PerClient)}
+	}
+	return c, nil
+}
+
+// runBenchmarks implements "listenbench run", "latency" and "rss".
+func runBenchmarks(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(cmd, args, stderr)
+	if err != nil {
+		return err
+	}
+	limit := raiseNoFile()
+	fmt.Fprintf(stdout, "listenbench: %s, %d CPUs, GOMAXPROCS %d, load average %s, %s\n",
+		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(stdout, "command: listenbench %s %s\n", cmd, strings.Join(args, " "))
+	fmt.Fprintf(stdout, "RLIMIT_NOFILE (harness and server): %d\n\n", limit)
+	var errs []error
+	if cmd == "run" || cmd == "latency" {
+		errs = append(errs, runLatency(ctx, cfg, limit, stdout, stderr))
+	}
+	if cmd == "run" || cmd == "rss" {
+		errs = append(errs, runRSS(ctx, cfg, limit, stdout, stderr))
+	}
+	return errors.Join(errs...)
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// child is the "listenbench serve" subprocess.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	addr  string
+	tasks [][]string
+	lines chan string // replies to commands
+}
+
+// startChild starts the server with clients × perClient tasks.
+func startChild(ctx context.Context, cfg config, clients, perClient int, stderr io.Writer) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "serve", "-addr", "127.0.0.1:0",
+		"-clients", strconv.Itoa(clients), "-tasks-per-client", strconv.Itoa(perClient),
+		"-max-lifetime", cfg.MaxLifetime.String())
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, stdin: stdin, tasks: make([][]string, clients), lines: make(chan string, 1<<16)}
+	ready := make(chan string, 1)
+	go func() { // ends with the child's stdout
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "task "); ok {
+				var n int
+				var id string
+				fmt.Sscanf(rest, "%d %s", &n, &id)
+				c.tasks[n] = append(c.tasks[n], id)
+				continue
+			}
+			if addr, ok := strings.CutPrefix(line, listenPrefix); ok {
+				ready <- addr
+				continue
+			}
+			c.lines <- line
+		}
+	}()
+	select {
+	case c.addr = <-ready:
+		return c, nil
+	case <-time.After(2 * time.Minute):
+	case <-ctx.Done():
+	}
+	c.Close()
+	return nil, errors.New("the server subprocess did not start")
+}
+
+// do sends a command and returns the reply lines up to the one starting
+// with last.
+func (c *child) do(cmd, last string, timeout time.Duration) ([]string, error) {
+	if _, err := fmt.Fprintln(c.stdin, cmd); err != nil {
+		return nil, err
+	}
+	var out []string
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				return out, fmt.Errorf("server exited during %q", cmd)
+			}
+			out = append(out, line)
+			if strings.HasPrefix(line, last) {
+				return out, nil
+			}
+		case <-deadline:
+			return out, fmt.Errorf("no reply to %q within %v", cmd, timeout)
+		}
+	}
+}
+
+// rssKB reads VmRSS of the child from /proc.
+func (c *child) rssKB() (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// Close stops the child: EOF on its stdin, then SIGKILL if it lingers.
+func (c *child) Close() {
+	c.stdin.Close()
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+// endAll asks the server to end every listen gracefully and counts the
+// streams that received their final result.
+func endAll(c *child, ls []*listener) (int, error) {
+	if _, err := c.do("close", "closed", time.Minute); err != nil {
+		return 0, err
+	}
+	graceful := 0
+	deadline := time.After(time.Minute)
+	for _, l := range ls {
+		select {
+		case <-l.done:
+		case <-deadline:
+			return graceful, errors.New("streams did not end after Server.Close")
+		}
+		if l.ended() {
+			graceful++
+		}
+	}
+	return graceful, nil
+}
+
+func problems(ls []*listener) []string {
+	var out []string
+	for _, l := range ls {
+		l.mu.Lock()
+		out = append(out, l.problems...)
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// runLatency runs the latency benchmark.
+func runLatency(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Writer) error {
+	clients := cfg.Clients
+	if need := uint64(clients + 256); limit > 0 && limit < need {
+		clients = int(limit) - 256
+		fmt.Fprintf(stdout, "latency: RLIMIT_NOFILE %d allows %d clients, not %d\n", limit, clients, cfg.Clients)
+	}
+	fmt.Fprintf(stdout, "latency: %d listening clients × %d tasks, %d completions/s for %v by a driver in the server process\n",
+		clients, cfg.PerClient, cfg.Rate, cfg.Duration)
+	c, err := startChild(ctx, cfg, clients, cfg.PerClient, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	hc := newHTTPClient()
+	start := time.Now()
+	ls, err := openAll(ctx, hc, c.addr, c.tasks, cfg.OpenConc)
+	if err != nil {
+		fmt.Fprintf(stdout, "  opened %d listens, then: %v\n", len(ls), err)
+		for _, l := range ls {
+			l.Close()
+		}
+		return err
+	}
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	fmt.Fprintf(stdout, "  listens opened             %d in %v\n", len(ls), time.Since(start).Round(time.Millisecond))
+
+	lines, err := c.do(fmt.Sprintf("drive %d %s", cfg.Rate, cfg.Duration), "driven ", cfg.Duration+time.Minute)
+	if err != nil {
+		return err
+	}
+	commits := map[string]time.Time{}
+	for _, line := range lines {
+		var id string
+		var ns int64
+		if n, _ := fmt.Sscanf(line, "commit %s %d", &id, &ns); n == 2 {
+			commits[id] = time.Unix(0, ns)
+		}
+	}
+	// Wait for the notifications (5 s at most after the last commit).
+	deadline := time.Now().Add(5 * time.Second)
+	arrived := func() int {
+		n := 0
+		for _, l := range ls {
+			l.mu.Lock()
+			for id := range l.arrivals {
+				if _, ok := commits[id]; ok {
+					n++
+				}
+			}
+			l.mu.Unlock()
+		}
+		return n
+	}
+	for arrived() < len(commits) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var lat []time.Duration
+	notes := 0
+	for _, l := range ls {
+		l.mu.Lock()
+		notes += l.notes
+		for id, at := range l.arrivals {
+			if ct, ok := commits[id]; ok {
+				lat = append(lat, at.Sub(ct))
+			}
+		}
+		l.mu.Unlock()
+	}
+	graceful, endErr := endAll(c, ls)
+	slices.Sort(lat)
+	fmt.Fprintf(stdout, "  notifications expected     %d (one completed snapshot per completed task)\n", len(commits))
+	fmt.Fprintf(stdout, "  notifications arrived      %d (missing %d; notifications/tasks received in all: %d)\n", len(lat), len(commits)-len(lat), notes)
+	if len(lat) > 0 {
+		p99 := quantile(lat, 0.99)
+		met := "met"
+		if p99 > goalP99 {
+			met = "NOT met"
+		}
+		fmt.Fprintf(stdout, "  commit → arrival latency   p50 %s   p99 %s   max %s   (target p99 ≤ %v: %s)\n",
+			fmtDur(quantile(lat, 0.5)), fmtDur(p99), fmtDur(lat[len(lat)-1]), goalP99, met)
+		if cfg.CheckGoals && p99 > goalP99 {
+			err = errors.Join(err, fmt.Errorf("p99 latency %v above the %v goal", p99, goalP99))
+		}
+	}
+	fmt.Fprintf(stdout, "  graceful ends on Close     %d of %d\n\n", graceful, len(ls))
+	if p := problems(ls); len(p) > 0 {
+		err = errors.Join(err, fmt.Errorf("%d stream problems, first: %s", len(p), p[0]))
+	}
+	if len(lat) != len(commits) {
+		err = errors.Join(err, fmt.Errorf("%d notifications missing", len(commits)-len(lat)))
+	}
+	if graceful != len(ls) {
+		err = errors.Join(err, fmt.Errorf("%d streams ended without their final result", len(ls)-graceful))
+	}
+	return errors.Join(err, endErr)
+}
+
+// runRSS runs the memory benchmark.
+func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Writer) error {
+	streams := cfg.Streams
+	if need := uint64(streams + 256); limit > 0 && limit < need {
+		streams = int(limit) - 256
+		fmt.Fprintf(stdout, "rss: RLIMIT_NOFILE %d allows %d streams, not %d\n", limit, streams, cfg.Streams)
+	}
+	fmt.Fprintf(stdout, "rss: %d idle listen streams, one task and one tenant each\n", streams)
+	c, err := startChild(ctx, cfg, streams, 1, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	measure := func() (int, string, error) {
+		if _, err := c.do("gc", "gc done", time.Minute); err != nil {
+			return 0, "", err
+		}
+		kb, err := c.rssKB()
+		if err != nil {
+			return 0, "", err
+		}
+		st, err := c.do("stats", "stats ", time.Minute)
+		if err != nil {
+			return 0, "", err
+		}
+		return kb, st[len(st)-1], nil
+	}
+	before, statsBefore, err := measure()
+	if err != nil {
+		return err
+	}
+	hc := newHTTPClient()
+	start := time.Now()
+	ls, openErr := openAll(ctx, hc, c.addr, c.tasks, cfg.OpenConc)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	fmt.Fprintf(stdout, "  listens opened             %d in %v\n", len(ls), time.Since(start).Round(time.Millisecond))
+	if openErr != nil {
+		fmt.Fprintf(stdout, "  opening stopped: %v\n", openErr)
+	}
+	time.Sleep(2 * time.Second) // let the streams settle
+	after, statsAfter, err := measure()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "  server VmRSS before        %.1f MB  (%s)\n", float64(before)/1024, fmtStats(statsBefore))
+	fmt.Fprintf(stdout, "  server VmRSS with streams  %.1f MB  (%s)\n", float64(after)/1024, fmtStats(statsAfter))
+	if len(ls) > 0 {
+		fmt.Fprintf(stdout, "  per stream                 %.1f KB  (delta %.1f MB / %d)\n",
+			float64(after-before)/float64(len(ls)), float64(after-before)/1024, len(ls))
+	}
+	graceful, endErr := endAll(c, ls)
+	fmt.Fprintf(stdout, "  graceful ends on Close     %d of %d\n\n", graceful, len(ls))
+	err = errors.Join(openErr, endErr)
+	if p := problems(ls); len(p) > 0 {
+		err = errors.Join(err, fmt.Errorf("%d stream problems, first: %s", len(p), p[0]))
+	}
+	return err
+}
+
+// fmtStats renders a "stats G HEAP STACK LISTENS" reply.
+func fmtStats(line string) string {
+	var g, heap, stack, open int
+	if n, _ := fmt.Sscanf(line, "stats %d %d %d %d", &g, &heap, &stack, &open); n != 4 {
+		return line
+	}
+	return fmt.Sprintf("%d goroutines, heap in use %.1f MB, stacks %.1f MB, %d open listens",
+		g, float64(heap)/(1<<20), float64(stack)/(1<<20), open)
+}
+
+// quantile returns the q-quantile of sorted durations (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// asMainEnv makes the test binary behave as listenbench itself, so that the
+// harness can re-execute it as "listenbench serve".
+const asMainEnv = "LISTENBENCH_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseFlags(t *testing.T) {
+	if _, err := parseFlags("run", nil, &bytes.Buffer{}); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, args := range [][]string{
+		{"-rate", "501"},             // 5,010 completions for 5,000 tasks
+		{"-tasks-per-client", "257"}, // beyond the listen filter bound
+		{"-clients", "0"},
+		{"-duration", "0s"},
+		{"-streams", "-1"},
+		{"extra"},
+	} {
+		if _, err := parseFlags("run", args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q accepted", args)
+		} else if exitCode(err) != 2 {
+			t.Errorf("%q: exit code %d", args, exitCode(err))
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if q := quantile(d, 0.5); q != 50*time.Millisecond {
+		t.Errorf("p50 = %v", q)
+	}
+	if q := quantile(d, 0.99); q != 99*time.Millisecond {
+		t.Errorf("p99 = %v", q)
+	}
+	if q := quantile(d[:1], 0.99); q != time.Millisecond {
+		t.Errorf("p99 of one = %v", q)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "localhost:0", "example.com:80", "nonsense"} {
+		if ln, err := loopbackListen(addr); err == nil {
+			ln.Close()
+			t.Errorf("%s accepted", addr)
+		}
+	}
+	ln, err := loopbackListen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+}
+
+// TestRun runs both benchmarks at a small scale through the real
+// subprocess and checks that every notification and final result arrived.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server subprocesses")
+	}
+	t.Setenv(asMainEnv, "1")
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"-clients", "40", "-tasks-per-client", "3", "-rate", "60", "-duration", "2s", "-streams", "100", "-max-lifetime", "2m"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{
+		"listens opened             40 in",
+		"notifications expected     120",
+		"notifications arrived      120 (missing 0;",
+		"graceful ends on Close     40 of 40",
+		"listens opened             100 in",
+		"100 open listens",
+		"graceful ends on Close     100 of 100",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
