@@ -18,6 +18,7 @@ import (
 
 // benchConfig holds the flags of "mcpbench run".
 type benchConfig struct {
+	Scenario    scenario
 	Targets     []target
 	Mode        string
 	Warmup      time.Duration
@@ -45,7 +46,8 @@ var errBenchmarkFailed = errors.New("benchmark failed: see the table above")
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("mcpbench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	targetList := fs.String("targets", defaultTargetList, "comma-separated targets to run, in order")
+	scenarioName := fs.String("scenario", scenarioToolsCall, "workload: tools-call (inline tools/call of test_simple_text) or tasks-get (tasks/get of a completed task; targets taskwire and bare)")
+	targetList := fs.String("targets", "", "comma-separated targets to run, in order (default: every target of the scenario)")
 	mode := fs.String("mode", "subprocess", "how to run servers: subprocess (a separate \"mcpbench serve\" process per target) or inprocess")
 	duration := fs.Duration("duration", 10*time.Second, "measured load duration per target (whole seconds)")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up load per target before the measured run (whole seconds; 0 disables)")
@@ -63,8 +65,18 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	if fs.NArg() > 0 {
 		return benchConfig{}, usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
 	}
+	sc, err := lookupScenario(*scenarioName)
+	if err != nil {
+		return benchConfig{}, err
+	}
+	if *targetList == "" {
+		*targetList = sc.DefaultTargets
+	}
 	targets, err := selectTargets(*targetList)
 	if err != nil {
+		return benchConfig{}, err
+	}
+	if err := sc.checkTargets(targets); err != nil {
 		return benchConfig{}, err
 	}
 	switch {
@@ -86,10 +98,11 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return benchConfig{}, usageError{"-server-procs must not be negative"}
 	}
 	return benchConfig{
-		Targets: targets,
-		Mode:    *mode,
-		Warmup:  *warmup,
-		Rounds:  *rounds,
+		Scenario: sc,
+		Targets:  targets,
+		Mode:     *mode,
+		Warmup:   *warmup,
+		Rounds:   *rounds,
 		Load: loadConfig{
 			Wrk:         *wrk,
 			Threads:     *threads,
@@ -132,6 +145,7 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "mcpbench: %s, %d CPUs, wrk -t%d -c%d -d%s --timeout %s, warm-up %s, %d round(s), servers: %s\n",
 		runtime.Version(), runtime.NumCPU(), cfg.Load.Threads, cfg.Load.Connections,
 		wrkSeconds(cfg.Load.Duration), wrkSeconds(cfg.Load.Timeout), wrkSeconds(cfg.Warmup), cfg.Rounds, cfg.Mode)
+	fmt.Fprintf(stdout, "scenario %s: %s\n", cfg.Scenario.Name, cfg.Scenario.Description)
 
 	runs := make([]*targetRun, len(cfg.Targets))
 	defer func() {
@@ -143,8 +157,15 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}()
 	for i, t := range cfg.Targets {
 		runs[i] = &targetRun{targetResult: targetResult{Target: t}}
-		runs[i].prepare(ctx, cfg, scriptDir, stdout, stderr)
 	}
+	// The tasks-get scenario replays tasks/get of a task the taskwire
+	// target creates, so taskwire is prepared first; every target then gets
+	// the same request.
+	setup := &scenarioSetup{scenario: cfg.Scenario}
+	for _, r := range prepareOrder(runs) {
+		r.prepare(ctx, cfg, setup, scriptDir, stdout, stderr)
+	}
+	checkSameShapes(cfg.Scenario, runs, stdout)
 	for _, r := range runs {
 		r.warmUp(ctx, cfg, stdout)
 	}
@@ -163,7 +184,7 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		results[i] = r.summary()
 	}
 	fmt.Fprintln(stdout)
-	printReport(stdout, results)
+	printReport(stdout, cfg.Scenario, results)
 
 	failed := false
 	for _, r := range results {
@@ -179,7 +200,7 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errBenchmarkFailed
 	}
 	if cfg.CheckGoals {
-		for _, g := range evalGoals(results) {
+		for _, g := range cfg.Scenario.Goals(results) {
 			if !g.Met {
 				return fmt.Errorf("goal check (-check-goals) failed: %s", g)
 			}
@@ -202,7 +223,7 @@ func (r *targetRun) ok() bool { return r.Skipped == "" && r.Err == nil }
 
 // prepare starts the target's server, verifies that it answers the
 // benchmark request with the expected result, and writes its wrk script.
-func (r *targetRun) prepare(ctx context.Context, cfg benchConfig, scriptDir string, stdout, stderr io.Writer) {
+func (r *targetRun) prepare(ctx context.Context, cfg benchConfig, setup *scenarioSetup, scriptDir string, stdout, stderr io.Writer) {
 	t := r.Target
 	if t.Unavailable != "" {
 		r.Skipped = t.Unavailable
@@ -223,13 +244,18 @@ func (r *targetRun) prepare(ctx context.Context, cfg benchConfig, scriptDir stri
 	defer cancel()
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	defer client.CloseIdleConnections()
-	body, err := verify(vctx, client, r.baseURL, t.Request)
+	if err := setup.apply(vctx, client, r, stdout); err != nil {
+		r.Err = err
+		return
+	}
+	t = r.Target
+	body, err := verifyExpect(vctx, client, r.baseURL, t.Request, t.Expect)
 	if err != nil {
 		r.Err = fmt.Errorf("verification before load: %w", err)
 		return
 	}
 	r.Body = body
-	fmt.Fprintf(stdout, "   verified: 200 application/json, successful tools/call result (%d bytes)\n", len(body))
+	fmt.Fprintf(stdout, "   verified: 200 application/json, %s (%d bytes)\n", t.Expect.orDefault().What, len(body))
 	if cfg.Verbose {
 		fmt.Fprintf(stdout, "   request:\n%s   response: %s\n", indent(t.Request.String(), "     "), body)
 	}
@@ -361,4 +387,79 @@ func indent(s, prefix string) string {
 		}
 	}
 	return b.String()
+}
+
+// scenarioSetup adapts each target's request to the scenario before its
+// verification.
+type scenarioSetup struct {
+	scenario scenario
+	// taskID is the task every target of a tasks-get run is asked for.
+	taskID string
+}
+
+// apply sets r's request and expectation for the scenario. In a tasks-get
+// run, the taskwire target first gets its task created (and completed);
+// every target then receives tasks/get of that task.
+func (s *scenarioSetup) apply(ctx context.Context, client *http.Client, r *targetRun, stdout io.Writer) error {
+	if s.scenario.Name != scenarioTasksGet {
+		return nil
+	}
+	if r.Target.Name == "taskwire" && s.taskID == "" {
+		id, err := createCompletedTask(ctx, client, r.baseURL)
+		if err != nil {
+			return fmt.Errorf("set-up before load: %w", err)
+		}
+		s.taskID = id
+		fmt.Fprintf(stdout, "   created task %s with slow_compute {\"seconds\":0}; tasks/get reports it completed\n", id)
+	}
+	if s.taskID == "" {
+		s.taskID = randomTaskID()
+	}
+	r.Target.Request = tasksGetRequest(s.taskID)
+	r.Target.Expect = tasksGetExpectation(s.taskID)
+	return nil
+}
+
+// prepareOrder returns runs with the taskwire target first: in a tasks-get
+// run it creates the task that every target is asked for.
+func prepareOrder(runs []*targetRun) []*targetRun {
+	out := make([]*targetRun, 0, len(runs))
+	for _, r := range runs {
+		if r.Target.Name == "taskwire" {
+			out = append(out, r)
+		}
+	}
+	for _, r := range runs {
+		if r.Target.Name != "taskwire" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkSameShapes fails, in a tasks-get run, the bare target when its
+// verified response differs from taskwire's in shape or size: the baseline
+// must answer the same request with a response of the same shape and size.
+func checkSameShapes(sc scenario, runs []*targetRun, stdout io.Writer) {
+	if sc.Name != scenarioTasksGet {
+		return
+	}
+	var tw, bare *targetRun
+	for _, r := range runs {
+		switch {
+		case !r.ok() || r.Body == nil:
+		case r.Target.Name == "taskwire":
+			tw = r
+		case r.Target.Name == "bare":
+			bare = r
+		}
+	}
+	if tw == nil || bare == nil {
+		return
+	}
+	if err := sameShape(tw.Body, bare.Body); err != nil {
+		bare.Err = fmt.Errorf("response differs from taskwire's: %w", err)
+		return
+	}
+	fmt.Fprintf(stdout, "== bare and taskwire responses have the same shape and size (%d bytes)\n", len(bare.Body))
 }

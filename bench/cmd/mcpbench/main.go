@@ -1,8 +1,9 @@
 // Command mcpbench is a loopback HTTP load benchmark for an inline MCP
-// tools/call request.
+// tools/call request (scenario tools-call, the default) and for tasks/get of
+// a completed task (scenario tasks-get).
 //
-// It compares servers that all answer the same tools/call of the
-// conformance fixture tool "test_simple_text":
+// In the tools-call scenario it compares servers that all answer the same
+// tools/call of the conformance fixture tool "test_simple_text":
 //
 //   - taskwire: the taskwire conformance fixture server;
 //   - gosdk: the official MCP go-sdk server in stateless JSON-response mode,
@@ -11,6 +12,11 @@
 //     it serves on a faster path;
 //   - bare: a plain net/http handler that decodes the JSON-RPC body with
 //     encoding/json and writes the expected result.
+//
+// In the tasks-get scenario the harness first creates a task on the taskwire
+// fixture (slow_compute {"seconds":0} with the Tasks capability) and waits
+// for it to complete; then taskwire and bare both receive tasks/get of that
+// task, bare answering a fixed completed task of the same shape and size.
 //
 // Usage:
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // printReport writes the results table and the throughput ratios.
-func printReport(w io.Writer, results []targetResult) {
+func printReport(w io.Writer, sc scenario, results []targetResult) {
 	multi := false
 	for _, r := range results {
 		multi = multi || len(r.Rounds) > 1
@@ -46,10 +46,7 @@ func printReport(w io.Writer, results []targetResult) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "ratios of req/s:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, p := range [][2]string{
-		{"taskwire", "gosdk"}, {"taskwire", "gosdk-legacy"}, {"taskwire", "bare"},
-		{"bare", "gosdk"}, {"bare", "gosdk-legacy"},
-	} {
+	for _, p := range sc.Ratios {
 		if r, ok := ratio(results, p[0], p[1]); ok {
 			fmt.Fprintf(tw, "  %s/%s\t%.2fx\t(%.1f%%)\n", p[0], p[1], r, 100*r)
 		} else {
@@ -58,7 +55,7 @@ func printReport(w io.Writer, results []targetResult) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "goals:")
-	for _, g := range evalGoals(results) {
+	for _, g := range sc.Goals(results) {
 		fmt.Fprintf(w, "  %s\n", g)
 	}
 }

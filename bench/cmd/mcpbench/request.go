@@ -75,13 +75,32 @@ func (r request) String() string {
 func runRequest(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpbench request", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	targetList := fs.String("targets", defaultTargetList, "comma-separated targets whose request to print")
+	scenarioName := fs.String("scenario", scenarioToolsCall, "workload whose requests to print: tools-call or tasks-get")
+	targetList := fs.String("targets", "", "comma-separated targets whose request to print (default: every target of the scenario)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	sc, err := lookupScenario(*scenarioName)
+	if err != nil {
+		return err
+	}
+	if *targetList == "" {
+		*targetList = sc.DefaultTargets
 	}
 	targets, err := selectTargets(*targetList)
 	if err != nil {
 		return err
+	}
+	if err := sc.checkTargets(targets); err != nil {
+		return err
+	}
+	if sc.Name == scenarioTasksGet {
+		const placeholder = "TASK-ID"
+		fmt.Fprintf(stdout, "# set-up, sent once to taskwire before load (the task ID comes from its answer)\n%s\n", slowComputeRequest())
+		for _, t := range targets {
+			fmt.Fprintf(stdout, "# %s\n%s\n", t.Name, tasksGetRequest(placeholder))
+		}
+		return nil
 	}
 	for _, t := range targets {
 		fmt.Fprintf(stdout, "# %s\n%s\n", t.Name, t.Request)

@@ -22,6 +22,9 @@ type target struct {
 	NewHandler func() (http.Handler, error)
 	// Request is the request replayed against the target.
 	Request request
+	// Expect is what every response to Request must show; the zero value
+	// means the successful test_simple_text tools/call result.
+	Expect expectation
 }
 
 // allTargets returns every known target, in the default run order.

@@ -33,26 +33,42 @@ type toolsCallResponse struct {
 // no error, and exactly the expected text content. It returns the response
 // body so that callers can show it.
 func verify(ctx context.Context, client *http.Client, baseURL string, req request) ([]byte, error) {
+	return verifyExpect(ctx, client, baseURL, req, toolsCallExpectation())
+}
+
+// verifyExpect sends req once to the server at baseURL and checks the answer
+// with exp.Check. It returns the response body so that callers can show it.
+func verifyExpect(ctx context.Context, client *http.Client, baseURL string, req request, exp expectation) ([]byte, error) {
+	status, contentType, body, err := send(ctx, client, baseURL, req)
+	if err != nil {
+		return nil, fmt.Errorf("verification: %w", err)
+	}
+	if err := exp.orDefault().Check(status, contentType, body); err != nil {
+		return body, fmt.Errorf("%w; body: %s", err, truncate(body, 512))
+	}
+	return body, nil
+}
+
+// send sends req once to the server at baseURL and returns the response's
+// status, Content-Type and body (at most 1 MiB).
+func send(ctx context.Context, client *http.Client, baseURL string, req request) (int, string, []byte, error) {
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, baseURL+req.Path, strings.NewReader(req.Body))
 	if err != nil {
-		return nil, fmt.Errorf("build verification request: %w", err)
+		return 0, "", nil, fmt.Errorf("build request: %w", err)
 	}
 	for _, h := range req.Headers {
 		hreq.Header.Set(h.Name, h.Value)
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("send verification request: %w", err)
+		return 0, "", nil, fmt.Errorf("send request: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("read verification response: %w", err)
+		return 0, "", nil, fmt.Errorf("read response: %w", err)
 	}
-	if err := checkToolsCallResponse(resp.StatusCode, resp.Header.Get("Content-Type"), body); err != nil {
-		return body, fmt.Errorf("%w; body: %s", err, truncate(body, 512))
-	}
-	return body, nil
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body, nil
 }
 
 // checkToolsCallResponse validates one HTTP response to the benchmark

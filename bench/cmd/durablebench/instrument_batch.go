@@ -1,0 +1,33 @@
+//go:build !taskwire_prebatch
+
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskwire/taskwire/worker"
+)
+
+// instrumentedBatch is instrumented for a store that completes in batches
+// (worker.BatchCompleter), which the runtime then uses.
+type instrumentedBatch struct {
+	*instrumented
+	bc worker.BatchCompleter
+}
+
+func (s *instrumentedBatch) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
+	t0 := time.Now()
+	lost, err := s.bc.CompleteBatch(ctx, items)
+	s.stats.completeBatch.add(len(items), time.Since(t0))
+	return lost, err
+}
+
+// instrument wraps st, keeping its optional batch completion.
+func instrument(st durableStore, stats *storeStats, skipCancelRead bool) durableStore {
+	in := &instrumented{durableStore: st, stats: stats, skipCancelRead: skipCancelRead}
+	if bc, ok := st.(worker.BatchCompleter); ok {
+		return &instrumentedBatch{instrumented: in, bc: bc}
+	}
+	return in
+}

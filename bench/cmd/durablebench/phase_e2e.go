@@ -1,0 +1,496 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/postgres"
+	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// listenPrefix starts the line on which "durablebench e2e-serve" announces
+// its address.
+const listenPrefix = "listening on "
+
+// runE2EServe implements "durablebench e2e-serve": a taskwire server whose
+// task-required tool benchKind enqueues a task in the store, and a worker
+// runtime that completes it with the tool's arguments, in one process,
+// until standard input reaches EOF or -max-lifetime passes. The caller
+// owns the schema or database file and removes it afterwards.
+func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("durablebench e2e-serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kind := fs.String("store", "postgres", "postgres or sqlite")
+	pgURL := fs.String("pg-url", "", "PostgreSQL URL (postgres)")
+	schema := fs.String("schema", "", "PostgreSQL schema (postgres)")
+	pgConns := fs.Int("pg-conns", 16, "store connection pool size (postgres)")
+	path := fs.String("sqlite-path", "", "database file (sqlite)")
+	concurrency := fs.Int("concurrency", 256, "worker.Options.Concurrency")
+	claimBatch := fs.Int("claim-batch", 64, "worker.Options.ClaimBatch")
+	workerPoll := fs.Duration("worker-poll", 10*time.Millisecond, "worker.Options.PollInterval")
+	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
+	maxLifetime := fs.Duration("max-lifetime", 5*time.Minute, "stop after this long in any case")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *maxLifetime)
+	defer cancel()
+	go func() {
+		// Nothing is written to our stdin: any read returns when the
+		// parent closes the pipe or exits.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+
+	var st durableStore
+	var err error
+	switch *kind {
+	case "postgres":
+		if err := checkLoopbackURL(*pgURL); err != nil {
+			return err
+		}
+		st, err = postgres.Open(ctx, postgres.Options{URL: *pgURL, Schema: *schema, MaxConns: int32(*pgConns), Logger: warnLogger()})
+	case "sqlite":
+		st, err = sqlite.Open(ctx, sqlite.Options{Path: *path, Synchronous: "NORMAL", Logger: warnLogger()})
+	default:
+		return usageError{fmt.Sprintf("e2e-serve: unknown store %q", *kind)}
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	ep := server.NewEndpoint(server.EndpointOptions{
+		Path: "/mcp", Name: "durablebench", Version: "1.0.0",
+		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
+	})
+	server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
+		func(ctx context.Context, _ *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
+			t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{})
+			if err != nil {
+				return task.Handle{}, err
+			}
+			return task.Handle{ID: t.ID()}, nil
+		})
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: st, Logger: warnLogger()})
+	if err != nil {
+		return err
+	}
+	rt, err := worker.New(worker.Options{
+		Store: st, Events: st.EventPublisher(), Name: "durablebench-e2e",
+		Concurrency: *concurrency, ClaimBatch: *claimBatch, PollInterval: *workerPoll,
+		ShutdownGrace: 5 * time.Second, Logger: warnLogger(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := worker.Handle(rt, benchKind, func(_ context.Context, _ *worker.JobContext, in benchArgs) (benchArgs, error) {
+		return in, nil
+	}); err != nil {
+		return err
+	}
+
+	host, _, err := net.SplitHostPort(*addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return usageError{fmt.Sprintf("e2e-serve: %q is not a loopback address", *addr)}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := rt.Run(runCtx); err != nil {
+			fmt.Fprintf(stderr, "e2e-serve: worker: %v\n", err)
+		}
+	})
+	wg.Go(func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "e2e-serve: http: %v\n", err)
+			cancel()
+		}
+	})
+	fmt.Fprintf(stdout, "%s%s\n", listenPrefix, ln.Addr())
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	_ = hs.Shutdown(sctx)
+	stopRun()
+	wg.Wait()
+	return nil
+}
+
+// e2eServer is a running "durablebench e2e-serve" subprocess.
+type e2eServer struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   string
+	exited chan struct{}
+	err    error
+}
+
+// startE2EServer re-executes this binary as e2e-serve and waits for its
+// address.
+func startE2EServer(ctx context.Context, args []string, stderr io.Writer) (*e2eServer, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"e2e-serve"}, args...)...)
+	cmd.Env = os.Environ()
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &e2eServer{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), listenPrefix); ok {
+				select {
+				case addrc <- a:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case s.addr = <-addrc:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("e2e server exited before announcing its address: %v", s.err)
+	case <-time.After(30 * time.Second):
+		err = errors.New("e2e server did not announce its address within 30s")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	_ = s.close()
+	return nil, err
+}
+
+// close stops the subprocess: EOF on its stdin, then SIGKILL after 15 s.
+func (s *e2eServer) close() error {
+	_ = s.stdin.Close()
+	select {
+	case <-s.exited:
+		return s.err
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("e2e server %d did not stop within 15s; killed", s.cmd.Process.Pid)
+	}
+}
+
+// e2eClient creates tasks over HTTP and waits for them.
+type e2eClient struct {
+	http *http.Client
+	url  string
+}
+
+// meta is the per-request _meta of a 2026-07-28 client that declares Tasks.
+const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LatestProtocolVersion + `",` +
+	`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"durablebench","version":"1.0.0"}}`
+
+// post sends one JSON-RPC request and decodes the result into v.
+func (c *e2eClient) post(ctx context.Context, method, name, body string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"application/json, text/event-stream"}
+	h["Mcp-Protocol-Version"] = []string{mcp.LatestProtocolVersion}
+	h["Mcp-Method"] = []string{method}
+	h["Mcp-Name"] = []string{name}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, truncate(b, 300))
+	}
+	var env struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return fmt.Errorf("%s: %w: %s", method, err, truncate(b, 300))
+	}
+	if len(env.Error) > 0 || len(env.Result) == 0 {
+		return fmt.Errorf("%s: no result: %s", method, truncate(b, 300))
+	}
+	if err := json.Unmarshal(env.Result, v); err != nil {
+		return fmt.Errorf("%s: %w: %s", method, err, truncate(b, 300))
+	}
+	return nil
+}
+
+// create calls the task-required tool with {"n":n} and returns the task ID
+// and whether the task had already completed (the worker may win the race
+// with the server's read-back).
+func (c *e2eClient) create(ctx context.Context, n int) (string, bool, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + benchKind + `","arguments":{"n":` +
+		strconv.Itoa(n) + `},` + meta + `}}`
+	var res struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
+	}
+	if err := c.post(ctx, "tools/call", benchKind, body, &res); err != nil {
+		return "", false, err
+	}
+	if res.ResultType != "task" || res.TaskID == "" || (res.Status != "working" && res.Status != "completed") {
+		return "", false, fmt.Errorf("tools/call: resultType %q, taskId %q, status %q; want a working or completed task", res.ResultType, res.TaskID, res.Status)
+	}
+	return res.TaskID, res.Status == "completed", nil
+}
+
+// get reads a task: whether it completed, and then that its result carries
+// {"n":n}.
+func (c *e2eClient) get(ctx context.Context, id string, n int) (bool, error) {
+	idJSON, _ := json.Marshal(id)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":` + string(idJSON) + `,` + meta + `}}`
+	var res struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+		Result *struct {
+			StructuredContent *benchArgs `json:"structuredContent"`
+			IsError           bool       `json:"isError"`
+		} `json:"result"`
+	}
+	if err := c.post(ctx, "tasks/get", id, body, &res); err != nil {
+		return false, err
+	}
+	switch {
+	case res.TaskID != id:
+		return false, fmt.Errorf("tasks/get: taskId %q, want %q", res.TaskID, id)
+	case res.Status == "working":
+		return false, nil
+	case res.Status != "completed":
+		return false, fmt.Errorf("tasks/get: status %q, want working or completed", res.Status)
+	case res.Result == nil || res.Result.IsError || res.Result.StructuredContent == nil || res.Result.StructuredContent.N != n:
+		return false, fmt.Errorf("tasks/get: completed task %d without the result {\"n\":%d}", n, n)
+	}
+	return true, nil
+}
+
+// await polls the task every interval until it has completed; the first
+// poll is immediate when the task was created completed.
+func (c *e2eClient) await(ctx context.Context, id string, n int, completed bool, interval time.Duration, polls *atomic.Int64) error {
+	first := interval
+	if completed {
+		first = 0
+	}
+	t := time.NewTimer(first)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("task %d not completed: %w", n, ctx.Err())
+		case <-t.C:
+		}
+		polls.Add(1)
+		done, err := c.get(ctx, id, n)
+		if err != nil || done {
+			return err
+		}
+		t.Reset(interval)
+	}
+}
+
+// truncate shortens b for error messages.
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// runE2EPhase is pg-e2e or sqlite-e2e: a server and worker in a subprocess
+// on a fresh store, K clients in this process each creating tasks with
+// tools/call and polling tasks/get until they complete, M tasks in all.
+func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Writer) ([]figure, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
+	defer cancel()
+	args := []string{
+		"-store", kind,
+		"-concurrency", strconv.Itoa(cfg.E2EConcurrency), "-claim-batch", strconv.Itoa(cfg.E2EClaimBatch),
+		"-worker-poll", cfg.E2EWorkerPoll.String(),
+		"-max-lifetime", (cfg.PhaseTimeout + time.Minute).String(),
+	}
+	var where string
+	switch kind {
+	case "postgres":
+		schema := randomName("twbench_")
+		where = "schema " + schema
+		args = append(args, "-pg-url", cfg.pgURL(), "-schema", schema, "-pg-conns", strconv.Itoa(int(cfg.PGConns)))
+		defer func() {
+			if err := dropSchema(cfg.pgURL(), schema); err != nil {
+				fmt.Fprintf(out, "   !!! cleanup: %v\n", err)
+			}
+		}()
+	case "sqlite":
+		dir, err := os.MkdirTemp(cfg.TempDir, "durablebench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		where = filepath.Join(dir, "tasks.db")
+		args = append(args, "-sqlite-path", where)
+	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(cfg.ProfileDir, kind+"-e2e-server.pprof")
+		args = append(args, "-cpuprofile", p)
+		defer fmt.Fprintf(out, "   CPU profile of the server process: %s\n", p)
+	}
+	srv, err := startE2EServer(ctx, args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = srv.close()
+		}
+	}()
+	fmt.Fprintf(out, "   server + worker subprocess (pid %d) on http://%s/mcp, store %s %s; worker Concurrency %d, ClaimBatch %d, PollInterval %s\n",
+		srv.cmd.Process.Pid, srv.addr, kind, where, cfg.E2EConcurrency, cfg.E2EClaimBatch, cfg.E2EWorkerPoll)
+
+	tr := &http.Transport{Proxy: nil, MaxIdleConns: 2 * cfg.E2EClients, MaxIdleConnsPerHost: 2 * cfg.E2EClients, IdleConnTimeout: time.Minute}
+	defer tr.CloseIdleConnections()
+	c := &e2eClient{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, url: "http://" + srv.addr + "/mcp"}
+
+	// Verify before load: one task end to end, checked.
+	var polls atomic.Int64
+	t0 := time.Now()
+	id, completed, err := c.create(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("verification before load: %w", err)
+	}
+	if err := c.await(ctx, id, 0, completed, cfg.E2EPoll, &polls); err != nil {
+		return nil, fmt.Errorf("verification before load: %w", err)
+	}
+	fmt.Fprintf(out, "   verified: tools/call created working task %s; tasks/get reported it completed with {\"n\":0} after %s\n",
+		id, fmtDur(time.Since(t0)))
+
+	polls.Store(0)
+	var next, createdDone atomic.Int64
+	lats := make([][]time.Duration, cfg.E2EClients)
+	creates := make([][]time.Duration, cfg.E2EClients)
+	errs := make([]error, cfg.E2EClients)
+	var wg sync.WaitGroup
+	cpu0 := takeCPU(srv.cmd.Process.Pid)
+	start := time.Now()
+	for k := range cfg.E2EClients {
+		wg.Go(func() {
+			for {
+				n := int(next.Add(1))
+				if n > cfg.E2ETasks {
+					return
+				}
+				t0 := time.Now()
+				id, completed, err := c.create(ctx, n)
+				if err != nil {
+					errs[k] = err
+					return
+				}
+				creates[k] = append(creates[k], time.Since(t0))
+				if completed {
+					createdDone.Add(1)
+				}
+				if err := c.await(ctx, id, n, completed, cfg.E2EPoll, &polls); err != nil {
+					errs[k] = err
+					return
+				}
+				lats[k] = append(lats[k], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := takeCPU(srv.cmd.Process.Pid).since(cpu0)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	stopped = true
+	if err := srv.close(); err != nil {
+		return nil, fmt.Errorf("stop server: %w", err)
+	}
+	all, cr := slices.Concat(lats...), slices.Concat(creates...)
+	slices.Sort(all)
+	slices.Sort(cr)
+	if len(all) != cfg.E2ETasks {
+		return nil, fmt.Errorf("%d of %d tasks completed", len(all), cfg.E2ETasks)
+	}
+	rate := float64(len(all)) / elapsed.Seconds()
+	p := func(s []time.Duration, q int) time.Duration { return s[len(s)*q/100] }
+	httpRate := float64(int64(len(all))+polls.Load()) / elapsed.Seconds()
+	fmt.Fprintf(out, "   %d clients, %d tasks, poll every %s: %.0f completed tasks/s in %.2fs; create→completed p50 %s, p99 %s; tools/call p50 %s, p99 %s\n",
+		cfg.E2EClients, len(all), cfg.E2EPoll, rate, elapsed.Seconds(), fmtDur(p(all, 50)), fmtDur(p(all, 99)), fmtDur(p(cr, 50)), fmtDur(p(cr, 99)))
+	fmt.Fprintf(out, "   HTTP: %d tools/call (%d answered with the task already completed) + %d tasks/get (%.1f polls per task), %.0f req/s\n",
+		len(all), createdDone.Load(), polls.Load(), float64(polls.Load())/float64(len(all)), httpRate)
+	fmt.Fprintf(out, "   %s\n", cpu)
+	return []figure{{
+		Phase: phaseName(kind, "e2e"), What: "taskwire " + kind + ": HTTP create → tasks/get completed", Rate: rate, Unit: "tasks/s",
+		Note: fmt.Sprintf("%d clients, poll %s; latency p50 %s, p99 %s", cfg.E2EClients, cfg.E2EPoll, fmtDur(p(all, 50)), fmtDur(p(all, 99))),
+	}}, nil
+}
