@@ -54,10 +54,7 @@ func (m *RequestMeta) UnmarshalJSON(data []byte) error {
 			if raw[0] != '{' {
 				return fmt.Errorf("mcp: _meta %s must be an object", MetaClientCapabilities) // null counts as missing
 			}
-			m.ClientCapabilities = &ClientCapabilities{}
-			if string(raw) != "{}" { // the common case needs no decoding
-				err = json.Unmarshal(raw, m.ClientCapabilities)
-			}
+			m.ClientCapabilities, err = decodeClientCapabilities(raw)
 		case MetaClientInfo:
 			if string(raw) != "null" {
 				m.ClientInfo, err = decodeImplementation(raw)
@@ -86,6 +83,61 @@ func (m *RequestMeta) UnmarshalJSON(data []byte) error {
 		}
 		return nil
 	})
+}
+
+// decodeClientCapabilities decodes the capabilities every request carries
+// with exact member names, taking the common empty objects ({}) without
+// reflection; anything richer goes through encoding/json.
+func decodeClientCapabilities(raw []byte) (*ClientCapabilities, error) {
+	c := &ClientCapabilities{}
+	if string(raw) == "{}" {
+		return c, nil
+	}
+	err := EachMember(raw, func(name, value []byte) error {
+		if string(value) == "null" {
+			return nil // as encoding/json: a null member is absent
+		}
+		empty := string(value) == "{}"
+		switch string(name) {
+		case "elicitation":
+			c.Elicitation = &ElicitationCapability{}
+			if !empty {
+				return json.Unmarshal(value, c.Elicitation)
+			}
+		case "sampling":
+			c.Sampling = &SamplingCapability{}
+			if !empty {
+				return json.Unmarshal(value, c.Sampling)
+			}
+		case "roots":
+			c.Roots = &RootsCapability{}
+			if !empty {
+				return json.Unmarshal(value, c.Roots)
+			}
+		case "experimental":
+			return json.Unmarshal(value, &c.Experimental)
+		case "extensions":
+			if value[0] != '{' {
+				return errors.New("extensions must be an object")
+			}
+			c.Extensions = map[string]Object{}
+			return EachMember(value, func(id, settings []byte) error {
+				obj := Object{}
+				if string(settings) != "{}" {
+					if err := json.Unmarshal(settings, &obj); err != nil {
+						return err
+					}
+				}
+				c.Extensions[string(id)] = obj
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // decodeImplementation decodes clientInfo, which most requests carry, with

@@ -147,7 +147,7 @@ func (c *call) lateOutcome(ctx context.Context) Outcome {
 // encode renders a result with the server info and checks the result limits.
 func (c *call) encode(res any) ([]byte, *protocolError) {
 	if raw, ok := res.(json.RawMessage); ok {
-		return raw, nil
+		return c.checkLimits(raw)
 	}
 	if r, ok := res.(*mcp.CallToolResult); ok {
 		if b, ok := c.ep.appendToolResult(nil, r); ok {

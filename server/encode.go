@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -14,6 +15,12 @@ import (
 // goes through encoding/json. The output is byte-identical to what
 // json.Marshal produces for the same value.
 func (ep *Endpoint) appendToolResult(dst []byte, r *mcp.CallToolResult) ([]byte, bool) {
+	return appendToolResultMeta(dst, r, ep.serverMetaJSON)
+}
+
+// appendToolResultMeta is appendToolResult with the given encoded _meta, or
+// none when meta is nil (a result embedded in a task).
+func appendToolResultMeta(dst []byte, r *mcp.CallToolResult, meta []byte) ([]byte, bool) {
 	if r.Meta != nil || !completeResultType(r.ResultType) {
 		return dst, false
 	}
@@ -43,8 +50,57 @@ func (ep *Endpoint) appendToolResult(dst []byte, r *mcp.CallToolResult) ([]byte,
 	if r.IsError {
 		dst = append(dst, `,"isError":true`...)
 	}
+	if meta != nil {
+		dst = append(dst, `,"_meta":`...)
+		dst = append(dst, meta...)
+	}
+	return append(dst, '}'), true
+}
+
+// appendTaskResult encodes a tasks/get result directly for the shapes that
+// carry no input requests and no task _meta, byte-identical to
+// encoding/json; it reports false otherwise. d.Result must be compact JSON
+// (as the delivery path produces it).
+func (ep *Endpoint) appendTaskResult(dst []byte, d *mcp.DetailedTask) ([]byte, bool) {
+	if d.Meta != nil || d.InputRequests != nil {
+		return dst, false
+	}
+	dst = append(dst, `{"resultType":"complete","taskId":`...)
+	dst = appendJSONString(dst, d.TaskID)
+	dst = append(dst, `,"status":`...)
+	dst = appendJSONString(dst, string(d.Status))
+	if d.StatusMessage != "" {
+		dst = append(dst, `,"statusMessage":`...)
+		dst = appendJSONString(dst, d.StatusMessage)
+	}
+	dst = append(dst, `,"createdAt":`...)
+	dst = appendJSONString(dst, d.CreatedAt)
+	dst = append(dst, `,"lastUpdatedAt":`...)
+	dst = appendJSONString(dst, d.LastUpdatedAt)
+	dst = append(dst, `,"ttlMs":`...)
+	if d.TTLMs == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendInt(dst, *d.TTLMs, 10)
+	}
+	if d.PollIntervalMs != nil {
+		dst = append(dst, `,"pollIntervalMs":`...)
+		dst = strconv.AppendInt(dst, *d.PollIntervalMs, 10)
+	}
 	dst = append(dst, `,"_meta":`...)
 	dst = append(dst, ep.serverMetaJSON...)
+	if len(d.Result) > 0 {
+		dst = append(dst, `,"result":`...)
+		dst = append(dst, d.Result...)
+	}
+	if d.Error != nil {
+		b, err := json.Marshal(d.Error)
+		if err != nil {
+			return dst, false
+		}
+		dst = append(dst, `,"error":`...)
+		dst = append(dst, b...)
+	}
 	return append(dst, '}'), true
 }
 

@@ -71,3 +71,32 @@ func FuzzAppendToolResult(f *testing.F) {
 		checkSameAsMarshal(t, ep, r)
 	})
 }
+
+func TestAppendTaskResultMatchesMarshal(t *testing.T) {
+	ep := testEndpoint(t)
+	ttl, poll := int64(3600000), int64(1000)
+	result, _ := appendToolResultMeta(nil, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done <&>"}}, StructuredContent: json.RawMessage(`{"a":1}`)}, nil)
+	tests := []mcp.DetailedTask{
+		{TaskInfo: mcp.TaskInfo{TaskID: "t-1", Status: mcp.TaskWorking, CreatedAt: "2026-08-01T10:00:00.000Z", LastUpdatedAt: "2026-08-01T10:00:00.000Z", TTLMs: &ttl, PollIntervalMs: &poll}},
+		{TaskInfo: mcp.TaskInfo{TaskID: "t-2", Status: mcp.TaskCompleted, StatusMessage: "é\"\n", CreatedAt: "a", LastUpdatedAt: "b"}, Result: result},
+		{TaskInfo: mcp.TaskInfo{TaskID: "t-3", Status: mcp.TaskFailed, CreatedAt: "a", LastUpdatedAt: "b", TTLMs: &ttl}, Error: &mcp.Error{Code: -32603, Message: "boom", Data: json.RawMessage(`{"x":1}`)}},
+		{TaskInfo: mcp.TaskInfo{TaskID: "t-4", Status: mcp.TaskCancelled, CreatedAt: "a", LastUpdatedAt: "b"}},
+	}
+	for _, d := range tests {
+		want, err := json.Marshal(ep.withMeta(&mcp.GetTaskResult{DetailedTask: d}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := ep.appendTaskResult(nil, &d)
+		if !ok {
+			t.Fatalf("fast path refused %s", d.TaskID)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", d.TaskID, diff)
+		}
+	}
+	d := mcp.DetailedTask{TaskInfo: mcp.TaskInfo{TaskID: "t", Status: mcp.TaskInputRequired}, InputRequests: mcp.InputRequests{}}
+	if _, ok := ep.appendTaskResult(nil, &d); ok {
+		t.Error("fast path accepted input requests")
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -325,6 +326,9 @@ func (ep *Endpoint) getTask(ctx context.Context, c *call) (any, Outcome, *protoc
 		if perr != nil {
 			return nil, perr
 		}
+		if b, ok := c.ep.appendTaskResult(nil, &d); ok {
+			return json.RawMessage(b), nil // limits are checked when it is written
+		}
 		return &mcp.GetTaskResult{DetailedTask: d}, nil
 	})
 }
@@ -354,9 +358,12 @@ func (c *call) detail(ctx context.Context, t task.Task) (mcp.DetailedTask, *prot
 		if perr != nil {
 			return d, perr
 		}
-		b, err := jsonMarshal(res)
-		if err != nil {
-			return d, errInternal
+		b, ok := appendToolResultMeta(nil, res, nil)
+		if !ok {
+			var err error
+			if b, err = jsonMarshal(res); err != nil {
+				return d, errInternal
+			}
 		}
 		d.Result = b
 	case task.Failed:
