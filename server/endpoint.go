@@ -318,6 +318,20 @@ func (ep *Endpoint) page(cursor *string, n int) (lo, hi int, next string, perr *
 	return lo, hi, next, nil
 }
 
+// pageOf returns the page of entries a cursor selects, mapped to their wire
+// values, and the next cursor ("" on the last page).
+func pageOf[E, T any](ep *Endpoint, cursor *string, entries []E, wire func(E) T) ([]T, string, *protocolError) {
+	lo, hi, next, perr := ep.page(cursor, len(entries))
+	if perr != nil {
+		return nil, "", perr
+	}
+	out := make([]T, 0, hi-lo)
+	for _, e := range entries[lo:hi] {
+		out = append(out, wire(e))
+	}
+	return out, next, nil
+}
+
 const cursorPrefix = "o1:"
 
 func encodeCursor(off int) string {

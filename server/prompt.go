@@ -41,20 +41,13 @@ func (ep *Endpoint) AddPrompt(p *mcp.Prompt, h PromptHandler) {
 func (ep *Endpoint) SetCompletionHandler(h CompletionHandler) { ep.completion = h }
 
 func (ep *Endpoint) listPrompts(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	lo, hi, next, perr := ep.page(c.params.Cursor, len(ep.prompts))
+	items, next, perr := pageOf(ep, c.params.Cursor, ep.prompts, func(e *promptEntry) *mcp.Prompt { return e.prompt })
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	res := &mcp.ListPromptsResult{
-		Prompts:    make([]*mcp.Prompt, 0, hi-lo),
-		NextCursor: next,
-		TTLMs:      ep.opts.CacheTTL.Milliseconds(),
-		CacheScope: ep.cacheScope,
-	}
-	for _, p := range ep.prompts[lo:hi] {
-		res.Prompts = append(res.Prompts, p.prompt)
-	}
-	return res, OutcomeComplete, nil
+	return &mcp.ListPromptsResult{
+		Prompts: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
+	}, OutcomeComplete, nil
 }
 
 func (ep *Endpoint) getPrompt(ctx context.Context, c *call) (any, Outcome, *protocolError) {

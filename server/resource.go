@@ -85,37 +85,23 @@ func compileURITemplate(tmpl string) (*regexp.Regexp, error) {
 }
 
 func (ep *Endpoint) listResources(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	lo, hi, next, perr := ep.page(c.params.Cursor, len(ep.resources))
+	items, next, perr := pageOf(ep, c.params.Cursor, ep.resources, func(e *resourceEntry) *mcp.Resource { return e.resource })
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	res := &mcp.ListResourcesResult{
-		Resources:  make([]*mcp.Resource, 0, hi-lo),
-		NextCursor: next,
-		TTLMs:      ep.opts.CacheTTL.Milliseconds(),
-		CacheScope: ep.cacheScope,
-	}
-	for _, r := range ep.resources[lo:hi] {
-		res.Resources = append(res.Resources, r.resource)
-	}
-	return res, OutcomeComplete, nil
+	return &mcp.ListResourcesResult{
+		Resources: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
+	}, OutcomeComplete, nil
 }
 
 func (ep *Endpoint) listResourceTemplates(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	lo, hi, next, perr := ep.page(c.params.Cursor, len(ep.templates))
+	items, next, perr := pageOf(ep, c.params.Cursor, ep.templates, func(e *templateEntry) *mcp.ResourceTemplate { return e.template })
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	res := &mcp.ListResourceTemplatesResult{
-		ResourceTemplates: make([]*mcp.ResourceTemplate, 0, hi-lo),
-		NextCursor:        next,
-		TTLMs:             ep.opts.CacheTTL.Milliseconds(),
-		CacheScope:        ep.cacheScope,
-	}
-	for _, t := range ep.templates[lo:hi] {
-		res.ResourceTemplates = append(res.ResourceTemplates, t.template)
-	}
-	return res, OutcomeComplete, nil
+	return &mcp.ListResourceTemplatesResult{
+		ResourceTemplates: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
+	}, OutcomeComplete, nil
 }
 
 // resourceNotFound is the -32602 error for an unknown URI; its data names

@@ -331,20 +331,13 @@ func (ep *Endpoint) listTools(ctx context.Context, c *call) (any, Outcome, *prot
 			}
 		}
 	}
-	lo, hi, next, perr := ep.page(c.params.Cursor, len(visible))
+	items, next, perr := pageOf(ep, c.params.Cursor, visible, func(e *toolEntry) *mcp.Tool { return e.tool })
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	res := &mcp.ListToolsResult{
-		Tools:      make([]*mcp.Tool, 0, hi-lo),
-		NextCursor: next,
-		TTLMs:      ep.opts.CacheTTL.Milliseconds(),
-		CacheScope: ep.cacheScope,
-	}
-	for _, t := range visible[lo:hi] {
-		res.Tools = append(res.Tools, t.tool)
-	}
-	return res, OutcomeComplete, nil
+	return &mcp.ListToolsResult{
+		Tools: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
+	}, OutcomeComplete, nil
 }
 
 // callTool runs tools/call: lookup, mirrored Mcp-Param headers, the tool
