@@ -68,32 +68,40 @@ func ValidateInputRequests(o Origin, reqs mcp.InputRequests) error {
 // structured output and the result has no content, a text block with the
 // structured content is added. The returned value is a copy when it differs.
 func (v *Validator) Result(o Origin, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	res, _, err := v.EncodeResult(o, res)
+	return res, err
+}
+
+// EncodeResult is Result that also returns the delivered result's JSON
+// encoding, which a store can keep instead of encoding the result again.
+func (v *Validator) EncodeResult(o Origin, res *mcp.CallToolResult) (*mcp.CallToolResult, []byte, error) {
 	if res == nil {
-		return nil, fmt.Errorf("%w: nil result", errInvalid)
+		return nil, nil, fmt.Errorf("%w: nil result", errInvalid)
 	}
 	if res.ResultType != "" && res.ResultType != mcp.ResultComplete {
-		return nil, fmt.Errorf("%w: a tool result's resultType must be complete", errInvalid)
+		return nil, nil, fmt.Errorf("%w: a tool result's resultType must be complete", errInvalid)
 	}
 	schema, err := v.schema(o.fields().OutputSchema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: output schema: %v", errInvalid, err)
+		return nil, nil, fmt.Errorf("%w: output schema: %v", errInvalid, err)
 	}
 	if err := outputcheck.Structured(schema, res); err != nil {
-		return nil, fmt.Errorf("%w: %v", errInvalid, err)
+		return nil, nil, fmt.Errorf("%w: %v", errInvalid, err)
 	}
 	if o.fields().MirrorStructured && len(res.Content) == 0 && len(res.StructuredContent) > 0 {
 		c := *res
 		c.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
 		res = &c
 	}
-	b, err := json.Marshal(res)
+	// MarshalJSON directly: json.Marshal would compact its output again.
+	b, err := res.MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("%w: result cannot be encoded: %v", errInvalid, err)
+		return nil, nil, fmt.Errorf("%w: result cannot be encoded: %v", errInvalid, err)
 	}
 	if len(b) > v.maxBytes || !jsonlimit.DepthWithin(b, v.maxDepth) {
-		return nil, fmt.Errorf("%w: result exceeds the size or depth limit", errInvalid)
+		return nil, nil, fmt.Errorf("%w: result exceeds the size or depth limit", errInvalid)
 	}
-	return res, nil
+	return res, b, nil
 }
 
 // InputRequests checks that every request is of a kind the origin's tool

@@ -8,12 +8,17 @@ import (
 // maxCompleteBatch bounds one CompleteBatch call.
 const maxCompleteBatch = 256
 
+// completeInFlight is the number of CompleteBatch calls that may run at
+// once: while one batch commits, the next one gathers and runs, so the
+// database's commit latency does not cap the completion rate.
+const completeInFlight = 2
+
 // completer funnels concurrent completions into CompleteBatch calls. It
-// batches naturally: while one batch commits, the next completions queue, and
+// batches naturally: while a batch commits, the next completions queue, and
 // the following call takes all of them (up to maxCompleteBatch), so a quiet
 // runtime pays no extra latency and a busy one commits many jobs at once. Its
-// goroutine is owned by Run and ends when Run closes it, after every job has
-// finished.
+// completeInFlight goroutines are owned by Run and end when Run closes it,
+// after every job has finished.
 type completer struct {
 	store BatchCompleter
 	reqs  chan completeReq
@@ -27,8 +32,9 @@ type completeReq struct {
 
 func newCompleter(store BatchCompleter, queue int) *completer {
 	c := &completer{store: store, reqs: make(chan completeReq, queue)}
-	c.done.Add(1)
-	go c.loop()
+	for range completeInFlight {
+		c.done.Go(c.loop)
+	}
 	return c
 }
 
@@ -58,7 +64,6 @@ func (c *completer) close() {
 }
 
 func (c *completer) loop() {
-	defer c.done.Done()
 	batch := make([]completeReq, 0, maxCompleteBatch)
 	items := make([]Completion, 0, maxCompleteBatch)
 	for first := range c.reqs {

@@ -212,13 +212,14 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 		j.leaseUntil = p.Now.Add(p.Lease)
 		j.claimTimes = append(j.claimTimes, p.Now)
 		out = append(out, Job{
-			Lease:        Lease{TaskID: id, Attempt: j.attempt},
-			Kind:         j.kind,
-			Origin:       j.origin,
-			Failures:     j.failures,
-			MaxAttempts:  j.maxAttempts,
-			Responses:    maps.Clone(j.responses),
-			LeaseExpires: j.leaseUntil,
+			Lease:           Lease{TaskID: id, Attempt: j.attempt},
+			Kind:            j.kind,
+			Origin:          j.origin,
+			Failures:        j.failures,
+			MaxAttempts:     j.maxAttempts,
+			Responses:       maps.Clone(j.responses),
+			LeaseExpires:    j.leaseUntil,
+			CancelRequested: j.cancelReq,
 		})
 	}
 	return out, nil

@@ -184,7 +184,7 @@ func (rt *Runtime) runJob(work, base context.Context, j Job, claimedAt time.Time
 		rt.release(base, j, kind, expires)
 		return
 	}
-	if rt.cancelRequested(base, j.TaskID, kind) {
+	if j.CancelRequested {
 		rt.cancel(base, j, kind, expires)
 		return
 	}
@@ -333,14 +333,14 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 // complete validates res against the origin and completes the task, or
 // fails it when the result is invalid.
 func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult) {
-	valid, err := rt.validator.Result(j.Origin, res)
+	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
 		return
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
-			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid})
+			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded})
 		}
 		return rt.opts.Store.Complete(ctx, j.Lease, valid, "")
 	}))

@@ -28,7 +28,9 @@ type Store interface {
 	// Claim leases up to limit available jobs whose kind is in kinds (all
 	// kinds when kinds is empty) and whose run-at time has come, oldest
 	// first, until now+lease. Jobs are claimed without blocking other
-	// claimers (FOR UPDATE SKIP LOCKED, or one writer on SQLite).
+	// claimers (FOR UPDATE SKIP LOCKED, or one writer on SQLite). Each Job
+	// reports the task's cancel intent as of the claim, so that the runtime
+	// need not read it before starting the handler.
 	Claim(ctx context.Context, p ClaimParams) ([]Job, error)
 
 	// Heartbeat extends the lease to now+lease.
@@ -112,6 +114,11 @@ type Job struct {
 	Responses mcp.InputResponses
 	// LeaseExpires is when the claim ends without a heartbeat.
 	LeaseExpires time.Time
+	// CancelRequested reports that the client had asked to cancel the
+	// task when it was claimed; the runtime then cancels it without
+	// running the handler. Later requests reach a running job through
+	// CancelRequested.
+	CancelRequested bool
 }
 
 // Errors a Store returns.
@@ -169,7 +176,10 @@ type BatchCompleter interface {
 
 // Completion is one item of CompleteBatch.
 type Completion struct {
-	Lease   Lease
-	Result  *mcp.CallToolResult
-	Message string
+	Lease  Lease
+	Result *mcp.CallToolResult
+	// ResultJSON, when set, is Result's JSON encoding; the store keeps it
+	// instead of encoding Result again.
+	ResultJSON []byte
+	Message    string
 }

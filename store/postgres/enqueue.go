@@ -76,7 +76,6 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 			return task.Task{}, err
 		}
 		if created {
-			s.bc.Publish(id)
 			return snap, nil
 		}
 		// A concurrent Enqueue took the key after the lookup: look again.
@@ -94,8 +93,9 @@ type insertion struct {
 	runAt       time.Time
 }
 
-// insert creates the task, its job and its outbox row in one statement. It
-// returns created false, and no error, when the idempotency key is taken.
+// insert creates the task, its job and its outbox row in one statement, and
+// emits the event after commit. It returns created false, and no error,
+// when the idempotency key is taken.
 func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, error) {
 	var key, runAt any
 	if ins.key != "" {
@@ -105,15 +105,17 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 		runAt = ins.runAt
 	}
 	var created time.Time
+	var outboxID int64
 	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
 		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.ttl.Milliseconds(),
-		ins.poll.Milliseconds(), key, ins.maxAttempts, runAt, s.node).Scan(&created, nil)
+		ins.poll.Milliseconds(), key, ins.maxAttempts, runAt).Scan(&created, &outboxID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
 	}
 	if err != nil {
 		return task.Task{}, false, wrapErr("insert task", err)
 	}
+	s.emit(event{id: outboxID, taskID: ins.id})
 	snap, err := task.New(task.Params{
 		ID: ins.id, Origin: ins.cc.Origin, Status: task.Working,
 		CreatedAt: created.UTC(), LastUpdatedAt: created.UTC(),

@@ -12,34 +12,47 @@ import (
 
 // Event delivery.
 //
-// Every statement that makes a change a client can observe calls
-// task_event, which inserts an outbox row and sends NOTIFY on the schema's
-// channel with the payload "<node> <outbox id> <task id>"; PostgreSQL
-// delivers it at commit, and never for a rolled-back transaction. The
-// writing Store publishes the task ID on its own broadcaster right after
-// commit, so local subscribers never depend on the database round trip, and
-// its listener skips the notifications that carry its own node ID.
+// Every statement that makes a change a client can observe inserts an
+// outbox row per changed task, in the same transaction, and returns the
+// rows. After commit the writing Store publishes the task IDs on its own
+// broadcaster, so local subscribers never depend on a database round trip,
+// and queues them for its publisher, which sends them to the other nodes as
+// NOTIFYs on the schema's channel, many hints per payload: "<node> <outbox
+// id> <task id> <outbox id> <task id> ...", at most maxPayload bytes (task
+// IDs never contain spaces: the store makes them). Notifying after commit
+// instead of in the writing transaction matters: PostgreSQL serialises the
+// commits of
+// notifying transactions on one lock, held across the WAL flush, so a
+// NOTIFY in every write would cap writes at one commit per flush. A hint
+// lost in between (the process dies, or the queue is full) only delays
+// other nodes' subscribers: tasks/get reads the tables.
 //
 // Each Store holds one dedicated connection that LISTENs on the channel and
-// publishes every notification from another node on its broadcaster. When
-// the connection drops, the listener reconnects with capped, jittered
-// exponential backoff, LISTENs again, and only then replays the outbox rows
-// after the highest ID it saw, so a hint committed during the outage
-// arrives late rather than never, and may arrive twice. Outbox IDs are taken
-// at insert, not at commit, so the replay starts catchUpOverlap IDs early to
-// cover transactions that committed out of ID order around the outage. A
-// replay is bounded (catchUpMax rows); hints beyond it, and any the overlap
-// misses, are lost, which only delays subscribers: tasks/get stays the
-// truth.
+// publishes every notification from another node on its broadcaster (its
+// own carry its node ID and are skipped). When the connection drops, the
+// listener reconnects with capped, jittered exponential backoff, LISTENs
+// again, and only then replays the outbox rows after the highest ID it saw,
+// so a hint committed during the outage arrives late rather than never, and
+// may arrive twice. Outbox IDs are taken at insert, not at commit, so the
+// replay starts catchUpOverlap IDs early to cover transactions that
+// committed out of ID order around the outage. A replay is bounded
+// (catchUpMax rows); hints beyond it, and any the overlap misses, are lost,
+// which only delays subscribers.
 
 const (
 	// notifyTimeout bounds one NOTIFY round trip of Publish.
 	notifyTimeout = 2 * time.Second
-	// publishQueue bounds the Publish hints waiting for NOTIFY; beyond it
-	// hints to other nodes are dropped.
-	publishQueue = 1024
-	// notifyBatch bounds the hints sent in one NOTIFY statement.
-	notifyBatch = 256
+	// publishQueue bounds the hints waiting for NOTIFY; beyond it hints
+	// to other nodes are dropped.
+	publishQueue = 4096
+	// notifyBatch bounds the hints sent in one transaction.
+	notifyBatch = 1024
+	// maxPayload bounds one notification's payload; PostgreSQL's limit is
+	// 8000 bytes.
+	maxPayload = 7900
+	// maxHintID bounds the task IDs sent to other nodes; longer ones (and
+	// IDs with spaces, which no store creates) reach local subscribers only.
+	maxHintID = 200
 	// catchUpBatch and catchUpMax bound the outbox rows replayed after a
 	// reconnection; catchUpOverlap re-reads that many IDs before the last
 	// one seen, for transactions that committed out of ID order.
@@ -53,17 +66,32 @@ const (
 	backoffMax = 5 * time.Second
 )
 
+// event is one committed change: its outbox row and its task.
+type event struct {
+	id     int64 // outbox row; 0 for a hint published by a caller
+	taskID string
+}
+
+// emit publishes committed changes: to this store's subscribers before it
+// returns, and to other nodes through the publisher's queue.
+func (s *Store) emit(evs ...event) {
+	for _, ev := range evs {
+		s.bc.Publish(ev.taskID)
+		s.pub.send(ev)
+	}
+}
+
 // publisher is the Store's task.EventPublisher: subscribers hear the
 // store's local broadcaster; Publish reaches it at once and other nodes
 // through NOTIFY, sent asynchronously so that Publish never waits for the
 // database.
 type publisher struct {
 	s   *Store
-	out chan string
+	out chan event
 }
 
 func newPublisher(s *Store) *publisher {
-	return &publisher{s: s, out: make(chan string, publishQueue)}
+	return &publisher{s: s, out: make(chan event, publishQueue)}
 }
 
 // Subscribe implements task.EventPublisher.
@@ -75,40 +103,80 @@ func (p *publisher) Subscribe(fn func(taskID string)) (unsubscribe func()) {
 // before it returns; other nodes get the hint when the NOTIFY queue has room
 // and the database answers within a short timeout.
 func (p *publisher) Publish(taskID string) {
-	p.s.bc.Publish(taskID)
+	p.s.emit(event{taskID: taskID})
+}
+
+// send queues a hint for other nodes without blocking.
+func (p *publisher) send(ev event) {
+	if len(ev.taskID) > maxHintID || strings.Contains(ev.taskID, " ") {
+		return
+	}
 	select {
-	case p.out <- taskID:
+	case p.out <- ev:
 	default: // full: other nodes miss this hint, which only delays them
 	}
 }
 
-// run sends queued hints as NOTIFYs until ctx ends.
+// run sends queued hints as NOTIFYs until ctx ends, up to notifyBatch in
+// one transaction. The transaction commits without waiting for the WAL
+// flush: a hint lost in a crash only delays subscribers, and the
+// notification lock is then held for microseconds rather than a flush.
 func (p *publisher) run(ctx context.Context) {
-	batch := make([]string, 0, notifyBatch)
+	batch := make([]event, 0, notifyBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-p.out:
-			batch = append(batch[:0], id)
+		case ev := <-p.out:
+			batch = append(batch[:0], ev)
 		}
 	drain:
 		for len(batch) < notifyBatch {
 			select {
-			case id := <-p.out:
-				batch = append(batch, id)
+			case ev := <-p.out:
+				batch = append(batch, ev)
 			default:
 				break drain
 			}
 		}
+		payloads := packPayloads(p.s.node, batch)
 		nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-		_, err := p.s.pool.Exec(nctx, `SELECT pg_notify($1, $2 || ' 0 ' || id) FROM unnest($3::text[]) AS id`,
-			p.s.channel, p.s.node, batch)
+		err := pgx.BeginFunc(nctx, p.s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(nctx, "SET LOCAL synchronous_commit TO OFF"); err != nil {
+				return err
+			}
+			_, err := tx.Exec(nctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, p.s.channel, payloads)
+			return err
+		})
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			p.s.log.Warn("postgres: task event hints not sent to other nodes", "hints", len(batch), "err", err)
 		}
 	}
+}
+
+// packPayloads packs events into as few payloads of at most maxPayload
+// bytes as it can, each "<node>( <outbox id> <task id>)+".
+func packPayloads(node string, evs []event) []string {
+	var out []string
+	var b []byte
+	for _, ev := range evs {
+		if len(b) > 0 && len(b)+22+len(ev.taskID) > maxPayload {
+			out = append(out, string(b))
+			b = b[:0]
+		}
+		if len(b) == 0 {
+			b = append(b, node...)
+		}
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, ev.id, 10)
+		b = append(b, ' ')
+		b = append(b, ev.taskID...)
+	}
+	if len(b) > 0 {
+		out = append(out, string(b))
+	}
+	return out
 }
 
 // listener owns the LISTEN connection.
@@ -184,13 +252,15 @@ func (l *listener) receive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		node, id, taskID, ok := parsePayload(n.Payload)
+		node, evs, ok := parsePayload(n.Payload)
 		if !ok {
 			continue
 		}
-		l.lastID = max(l.lastID, id)
-		if node != l.s.node {
-			l.s.bc.Publish(taskID)
+		for _, ev := range evs {
+			l.lastID = max(l.lastID, ev.id)
+			if node != l.s.node {
+				l.s.bc.Publish(ev.taskID)
+			}
 		}
 	}
 }
@@ -274,17 +344,20 @@ func (l *listener) catchUp(ctx context.Context) error {
 	}
 }
 
-// parsePayload splits a notification payload "<node> <outbox id> <task
-// id>". Payloads of other shapes are ignored.
-func parsePayload(p string) (node string, id int64, taskID string, ok bool) {
-	node, rest, ok1 := strings.Cut(p, " ")
-	idText, taskID, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || node == "" || taskID == "" {
-		return "", 0, "", false
+// parsePayload splits a notification payload "<node>( <outbox id> <task
+// id>)+". Payloads of other shapes are ignored.
+func parsePayload(p string) (node string, evs []event, ok bool) {
+	fields := strings.Split(p, " ")
+	if len(fields) < 3 || len(fields)%2 == 0 || fields[0] == "" {
+		return "", nil, false
 	}
-	id, err := strconv.ParseInt(idText, 10, 64)
-	if err != nil || id < 0 {
-		return "", 0, "", false
+	evs = make([]event, 0, len(fields)/2)
+	for i := 1; i < len(fields); i += 2 {
+		id, err := strconv.ParseInt(fields[i], 10, 64)
+		if err != nil || id < 0 || fields[i+1] == "" {
+			return "", nil, false
+		}
+		evs = append(evs, event{id: id, taskID: fields[i+1]})
 	}
-	return node, id, taskID, true
+	return fields[0], evs, true
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,22 +131,51 @@ func TestListenerReconnect(t *testing.T) {
 
 func TestParsePayload(t *testing.T) {
 	for _, tc := range []struct {
-		in     string
-		ok     bool
-		node   string
-		id     int64
-		taskID string
+		in   string
+		ok   bool
+		node string
+		evs  []event
 	}{
-		{"n1 42 abc", true, "n1", 42, "abc"},
-		{"n1 0 x y", true, "n1", 0, "x y"},
-		{"abc", false, "", 0, ""},
-		{"n1 x abc", false, "", 0, ""},
-		{"n1 -1 abc", false, "", 0, ""},
-		{"n1 5 ", false, "", 0, ""},
+		{"n1 42 abc", true, "n1", []event{{42, "abc"}}},
+		{"n1 42 abc 43 def", true, "n1", []event{{42, "abc"}, {43, "def"}}},
+		{"n1 0 x y", false, "", nil},
+		{"abc", false, "", nil},
+		{"n1 x abc", false, "", nil},
+		{"n1 -1 abc", false, "", nil},
+		{"n1 5 ", false, "", nil},
+		{" 5 abc", false, "", nil},
+		{"n1 5 abc 6", false, "", nil},
 	} {
-		node, id, taskID, ok := parsePayload(tc.in)
-		if ok != tc.ok || node != tc.node || id != tc.id || taskID != tc.taskID {
-			t.Errorf("parsePayload(%q) = %q %d %q %v", tc.in, node, id, taskID, ok)
+		node, evs, ok := parsePayload(tc.in)
+		if ok != tc.ok || node != tc.node || !slices.Equal(evs, tc.evs) {
+			t.Errorf("parsePayload(%q) = %q %v %v", tc.in, node, evs, ok)
 		}
+	}
+}
+
+// TestPackPayloads checks that packed payloads stay under the limit and
+// parse back to the events, in order.
+func TestPackPayloads(t *testing.T) {
+	var evs []event
+	for i := range 1000 {
+		evs = append(evs, event{id: int64(1_000_000 + i), taskID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)})
+	}
+	payloads := packPayloads("node1", evs)
+	if len(payloads) < 2 {
+		t.Fatalf("%d payloads for 1,000 events: want them split", len(payloads))
+	}
+	var got []event
+	for _, p := range payloads {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes", len(p))
+		}
+		node, e, ok := parsePayload(p)
+		if !ok || node != "node1" {
+			t.Fatalf("parsePayload(%.40q...) = %q, %v", p, node, ok)
+		}
+		got = append(got, e...)
+	}
+	if !slices.Equal(got, evs) {
+		t.Fatalf("round trip lost or reordered events: %d of %d", len(got), len(evs))
 	}
 }

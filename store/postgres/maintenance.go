@@ -22,13 +22,14 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (in
 		return 0, nil
 	}
 	var n int
+	var outboxIDs []int64
 	var failed []string
-	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(now), limit, exhaustedJSON, s.node).Scan(&n, &failed)
+	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(now), limit, exhaustedJSON).Scan(&n, &outboxIDs, &failed)
 	if err != nil {
 		return 0, wrapErr("rescue", err)
 	}
-	for _, id := range failed {
-		s.bc.Publish(id)
+	for i, id := range failed {
+		s.emit(event{id: outboxIDs[i], taskID: id})
 	}
 	return n, nil
 }

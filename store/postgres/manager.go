@@ -100,7 +100,7 @@ func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task
 // for the answers becomes available. It returns task.ErrNotFound for
 // unknown, expired and unauthorized tasks.
 func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]string, error) {
+	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
 		now := s.now()
 		var status string
 		var reqJSON, respJSON []byte
@@ -143,11 +143,12 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 		if len(outstanding) == 0 {
 			status = string(task.Working)
 		}
-		if _, err := tx.Exec(ctx, s.q.acceptResponses, now, uc.TaskID, status, newReqs, encodeResponses(accepted),
-			len(outstanding) == 0, s.node); err != nil {
+		var ev event
+		if err := tx.QueryRow(ctx, s.q.acceptResponses, now, uc.TaskID, status, newReqs, encodeResponses(accepted),
+			len(outstanding) == 0).Scan(&ev.id, &ev.taskID); err != nil {
 			return nil, wrapErr("update task", err)
 		}
-		return []string{uc.TaskID}, nil
+		return []event{ev}, nil
 	})
 }
 
@@ -178,7 +179,7 @@ func encodeResponses(m mcp.InputResponses) []byte {
 // Terminal tasks are left unchanged and the call succeeds. It returns
 // task.ErrNotFound for unknown, expired and unauthorized tasks.
 func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]string, error) {
+	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
 		now := s.now()
 		var status string
 		var requested bool
@@ -192,28 +193,26 @@ func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error
 		if requested || task.Status(status).Terminal() {
 			return nil, nil
 		}
-		if _, err := tx.Exec(ctx, s.q.requestCancel, now, rc.TaskID, s.node); err != nil {
+		var ev event
+		if err := tx.QueryRow(ctx, s.q.requestCancel, now, rc.TaskID).Scan(&ev.id, &ev.taskID); err != nil {
 			return nil, wrapErr("request cancel", err)
 		}
-		return []string{rc.TaskID}, nil
+		return []event{ev}, nil
 	})
 }
 
-// inTx runs fn in one transaction and, after commit, publishes the task IDs
-// fn returns to the store's local subscribers (other nodes hear of them
-// through the notifications the transaction sent).
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) (publish []string, err error)) error {
-	var ids []string
+// inTx runs fn in one transaction and, after commit, emits the events fn
+// returns.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) ([]event, error)) error {
+	var evs []event
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		ids, err = fn(tx)
+		evs, err = fn(tx)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		s.bc.Publish(id)
-	}
+	s.emit(evs...)
 	return nil
 }

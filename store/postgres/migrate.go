@@ -80,6 +80,11 @@ func (s *Store) version(ctx context.Context, q queryRower) (int, error) {
 // once. It is idempotent, and fails with ErrSchemaTooNew when the schema is
 // newer than the code.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrate(ctx, SchemaVersion())
+}
+
+// migrate is Migrate up to the given version.
+func (s *Store) migrate(ctx context.Context, target int) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
@@ -115,7 +120,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if v > len(ms) {
 			return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, len(ms))
 		}
-		for _, m := range ms[v:] {
+		for _, m := range ms[v:max(v, target)] {
 			if _, err := tx.Exec(ctx, s.q.expand(m.SQL)); err != nil {
 				return fmt.Errorf("postgres: migration %03d_%s: %w", m.Version, m.Name, err)
 			}

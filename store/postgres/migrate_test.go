@@ -3,8 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskwire/taskwire/worker"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
@@ -96,5 +102,58 @@ func TestOptionsValidation(t *testing.T) {
 		if _, err := Open(context.Background(), opts); err == nil {
 			t.Errorf("%s: Open succeeded", name)
 		}
+	}
+}
+
+// TestMigrateClaimColumns upgrades a version 1 schema holding a queued job
+// to the current version, then inserts a job the way a version 1 node still
+// running during a rolling upgrade does (without the claim columns): both
+// jobs are claimable, by kind, with the kind of their task.
+func TestMigrateClaimColumns(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	schema := newSchema(t)
+	pool, err := pgxpool.New(ctx, storeURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	// A bare Store migrates; Open would migrate to the current version.
+	s := &Store{opts: Options{Schema: schema}, pool: pool, q: newQueries(schema), log: quiet}
+	if err := s.migrate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	insertV1 := func(id string) {
+		t.Helper()
+		cc := creation(t, "tenant", "tool.v1", `{"n":1}`)
+		_, err := s.pool.Exec(ctx, `WITH t AS (
+				INSERT INTO `+s.q.ident+`.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
+					updated_at, expires_at, ttl_ms, poll_interval_ms)
+				VALUES ($1, $2, 'tenant', 'p', 'tool.v1', 'working', $3, now(), now(), now() + interval '1 hour', 3600000, 1000)
+				RETURNING id, created_at)
+			INSERT INTO `+s.q.ident+`.jobs (task_id, state, max_attempts, run_at, created_at)
+			SELECT id, 'available', 3, created_at, created_at FROM t`,
+			id, cc.Request.Endpoint, cc.Origin.Persisted())
+		if err != nil {
+			t.Fatalf("version 1 insert: %v", err)
+		}
+	}
+	insertV1("before-upgrade")
+	upgraded := openStore(t, schema, nil)
+	insertV1("during-rollout")
+	jobs, err := upgraded.Claim(ctx, worker.ClaimParams{Worker: "w", Kinds: []string{"tool.v1"}, Limit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		if j.Kind != "tool.v1" || j.Attempt != 1 {
+			t.Errorf("job %s: kind %q attempt %d", j.TaskID, j.Kind, j.Attempt)
+		}
+		got = append(got, j.TaskID)
+	}
+	slices.Sort(got)
+	if want := []string{"before-upgrade", "during-rollout"}; !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v", got, want)
 	}
 }

@@ -140,6 +140,7 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 		bc:        task.NewBroadcaster(),
 		hooks:     hooks,
 	}
+	s.pub = newPublisher(s)
 	s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
@@ -155,7 +156,6 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
-	s.pub = newPublisher(s)
 	s.wg.Go(func() { l.run(runCtx) })
 	s.wg.Go(func() { s.pub.run(runCtx) })
 	return s, nil

@@ -10,8 +10,9 @@ import (
 // Statement templates. {{schema}} is the quoted schema and {{now}} the
 // statement's time, always parameter $1: the injected clock's time, or the
 // database's clock in whole milliseconds when $1 is NULL. Statements that
-// record an observable change call task_event, whose last argument is the
-// store's node ID.
+// record an observable change end with recordEvents: they insert one outbox
+// row per changed task (a CTE named t yields the task IDs) and return the
+// rows' IDs and task IDs, which the store publishes after commit.
 //
 // Row locks, under READ COMMITTED. Writers of a claimed (running) job lock
 // its job row, then its task row: fenced writes, RescueExpired, and
@@ -32,6 +33,11 @@ const fence = `task_id = $2 AND attempt = $3 AND state = 'running' AND lease_exp
 // live restricts a tasks statement to unexpired tasks.
 const live = `(expires_at IS NULL OR expires_at > {{now}})`
 
+// recordEvents ends a statement whose CTE t returns the changed tasks' IDs:
+// one outbox row each, returned as (outbox ID, task ID).
+const recordEvents = `INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, {{now}} FROM t
+		RETURNING id, task_id`
+
 // taskColumns are the columns scanned into a taskRow, in order.
 const taskColumns = `id, status, status_message, origin, created_at, updated_at, ttl_ms, poll_interval_ms,
 	input_requests, result, error`
@@ -44,26 +50,28 @@ const (
 		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
 
 	// $2 task, $3 status, $4 outstanding requests, $5 accepted responses,
-	// $6 whether the job waiting for them wakes, $7 node. A job that is
+	// $6 whether the job waiting for them wakes. A job that is
 	// available while its task has outstanding requests was woken by a
 	// cancellation request; it becomes due now like a parked one.
 	sqlAcceptResponses = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}
-			WHERE task_id = $2 AND state IN ('awaiting_input', 'available') AND $6::boolean)
-		UPDATE {{schema}}.tasks SET status = $3, input_requests = $4, input_responses = $5,
-			status_message = CASE WHEN $6::boolean THEN '' ELSE status_message END,
-			updated_at = GREATEST(updated_at, {{now}})
-		WHERE id = $2 RETURNING {{schema}}.task_event(id, {{now}}, $7)`
+			WHERE task_id = $2 AND state IN ('awaiting_input', 'available') AND $6::boolean),
+		t AS (
+			UPDATE {{schema}}.tasks SET status = $3, input_requests = $4, input_responses = $5,
+				status_message = CASE WHEN $6::boolean THEN '' ELSE status_message END,
+				updated_at = GREATEST(updated_at, {{now}})
+			WHERE id = $2 RETURNING id)
+		` + recordEvents
 
 	sqlLockForCancel = `SELECT status, cancel_requested FROM {{schema}}.tasks
 		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
 
-	// $2 task, $3 node. A job awaiting input becomes available, keeping
+	// $2 task. A job awaiting input becomes available, keeping
 	// its run-at time (when it parked), so that a worker sees the intent.
 	sqlRequestCancel = `WITH j AS (
-			UPDATE {{schema}}.jobs SET state = 'available' WHERE task_id = $2 AND state = 'awaiting_input')
-		UPDATE {{schema}}.tasks SET cancel_requested = true
-		WHERE id = $2 RETURNING {{schema}}.task_event(id, {{now}}, $3)`
+			UPDATE {{schema}}.jobs SET state = 'available' WHERE task_id = $2 AND state = 'awaiting_input'),
+		t AS (UPDATE {{schema}}.tasks SET cancel_requested = true WHERE id = $2 RETURNING id)
+		` + recordEvents
 
 	sqlCancelRequested = `SELECT cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
@@ -76,8 +84,9 @@ const (
 
 	// $2 id, $3 endpoint, $4 tenant, $5 principal, $6 kind, $7 origin,
 	// $8 TTL ms (0: unlimited), $9 poll interval ms, $10 idempotency key,
-	// $11 max attempts, $12 run at (NULL: now), $13 node. Returns no row
-	// when the idempotency key is taken.
+	// $11 max attempts, $12 run at (NULL: now). Returns the creation time
+	// and the outbox row's ID, or no row when the idempotency key is taken.
+	// The job repeats the task's kind and expiry for the claim index.
 	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
@@ -87,70 +96,87 @@ const (
 				$8::bigint, $9::bigint, $10::text
 			FROM n
 			ON CONFLICT (tenant, endpoint, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-			RETURNING id, created_at),
+			RETURNING id, kind, created_at, expires_at),
 		j AS (
-			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at)
-			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at FROM t)
-		SELECT created_at, {{schema}}.task_event(id, created_at, $13) FROM t`
+			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
+			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at, kind, expires_at
+			FROM t),
+		o AS (INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, created_at FROM t RETURNING id)
+		SELECT t.created_at, o.id FROM t, o`
 
 	// $2 limit, $3 worker, $4 lease ms; $5 kinds in the filtered variant.
+	// The candidates come from the jobs table alone, in jobs_claim index
+	// order, so a claim costs O(limit) whatever the queue length; the job
+	// and task rows are then found by primary key ("= ANY(ARRAY(...))"
+	// keeps the planner from hashing a whole table when its estimates of
+	// the candidates are off).
 	sqlClaim = `WITH c AS (
-			SELECT j.task_id FROM {{schema}}.jobs j JOIN {{schema}}.tasks t ON t.id = j.task_id
-			WHERE j.state = 'available' AND j.run_at <= {{now}} AND (t.expires_at IS NULL OR t.expires_at > {{now}})
+			SELECT task_id FROM {{schema}}.jobs
+			WHERE state = 'available' AND run_at <= {{now}} AND (expires_at IS NULL OR expires_at > {{now}})
 				{{kinds}}
-			ORDER BY j.run_at, j.created_at, j.task_id
-			LIMIT $2 FOR UPDATE OF j SKIP LOCKED),
+			ORDER BY run_at, created_at, task_id
+			LIMIT $2 FOR UPDATE SKIP LOCKED),
 		u AS (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
 				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
-			FROM c WHERE j.task_id = c.task_id
+			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.max_attempts, j.lease_expires_at, j.run_at, j.created_at)
 		SELECT u.task_id, u.attempt, u.failures, u.max_attempts, u.lease_expires_at, t.kind, t.origin,
-			t.input_responses
+			t.input_responses, t.cancel_requested
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
+		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.run_at, u.created_at, u.task_id`
 
 	// $4 lease ms.
 	sqlHeartbeat = `UPDATE {{schema}}.jobs SET lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
 		WHERE ` + fence
 
-	// $4 status, $5 message, $6 result, $7 error, $8 node.
+	// $4 status, $5 message, $6 result, $7 error.
 	sqlFinish = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			WHERE ` + fence + ` RETURNING task_id)
-		UPDATE {{schema}}.tasks t SET status = $4, status_message = $5, input_requests = NULL, result = $6,
-			error = $7, updated_at = GREATEST(t.updated_at, {{now}})
-		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $8)`
+			WHERE ` + fence + ` RETURNING task_id),
+		t AS (
+			UPDATE {{schema}}.tasks t SET status = $4, status_message = $5, input_requests = NULL, result = $6,
+				error = $7, updated_at = GREATEST(t.updated_at, {{now}})
+			FROM j WHERE t.id = j.task_id RETURNING t.id)
+		` + recordEvents
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
-	// $5 results, $6 node. Returns the IDs that were completed.
+	// $5 results. Returns the outbox rows of the tasks completed. The
+	// redundant "= ANY($2)" lets the planner find the jobs by primary key;
+	// the tasks are found by key through the join (an "= ANY" there would
+	// be evaluated at each of the batch's index probes).
 	sqlCompleteBatch = `WITH v AS (
 			SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[]) AS v(task_id, attempt, message, result)),
 		j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			FROM v WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.state = 'running'
-				AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id)
-		UPDATE {{schema}}.tasks t SET status = 'completed', status_message = v.message, input_requests = NULL,
-			result = v.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
-		FROM j JOIN v ON v.task_id = j.task_id WHERE t.id = j.task_id
-		RETURNING t.id, {{schema}}.task_event(t.id, {{now}}, $6)`
+			FROM v WHERE j.task_id = ANY($2::text[]) AND j.task_id = v.task_id AND j.attempt = v.attempt
+				AND j.state = 'running' AND j.lease_expires_at > {{now}}
+			RETURNING j.task_id),
+		t AS (
+			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = v.message, input_requests = NULL,
+				result = v.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
+			FROM j JOIN v ON v.task_id = j.task_id WHERE t.id = j.task_id
+			RETURNING t.id)
+		` + recordEvents
 
-	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 node. The
+	// $4 run at (NULL: now), $5 message, $6 exhausted error. The
 	// failure that reaches max_attempts fails the task instead.
 	sqlRetry = `WITH j AS (
 			UPDATE {{schema}}.jobs SET failures = failures + 1,
 				state = CASE WHEN failures + 1 >= max_attempts THEN 'done' ELSE 'available' END,
 				run_at = CASE WHEN failures + 1 >= max_attempts THEN run_at ELSE coalesce($4::timestamptz, {{now}}) END,
 				lease_owner = NULL, lease_expires_at = NULL
-			WHERE ` + fence + ` RETURNING task_id, state = 'done' AS exhausted)
-		UPDATE {{schema}}.tasks t SET
-			status = CASE WHEN j.exhausted THEN 'failed' ELSE t.status END,
-			status_message = CASE WHEN j.exhausted THEN '' ELSE $5 END,
-			input_requests = CASE WHEN j.exhausted THEN NULL ELSE t.input_requests END,
-			error = CASE WHEN j.exhausted THEN $6::bytea END,
-			updated_at = GREATEST(t.updated_at, {{now}})
-		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $7)`
+			WHERE ` + fence + ` RETURNING task_id, state = 'done' AS exhausted),
+		t AS (
+			UPDATE {{schema}}.tasks t SET
+				status = CASE WHEN j.exhausted THEN 'failed' ELSE t.status END,
+				status_message = CASE WHEN j.exhausted THEN '' ELSE $5 END,
+				input_requests = CASE WHEN j.exhausted THEN NULL ELSE t.input_requests END,
+				error = CASE WHEN j.exhausted THEN $6::bytea END,
+				updated_at = GREATEST(t.updated_at, {{now}})
+			FROM j WHERE t.id = j.task_id RETURNING t.id)
+		` + recordEvents
 
 	sqlRelease = `UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}, lease_owner = NULL,
 		lease_expires_at = NULL WHERE ` + fence
@@ -160,16 +186,19 @@ const (
 	sqlLockKeys = `SELECT used_keys, cancel_requested FROM {{schema}}.tasks WHERE id = $1 FOR UPDATE`
 
 	// $4 message, $5 requests, $6 used keys, $7 whether cancellation was
-	// requested (then the job stays claimable), $8 node.
+	// requested (then the job stays claimable).
 	sqlRequestInput = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = CASE WHEN $7::boolean THEN 'available' ELSE 'awaiting_input' END,
 				run_at = {{now}}, lease_owner = NULL, lease_expires_at = NULL
-			WHERE ` + fence + ` RETURNING task_id)
-		UPDATE {{schema}}.tasks t SET status = 'input_required', status_message = $4, input_requests = $5,
-			used_keys = $6, updated_at = GREATEST(t.updated_at, {{now}})
-		FROM j WHERE t.id = j.task_id RETURNING {{schema}}.task_event(t.id, {{now}}, $8)`
+			WHERE ` + fence + ` RETURNING task_id),
+		t AS (
+			UPDATE {{schema}}.tasks t SET status = 'input_required', status_message = $4, input_requests = $5,
+				used_keys = $6, updated_at = GREATEST(t.updated_at, {{now}})
+			FROM j WHERE t.id = j.task_id RETURNING t.id)
+		` + recordEvents
 
-	// $2 limit, $3 exhausted error, $4 node.
+	// $2 limit, $3 exhausted error. Returns the number of jobs rescued,
+	// and the outbox rows of the tasks failed.
 	sqlRescue = `WITH c AS (
 			SELECT task_id FROM {{schema}}.jobs WHERE state = 'running' AND lease_expires_at <= {{now}}
 			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED),
@@ -183,8 +212,9 @@ const (
 			UPDATE {{schema}}.tasks SET status = 'failed', status_message = '', input_requests = NULL,
 				result = NULL, error = $3, updated_at = GREATEST(tasks.updated_at, {{now}})
 			FROM j WHERE tasks.id = j.task_id AND j.exhausted
-			RETURNING tasks.id, {{schema}}.task_event(tasks.id, {{now}}, $4))
-		SELECT (SELECT count(*) FROM j), ARRAY(SELECT id FROM t)`
+			RETURNING tasks.id),
+		o AS (` + recordEvents + `)
+		SELECT (SELECT count(*) FROM j), ARRAY(SELECT id FROM o), ARRAY(SELECT task_id FROM o)`
 
 	// Locks the task and its job without waiting: a fenced write that
 	// holds the job (and waits for the task) goes first.
@@ -235,7 +265,7 @@ func newQueries(schema string) queries {
 	q.deleteHolder = q.expand(sqlDeleteHolder)
 	q.enqueue = q.expand(sqlEnqueue)
 	q.claim = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "", 1))
-	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND t.kind = ANY($5::text[])", 1))
+	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($5::text[])", 1))
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
 	q.completeBatch = q.expand(sqlCompleteBatch)

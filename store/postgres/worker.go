@@ -29,7 +29,8 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
 	now := s.at(p.Now)
-	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
+	// Planned for its arguments every time (see planEach).
+	query, args := s.q.claim, []any{planEach, now, p.Limit, p.Worker, p.Lease.Milliseconds()}
 	if len(p.Kinds) > 0 {
 		query, args = s.q.claimKinds, append(args, p.Kinds)
 	}
@@ -45,7 +46,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	for rows.Next() {
 		var c claimed
 		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
-			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses); err != nil {
+			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
 		}
@@ -109,7 +110,7 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 	if err != nil {
 		return wrapErr("encode input requests", err)
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) ([]string, error) {
+	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
 		now := s.now()
 		err := tx.QueryRow(ctx, s.q.lockLease, now, l.TaskID, l.Attempt).Scan(nil)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -131,15 +132,12 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 		}
 		used = slices.Concat(used, keys)
 		slices.Sort(used)
-		tag, err := tx.Exec(ctx, s.q.requestInput, now, l.TaskID, l.Attempt, message, reqJSON, used,
-			cancelRequested, s.node)
+		ev, err := fencedEvent(ctx, tx, "request input", s.q.requestInput, now, l.TaskID, l.Attempt, message,
+			reqJSON, used, cancelRequested)
 		if err != nil {
-			return nil, wrapErr("request input", err)
+			return nil, err
 		}
-		if tag.RowsAffected() == 0 {
-			return nil, worker.ErrLeaseLost
-		}
-		return []string{l.TaskID}, nil
+		return []event{ev}, nil
 	})
 }
 
@@ -180,54 +178,69 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 	messages := make([]string, len(items))
 	results := make([][]byte, len(items))
 	for i, it := range items {
-		if it.Result == nil {
-			return nil, errors.New("postgres: a result is required")
-		}
-		b, err := json.Marshal(it.Result)
+		b, err := taskdata.CompletionJSON(it)
 		if err != nil {
-			return nil, wrapErr("encode result", err)
+			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
 	}
-	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, s.node)
+	rows, err := s.pool.Query(ctx, s.q.completeBatch, planEach, s.now(), ids, attempts, messages, results)
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
-	done := make(map[string]bool, len(items))
-	for rows.Next() {
-		var id string
-		var event int64
-		if err := rows.Scan(&id, &event); err != nil {
-			rows.Close()
-			return nil, wrapErr("complete batch", err)
-		}
-		done[id] = true
-	}
-	if err := rows.Err(); err != nil {
+	evs := make([]event, 0, len(items))
+	var ev event
+	if _, err := pgx.ForEachRow(rows, []any{&ev.id, &ev.taskID}, func() error {
+		evs = append(evs, ev)
+		return nil
+	}); err != nil {
 		return nil, wrapErr("complete batch", err)
+	}
+	done := make(map[string]bool, len(evs))
+	for _, ev := range evs {
+		done[ev.taskID] = true
 	}
 	lost := make([]bool, len(items))
 	for i, id := range ids {
 		lost[i] = !done[id]
-		if done[id] {
-			s.bc.Publish(id)
-		}
 	}
+	s.emit(evs...)
 	return lost, nil
 }
 
 // finish ends a task in a terminal status under a live lease, in one
 // statement that also finishes the job and records the change.
 func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task.Status, message string, result, errJSON []byte) error {
-	tag, err := s.pool.Exec(ctx, s.q.finish, now, l.TaskID, l.Attempt, string(status), message, result, errJSON, s.node)
+	ev, err := fencedEvent(ctx, s.pool, "end task", s.q.finish, now, l.TaskID, l.Attempt, string(status), message,
+		result, errJSON)
 	if err != nil {
-		return wrapErr("end task", err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return worker.ErrLeaseLost
-	}
-	s.bc.Publish(l.TaskID)
+	s.emit(ev)
 	return nil
+}
+
+// planEach, as the first argument of a query, makes PostgreSQL plan the
+// statement for its actual arguments at every execution instead of caching a
+// generic plan. The batch statements (Claim, CompleteBatch) need it: without
+// their arguments the planner cannot tell a batch of 500 from one of 10, and
+// the generic plans it settles on join the batch with nested loops over every
+// item (quadratic in the batch). Planning costs about a millisecond, once
+// per batch.
+const planEach = pgx.QueryExecModeExec
+
+// fencedEvent runs a fenced statement that returns the outbox row of its
+// change, and fails with worker.ErrLeaseLost when the fence matched no row.
+func fencedEvent(ctx context.Context, q queryRower, what, sql string, args ...any) (event, error) {
+	var ev event
+	err := q.QueryRow(ctx, sql, args...).Scan(&ev.id, &ev.taskID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return event{}, worker.ErrLeaseLost
+	}
+	if err != nil {
+		return event{}, wrapErr(what, err)
+	}
+	return ev, nil
 }
 
 // Stored errors of tasks the store fails by itself.
@@ -256,14 +269,11 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 	if !runAt.IsZero() {
 		at = runAt.Truncate(time.Millisecond)
 	}
-	tag, err := s.pool.Exec(ctx, s.q.retry, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON, s.node)
+	ev, err := fencedEvent(ctx, s.pool, "retry", s.q.retry, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON)
 	if err != nil {
-		return wrapErr("retry", err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return worker.ErrLeaseLost
-	}
-	s.bc.Publish(l.TaskID)
+	s.emit(ev)
 	return nil
 }
 

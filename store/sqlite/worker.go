@@ -44,7 +44,8 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		}
 		kinds = string(b)
 	}
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, t.kind, t.origin, t.input_responses
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, t.kind, t.origin, t.input_responses,
+			t.cancel_requested
 		FROM jobs j JOIN tasks t ON t.id = j.task_id
 		WHERE (j.state = 'available' OR (j.state = 'awaiting_input' AND t.cancel_requested = 1))
 		AND j.run_at <= ?1 AND (t.expires_at IS NULL OR t.expires_at > ?1)
@@ -68,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		for rows.Next() {
 			var c candidate
 			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
-				&c.job.Kind, &c.origin, &c.responses); err != nil {
+				&c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
 				rows.Close()
 				return nil, wrapErr("claim", err)
 			}
@@ -277,12 +278,9 @@ func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, 
 func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
 	results := make([]string, len(items))
 	for i, it := range items {
-		if it.Result == nil {
-			return nil, errors.New("sqlite: a result is required")
-		}
-		b, err := json.Marshal(it.Result)
+		b, err := taskdata.CompletionJSON(it)
 		if err != nil {
-			return nil, wrapErr("encode result", err)
+			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 		results[i] = string(b)
 	}

@@ -116,9 +116,9 @@ func (s *sequence) opClaim() string {
 			s.fatalf("%s: job %d is %s, model %s", desc, i, j.TaskID, m.id)
 		}
 		if j.Attempt <= m.attempt || j.Failures != m.failures || j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
-			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) {
-			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d max %d/%d kind %s", desc, m.id, j.Attempt,
-				m.attempt, j.Failures, m.failures, j.MaxAttempts, m.maxAttempts, j.Kind)
+			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) || j.CancelRequested != m.cancel {
+			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d max %d/%d kind %s cancel %v/%v", desc, m.id,
+				j.Attempt, m.attempt, j.Failures, m.failures, j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
 		}
 		got := map[string]string{}
 		for k, v := range j.Responses {

@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
 )
 
 // ExhaustedMessage is the message of the error a task fails with when its
@@ -185,4 +187,21 @@ func DecodeError(b []byte) (*mcp.Error, error) {
 		return nil, fmt.Errorf("error column: %w", err)
 	}
 	return &e, nil
+}
+
+// CompletionJSON returns the JSON a store keeps for a completion's result:
+// its ResultJSON when the runtime encoded it already, else the encoding of
+// its Result.
+func CompletionJSON(c worker.Completion) ([]byte, error) {
+	if len(c.ResultJSON) > 0 {
+		return c.ResultJSON, nil
+	}
+	if c.Result == nil {
+		return nil, errors.New("a result is required")
+	}
+	b, err := json.Marshal(c.Result)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return b, nil
 }
