@@ -103,8 +103,17 @@ type CallToolResult struct {
 	Meta              Meta            `json:"_meta,omitzero"`
 }
 
-// MarshalJSON implements json.Marshaler, filling in the defaults above.
+// MarshalJSON implements json.Marshaler, filling in the defaults above. The
+// common shapes are encoded without reflection (see AppendToolResult).
 func (r CallToolResult) MarshalJSON() ([]byte, error) {
+	if b, ok := AppendToolResult(nil, &r, nil); ok {
+		return b, nil
+	}
+	return r.marshalReflect()
+}
+
+// marshalReflect is MarshalJSON through encoding/json alone.
+func (r CallToolResult) marshalReflect() ([]byte, error) {
 	type wire CallToolResult
 	r.ResultType = orComplete(r.ResultType)
 	r.Content = nonNil(r.Content)

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -15,46 +14,7 @@ import (
 // goes through encoding/json. The output is byte-identical to what
 // json.Marshal produces for the same value.
 func (ep *Endpoint) appendToolResult(dst []byte, r *mcp.CallToolResult) ([]byte, bool) {
-	return appendToolResultMeta(dst, r, ep.serverMetaJSON)
-}
-
-// appendToolResultMeta is appendToolResult with the given encoded _meta, or
-// none when meta is nil (a result embedded in a task).
-func appendToolResultMeta(dst []byte, r *mcp.CallToolResult, meta []byte) ([]byte, bool) {
-	if r.Meta != nil || !completeResultType(r.ResultType) {
-		return dst, false
-	}
-	for _, c := range r.Content {
-		tc, ok := c.(*mcp.TextContent)
-		if !ok || tc.Annotations != nil || tc.Meta != nil {
-			return dst, false
-		}
-	}
-	if len(r.StructuredContent) > 0 && !json.Valid(r.StructuredContent) {
-		return dst, false // let encoding/json report it
-	}
-	dst = append(dst, `{"resultType":"complete","content":[`...)
-	for i, c := range r.Content {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"type":"text","text":`...)
-		dst = appendJSONString(dst, c.(*mcp.TextContent).Text)
-		dst = append(dst, '}')
-	}
-	dst = append(dst, ']')
-	if len(r.StructuredContent) > 0 {
-		dst = append(dst, `,"structuredContent":`...)
-		dst = appendCompact(dst, r.StructuredContent)
-	}
-	if r.IsError {
-		dst = append(dst, `,"isError":true`...)
-	}
-	if meta != nil {
-		dst = append(dst, `,"_meta":`...)
-		dst = append(dst, meta...)
-	}
-	return append(dst, '}'), true
+	return mcp.AppendToolResult(dst, r, ep.serverMetaJSON)
 }
 
 // appendTaskResult encodes a tasks/get result directly for the shapes that
@@ -66,17 +26,17 @@ func (ep *Endpoint) appendTaskResult(dst []byte, d *mcp.DetailedTask) ([]byte, b
 		return dst, false
 	}
 	dst = append(dst, `{"resultType":"complete","taskId":`...)
-	dst = appendJSONString(dst, d.TaskID)
+	dst = mcp.AppendString(dst, d.TaskID)
 	dst = append(dst, `,"status":`...)
-	dst = appendJSONString(dst, string(d.Status))
+	dst = mcp.AppendString(dst, string(d.Status))
 	if d.StatusMessage != "" {
 		dst = append(dst, `,"statusMessage":`...)
-		dst = appendJSONString(dst, d.StatusMessage)
+		dst = mcp.AppendString(dst, d.StatusMessage)
 	}
 	dst = append(dst, `,"createdAt":`...)
-	dst = appendJSONString(dst, d.CreatedAt)
+	dst = mcp.AppendString(dst, d.CreatedAt)
 	dst = append(dst, `,"lastUpdatedAt":`...)
-	dst = appendJSONString(dst, d.LastUpdatedAt)
+	dst = mcp.AppendString(dst, d.LastUpdatedAt)
 	dst = append(dst, `,"ttlMs":`...)
 	if d.TTLMs == nil {
 		dst = append(dst, "null"...)
@@ -102,96 +62,4 @@ func (ep *Endpoint) appendTaskResult(dst []byte, d *mcp.DetailedTask) ([]byte, b
 		dst = append(dst, b...)
 	}
 	return append(dst, '}'), true
-}
-
-// appendCompact appends JSON text as encoding/json re-encodes a
-// json.RawMessage: insignificant white space removed, and <, >, &, U+2028
-// and U+2029 inside strings escaped.
-func appendCompact(dst, src []byte) []byte {
-	const hex = "0123456789abcdef"
-	inString, escaped := false, false
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			case c == '<' || c == '>' || c == '&':
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-				continue
-			case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && (src[i+2] == 0xA8 || src[i+2] == 0xA9):
-				dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
-				i += 2
-				continue
-			}
-			dst = append(dst, c)
-			continue
-		}
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '"':
-			inString = true
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// appendJSONString appends s as a JSON string with the escaping of
-// encoding/json (HTML characters escaped, invalid UTF-8 replaced).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

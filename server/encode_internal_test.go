@@ -75,7 +75,7 @@ func FuzzAppendToolResult(f *testing.F) {
 func TestAppendTaskResultMatchesMarshal(t *testing.T) {
 	ep := testEndpoint(t)
 	ttl, poll := int64(3600000), int64(1000)
-	result, _ := appendToolResultMeta(nil, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done <&>"}}, StructuredContent: json.RawMessage(`{"a":1}`)}, nil)
+	result, _ := mcp.AppendToolResult(nil, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done <&>"}}, StructuredContent: json.RawMessage(`{"a":1}`)}, nil)
 	tests := []mcp.DetailedTask{
 		{TaskInfo: mcp.TaskInfo{TaskID: "t-1", Status: mcp.TaskWorking, CreatedAt: "2026-08-01T10:00:00.000Z", LastUpdatedAt: "2026-08-01T10:00:00.000Z", TTLMs: &ttl, PollIntervalMs: &poll}},
 		{TaskInfo: mcp.TaskInfo{TaskID: "t-2", Status: mcp.TaskCompleted, StatusMessage: "é\"\n", CreatedAt: "a", LastUpdatedAt: "b"}, Result: result},

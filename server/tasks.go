@@ -358,7 +358,7 @@ func (c *call) detail(ctx context.Context, t task.Task) (mcp.DetailedTask, *prot
 		if perr != nil {
 			return d, perr
 		}
-		b, ok := appendToolResultMeta(nil, res, nil)
+		b, ok := mcp.AppendToolResult(nil, res, nil)
 		if !ok {
 			var err error
 			if b, err = jsonMarshal(res); err != nil {

@@ -56,7 +56,7 @@
 //
 // # Leases and cancellation
 //
-// Each running job has a monitor goroutine that heartbeats its lease every
+// Each running job's lease is kept by a timer that heartbeats it every
 // HeartbeatEvery and then reads the task's cancel intent; with
 // Options.Events, a hint for the task makes it read the intent at once. A
 // heartbeat answered with ErrLeaseLost, or a local lease deadline that passes
@@ -69,7 +69,8 @@
 // # Loops and shutdown
 //
 // Run owns every goroutine: one claim loop, one rescue and one cleanup loop,
-// and per running job a handler goroutine and its monitor. Concurrency is
+// the completion batchers, and per running job a handler goroutine and,
+// while a heartbeat or a cancel check is under way, one more. Concurrency is
 // bounded by a semaphore of Options.Concurrency slots; a claim asks for at
 // most the free slots. After a claim that returned nothing the loop sleeps
 // PollInterval, or less when an event hint arrives or a slot frees. When

@@ -189,22 +189,17 @@ func (rt *Runtime) runJob(work, base context.Context, j Job, claimedAt time.Time
 		return
 	}
 
-	r, untrack := rt.track(j.TaskID)
-	defer untrack()
 	jctx, cancel := context.WithCancelCause(work)
 	defer cancel(nil)
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		expires = rt.monitor(base, jctx, cancel, j, kind, r, expires, stop)
-	}()
+	k := rt.keepLease(base, jctx, cancel, j, kind, expires)
+	untrack := rt.track(j.TaskID, k)
+	defer untrack()
 
 	jc := newJobContext(j, rt.validator)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
-	close(stop)
-	<-stopped
+	expires = k.stop()
 	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx))
 }
 
@@ -219,45 +214,6 @@ func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *JobContext, kind 
 	}()
 	res, err := h(ctx, jc)
 	return outcome{res: res, err: err}
-}
-
-// monitor heartbeats the lease every HeartbeatEvery and checks the cancel
-// intent after each heartbeat and on each hint, until stop is closed or the
-// lease is lost. It returns the local lease deadline: the send time of the
-// last successful heartbeat (or the claim) plus Lease. A heartbeat that finds
-// the lease gone, or a deadline that passes while heartbeats fail, cancels
-// the handler with cause ErrLeaseLost.
-func (rt *Runtime) monitor(base, jctx context.Context, cancel context.CancelCauseFunc, j Job, kind string,
-	r *activeRun, expires time.Time, stop <-chan struct{}) time.Time {
-	t := time.NewTicker(rt.opts.HeartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return expires
-		case <-r.hint:
-			rt.checkCancel(base, jctx, cancel, j.TaskID, kind)
-		case <-t.C:
-			sent := rt.now()
-			if !sent.Before(expires) {
-				rt.loseLease(cancel, kind, j.Attempt)
-				return expires
-			}
-			ctx, done := context.WithTimeout(base, rt.opts.HeartbeatEvery)
-			err := rt.opts.Store.Heartbeat(ctx, j.Lease, rt.opts.Lease)
-			done()
-			switch {
-			case err == nil:
-				expires = sent.Add(rt.opts.Lease)
-			case errors.Is(err, ErrLeaseLost):
-				rt.loseLease(cancel, kind, j.Attempt)
-				return expires
-			default:
-				rt.log.Warn("worker: heartbeat failed", "kind", kind, "attempt", j.Attempt, "err", redactErr(err))
-			}
-			rt.checkCancel(base, jctx, cancel, j.TaskID, kind)
-		}
-	}
 }
 
 func (rt *Runtime) loseLease(cancel context.CancelCauseFunc, kind string, attempt int64) {

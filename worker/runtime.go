@@ -192,15 +192,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	started  bool
-	handlers map[string]RawHandler // immutable once started
-	kinds    []string              // sorted registered kinds, set at start
-	running  map[string][]*activeRun
-}
-
-// activeRun is the part of a running job that event hints reach.
-type activeRun struct {
-	// hint (capacity 1) asks the job's monitor to check the cancel intent.
-	hint chan struct{}
+	handlers map[string]RawHandler     // immutable once started
+	kinds    []string                  // sorted registered kinds, set at start
+	running  map[string][]*leaseKeeper // running jobs by task, for hints
 }
 
 // New validates opts, fills in the defaults and returns a Runtime with no
@@ -218,7 +212,7 @@ func New(opts Options) (*Runtime, error) {
 		slots:     make(chan struct{}, o.Concurrency),
 		wake:      make(chan struct{}, 1),
 		handlers:  map[string]RawHandler{},
-		running:   map[string][]*activeRun{},
+		running:   map[string][]*leaseKeeper{},
 	}, nil
 }
 
@@ -414,11 +408,8 @@ func (rt *Runtime) hint(taskID string) {
 	rt.signalWake()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for _, r := range rt.running[taskID] {
-		select {
-		case r.hint <- struct{}{}:
-		default:
-		}
+	for _, k := range rt.running[taskID] {
+		k.hinted()
 	}
 }
 
@@ -430,16 +421,16 @@ func (rt *Runtime) signalWake() {
 	}
 }
 
-// track registers a running job for hints and returns its untrack func.
-func (rt *Runtime) track(taskID string) (*activeRun, func()) {
-	r := &activeRun{hint: make(chan struct{}, 1)}
+// track registers a running job's keeper for hints and returns its untrack
+// func.
+func (rt *Runtime) track(taskID string, k *leaseKeeper) func() {
 	rt.mu.Lock()
-	rt.running[taskID] = append(rt.running[taskID], r)
+	rt.running[taskID] = append(rt.running[taskID], k)
 	rt.mu.Unlock()
-	return r, func() {
+	return func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
-		rs := slices.DeleteFunc(rt.running[taskID], func(x *activeRun) bool { return x == r })
+		rs := slices.DeleteFunc(rt.running[taskID], func(x *leaseKeeper) bool { return x == k })
 		if len(rs) == 0 {
 			delete(rt.running, taskID)
 		} else {
