@@ -141,13 +141,10 @@ func (p *publisher) run(ctx context.Context) {
 		}
 		payloads := packPayloads(p.s.node, batch)
 		nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-		err := pgx.BeginFunc(nctx, p.s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(nctx, "SET LOCAL synchronous_commit TO OFF"); err != nil {
-				return err
-			}
-			_, err := tx.Exec(nctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, p.s.channel, payloads)
-			return err
-		})
+		// One statement, one implicit transaction; set_config is local
+		// to it and still in force at its commit.
+		_, err := p.s.pool.Exec(nctx, `SELECT set_config('synchronous_commit', 'off', true),
+			pg_notify($1, p) FROM unnest($2::text[]) AS p`, p.s.channel, payloads)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			p.s.log.Warn("postgres: task event hints not sent to other nodes", "hints", len(batch), "err", err)

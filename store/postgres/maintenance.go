@@ -50,7 +50,10 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 }
 
 // PruneOutbox deletes at most limit outbox rows created before the given
-// time, oldest first, and returns how many. The outbox records every
+// time, oldest first, and returns how many. It looks at the limit oldest
+// rows (by ID, which follows creation up to concurrent commits), so a call
+// that deletes fewer than limit rows may leave a few rows created before the
+// horizon behind a newer one, for a later call. The outbox records every
 // observable change; listeners read it to catch up on the notifications
 // they missed while disconnected. Call PruneOutbox periodically with a
 // horizon longer than any outage the listeners should bridge.

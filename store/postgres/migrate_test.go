@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -155,5 +156,32 @@ func TestMigrateClaimColumns(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"before-upgrade", "during-rollout"}; !slices.Equal(got, want) {
 		t.Fatalf("claimed %v, want %v", got, want)
+	}
+}
+
+// TestTerminalTaskImmutable checks the schema's last line of defence: once
+// a task is terminal, no statement may change what clients see of it, while
+// its bookkeeping (the cancel flag) may still change.
+func TestTerminalTaskImmutable(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	s := openStore(t, newSchema(t), nil)
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := `UPDATE ` + s.q.ident + `.tasks SET status_message = 'changed' WHERE id = $1`
+	if _, err := s.pool.Exec(ctx, update, snap.ID()); err != nil {
+		t.Fatalf("updating a working task: %v", err)
+	}
+	j := claimOne(t, s, time.Time{})
+	if err := s.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, update, snap.ID()); err == nil {
+		t.Fatal("a completed task's status message changed")
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE `+s.q.ident+`.tasks SET cancel_requested = true WHERE id = $1`, snap.ID()); err != nil {
+		t.Fatalf("bookkeeping of a completed task: %v", err)
 	}
 }

@@ -143,20 +143,21 @@ const (
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
 	// $5 results. Returns the outbox rows of the tasks completed. The
-	// redundant "= ANY($2)" lets the planner find the jobs by primary key;
-	// the tasks are found by key through the join (an "= ANY" there would
-	// be evaluated at each of the batch's index probes).
-	sqlCompleteBatch = `WITH v AS (
-			SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[]) AS v(task_id, attempt, message, result)),
-		j AS (
+	// statement is shaped so that its generic (cached) plan is the right
+	// one whatever the batch size: the batch drives primary-key probes of
+	// jobs (the fence names no indexed column but the key: a live lease's
+	// expiry implies state 'running'), and the tasks are probed from the
+	// jobs' RETURNING, which carries the batch's values, so the batch is
+	// never joined with itself.
+	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			FROM v WHERE j.task_id = ANY($2::text[]) AND j.task_id = v.task_id AND j.attempt = v.attempt
-				AND j.state = 'running' AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id),
+			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[]) AS v(task_id, attempt, message, result)
+			WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.lease_expires_at > {{now}}
+			RETURNING j.task_id, v.message, v.result),
 		t AS (
-			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = v.message, input_requests = NULL,
-				result = v.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
-			FROM j JOIN v ON v.task_id = j.task_id WHERE t.id = j.task_id
+			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = j.message, input_requests = NULL,
+				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
+			FROM j WHERE t.id = j.task_id
 			RETURNING t.id)
 		` + recordEvents
 
@@ -223,8 +224,10 @@ const (
 		WHERE t.expires_at IS NOT NULL AND t.expires_at <= {{now}}
 		ORDER BY t.expires_at, t.id LIMIT $2 FOR UPDATE SKIP LOCKED)`
 
-	sqlPruneOutbox = `DELETE FROM {{schema}}.outbox WHERE id IN (
-		SELECT id FROM {{schema}}.outbox WHERE created_at < $1 ORDER BY id LIMIT $2)`
+	// Walks the outbox in ID order (its primary key; IDs follow creation
+	// closely) and deletes, of the first $2 rows, those created before $1.
+	sqlPruneOutbox = `WITH head AS (SELECT id, created_at FROM {{schema}}.outbox ORDER BY id LIMIT $2)
+		DELETE FROM {{schema}}.outbox WHERE id IN (SELECT id FROM head WHERE created_at < $1)`
 
 	sqlOutboxAfter = `SELECT id, task_id FROM {{schema}}.outbox WHERE id > $1 ORDER BY id LIMIT $2`
 
