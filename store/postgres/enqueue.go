@@ -56,7 +56,7 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 	case maxAttempts < 0:
 		return task.Task{}, errors.New("postgres: MaxAttempts must not be negative")
 	}
-	id, err := taskdata.NewID()
+	id, err := taskdata.NewID(s.clock())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)
 	}

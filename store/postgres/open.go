@@ -223,6 +223,14 @@ func (s *Store) now() any {
 	return s.opts.Now().Truncate(time.Millisecond)
 }
 
+// clock is the store's clock in Go: the injected one, or the machine's.
+func (s *Store) clock() time.Time {
+	if s.opts.Now == nil {
+		return time.Now()
+	}
+	return s.opts.Now()
+}
+
 // at returns t as a statement's time argument, or the store's clock when t
 // is zero.
 func (s *Store) at(t time.Time) any {

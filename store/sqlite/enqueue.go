@@ -64,7 +64,7 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 				return nil, err
 			}
 		}
-		id, err := taskdata.NewID()
+		id, err := taskdata.NewID(s.now())
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}

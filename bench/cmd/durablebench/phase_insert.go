@@ -71,14 +71,12 @@ func measureRate(ctx context.Context, goroutines int, d time.Duration, op func(c
 	return res, nil
 }
 
-// uuidString returns a random UUID-shaped string, the shape of taskwire's
-// task IDs.
-func uuidString() string {
+// taskIDString returns a string of the shape of taskwire's task IDs: the
+// time in milliseconds as 12 hex digits, a dash, 128 random bits in hex.
+func taskIDString() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return fmt.Sprintf("%012x-%x", time.Now().UnixMilli(), b[:])
 }
 
 // rawPayloadSize is the size of the raw insert's payload: the variable
@@ -136,7 +134,7 @@ func runInsertPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		}
 		ins := "INSERT INTO " + table + " (id, payload) VALUES ($1, $2)"
 		rawInsert = func(ctx context.Context) error {
-			_, err := pool.Exec(ctx, ins, uuidString(), payload)
+			_, err := pool.Exec(ctx, ins, taskIDString(), payload)
 			return err
 		}
 		// The same insert with a NOTIFY in its transaction, as every
@@ -144,7 +142,7 @@ func runInsertPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		insNotify := "WITH i AS (INSERT INTO " + table + " (id, payload) VALUES ($1, $2) RETURNING id) " +
 			"SELECT pg_notify(" + quoteLiteral(tgt.Where+"_rawbench") + ", id) FROM i"
 		rawNotify = func(ctx context.Context) error {
-			_, err := pool.Exec(ctx, insNotify, uuidString(), payload)
+			_, err := pool.Exec(ctx, insNotify, taskIDString(), payload)
 			return err
 		}
 		rawDesc = fmt.Sprintf("pgx pool of %d, INSERT INTO scratch table (id text PRIMARY KEY, payload bytea, created_at timestamptz DEFAULT now()), autocommit", cfg.PGConns)
@@ -184,7 +182,7 @@ func runInsertPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		}
 		defer stmt.Close()
 		rawInsert = func(ctx context.Context) error {
-			_, err := stmt.ExecContext(ctx, uuidString(), payload, time.Now().UnixMilli())
+			_, err := stmt.ExecContext(ctx, taskIDString(), payload, time.Now().UnixMilli())
 			return err
 		}
 		rawDesc = "modernc.org/sqlite (the store's driver), its own file in the same directory, one connection, WAL, synchronous=NORMAL, prepared INSERT, autocommit"

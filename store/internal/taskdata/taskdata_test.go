@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -66,14 +67,19 @@ func TestSameArguments(t *testing.T) {
 }
 
 func TestNewID(t *testing.T) {
-	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	re := regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{32}$`)
 	seen := map[string]bool{}
-	for range 100 {
-		id, err := NewID()
+	at := time.UnixMilli(1_790_000_000_000)
+	prev := ""
+	for i := range 100 {
+		id, err := NewID(at.Add(time.Duration(i) * time.Millisecond))
 		if err != nil || !re.MatchString(id) || seen[id] || task.ValidID(id) != nil {
 			t.Fatalf("NewID() = %q, %v", id, err)
 		}
-		seen[id] = true
+		if id[:12] <= prev {
+			t.Fatalf("NewID() = %q after %q: IDs of later tasks must sort later", id, prev)
+		}
+		seen[id], prev = true, id[:12]
 	}
 }
 
