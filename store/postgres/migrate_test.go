@@ -130,7 +130,8 @@ func TestMigrateClaimColumns(t *testing.T) {
 		_, err := s.pool.Exec(ctx, `WITH t AS (
 				INSERT INTO `+s.q.ident+`.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
 					updated_at, expires_at, ttl_ms, poll_interval_ms)
-				VALUES ($1, $2, 'tenant', 'p', 'tool.v1', 'working', $3, now(), now(), now() + interval '1 hour', 3600000, 1000)
+				VALUES ($1, $2, 'tenant', 'p', 'tool.v1', 'working', $3, now() - interval '1 second', now(),
+					now() + interval '1 hour', 3600000, 1000)
 				RETURNING id, created_at)
 			INSERT INTO `+s.q.ident+`.jobs (task_id, state, max_attempts, run_at, created_at)
 			SELECT id, 'available', 3, created_at, created_at FROM t`,

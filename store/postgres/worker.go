@@ -29,8 +29,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
 	now := s.at(p.Now)
-	// Planned for its arguments every time (see planEach).
-	query, args := s.q.claim, []any{planEach, now, p.Limit, p.Worker, p.Lease.Milliseconds()}
+	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
 	if len(p.Kinds) > 0 {
 		query, args = s.q.claimKinds, append(args, p.Kinds)
 	}
@@ -219,13 +218,6 @@ func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task
 	s.emit(ev)
 	return nil
 }
-
-// planEach, as the first argument of a query, makes PostgreSQL plan the
-// statement for its actual arguments at every execution instead of caching a
-// generic plan. Claim needs it: a generic plan does not know the limit, and
-// may sort every available job where the limit calls for an ordered index
-// scan that stops early. Planning costs under a millisecond per claim.
-const planEach = pgx.QueryExecModeExec
 
 // fencedEvent runs a fenced statement that returns the outbox row of its
 // change, and fails with worker.ErrLeaseLost when the fence matched no row.
