@@ -170,7 +170,7 @@ type outcome struct {
 }
 
 // runJob runs one claimed job to its final write and frees its slot.
-func (rt *Runtime) runJob(work, base context.Context, j Job, claimedAt time.Time) {
+func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 	defer func() {
 		<-rt.slots
 		rt.signalWake()
@@ -189,7 +189,7 @@ func (rt *Runtime) runJob(work, base context.Context, j Job, claimedAt time.Time
 		return
 	}
 
-	jctx, cancel := context.WithCancelCause(work)
+	jctx, cancel := context.WithCancelCause(base) // Runtime.stopJobs cancels it
 	defer cancel(nil)
 	k := rt.keepLease(base, jctx, cancel, j, kind, expires)
 	untrack := rt.track(j.TaskID, k)

@@ -195,6 +195,9 @@ type Runtime struct {
 	handlers map[string]RawHandler     // immutable once started
 	kinds    []string                  // sorted registered kinds, set at start
 	running  map[string][]*leaseKeeper // running jobs by task, for hints
+	// stopCause, once set by stopJobs, cancels every running job and every
+	// job that starts afterwards.
+	stopCause error
 }
 
 // New validates opts, fills in the defaults and returns a Runtime with no
@@ -247,8 +250,6 @@ func (rt *Runtime) Run(ctx context.Context) error {
 
 	// base outlives ctx: final writes and releases during the drain use it.
 	base := context.WithoutCancel(ctx)
-	work, stopWork := context.WithCancelCause(base)
-	defer stopWork(nil)
 
 	if rt.opts.Events != nil {
 		unsubscribe := rt.opts.Events.Subscribe(rt.hint)
@@ -267,8 +268,8 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		rt.completer = newCompleter(bc, rt.opts.Concurrency)
 	}
 	var jobs sync.WaitGroup
-	rt.claimLoop(ctx, work, base, &jobs)
-	rt.drain(&jobs, stopWork)
+	rt.claimLoop(ctx, base, &jobs)
+	rt.drain(&jobs)
 	if rt.completer != nil {
 		rt.completer.close() // every job has finished: no more submissions
 	}
@@ -277,7 +278,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 }
 
 // drain waits for running jobs, cancelling them after the grace period.
-func (rt *Runtime) drain(jobs *sync.WaitGroup, stopWork context.CancelCauseFunc) {
+func (rt *Runtime) drain(jobs *sync.WaitGroup) {
 	done := make(chan struct{})
 	go func() {
 		jobs.Wait()
@@ -289,7 +290,7 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup, stopWork context.CancelCauseFunc)
 	case <-done:
 	case <-grace.C:
 		rt.log.Warn("worker: shutdown grace elapsed; cancelling running handlers")
-		stopWork(ErrShuttingDown)
+		rt.stopJobs(ErrShuttingDown)
 		<-done
 	}
 }
@@ -297,7 +298,7 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup, stopWork context.CancelCauseFunc)
 // claimLoop claims jobs while slots are free and starts one goroutine per
 // job, until ctx is done. It sleeps only on channels: a free slot, a hint, or
 // the poll timer after an empty or failed claim.
-func (rt *Runtime) claimLoop(ctx, work, base context.Context, jobs *sync.WaitGroup) {
+func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 	poll := time.NewTimer(rt.opts.PollInterval)
 	poll.Stop()
 	defer poll.Stop()
@@ -318,7 +319,7 @@ func (rt *Runtime) claimLoop(ctx, work, base context.Context, jobs *sync.WaitGro
 				continue
 			}
 			rt.slots <- struct{}{} // never blocks: only this loop acquires
-			jobs.Go(func() { rt.runJob(work, base, j, claimedAt) })
+			jobs.Go(func() { rt.runJob(base, j, claimedAt) })
 		}
 		if err == nil && len(claimed) > 0 {
 			continue
@@ -421,11 +422,15 @@ func (rt *Runtime) signalWake() {
 	}
 }
 
-// track registers a running job's keeper for hints and returns its untrack
-// func.
+// track registers a running job's keeper for hints and shutdown, and
+// returns its untrack func. A job tracked after stopJobs is cancelled at
+// once.
 func (rt *Runtime) track(taskID string, k *leaseKeeper) func() {
 	rt.mu.Lock()
 	rt.running[taskID] = append(rt.running[taskID], k)
+	if rt.stopCause != nil {
+		k.cancel(rt.stopCause)
+	}
 	rt.mu.Unlock()
 	return func() {
 		rt.mu.Lock()
@@ -435,6 +440,21 @@ func (rt *Runtime) track(taskID string, k *leaseKeeper) func() {
 			delete(rt.running, taskID)
 		} else {
 			rt.running[taskID] = rs
+		}
+	}
+}
+
+// stopJobs cancels the handler contexts of every running job, and of every
+// job that starts afterwards, with cause. (Handler contexts do not derive
+// from a common cancellable parent: registering a thousand children on one
+// would serialise job starts and ends on its lock.)
+func (rt *Runtime) stopJobs(cause error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.stopCause = cause
+	for _, ks := range rt.running {
+		for _, k := range ks {
+			k.cancel(cause)
 		}
 	}
 }
