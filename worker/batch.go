@@ -38,14 +38,18 @@ func newCompleter(store BatchCompleter, queue int) *completer {
 	return c
 }
 
-// complete submits one completion and waits for its outcome: nil,
-// ErrLeaseLost, or the batch's error.
-func (c *completer) complete(ctx context.Context, item Completion) error {
+// complete submits one completion, calls queued (when not nil) once it is
+// queued, and waits for its outcome: nil, ErrLeaseLost, or the batch's
+// error.
+func (c *completer) complete(ctx context.Context, item Completion, queued func()) error {
 	req := completeReq{item: item, reply: make(chan error, 1)}
 	select {
 	case c.reqs <- req:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if queued != nil {
+		queued()
 	}
 	select {
 	case err := <-req.reply:

@@ -169,12 +169,19 @@ type outcome struct {
 	panicked bool
 }
 
-// runJob runs one claimed job to its final write and frees its slot.
+// runJob runs one claimed job to its final write and frees its slot: once
+// its completion is queued for a batch (the slot bounds running handlers;
+// the batcher's queue bounds the completions waiting), or when it returns.
 func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
-	defer func() {
-		<-rt.slots
-		rt.signalWake()
-	}()
+	freed := false
+	freeSlot := func() {
+		if !freed {
+			freed = true
+			<-rt.slots
+			rt.signalWake()
+		}
+	}
+	defer freeSlot()
 	kind := rt.kindLabel(j.Kind)
 	rt.metrics.JobTransition(kind, TransitionClaimed)
 	expires := claimedAt.Add(rt.opts.Lease)
@@ -200,7 +207,7 @@ func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
 	expires = k.stop()
-	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx))
+	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx), freeSlot)
 }
 
 // call runs the handler, recovering a panic.
@@ -243,13 +250,15 @@ func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bo
 	return yes
 }
 
-// settle makes the one fenced write that ends a run.
-func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind string, expires time.Time, o outcome, cause error) {
+// settle makes the one fenced write that ends a run. A completion calls
+// queued once it is queued for a batch.
+func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind string, expires time.Time, o outcome,
+	cause error, queued func()) {
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
 		return // counted and logged when it was found; nothing may be written
 	case o.err == nil:
-		rt.complete(base, j, kind, expires, o.res)
+		rt.complete(base, j, kind, expires, o.res, queued)
 		return
 	case errors.Is(cause, ErrShuttingDown):
 		rt.release(base, j, kind, expires)
@@ -267,7 +276,7 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 	case o.panicked:
 		rt.retryOrFail(base, j, kind, expires, FailurePanic)
 	case errors.As(err, &te):
-		rt.complete(base, j, kind, expires, textResult(te.msg, true))
+		rt.complete(base, j, kind, expires, textResult(te.msg, true), queued)
 	case errors.Is(err, ErrInputPending):
 		rt.requestInput(base, j, jc, kind, expires)
 	case errors.Is(err, errUnencodableOutput):
@@ -287,8 +296,10 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 }
 
 // complete validates res against the origin and completes the task, or
-// fails it when the result is invalid.
-func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult) {
+// fails it when the result is invalid. With a batcher, queued is called
+// once the completion is queued.
+func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult,
+	queued func()) {
 	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
@@ -296,7 +307,7 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
-			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded})
+			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}, queued)
 		}
 		return rt.opts.Store.Complete(ctx, j.Lease, valid, "")
 	}))
