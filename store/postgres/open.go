@@ -88,6 +88,8 @@ type Store struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
+	claimStats claimStats
+
 	hooks testHooks
 }
 

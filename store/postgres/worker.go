@@ -28,6 +28,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
+	s.ensureClaimStats(ctx)
 	now := s.at(p.Now)
 	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
 	if len(p.Kinds) > 0 {
