@@ -40,8 +40,10 @@
 //
 // Enqueue creates a working task and an available job. Claim leases due
 // available jobs, oldest run_at first (then creation time, then task ID),
-// bumping attempt. A job awaiting input is claimable too once cancellation
-// has been requested, so that a worker sees the intent and can cancel. Every
+// bumping attempt, walking an index of available jobs in that order (the
+// job row repeats its task's kind, creation time and expiry for it). A job
+// awaiting input becomes available once cancellation has been requested, so
+// that a worker sees the intent and can cancel. Every
 // fenced write (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry,
 // Release) applies only while the job is running under the same attempt and
 // its lease has not expired; otherwise it returns worker.ErrLeaseLost and

@@ -88,8 +88,9 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 		if !opts.RunAt.IsZero() {
 			runAt = opts.RunAt.UnixMilli()
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at)
-			VALUES (?, 'available', ?, ?)`, id, maxAttempts, runAt); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at, kind, created_at,
+			expires_at) VALUES (?, 'available', ?, ?, ?, ?, ?)`, id, maxAttempts, runAt, cc.Origin.Tool(), nowMs,
+			expires); err != nil {
 			return nil, wrapErr("insert job", err)
 		}
 		if err := outbox(ctx, tx, id, nowMs); err != nil {

@@ -180,8 +180,10 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 			return nil, wrapErr("update task", err)
 		}
 		if len(outstanding) == 0 {
+			// A job made available by a cancellation request becomes due
+			// now, like a parked one.
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = ?
-				WHERE task_id = ? AND state = 'awaiting_input'`, nowMs, r.id); err != nil {
+				WHERE task_id = ? AND state IN ('awaiting_input', 'available')`, nowMs, r.id); err != nil {
 				return nil, wrapErr("wake job", err)
 			}
 		}
@@ -211,6 +213,12 @@ func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error
 			return nil, nil
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET cancel_requested = 1 WHERE id = ?`, r.id); err != nil {
+			return nil, wrapErr("request cancel", err)
+		}
+		// A job awaiting input becomes available, keeping its run-at time
+		// (when it parked), so that a worker sees the intent.
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available'
+			WHERE task_id = ? AND state = 'awaiting_input'`, r.id); err != nil {
 			return nil, wrapErr("request cancel", err)
 		}
 		if err := outbox(ctx, tx, r.id, nowMs); err != nil {

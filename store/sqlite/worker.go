@@ -44,13 +44,14 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		}
 		kinds = string(b)
 	}
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, t.kind, t.origin, t.input_responses,
+	// The jobs come from jobs_claim_order in index order, and the scan
+	// stops at the limit whatever the queue length.
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, j.kind, t.origin, t.input_responses,
 			t.cancel_requested
-		FROM jobs j JOIN tasks t ON t.id = j.task_id
-		WHERE (j.state = 'available' OR (j.state = 'awaiting_input' AND t.cancel_requested = 1))
-		AND j.run_at <= ?1 AND (t.expires_at IS NULL OR t.expires_at > ?1)
-		AND (?2 = '[]' OR t.kind IN (SELECT value FROM json_each(?2)))
-		ORDER BY j.run_at, t.created_at, j.task_id LIMIT ?3`
+		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
+		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
+		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
+		ORDER BY j.run_at, j.created_at, j.task_id LIMIT ?3`
 	args := []any{nowMs, kinds, p.Limit}
 
 	var jobs []worker.Job
@@ -180,9 +181,10 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		var usedJSON []byte
-		err := tx.QueryRowContext(ctx, `SELECT t.used_keys FROM jobs j JOIN tasks t ON t.id = j.task_id
+		var cancelRequested bool
+		err := tx.QueryRowContext(ctx, `SELECT t.used_keys, t.cancel_requested FROM jobs j JOIN tasks t ON t.id = j.task_id
 			WHERE j.task_id = ? AND j.attempt = ? AND j.state = 'running' AND j.lease_expires_at > ?`,
-			l.TaskID, l.Attempt, nowMs).Scan(&usedJSON)
+			l.TaskID, l.Attempt, nowMs).Scan(&usedJSON, &cancelRequested)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, worker.ErrLeaseLost
 		}
@@ -206,8 +208,14 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 		if err != nil {
 			return nil, wrapErr("encode used keys", err)
 		}
-		if err := fencedJob(ctx, tx, l, nowMs, `state = 'awaiting_input', run_at = ?, lease_owner = NULL,
-			lease_expires_at = NULL`, nowMs); err != nil {
+		// A task whose client asked to cancel keeps its job claimable, so
+		// that a worker sees the intent.
+		state := "awaiting_input"
+		if cancelRequested {
+			state = "available"
+		}
+		if err := fencedJob(ctx, tx, l, nowMs, `state = ?, run_at = ?, lease_owner = NULL,
+			lease_expires_at = NULL`, state, nowMs); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'input_required', status_message = ?,
