@@ -34,9 +34,13 @@
 // trigger rejects any change to what a client sees once a task is terminal.
 // jobs has one row per task: its queue state (available, running,
 // awaiting_input, done), the attempt counter that fences every write of a
-// claim, failures, max_attempts, run_at and the lease; a partial index on
-// available jobs serves claims. outbox gets one row for every change a
-// client can observe, in the same transaction.
+// claim, failures, max_attempts, run_at, the lease, and copies of the task's
+// kind, creation time and expiry, so that a claim reads one table: it walks
+// a partial index of available jobs in claim order and stops at its limit
+// (the store analyzes a large jobs table that was never analyzed, since the
+// planner needs statistics to choose that plan). outbox gets one row for
+// every change a client can observe, in the same transaction. tasks leaves
+// half of each page free so that most updates are HOT.
 //
 // # Job life cycle
 //
@@ -60,14 +64,16 @@
 // # Events
 //
 // The store's EventPublisher carries task-change hints across the fleet.
-// Every observable change sends NOTIFY on the channel Schema+"_task_events"
-// in its transaction, and the writing Store publishes the task ID to its own
-// subscribers after commit. Each Store LISTENs on a dedicated connection and
-// publishes the hints of other nodes; Publish by other code reaches local
-// subscribers at once and other nodes through NOTIFY, sent in the background
-// with a short timeout. After the LISTEN connection drops, the Store
-// reconnects with backoff and replays the outbox rows it missed (a bounded
-// number), so a hint lost in an outage arrives late rather than never.
-// Hints may be duplicated or, beyond the bounds, lost; tasks/get stays the
-// truth. Call PruneOutbox periodically.
+// After an observable change commits, the writing Store publishes the task
+// ID to its own subscribers and queues a hint that a background sender
+// delivers to other nodes with NOTIFY on the channel Schema+"_task_events",
+// many hints per notification (a NOTIFY in each write transaction would
+// serialise commits on PostgreSQL's notification lock). Each Store LISTENs
+// on a dedicated connection and publishes the hints of other nodes; Publish
+// by other code takes the same path. After the LISTEN connection drops, the
+// Store reconnects with backoff and replays the outbox rows it missed (a
+// bounded number), so a hint lost in an outage arrives late rather than
+// never. Hints may be duplicated or lost (beyond the bounds, or when a node
+// dies between a commit and its NOTIFY); tasks/get stays the truth. Call
+// PruneOutbox periodically.
 package postgres

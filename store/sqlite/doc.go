@@ -34,7 +34,9 @@
 // counter that fences every write of a claim, failures, max_attempts, run_at
 // and the lease. outbox gets one row, in the same transaction, for every
 // change a client can observe; after commit the task ID is published on the
-// store's in-process task.Broadcaster.
+// store's in-process task.Broadcaster. Each outbox row names the Store that
+// wrote it, and every Store polls the outbox (Options.EventPoll) to publish
+// the changes other processes commit to the same file.
 //
 // # Job life cycle
 //

@@ -2,12 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -60,6 +63,11 @@ type Options struct {
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
 	// bound. Default 5.
 	DefaultMaxAttempts int
+	// EventPoll is how often the store reads the outbox for changes that
+	// other processes committed to the same file, to publish them on its
+	// EventPublisher. Default DefaultEventPoll; negative disables it (one
+	// process per file). MemoryPath databases never poll.
+	EventPoll time.Duration
 }
 
 // Store is a durable task store over one SQLite database. It implements
@@ -73,6 +81,10 @@ type Store struct {
 	rs   *stmtCache
 	pub  *task.Broadcaster
 	log  *slog.Logger
+
+	writer string // random ID of this Store in the outbox rows it writes
+	stop   context.CancelFunc
+	polls  sync.WaitGroup // the outbox poller
 }
 
 var (
@@ -89,7 +101,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, pub: task.NewBroadcaster(), log: opts.Logger}
+	var writer [8]byte
+	if _, err := rand.Read(writer[:]); err != nil {
+		return nil, fmt.Errorf("sqlite: store ID: %w", err)
+	}
+	s := &Store{opts: opts, pub: task.NewBroadcaster(), log: opts.Logger, writer: hex.EncodeToString(writer[:]),
+		stop: func() {}}
 	var err error
 	if opts.Path == MemoryPath {
 		s.w, err = sql.Open("sqlite", "file::memory:?"+s.params(false))
@@ -140,6 +157,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.r != s.w {
 		s.rs = newStmtCache(s.r)
 	}
+	if opts.Path != MemoryPath && opts.EventPoll > 0 {
+		p, err := s.newOutboxPoller(ctx)
+		if err != nil {
+			s.r.Close()
+			s.w.Close()
+			return nil, err
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		s.stop = stop
+		s.polls.Go(func() { p.run(runCtx, opts.EventPoll) })
+	}
 	return s, nil
 }
 
@@ -160,6 +188,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ReadConns == 0 {
 		o.ReadConns = DefaultReadConns
+	}
+	if o.EventPoll == 0 {
+		o.EventPoll = DefaultEventPoll
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -219,6 +250,8 @@ func fileURI(path string) string {
 // query planner statistics (PRAGMA optimize). The store must not be used
 // afterwards.
 func (s *Store) Close() error {
+	s.stop()
+	s.polls.Wait()
 	s.w.Exec(`PRAGMA optimize`) // best effort
 	s.ws.close()
 	s.rs.close()
@@ -246,7 +279,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, e
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer s.ws.prepareWanted(ctx)
-	ids, err := fn(&wtx{tx: tx, cache: s.ws})
+	ids, err := fn(&wtx{tx: tx, cache: s.ws, writer: s.writer})
 	if err != nil {
 		tx.Rollback()
 		return err
@@ -256,15 +289,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, e
 	}
 	for _, id := range ids {
 		s.pub.Publish(id)
-	}
-	return nil
-}
-
-// outbox records an observable change of a task in the current transaction.
-func outbox(ctx context.Context, tx *wtx, taskID string, nowMs int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (task_id, created_at) VALUES (?, ?)`, taskID, nowMs)
-	if err != nil {
-		return fmt.Errorf("sqlite: outbox: %w", err)
 	}
 	return nil
 }

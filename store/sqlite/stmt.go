@@ -90,8 +90,9 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 // wtx is a write transaction whose statements reuse the writer's prepared
 // statements. It has the methods of sql.Tx the store uses.
 type wtx struct {
-	tx    *sql.Tx
-	cache *stmtCache
+	tx     *sql.Tx
+	cache  *stmtCache
+	writer string // the Store's ID for outbox rows
 }
 
 // ExecContext runs a single statement in the transaction.

@@ -1,4 +1,5 @@
--- 002_claim_columns: claims read the jobs table in index order.
+-- 002_claim_columns: claims read the jobs table in index order; outbox
+-- rows name their writer.
 --
 -- Version 1 claimed by joining every due job with its task (for the kind,
 -- the expiry, the creation time it ordered by and the cancel intent of jobs
@@ -30,3 +31,7 @@ END;
 
 DROP INDEX jobs_claim;
 CREATE INDEX jobs_claim_order ON jobs (run_at, created_at, task_id) WHERE state = 'available';
+
+-- Each outbox row names the Store that wrote it, so that a Store can publish
+-- the changes other processes commit to the same file (see events.go).
+ALTER TABLE outbox ADD COLUMN writer TEXT NOT NULL DEFAULT '';
