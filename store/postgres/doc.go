@@ -39,7 +39,8 @@
 // a partial index of available jobs in claim order and stops at its limit
 // (the store analyzes a large jobs table that was never analyzed, since the
 // planner needs statistics to choose that plan). outbox gets one row for
-// every change a client can observe, in the same transaction. tasks leaves
+// every change a client can observe, in the same transaction (one row
+// naming every task of a batch of completions). tasks leaves
 // half of each page free so that most updates are HOT.
 //
 // # Job life cycle

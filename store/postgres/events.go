@@ -313,11 +313,17 @@ func (l *listener) catchUp(ctx context.Context) error {
 		}
 		var id int64
 		var taskID string
+		var batch []string
 		n := 0
-		_, err = pgx.ForEachRow(rows, []any{&id, &taskID}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &taskID, &batch}, func() error {
 			n++
 			from = id
-			l.s.bc.Publish(taskID)
+			if taskID != "" {
+				l.s.bc.Publish(taskID)
+			}
+			for _, t := range batch {
+				l.s.bc.Publish(t)
+			}
 			return nil
 		})
 		if err != nil {

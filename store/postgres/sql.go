@@ -142,7 +142,8 @@ const (
 		` + recordEvents
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
-	// $5 results. Returns the outbox rows of the tasks completed. The
+	// $5 results. Returns one outbox row naming the tasks completed (none
+	// when none was). The
 	// statement is shaped so that its generic (cached) plan is the right
 	// one whatever the batch size: the batch drives primary-key probes of
 	// jobs (the fence names no indexed column but the key: a live lease's
@@ -159,7 +160,9 @@ const (
 				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
 			FROM j WHERE t.id = j.task_id
 			RETURNING t.id)
-		` + recordEvents
+		INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
+		SELECT '', array_agg(id), {{now}} FROM t HAVING count(*) > 0
+		RETURNING id, task_ids`
 
 	// $4 run at (NULL: now), $5 message, $6 exhausted error. The
 	// failure that reaches max_attempts fails the task instead.
@@ -229,7 +232,7 @@ const (
 	sqlPruneOutbox = `WITH head AS (SELECT id, created_at FROM {{schema}}.outbox ORDER BY id LIMIT $2)
 		DELETE FROM {{schema}}.outbox WHERE id IN (SELECT id FROM head WHERE created_at < $1)`
 
-	sqlOutboxAfter = `SELECT id, task_id FROM {{schema}}.outbox WHERE id > $1 ORDER BY id LIMIT $2`
+	sqlOutboxAfter = `SELECT id, task_id, coalesce(task_ids, '{}') FROM {{schema}}.outbox WHERE id > $1 ORDER BY id LIMIT $2`
 
 	sqlOutboxLast = `SELECT coalesce(max(id), 0) FROM {{schema}}.outbox`
 )

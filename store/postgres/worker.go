@@ -188,13 +188,14 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
-	evs := make([]event, 0, len(items))
-	var ev event
-	if _, err := pgx.ForEachRow(rows, []any{&ev.id, &ev.taskID}, func() error {
-		evs = append(evs, ev)
-		return nil
-	}); err != nil {
+	var outboxID int64
+	var completed []string
+	if _, err := pgx.ForEachRow(rows, []any{&outboxID, &completed}, func() error { return nil }); err != nil {
 		return nil, wrapErr("complete batch", err)
+	}
+	evs := make([]event, len(completed))
+	for i, id := range completed {
+		evs[i] = event{id: outboxID, taskID: id}
 	}
 	done := make(map[string]bool, len(evs))
 	for _, ev := range evs {

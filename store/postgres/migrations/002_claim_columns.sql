@@ -40,6 +40,10 @@ CREATE TRIGGER tasks_terminal_immutable BEFORE UPDATE ON {{schema}}.tasks
 -- for every change.
 DROP INDEX {{schema}}.outbox_created;
 
+-- A batch of completions records one outbox row naming all its tasks
+-- (task_id is then ''), instead of a row per task.
+ALTER TABLE {{schema}}.outbox ADD COLUMN task_ids TEXT[];
+
 -- Pages of tasks keep half their room free, for the updated versions of
 -- their rows: a worker completes the tasks created together (neighbours on
 -- a page) together, and an update that finds room on its page is HOT (no
