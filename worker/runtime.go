@@ -29,7 +29,10 @@ type Options struct {
 	// "<hostname>-<pid>".
 	Name string
 
-	// Concurrency bounds the handlers running at once. Default 10.
+	// Concurrency bounds the handlers running at once. Default 10. A job
+	// whose handler has returned and whose completion waits for its batch
+	// to commit no longer counts; the completions waiting are bounded by
+	// Concurrency too.
 	Concurrency int
 	// ClaimBatch bounds the jobs taken by one claim; each claim asks for at
 	// most the number of free handler slots. Default Concurrency; it must
