@@ -205,3 +205,29 @@ func TestPackPayloads(t *testing.T) {
 		t.Fatalf("round trip lost or reordered events: %d of %d", len(got), len(evs))
 	}
 }
+
+// FuzzParsePayload checks that any payload parses without panicking, and
+// that whatever parses packs back into payloads that parse to the same
+// events.
+func FuzzParsePayload(f *testing.F) {
+	for _, s := range []string{"n1 42 abc", "n1 42 abc 43 def", "n1 0 x y", "", " ", "n 1 a 2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		node, evs, ok := parsePayload(p)
+		if !ok {
+			return
+		}
+		var again []event
+		for _, q := range packPayloads(node, evs) {
+			n, e, ok := parsePayload(q)
+			if !ok || n != node {
+				t.Fatalf("repacked payload %q does not parse (from %q)", q, p)
+			}
+			again = append(again, e...)
+		}
+		if !slices.Equal(again, evs) {
+			t.Fatalf("%q: events %v, repacked %v", p, evs, again)
+		}
+	})
+}
