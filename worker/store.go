@@ -162,6 +162,31 @@ type EnqueueOptions struct {
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
 var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")
 
+// BatchEnqueuer is an optional extension of Enqueuer for bulk work: a store
+// that implements it creates many tasks, with their jobs and outbox rows,
+// in one transaction and one commit.
+type BatchEnqueuer interface {
+	// EnqueueBatch creates a task for each item, as Enqueue would, and
+	// returns their snapshots in the items' order. Either every task is
+	// created or, on error, none is. Items cannot carry an idempotency key
+	// (ErrBatchIdempotencyKey): a batch whose outcome is unknown, after a
+	// timeout, creates its tasks again when retried. A batch holds at most
+	// MaxEnqueueBatch items; an empty one does nothing.
+	EnqueueBatch(ctx context.Context, items []BatchItem) ([]task.Task, error)
+}
+
+// BatchItem is one task of EnqueueBatch.
+type BatchItem struct {
+	Creation *task.CreationContext
+	Options  EnqueueOptions
+}
+
+// MaxEnqueueBatch bounds the items of one EnqueueBatch call.
+const MaxEnqueueBatch = 1000
+
+// ErrBatchIdempotencyKey: an EnqueueBatch item carried an idempotency key.
+var ErrBatchIdempotencyKey = errors.New("worker: EnqueueBatch items cannot carry an idempotency key")
+
 // BatchCompleter is an optional extension of Store: a store that implements
 // it completes many jobs in one transaction, which is the main throughput
 // lever of a durable queue (one commit, one fsync, for many jobs). The

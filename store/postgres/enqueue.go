@@ -34,33 +34,15 @@ const maxIdempotencyRounds = 5
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
 func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts worker.EnqueueOptions) (task.Task, error) {
-	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
-		return task.Task{}, errors.New("postgres: a creation context with an origin and endpoint is required")
-	}
-	ttl, poll, maxAttempts := opts.TTL, opts.PollInterval, opts.MaxAttempts
-	if ttl == 0 {
-		ttl = s.opts.DefaultTTL
-	}
-	if ttl < 0 {
-		ttl = 0
-	}
-	if poll == 0 {
-		poll = s.opts.DefaultPollInterval
-	}
-	if maxAttempts == 0 {
-		maxAttempts = s.opts.DefaultMaxAttempts
-	}
-	switch {
-	case ttl%time.Millisecond != 0 || poll < 0 || poll%time.Millisecond != 0:
-		return task.Task{}, errors.New("postgres: TTL and PollInterval must be whole milliseconds")
-	case maxAttempts < 0:
-		return task.Task{}, errors.New("postgres: MaxAttempts must not be negative")
+	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
+	if err != nil {
+		return task.Task{}, fmt.Errorf("postgres: %w", err)
 	}
 	id, err := taskdata.NewID(s.clock())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)
 	}
-	ins := insertion{cc: cc, id: id, ttl: ttl, poll: poll, maxAttempts: maxAttempts, key: opts.IdempotencyKey}
+	ins := insertion{cc: cc, id: id, ttl: e.TTL, poll: e.PollInterval, maxAttempts: e.MaxAttempts, key: opts.IdempotencyKey}
 	if !opts.RunAt.IsZero() {
 		ins.runAt = opts.RunAt.Truncate(time.Millisecond)
 	}

@@ -105,6 +105,8 @@ var (
 	_ task.Manager    = (*Store)(nil)
 	_ worker.Store    = (*Store)(nil)
 	_ worker.Enqueuer = (*Store)(nil)
+
+	_ worker.BatchEnqueuer = (*Store)(nil)
 )
 
 // Open connects to opts.URL, applies pending migrations to opts.Schema

@@ -104,6 +104,32 @@ const (
 		o AS (INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, created_at FROM t RETURNING id)
 		SELECT t.created_at, o.id FROM t, o`
 
+	// Inserts a batch of tasks: $2 IDs, $3 endpoints, $4 tenants, $5
+	// principals, $6 kinds, $7 origins, $8 TTLs ms (0: unlimited), $9 poll
+	// intervals ms, $10 max attempts, $11 run-at times (NULL: now). The
+	// job rows come from the batch itself, not from the tasks' RETURNING,
+	// so that the cached plan never joins the batch with itself. Returns
+	// the creation time and the outbox row naming the tasks.
+	sqlEnqueueBatch = `WITH n AS (SELECT {{now}} AS now),
+		v AS (SELECT v.*, CASE WHEN v.ttl_ms > 0 THEN n.now + v.ttl_ms * interval '1 millisecond' END AS expires_at
+			FROM n, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
+				$9::bigint[], $10::integer[], $11::timestamptz[])
+				AS v(id, endpoint, tenant, principal, kind, origin, ttl_ms, poll_ms, max_attempts, run_at)),
+		t AS (
+			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
+				updated_at, expires_at, ttl_ms, poll_interval_ms)
+			SELECT v.id, v.endpoint, v.tenant, v.principal, v.kind, 'working', v.origin, n.now, n.now,
+				v.expires_at, v.ttl_ms, v.poll_ms
+			FROM v, n),
+		j AS (
+			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
+			SELECT v.id, 'available', v.max_attempts, coalesce(v.run_at, n.now), n.now, v.kind, v.expires_at
+			FROM v, n),
+		o AS (
+			INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
+			SELECT '', $2::text[], n.now FROM n RETURNING id)
+		SELECT n.now, o.id FROM n, o`
+
 	// $2 limit, $3 worker, $4 lease ms; $5 kinds in the filtered variant.
 	// The candidates come from the jobs table alone, in jobs_claim index
 	// order, so a claim costs O(limit) whatever the queue length; the job
@@ -248,7 +274,7 @@ type queries struct {
 	claim, claimKinds, heartbeat, finish, retry, release     string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
 	pruneOutbox, outboxAfter, outboxLast                     string
-	completeBatch                                            string
+	completeBatch, enqueueBatch                              string
 }
 
 func newQueries(schema string) queries {
@@ -275,6 +301,7 @@ func newQueries(schema string) queries {
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
 	q.completeBatch = q.expand(sqlCompleteBatch)
+	q.enqueueBatch = q.expand(sqlEnqueueBatch)
 	q.retry = q.expand(sqlRetry)
 	q.release = q.expand(sqlRelease)
 	q.lockLease = q.expand(sqlLockLease)

@@ -28,34 +28,14 @@ import (
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
 func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts worker.EnqueueOptions) (task.Task, error) {
-	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
-		return task.Task{}, errors.New("sqlite: a creation context with an origin and endpoint is required")
-	}
-	ttl, poll, maxAttempts := opts.TTL, opts.PollInterval, opts.MaxAttempts
-	if ttl == 0 {
-		ttl = s.opts.DefaultTTL
-	}
-	if ttl < 0 {
-		ttl = 0
-	}
-	if poll == 0 {
-		poll = s.opts.DefaultPollInterval
-	}
-	if maxAttempts == 0 {
-		maxAttempts = s.opts.DefaultMaxAttempts
-	}
-	switch {
-	case ttl%time.Millisecond != 0 || poll < 0 || poll%time.Millisecond != 0:
-		return task.Task{}, errors.New("sqlite: TTL and PollInterval must be whole milliseconds")
-	case maxAttempts < 0:
-		return task.Task{}, errors.New("sqlite: MaxAttempts must not be negative")
+	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
+	if err != nil {
+		return task.Task{}, fmt.Errorf("sqlite: %w", err)
 	}
 	var snap task.Task
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		now := s.now()
-		nowMs := now.UnixMilli()
-		key := opts.IdempotencyKey
-		if key != "" {
+	err = s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		if key := opts.IdempotencyKey; key != "" {
 			existing, err := s.idempotent(ctx, tx, cc, key, nowMs)
 			if err != nil || existing != nil {
 				if existing != nil {
@@ -64,50 +44,109 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 				return nil, err
 			}
 		}
-		id, err := taskdata.NewID(s.now())
+		var err error
+		snap, err = s.insertTask(ctx, tx, cc, e, opts, nowMs)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		var expires any
-		if ttl > 0 {
-			expires = nowMs + ttl.Milliseconds()
-		}
-		var keyArg any
-		if key != "" {
-			keyArg = key
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, endpoint, tenant, principal, kind, status, origin,
-			created_at, updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key)
-			VALUES (?, ?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?)`,
-			id, cc.Request.Endpoint, cc.Request.Tenant, cc.Request.Principal, cc.Origin.Tool(),
-			cc.Origin.Persisted(), nowMs, nowMs, expires, ttl.Milliseconds(), poll.Milliseconds(), keyArg)
-		if err != nil {
-			return nil, wrapErr("insert task", err)
-		}
-		runAt := nowMs
-		if !opts.RunAt.IsZero() {
-			runAt = opts.RunAt.UnixMilli()
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at, kind, created_at,
-			expires_at) VALUES (?, 'available', ?, ?, ?, ?, ?)`, id, maxAttempts, runAt, cc.Origin.Tool(), nowMs,
-			expires); err != nil {
-			return nil, wrapErr("insert job", err)
-		}
-		if err := outbox(ctx, tx, id, nowMs); err != nil {
 			return nil, err
 		}
-		snap, err = task.New(task.Params{
-			ID: id, Origin: cc.Origin, Status: task.Working,
-			CreatedAt: time.UnixMilli(nowMs).UTC(), LastUpdatedAt: time.UnixMilli(nowMs).UTC(),
-			TTL: ttl, PollInterval: poll,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		return []string{id}, nil
+		return []string{snap.ID()}, nil
 	})
 	if err != nil {
 		return task.Task{}, err
+	}
+	return snap, nil
+}
+
+// EnqueueBatch implements worker.BatchEnqueuer: every task, job and outbox
+// row is inserted in one transaction on the writer, and the task IDs are
+// published after commit. Each item is checked as Enqueue checks it; an
+// invalid item fails the whole batch before anything is written.
+func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if len(items) > worker.MaxEnqueueBatch {
+		return nil, fmt.Errorf("sqlite: a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
+	}
+	resolved := make([]taskdata.Enqueue, len(items))
+	for i, it := range items {
+		if it.Options.IdempotencyKey != "" {
+			return nil, worker.ErrBatchIdempotencyKey
+		}
+		e, err := taskdata.ResolveEnqueue(it.Creation, it.Options, s.enqueueDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: batch item %d: %w", i, err)
+		}
+		resolved[i] = e
+	}
+	var snaps []task.Task
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		snaps = make([]task.Task, len(items))
+		ids := make([]string, len(items))
+		for i, it := range items {
+			snap, err := s.insertTask(ctx, tx, it.Creation, resolved[i], it.Options, nowMs)
+			if err != nil {
+				return nil, err
+			}
+			snaps[i], ids[i] = snap, snap.ID()
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snaps, nil
+}
+
+// enqueueDefaults are the store's defaults for EnqueueOptions.
+func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
+	return taskdata.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
+		MaxAttempts: s.opts.DefaultMaxAttempts}
+}
+
+// insertTask inserts a working task, its available job and an outbox row in
+// tx, and returns the task's snapshot.
+func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContext, e taskdata.Enqueue,
+	opts worker.EnqueueOptions, nowMs int64) (task.Task, error) {
+	id, err := taskdata.NewID(s.now())
+	if err != nil {
+		return task.Task{}, fmt.Errorf("sqlite: %w", err)
+	}
+	var expires, keyArg any
+	if e.TTL > 0 {
+		expires = nowMs + e.TTL.Milliseconds()
+	}
+	if opts.IdempotencyKey != "" {
+		keyArg = opts.IdempotencyKey
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, endpoint, tenant, principal, kind, status, origin,
+		created_at, updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key)
+		VALUES (?, ?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?)`,
+		id, cc.Request.Endpoint, cc.Request.Tenant, cc.Request.Principal, cc.Origin.Tool(),
+		cc.Origin.Persisted(), nowMs, nowMs, expires, e.TTL.Milliseconds(), e.PollInterval.Milliseconds(), keyArg)
+	if err != nil {
+		return task.Task{}, wrapErr("insert task", err)
+	}
+	runAt := nowMs
+	if !opts.RunAt.IsZero() {
+		runAt = opts.RunAt.UnixMilli()
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at, kind, created_at,
+		expires_at) VALUES (?, 'available', ?, ?, ?, ?, ?)`, id, e.MaxAttempts, runAt, cc.Origin.Tool(), nowMs,
+		expires); err != nil {
+		return task.Task{}, wrapErr("insert job", err)
+	}
+	if err := outbox(ctx, tx, id, nowMs); err != nil {
+		return task.Task{}, err
+	}
+	snap, err := task.New(task.Params{
+		ID: id, Origin: cc.Origin, Status: task.Working,
+		CreatedAt: time.UnixMilli(nowMs).UTC(), LastUpdatedAt: time.UnixMilli(nowMs).UTC(),
+		TTL: e.TTL, PollInterval: e.PollInterval,
+	})
+	if err != nil {
+		return task.Task{}, fmt.Errorf("sqlite: %w", err)
 	}
 	return snap, nil
 }

@@ -91,6 +91,8 @@ var (
 	_ task.Manager    = (*Store)(nil)
 	_ worker.Store    = (*Store)(nil)
 	_ worker.Enqueuer = (*Store)(nil)
+
+	_ worker.BatchEnqueuer = (*Store)(nil)
 )
 
 // Open opens (creating when missing) the database at opts.Path, applies

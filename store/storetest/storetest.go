@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"Retry", testRetry},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
+		{"EnqueueBatch", testEnqueueBatch},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}

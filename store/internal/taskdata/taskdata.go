@@ -7,6 +7,7 @@ package taskdata
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -209,4 +210,38 @@ func CompletionJSON(c worker.Completion) ([]byte, error) {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return b, nil
+}
+
+// EnqueueDefaults are a store's defaults for EnqueueOptions.
+type EnqueueDefaults struct {
+	TTL          time.Duration // negative: unlimited
+	PollInterval time.Duration
+	MaxAttempts  int
+}
+
+// Enqueue is a validated creation: the options with the store's defaults
+// filled in.
+type Enqueue struct {
+	TTL          time.Duration // 0: unlimited
+	PollInterval time.Duration
+	MaxAttempts  int
+}
+
+// ResolveEnqueue checks a creation context and its options and fills in the
+// defaults. A negative TTL means unlimited (0 in the result); TTL and
+// PollInterval must be whole milliseconds.
+func ResolveEnqueue(cc *task.CreationContext, opts worker.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
+	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
+		return Enqueue{}, errors.New("a creation context with an origin and endpoint is required")
+	}
+	e := Enqueue{TTL: cmp.Or(opts.TTL, d.TTL), PollInterval: cmp.Or(opts.PollInterval, d.PollInterval),
+		MaxAttempts: cmp.Or(opts.MaxAttempts, d.MaxAttempts)}
+	e.TTL = max(e.TTL, 0)
+	switch {
+	case e.TTL%time.Millisecond != 0 || e.PollInterval < 0 || e.PollInterval%time.Millisecond != 0:
+		return Enqueue{}, errors.New("TTL and PollInterval must be whole milliseconds")
+	case e.MaxAttempts < 0:
+		return Enqueue{}, errors.New("MaxAttempts must not be negative")
+	}
+	return e, nil
 }

@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// enqueueDefaults are the store's defaults for EnqueueOptions.
+func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
+	return taskdata.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
+		MaxAttempts: s.opts.DefaultMaxAttempts}
+}
+
+// EnqueueBatch implements worker.BatchEnqueuer: the tasks, their jobs and
+// one outbox row naming them all are inserted in one statement, and the
+// task IDs are published after commit. Each item is checked as Enqueue
+// checks it; an invalid item fails the whole batch before anything is
+// written.
+func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if len(items) > worker.MaxEnqueueBatch {
+		return nil, fmt.Errorf("postgres: a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
+	}
+	type column struct {
+		ids, endpoints, tenants, principals, kinds []string
+		origins                                    [][]byte
+		ttls, polls                                []int64
+		maxAttempts                                []int32
+		runAts                                     []*time.Time
+	}
+	var c column
+	resolved := make([]taskdata.Enqueue, len(items))
+	for i, it := range items {
+		if it.Options.IdempotencyKey != "" {
+			return nil, worker.ErrBatchIdempotencyKey
+		}
+		e, err := taskdata.ResolveEnqueue(it.Creation, it.Options, s.enqueueDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("postgres: batch item %d: %w", i, err)
+		}
+		id, err := taskdata.NewID(s.clock())
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		var runAt *time.Time
+		if !it.Options.RunAt.IsZero() {
+			t := it.Options.RunAt.Truncate(time.Millisecond)
+			runAt = &t
+		}
+		cc := it.Creation
+		resolved[i] = e
+		c.ids = append(c.ids, id)
+		c.endpoints = append(c.endpoints, cc.Request.Endpoint)
+		c.tenants = append(c.tenants, cc.Request.Tenant)
+		c.principals = append(c.principals, cc.Request.Principal)
+		c.kinds = append(c.kinds, cc.Origin.Tool())
+		c.origins = append(c.origins, cc.Origin.Persisted())
+		c.ttls = append(c.ttls, e.TTL.Milliseconds())
+		c.polls = append(c.polls, e.PollInterval.Milliseconds())
+		c.maxAttempts = append(c.maxAttempts, int32(e.MaxAttempts))
+		c.runAts = append(c.runAts, runAt)
+	}
+	var created time.Time
+	var outboxID int64
+	err := s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
+		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts).Scan(&created, &outboxID)
+	if err != nil {
+		return nil, wrapErr("insert tasks", err)
+	}
+	created = created.UTC()
+	snaps := make([]task.Task, len(items))
+	evs := make([]event, len(items))
+	for i, it := range items {
+		snap, err := task.New(task.Params{
+			ID: c.ids[i], Origin: it.Creation.Origin, Status: task.Working,
+			CreatedAt: created, LastUpdatedAt: created,
+			TTL: resolved[i].TTL, PollInterval: resolved[i].PollInterval,
+		})
+		if err != nil {
+			return nil, errors.Join(errors.New("postgres: tasks created, snapshot failed"), err)
+		}
+		snaps[i] = snap
+		evs[i] = event{id: outboxID, taskID: c.ids[i]}
+	}
+	s.emit(evs...)
+	return snaps, nil
+}
