@@ -23,11 +23,9 @@ func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
 // checks it; an invalid item fails the whole batch before anything is
 // written.
 func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
-	if len(items) == 0 {
-		return nil, nil
-	}
-	if len(items) > worker.MaxEnqueueBatch {
-		return nil, fmt.Errorf("postgres: a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
+	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
+	if err != nil || len(items) == 0 {
+		return nil, wrapErr("enqueue batch", err)
 	}
 	type column struct {
 		ids, endpoints, tenants, principals, kinds []string
@@ -37,15 +35,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]t
 		runAts                                     []*time.Time
 	}
 	var c column
-	resolved := make([]taskdata.Enqueue, len(items))
 	for i, it := range items {
-		if it.Options.IdempotencyKey != "" {
-			return nil, worker.ErrBatchIdempotencyKey
-		}
-		e, err := taskdata.ResolveEnqueue(it.Creation, it.Options, s.enqueueDefaults())
-		if err != nil {
-			return nil, fmt.Errorf("postgres: batch item %d: %w", i, err)
-		}
 		id, err := taskdata.NewID(s.clock())
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
@@ -55,8 +45,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]t
 			t := it.Options.RunAt.Truncate(time.Millisecond)
 			runAt = &t
 		}
-		cc := it.Creation
-		resolved[i] = e
+		cc, e := it.Creation, resolved[i]
 		c.ids = append(c.ids, id)
 		c.endpoints = append(c.endpoints, cc.Request.Endpoint)
 		c.tenants = append(c.tenants, cc.Request.Tenant)
@@ -70,7 +59,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]t
 	}
 	var created time.Time
 	var outboxID int64
-	err := s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
+	err = s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
 		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts).Scan(&created, &outboxID)
 	if err != nil {
 		return nil, wrapErr("insert tasks", err)

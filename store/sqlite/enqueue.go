@@ -62,25 +62,12 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 // published after commit. Each item is checked as Enqueue checks it; an
 // invalid item fails the whole batch before anything is written.
 func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
-	if len(items) == 0 {
-		return nil, nil
-	}
-	if len(items) > worker.MaxEnqueueBatch {
-		return nil, fmt.Errorf("sqlite: a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
-	}
-	resolved := make([]taskdata.Enqueue, len(items))
-	for i, it := range items {
-		if it.Options.IdempotencyKey != "" {
-			return nil, worker.ErrBatchIdempotencyKey
-		}
-		e, err := taskdata.ResolveEnqueue(it.Creation, it.Options, s.enqueueDefaults())
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: batch item %d: %w", i, err)
-		}
-		resolved[i] = e
+	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
+	if err != nil || len(items) == 0 {
+		return nil, wrapErr("enqueue batch", err)
 	}
 	var snaps []task.Task
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+	err = s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		snaps = make([]task.Task, len(items))
 		ids := make([]string, len(items))

@@ -245,3 +245,24 @@ func ResolveEnqueue(cc *task.CreationContext, opts worker.EnqueueOptions, d Enqu
 	}
 	return e, nil
 }
+
+// ResolveBatch checks the items of an EnqueueBatch, as ResolveEnqueue
+// checks one creation, and that the batch is within worker.MaxEnqueueBatch
+// and carries no idempotency key (worker.ErrBatchIdempotencyKey).
+func ResolveBatch(items []worker.BatchItem, d EnqueueDefaults) ([]Enqueue, error) {
+	if len(items) > worker.MaxEnqueueBatch {
+		return nil, fmt.Errorf("a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
+	}
+	resolved := make([]Enqueue, len(items))
+	for i, it := range items {
+		if it.Options.IdempotencyKey != "" {
+			return nil, worker.ErrBatchIdempotencyKey
+		}
+		e, err := ResolveEnqueue(it.Creation, it.Options, d)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i, err)
+		}
+		resolved[i] = e
+	}
+	return resolved, nil
+}
