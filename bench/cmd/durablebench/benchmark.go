@@ -131,6 +131,11 @@ func printComparison(w io.Writer, figures []figure) {
 		}
 		fmt.Fprintf(w, "taskwire worker throughput / River tuned, same run: %.0f / %.0f jobs/s = %.2fx (target >= 1x: %s)\n", tw, rv, tw/rv, verdict)
 	}
+	ti, okTI := find("pg-worker", "jobs/s", "taskwire postgres: insert + work")
+	ri, okRI := find("river", "jobs/s", "River "+riverVersion+": insert + work")
+	if okTI && okRI {
+		fmt.Fprintf(w, "insert + work, taskwire / River, same run: %.0f / %.0f jobs/s = %.2fx\n", ti, ri, ti/ri)
+	}
 	for _, kind := range []string{"postgres", "sqlite"} {
 		e, okE := find(phaseName(kind, "insert"), "tasks/s", "taskwire")
 		r, okR := find(phaseName(kind, "insert"), "rows/s", kind)

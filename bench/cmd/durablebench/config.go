@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskwire/taskwire/worker"
 )
 
 // allPhases are the phases in their run order.
@@ -23,6 +25,7 @@ type config struct {
 	// Worker throughput (pg-worker, sqlite-worker, river).
 	N                 int
 	EnqueueGoroutines int
+	EnqueueBatch      int
 	Concurrency       int
 	ClaimBatch        int
 	PollInterval      time.Duration
@@ -69,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.N, "n", 50000, "tasks (jobs) per PostgreSQL worker-throughput phase, taskwire and River alike")
 	fs.IntVar(&c.SQLiteN, "sqlite-n", 50000, "tasks per SQLite worker-throughput phase")
 	fs.IntVar(&c.EnqueueGoroutines, "enqueue-goroutines", 16, "goroutines that pre-create the worker phase's tasks with store.Enqueue")
+	fs.IntVar(&c.EnqueueBatch, "enqueue-batch", 0, "when positive, pre-create the worker phase's tasks with store.EnqueueBatch in batches of this size from one goroutine (as River's InsertMany), instead of store.Enqueue")
 	fs.IntVar(&c.Concurrency, "concurrency", 1000, "worker.Options.Concurrency of the worker phases")
 	fs.IntVar(&c.ClaimBatch, "claim-batch", 500, "worker.Options.ClaimBatch of the worker phases")
 	fs.DurationVar(&c.PollInterval, "poll", 10*time.Millisecond, "worker.Options.PollInterval of the worker phases")
@@ -120,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, usageError{"no phases selected"}
 	case c.N < 1 || c.SQLiteN < 1 || c.E2ETasks < 1:
 		return config{}, usageError{"-n, -sqlite-n and -e2e-tasks must be positive"}
+	case c.EnqueueBatch < 0 || c.EnqueueBatch > worker.MaxEnqueueBatch:
+		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", worker.MaxEnqueueBatch)}
 	case c.EnqueueGoroutines < 1 || c.InsertGoroutines < 1 || c.E2EClients < 1:
 		return config{}, usageError{"goroutine and client counts must be positive"}
 	case c.Concurrency < 1 || c.ClaimBatch < 1 || c.ClaimBatch > c.Concurrency:

@@ -247,5 +247,7 @@ wait:
 			Note: fmt.Sprintf("batches of %d, one goroutine", cfg.RiverInsertBatch)},
 		{Phase: "river", What: "River " + riverVersion + ": worker throughput, no-op worker" + analyzed, Rate: rate, Unit: "jobs/s",
 			Note: fmt.Sprintf("N=%d, MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s", n, cfg.RiverWorkers, cfg.RiverFetchCooldown, cfg.RiverFetchPoll)},
+		{Phase: "river", What: "River " + riverVersion + ": insert + work (InsertMany, then the worker)" + analyzed,
+			Rate: float64(n) / (insDur + elapsed).Seconds(), Unit: "jobs/s", Note: fmt.Sprintf("N=%d", n)},
 	}, nil
 }
