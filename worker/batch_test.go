@@ -1,0 +1,65 @@
+package worker
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// gatedBatchStore is a fakeStore whose CompleteBatch waits for gate.
+type gatedBatchStore struct {
+	*fakeStore
+	gate    chan struct{}
+	batches atomic.Int32
+}
+
+func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []Completion) ([]bool, error) {
+	s.batches.Add(1)
+	<-s.gate
+	lost := make([]bool, len(items))
+	for i, it := range items {
+		lost[i] = s.Complete(ctx, it.Lease, it.Result, it.Message) != nil
+	}
+	return lost, nil
+}
+
+// TestQueuedCompletionFreesSlot: with one slot, a job whose handler has
+// returned and whose completion waits for its batch to commit does not keep
+// the next job from starting.
+func TestQueuedCompletionFreesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Concurrency: 1})
+		gated := &gatedBatchStore{fakeStore: h.store, gate: make(chan struct{})}
+		h.rt.opts.Store = gated
+		var runs atomic.Int32
+		if err := HandleRaw(h.rt, "quick", func(context.Context, *JobContext) (*mcp.CallToolResult, error) {
+			runs.Add(1)
+			return &mcp.CallToolResult{StructuredContent: []byte(`{"sum":1}`)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		first := h.store.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
+		second := h.store.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
+		h.start()
+		// Without letting time pass (a write would time out and free the
+		// slot after a lease), both handlers have run.
+		synctest.Wait()
+		if n := runs.Load(); n != 2 {
+			t.Fatalf("%d handlers ran while the first completion waited for its batch, want 2", n)
+		}
+		if got := h.store.job(first).status; got != task.Working {
+			t.Fatalf("first task %q before its batch committed", got)
+		}
+		close(gated.gate)
+		h.waitStatus(t, first, task.Completed)
+		h.waitStatus(t, second, task.Completed)
+		h.stop(t)
+		if n := gated.batches.Load(); n < 1 {
+			t.Errorf("%d batches", n)
+		}
+	})
+}
