@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -121,6 +123,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.w.SetConnMaxIdleTime(0)
 		s.r = s.w
 	} else {
+		if err := createPrivate(opts.Path); err != nil {
+			return nil, err
+		}
 		s.w, err = sql.Open("sqlite", fileURI(opts.Path)+"?"+s.params(false))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -235,6 +240,21 @@ func (s *Store) params(readOnly bool) string {
 	}
 	q.Set("_txlock", "immediate")
 	return q.Encode()
+}
+
+// createPrivate creates the database file, when missing, readable and
+// writable by its owner only (0600). SQLite gives the WAL and shared-memory
+// files it creates beside it the database file's permissions, so they are
+// private too. An existing file keeps its permissions.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // fileURI turns a file path into a SQLite file: URI, escaping what a URI
