@@ -185,7 +185,7 @@ type Interceptor func(ctx context.Context, req *Request, next Handler) (any, err
 // interceptor, under the request deadline; see runBounded. An
 // InputRequiredError becomes the sealed input_required result.
 func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *protocolError) {
-	res, err := c.runBounded(ctx, func(ctx context.Context) (any, error) {
+	res, err := c.runBoundedAs(ctx, c.taskOperation(rq), func(ctx context.Context) (any, error) {
 		if ic := c.srv.opts.Interceptor; ic != nil {
 			return ic(ctx, rq, h)
 		}
@@ -206,10 +206,16 @@ func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *pr
 // while fn runs, the client is answered with HTTP 504 at once and fn's
 // context is canceled; fn keeps its pool slot until it returns.
 func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any, error)) (res any, err error) {
-	if err := c.srv.pool.acquire(ctx); err != nil {
+	return c.runBoundedAs(ctx, c.taskOperation(nil), fn)
+}
+
+// runBoundedAs is runBounded for a task operation or not (see
+// handlerPool).
+func (c *call) runBoundedAs(ctx context.Context, taskOp bool, fn func(ctx context.Context) (any, error)) (res any, err error) {
+	if err := c.srv.pool.acquire(ctx, taskOp); err != nil {
 		return nil, errQueueFull
 	}
-	defer c.srv.pool.release()
+	defer c.srv.pool.release(taskOp)
 	return c.runUnderDeadline(ctx, fn)
 }
 

@@ -61,6 +61,16 @@ type Options struct {
 	// HandlerQueue bounds the requests waiting for a handler slot; beyond it
 	// requests fail at once with HTTP 503. Zero means 128.
 	HandlerQueue int
+	// TaskConcurrency bounds the task operations among the running
+	// handlers: tools/call requests that may create a task, tasks/get,
+	// tasks/update and tasks/cancel. They hold handler slots like any
+	// request, but never more than TaskConcurrency, so that a slow or
+	// unreachable task store leaves the other slots to requests that do
+	// not use it. Task operations waiting for this share queue apart from
+	// other requests, in a queue bounded by HandlerQueue as well. Zero
+	// means half of HandlerConcurrency (at least 1); it must not exceed
+	// HandlerConcurrency.
+	TaskConcurrency int
 	// RequestTimeout is the absolute deadline of one request, queueing
 	// included. A handler still running then is answered with HTTP 504 and its
 	// context is canceled. Zero means 60 s.
@@ -128,11 +138,14 @@ func New(opts Options) (*Server, error) {
 	if opts.HandlerConcurrency < 0 || opts.HandlerQueue < 0 || opts.MaxBodyBytes < 0 || opts.MaxJSONDepth < 0 {
 		return nil, errors.New("server: limits must not be negative")
 	}
+	if opts.TaskConcurrency < 1 || opts.TaskConcurrency > opts.HandlerConcurrency {
+		return nil, fmt.Errorf("server: TaskConcurrency must be between 1 and HandlerConcurrency (%d)", opts.HandlerConcurrency)
+	}
 	s := &Server{
 		opts:      opts,
 		logger:    opts.Logger,
 		endpoints: make(map[string]*Endpoint, len(opts.Endpoints)),
-		pool:      newHandlerPool(opts.HandlerConcurrency, opts.HandlerQueue),
+		pool:      newHandlerPool(opts.HandlerConcurrency, opts.TaskConcurrency, opts.HandlerQueue),
 	}
 	if opts.AllowedHosts != nil {
 		hosts := make([]string, len(opts.AllowedHosts))
@@ -223,6 +236,9 @@ func setDefaults(o *Options) {
 	}
 	if o.HandlerQueue == 0 {
 		o.HandlerQueue = 128
+	}
+	if o.TaskConcurrency == 0 {
+		o.TaskConcurrency = max(1, o.HandlerConcurrency/2)
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 60 * time.Second
