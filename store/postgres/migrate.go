@@ -90,8 +90,12 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		return err
 	}
 	var applied []migrations.Migration
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// Migrations may take long on large tables: no per-call deadline.
+	err = pgx.BeginFunc(ctx, s.pool.Pool, func(tx pgx.Tx) error {
 		applied = nil
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return wrapErr("migration", err)
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
 			s.opts.Schema); err != nil {
 			return wrapErr("migration lock", err)

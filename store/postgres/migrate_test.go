@@ -120,7 +120,7 @@ func TestMigrateClaimColumns(t *testing.T) {
 	}
 	defer pool.Close()
 	// A bare Store migrates; Open would migrate to the current version.
-	s := &Store{opts: Options{Schema: schema}, pool: pool, q: newQueries(schema), log: quiet}
+	s := &Store{opts: Options{Schema: schema}, pool: &boundedPool{Pool: pool, timeout: DefaultTimeout}, q: newQueries(schema), log: quiet}
 	if err := s.migrate(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
 	DefaultMaxAttempts  = 5
+	DefaultTimeout      = 5 * time.Second
 )
 
 // maxSchemaLen keeps the notification channel, the schema name plus
@@ -67,6 +69,15 @@ type Options struct {
 	// MaxConns bounds the connection pool (the LISTEN session comes on
 	// top). Default: pgxpool's, the larger of 4 and the number of CPUs.
 	MaxConns int32
+	// Timeout bounds every call of the store: waiting for a connection,
+	// connecting (unless the URL sets connect_timeout), each statement on
+	// the server (statement_timeout, unless the URL sets it) and the call
+	// as a whole on the client, so a database that stops answering fails
+	// calls with an error after Timeout instead of holding them. A
+	// transaction's statements share one deadline; the rollback of a
+	// failed one has its own. Migrations are not bounded. Default 5 s;
+	// it must be whole milliseconds.
+	Timeout time.Duration
 }
 
 // Store is a durable task store in one PostgreSQL schema. It implements
@@ -74,7 +85,7 @@ type Options struct {
 // use by any number of nodes sharing the schema. Close it when done.
 type Store struct {
 	opts Options
-	pool *pgxpool.Pool
+	pool *boundedPool // every call bounded by opts.Timeout; pool.Pool for migrations
 	log  *slog.Logger
 	q    queries
 	node string // random ID of this Store in notification payloads
@@ -130,6 +141,7 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 	if opts.MaxConns > 0 {
 		poolCfg.MaxConns = opts.MaxConns
 	}
+	applyTimeout(poolCfg.ConnConfig, opts.Timeout)
 	var node [8]byte
 	if _, err := rand.Read(node[:]); err != nil {
 		return nil, fmt.Errorf("postgres: node ID: %w", err)
@@ -145,10 +157,11 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 		hooks:     hooks,
 	}
 	s.pub = newPublisher(s)
-	s.pool, err = pgxpool.NewWithConfig(ctx, poolCfg)
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
+	s.pool = &boundedPool{Pool: pool, timeout: opts.Timeout}
 	if err := s.checkSchema(ctx); err != nil {
 		s.pool.Close()
 		return nil, err
@@ -187,6 +200,9 @@ func (o *Options) setDefaults() error {
 	if o.DefaultMaxAttempts == 0 {
 		o.DefaultMaxAttempts = DefaultMaxAttempts
 	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
 	switch {
 	case o.DefaultMaxAttempts < 0 || o.MaxConns < 0:
 		return errors.New("postgres: DefaultMaxAttempts and MaxConns must not be negative")
@@ -194,8 +210,21 @@ func (o *Options) setDefaults() error {
 		return errors.New("postgres: DefaultTTL must be whole milliseconds")
 	case o.DefaultPollInterval < 0 || o.DefaultPollInterval%time.Millisecond != 0:
 		return errors.New("postgres: DefaultPollInterval must be positive whole milliseconds")
+	case o.Timeout < time.Millisecond || o.Timeout%time.Millisecond != 0:
+		return errors.New("postgres: Timeout must be positive whole milliseconds")
 	}
 	return nil
+}
+
+// applyTimeout bounds connection attempts and statements of the sessions
+// cfg opens by timeout, unless the connection string bounds them itself.
+func applyTimeout(cfg *pgx.ConnConfig, timeout time.Duration) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = timeout
+	}
+	if _, set := cfg.RuntimeParams["statement_timeout"]; !set {
+		cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	}
 }
 
 // Close stops the listener and the publisher and closes the connections.

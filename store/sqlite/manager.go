@@ -107,6 +107,8 @@ func authorizedTask(ctx context.Context, q queryer, rc task.RequestContext, nowM
 // answers found false for unknown, expired and unauthorized tasks alike: the
 // task's endpoint and tenant must equal the request's.
 func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	r, err := authorizedTask(ctx, s.rs, rc, s.now().UnixMilli())
 	if err != nil || r == nil {
 		return task.Task{}, false, err

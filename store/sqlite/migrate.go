@@ -85,7 +85,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	for _, m := range ms {
 		applied := false
-		err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		err := s.writeUnbounded(ctx, func(tx *wtx) ([]string, error) {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 				version    INTEGER PRIMARY KEY,
 				name       TEXT    NOT NULL,

@@ -27,6 +27,7 @@ const (
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
 	DefaultMaxAttempts  = 5
+	DefaultTimeout      = 5 * time.Second
 	// DefaultReadConns is the size of the read-only connection pool.
 	DefaultReadConns = 4
 )
@@ -46,6 +47,11 @@ type Options struct {
 	// BusyTimeout bounds how long a statement waits for a lock held by
 	// another process. Default 5 s.
 	BusyTimeout time.Duration
+	// Timeout bounds every call of the store as a whole, waiting for the
+	// one writer connection included, so that a stalled disk or a long
+	// queue of writers fails calls with an error after Timeout instead of
+	// holding them. Migrations are not bounded. Default 5 s.
+	Timeout time.Duration
 	// NoMigrate makes Open refuse a database whose schema is older than
 	// the code, instead of migrating it.
 	NoMigrate bool
@@ -193,6 +199,9 @@ func (o *Options) setDefaults() error {
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
 	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
 	if o.ReadConns == 0 {
 		o.ReadConns = DefaultReadConns
 	}
@@ -217,6 +226,8 @@ func (o *Options) setDefaults() error {
 	switch {
 	case o.BusyTimeout < 0 || o.ReadConns < 0 || o.DefaultMaxAttempts < 0:
 		return errors.New("sqlite: BusyTimeout, ReadConns and DefaultMaxAttempts must not be negative")
+	case o.Timeout < 0:
+		return errors.New("sqlite: Timeout must be positive")
 	case o.DefaultTTL > 0 && o.DefaultTTL%time.Millisecond != 0:
 		return errors.New("sqlite: DefaultTTL must be whole milliseconds")
 	case o.DefaultPollInterval < 0 || o.DefaultPollInterval%time.Millisecond != 0:
@@ -293,9 +304,22 @@ func (s *Store) EventPublisher() task.EventPublisher { return s.pub }
 
 func (s *Store) now() time.Time { return s.opts.Now() }
 
+// bound returns ctx with the per-call deadline of Options.Timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
-// and, after commit, publishes the task IDs fn returns.
+// under the per-call deadline and, after commit, publishes the task IDs fn
+// returns.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.writeUnbounded(ctx, fn)
+}
+
+// writeUnbounded is write without the per-call deadline, for migrations.
+func (s *Store) writeUnbounded(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
