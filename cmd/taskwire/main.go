@@ -99,6 +99,7 @@ type commonFlags struct {
 	store    *string
 	schema   *string
 	logLevel *string
+	timeout  *time.Duration
 }
 
 // addCommonFlags defines --store and --log-level on fs.
@@ -109,6 +110,8 @@ func addCommonFlags(fs *flag.FlagSet) commonFlags {
 		schema: fs.String("schema", "", "PostgreSQL `schema` holding the store's tables (default "+postgres.DefaultSchema+"); "+
 			"not for SQLite"),
 		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
+		timeout: fs.Duration("store-timeout", postgres.DefaultTimeout, "bound of every store call, connecting and "+
+			"waiting for a connection included: a database that stops answering fails calls after this `duration`"),
 	}
 }
 
@@ -124,6 +127,9 @@ func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (stor
 	}
 	if err := spec.withSchema(*c.schema); err != nil {
 		return storeSpec{}, nil, err
+	}
+	if spec.Timeout = *c.timeout; spec.Timeout <= 0 {
+		return storeSpec{}, nil, errors.New("--store-timeout must be positive")
 	}
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }

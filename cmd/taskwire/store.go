@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -41,6 +42,9 @@ type storeSpec struct {
 	// Schema is the PostgreSQL schema of the store's tables. Empty:
 	// postgres.DefaultSchema.
 	Schema string
+	// Timeout bounds every store call (the stores' Options.Timeout).
+	// Zero: the stores' default.
+	Timeout time.Duration
 }
 
 // withSchema sets the PostgreSQL schema named by --schema; an empty name
@@ -166,13 +170,14 @@ var (
 func openStore(ctx context.Context, spec storeSpec, noMigrate bool, logger *slog.Logger) (durableStore, error) {
 	switch spec.Backend {
 	case backendSQLite:
-		s, err := sqlite.Open(ctx, sqlite.Options{Path: spec.Path, NoMigrate: noMigrate, Logger: logger})
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: spec.Path, NoMigrate: noMigrate, Logger: logger, Timeout: spec.Timeout})
 		if err != nil {
 			return nil, openError(spec, err, sqlite.ErrSchemaOutdated, sqlite.ErrSchemaTooNew)
 		}
 		return s, nil
 	case backendPostgres:
-		s, err := postgres.Open(ctx, postgres.Options{URL: spec.URL, Schema: spec.Schema, NoMigrate: noMigrate, Logger: logger})
+		s, err := postgres.Open(ctx, postgres.Options{URL: spec.URL, Schema: spec.Schema, NoMigrate: noMigrate, Logger: logger,
+			Timeout: spec.Timeout})
 		if err != nil {
 			return nil, openError(spec, err, postgres.ErrSchemaOutdated, postgres.ErrSchemaTooNew)
 		}
