@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -218,7 +219,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		return nil, OutcomeInternalError, errInternal
 	}
 	res, err := c.runUnderDeadline(ctx, func(ctx context.Context) (any, error) {
-		t, found, err := c.srv.opts.TaskManager.FindTask(ctx, c.requestContext(h.ID))
+		t, found, err := c.findCreated(ctx, h.ID)
 		switch {
 		case err != nil:
 			return nil, err
@@ -235,6 +236,37 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		return nil, OutcomeInternalError, errInternal
 	}
 	return res, OutcomeTask, nil
+}
+
+// Verification of a new task's handle tries the manager up to
+// verifyAttempts times, pausing verifyPause, then twice as long, between
+// tries.
+const (
+	verifyAttempts = 4
+	verifyPause    = 50 * time.Millisecond
+)
+
+// findCreated looks up a task the handler says it created. The task is
+// usually committed and running already, so a manager error is taken as
+// transient and the lookup retried, within ctx, with a short doubling
+// pause: a client told -32603 would believe that no task exists. An answer
+// (found or not) is never retried.
+func (c *call) findCreated(ctx context.Context, id string) (task.Task, bool, error) {
+	pause := verifyPause
+	for try := 1; ; try++ {
+		t, found, err := c.srv.opts.TaskManager.FindTask(ctx, c.requestContext(id))
+		if err == nil || try == verifyAttempts || ctx.Err() != nil {
+			return t, found, err
+		}
+		timer := time.NewTimer(pause)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return t, found, err
+		}
+		pause *= 2
+	}
 }
 
 var errUnverifiedHandle = errors.New("the manager did not confirm the task with the same ID and origin")

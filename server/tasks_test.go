@@ -244,7 +244,8 @@ func TestTaskCreation(t *testing.T) {
 }
 
 // TestTaskCreationFailsClosed: every broken durability answer is the fixed
-// internal error after exactly one lookup, without echoing the handle.
+// internal error after exactly one lookup (a manager error after a few),
+// without echoing the handle.
 func TestTaskCreationFailsClosed(t *testing.T) {
 	r := newTaskRig(t, nil)
 	r.set(func() { r.mgr.inner = nil })
@@ -258,7 +259,7 @@ func TestTaskCreationFailsClosed(t *testing.T) {
 		{"not found", taskHandleID, func(task.RequestContext) (task.Task, bool, error) { return task.Task{}, false, nil }, 1},
 		{"storage error", taskHandleID, func(rc task.RequestContext) (task.Task, bool, error) {
 			return task.Task{}, false, fmt.Errorf("row %s unreadable", rc.TaskID)
-		}, 1},
+		}, 4}, // retried: it may be transient
 		{"wrong ID", taskHandleID, func(task.RequestContext) (task.Task, bool, error) {
 			return taskSnap(t, task.Params{ID: "tid-other", Origin: r.lastCC.Origin, Status: task.Working}), true, nil
 		}, 1},
