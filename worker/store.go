@@ -162,6 +162,14 @@ type EnqueueOptions struct {
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
 var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")
 
+// ErrInvalidText: text a store keeps as such (an idempotency key, the
+// endpoint, tenant, principal or tool of a creation, an input request key,
+// a status message) is not valid UTF-8 or holds a NUL byte, or a
+// creation's arguments are not valid UTF-8. Every store refuses the same
+// values, before writing anything; the error names the field, never its
+// bytes.
+var ErrInvalidText = errors.New("worker: text must be valid UTF-8 without NUL bytes")
+
 // BatchEnqueuer is an optional extension of Enqueuer for bulk work: a store
 // that implements it creates many tasks, with their jobs and outbox rows,
 // in one transaction and one commit.

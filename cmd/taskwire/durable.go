@@ -156,6 +156,9 @@ func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, 
 	case errors.Is(err, worker.ErrIdempotencyConflict):
 		return task.Handle{}, errors.New("idempotencyKey was already used with different arguments: " +
 			"repeat the original arguments to get the original task, or use a new key")
+	case errors.Is(err, worker.ErrInvalidText):
+		return task.Handle{}, errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
+			"and the caller's name must be valid UTF-8 without NUL characters")
 	case err != nil:
 		logger.Error("enqueue failed", "tool", tool, "err", err)
 		return task.Handle{}, mcp.NewError(mcp.CodeInternalError, "Internal error")

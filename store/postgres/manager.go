@@ -78,6 +78,9 @@ func (r *taskRow) snapshot() (task.Task, error) {
 // expired and unauthorized tasks alike: the task's endpoint and tenant must
 // equal the request's, in the same statement that reads it.
 func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task, bool, error) {
+	if !taskdata.Findable(rc) {
+		return task.Task{}, false, nil
+	}
 	r, err := scanTask(s.pool.QueryRow(ctx, s.q.findTask, s.now(), rc.TaskID, rc.Endpoint, rc.Tenant))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
@@ -100,6 +103,9 @@ func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task
 // for the answers becomes available. It returns task.ErrNotFound for
 // unknown, expired and unauthorized tasks.
 func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
+	if !taskdata.Findable(uc.RequestContext) {
+		return task.ErrNotFound
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
 		now := s.now()
 		var status string
@@ -179,6 +185,9 @@ func encodeResponses(m mcp.InputResponses) []byte {
 // Terminal tasks are left unchanged and the call succeeds. It returns
 // task.ErrNotFound for unknown, expired and unauthorized tasks.
 func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error {
+	if !taskdata.Findable(rc) {
+		return task.ErrNotFound
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
 		now := s.now()
 		var status string

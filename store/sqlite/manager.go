@@ -107,6 +107,9 @@ func authorizedTask(ctx context.Context, q queryer, rc task.RequestContext, nowM
 // answers found false for unknown, expired and unauthorized tasks alike: the
 // task's endpoint and tenant must equal the request's.
 func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task, bool, error) {
+	if !taskdata.Findable(rc) {
+		return task.Task{}, false, nil
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	r, err := authorizedTask(ctx, s.rs, rc, s.now().UnixMilli())
@@ -128,6 +131,9 @@ func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task
 // message and a job waiting for the answers becomes available. It returns task.ErrNotFound for unknown,
 // expired and unauthorized tasks.
 func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
+	if !taskdata.Findable(uc.RequestContext) {
+		return task.ErrNotFound
+	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		r, err := authorizedTask(ctx, tx, uc.RequestContext, nowMs)
@@ -202,6 +208,9 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 // Terminal tasks are left unchanged and the call succeeds. It returns
 // task.ErrNotFound for unknown, expired and unauthorized tasks.
 func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error {
+	if !taskdata.Findable(rc) {
+		return task.ErrNotFound
+	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		r, err := authorizedTask(ctx, tx, rc, nowMs)

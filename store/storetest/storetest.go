@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
 		{"EnqueueBatch", testEnqueueBatch},
+		{"Text", testText},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}

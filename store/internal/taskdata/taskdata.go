@@ -64,8 +64,9 @@ func SameArguments(a, b task.Origin) bool {
 }
 
 // ValidateRequests checks what a store needs of input requests: at least
-// one, each with a non-empty key, a value and a method. Workers validate the
-// rest against the origin with task.Validator before calling the store.
+// one, each with a non-empty key that is storable text (see CheckText), a
+// value and a method. Workers validate the rest against the origin with
+// task.Validator before calling the store.
 func ValidateRequests(reqs mcp.InputRequests) error {
 	if len(reqs) == 0 {
 		return fmt.Errorf("at least one input request is required")
@@ -73,6 +74,9 @@ func ValidateRequests(reqs mcp.InputRequests) error {
 	for k, r := range reqs {
 		if k == "" || r == nil || r.Method == "" {
 			return fmt.Errorf("input requests need a key and a method")
+		}
+		if err := CheckText("input request key", k); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -197,8 +201,12 @@ func DecodeError(b []byte) (*mcp.Error, error) {
 
 // CompletionJSON returns the JSON a store keeps for a completion's result:
 // its ResultJSON when the runtime encoded it already, else the encoding of
-// its Result.
+// its Result. It fails when the completion's message is not storable text
+// (see CheckMessage).
 func CompletionJSON(c worker.Completion) ([]byte, error) {
+	if err := CheckMessage(c.Message); err != nil {
+		return nil, err
+	}
 	if len(c.ResultJSON) > 0 {
 		return c.ResultJSON, nil
 	}
@@ -229,10 +237,14 @@ type Enqueue struct {
 
 // ResolveEnqueue checks a creation context and its options and fills in the
 // defaults. A negative TTL means unlimited (0 in the result); TTL and
-// PollInterval must be whole milliseconds.
+// PollInterval must be whole milliseconds. Text a store keeps must be valid
+// UTF-8 without NUL bytes (worker.ErrInvalidText).
 func ResolveEnqueue(cc *task.CreationContext, opts worker.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
 	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
 		return Enqueue{}, errors.New("a creation context with an origin and endpoint is required")
+	}
+	if err := checkCreation(cc, opts.IdempotencyKey); err != nil {
+		return Enqueue{}, err
 	}
 	e := Enqueue{TTL: cmp.Or(opts.TTL, d.TTL), PollInterval: cmp.Or(opts.PollInterval, d.PollInterval),
 		MaxAttempts: cmp.Or(opts.MaxAttempts, d.MaxAttempts)}

@@ -1,0 +1,60 @@
+package taskdata
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Text a store keeps.
+//
+// PostgreSQL's text columns refuse a NUL byte and invalid UTF-8; SQLite
+// keeps both, and JSON decoding turns every invalid byte into U+FFFD, so
+// that the keys "bad\xff" and "bad\xfe" would collide once decoded. Every
+// store therefore checks the strings it keeps as text here, the same way,
+// before writing anything: a creation's endpoint, tenant, principal, tool
+// and idempotency key, its arguments (which must be UTF-8 JSON), input
+// request keys and status messages. The errors wrap worker.ErrInvalidText
+// and name the field, never its bytes, which may be a principal's.
+
+// storable reports whether s can be kept as text by every store.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// CheckText returns an error wrapping worker.ErrInvalidText, naming field,
+// when s is not valid UTF-8 or holds a NUL byte.
+func CheckText(field, s string) error {
+	if storable(s) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", field, worker.ErrInvalidText)
+}
+
+// CheckMessage is CheckText for a status message.
+func CheckMessage(message string) error { return CheckText("status message", message) }
+
+// checkCreation checks the text of a creation and its idempotency key.
+func checkCreation(cc *task.CreationContext, key string) error {
+	for _, f := range []struct{ name, value string }{
+		{"endpoint", cc.Request.Endpoint}, {"tenant", cc.Request.Tenant}, {"principal", cc.Request.Principal},
+		{"tool", cc.Origin.Tool()}, {"idempotency key", key},
+	} {
+		if err := CheckText(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	if !utf8.Valid(cc.Origin.Params().Arguments) {
+		return fmt.Errorf("arguments: %w", worker.ErrInvalidText)
+	}
+	return nil
+}
+
+// Findable reports whether rc can name a stored task: its task ID,
+// endpoint and tenant are text a store keeps. A store answers a lookup
+// that is not findable as it answers one for an unknown task, without
+// asking the database.
+func Findable(rc task.RequestContext) bool {
+	return storable(rc.TaskID) && storable(rc.Endpoint) && storable(rc.Tenant)
+}

@@ -1,0 +1,104 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// badTexts are strings no store may keep as text: invalid UTF-8 (two
+// spellings that JSON decoding would both turn into U+FFFD) and a NUL.
+var badTexts = []string{"bad\xff", "bad\xfe", "bad\x00"}
+
+// testText: every store refuses the same text it cannot keep, with
+// worker.ErrInvalidText naming the field but not the bytes, and writes
+// nothing; lookups with such text find nothing; the store stays usable.
+func testText(t *testing.T, open opener) {
+	b, c := open(t)
+	checkRefusal := func(what string, err error, bad string) {
+		t.Helper()
+		if !errors.Is(err, worker.ErrInvalidText) {
+			t.Errorf("%s %q: got %v, want ErrInvalidText", what, bad, err)
+			return
+		}
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("%s %q: the error quotes the text: %v", what, bad, err)
+		}
+	}
+	for _, bad := range badTexts {
+		creations := map[string]func() (*task.CreationContext, worker.EnqueueOptions){
+			"idempotency key": func() (*task.CreationContext, worker.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, toolA, `{"n":1}`), worker.EnqueueOptions{IdempotencyKey: bad}
+			},
+			"tenant": func() (*task.CreationContext, worker.EnqueueOptions) {
+				return creation(t, endpointA, bad, toolA, `{"n":1}`), worker.EnqueueOptions{}
+			},
+			"principal": func() (*task.CreationContext, worker.EnqueueOptions) {
+				cc := creation(t, endpointA, tenantA, toolA, `{"n":1}`)
+				cc.Request.Principal = bad
+				return cc, worker.EnqueueOptions{}
+			},
+			"endpoint": func() (*task.CreationContext, worker.EnqueueOptions) {
+				return creation(t, bad, tenantA, toolA, `{"n":1}`), worker.EnqueueOptions{}
+			},
+			"tool": func() (*task.CreationContext, worker.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, bad, `{"n":1}`), worker.EnqueueOptions{}
+			},
+		}
+		if bad != "bad\x00" { // a raw NUL is not valid JSON, so no origin holds one
+			creations["arguments"] = func() (*task.CreationContext, worker.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, toolA, `{"k":"`+bad+`"}`), worker.EnqueueOptions{}
+			}
+		}
+		for field, mk := range creations {
+			cc, opts := mk()
+			_, err := b.Enqueue(bg, cc, opts)
+			checkRefusal("Enqueue with the "+field, err, bad)
+		}
+		if bb, ok := b.(worker.BatchEnqueuer); ok {
+			cc := creation(t, endpointA, bad, toolA, `{"n":1}`)
+			_, err := bb.EnqueueBatch(bg, []worker.BatchItem{{Creation: creation(t, endpointA, tenantA, toolA, `{"n":1}`)}, {Creation: cc}})
+			checkRefusal("EnqueueBatch with the tenant", err, bad)
+		}
+	}
+	if jobs := claim(t, b, c, 10); len(jobs) != 0 {
+		t.Fatalf("refused creations left %d jobs", len(jobs))
+	}
+
+	tk := enqueue(t, b, worker.EnqueueOptions{})
+	for _, bad := range badTexts {
+		for name, r := range map[string]task.RequestContext{
+			"tenant": rc(tk.ID(), endpointA, bad), "endpoint": rc(tk.ID(), bad, tenantA), "task ID": rc(tk.ID()+bad, endpointA, tenantA),
+		} {
+			if _, found, err := b.FindTask(bg, r); found || err != nil {
+				t.Errorf("FindTask with a %s %q: found %v, %v; want not found", name, bad, found, err)
+			}
+			wantErr(t, "UpdateTask with a "+name, b.UpdateTask(bg, task.UpdateContext{RequestContext: r,
+				Responses: mcp.InputResponses{"k": respElicit}}), "ErrNotFound")
+			wantErr(t, "RequestCancel with a "+name, b.RequestCancel(bg, r), "ErrNotFound")
+		}
+	}
+
+	// Worker writes refuse such text and keep the lease.
+	j := claimOne(t, b, c, tk.ID())
+	for _, bad := range badTexts {
+		checkRefusal("RequestInput with a key", b.RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
+		if bc, ok := b.(worker.BatchCompleter); ok {
+			_, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})
+			checkRefusal("CompleteBatch with a message", err, bad)
+		}
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "" {
+		t.Fatalf("after refused writes: %s %q, want working without a message", got.Status(), got.StatusMessage())
+	}
+	if err := b.Complete(bg, j.Lease, textResult, "ünïcode ok"); err != nil {
+		t.Fatalf("Complete after refused writes: %v", err)
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Completed || got.StatusMessage() != "ünïcode ok" {
+		t.Fatalf("completed: %s %q", got.Status(), got.StatusMessage())
+	}
+}
