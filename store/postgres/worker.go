@@ -103,6 +103,9 @@ func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Durati
 // with its lease ended (or stays claimable when cancellation was requested,
 // so that a worker sees the intent).
 func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	if err := taskdata.ValidateRequests(reqs); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -212,6 +215,9 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 // finish ends a task in a terminal status under a live lease, in one
 // statement that also finishes the job and records the change.
 func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task.Status, message string, result, errJSON []byte) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	ev, err := fencedEvent(ctx, s.pool, "end task", s.q.finish, now, l.TaskID, l.Attempt, string(status), message,
 		result, errJSON)
 	if err != nil {
@@ -257,6 +263,9 @@ func mustJSON(v any) []byte {
 // instead, and the job is finished. Otherwise the job is available again at
 // runAt (zero: now) and the task's status message becomes message.
 func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	var at any
 	if !runAt.IsZero() {
 		at = runAt.Truncate(time.Millisecond)

@@ -171,6 +171,9 @@ func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Durati
 // task turns input_required with message, and the job waits for the answers
 // with its lease ended.
 func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	if err := taskdata.ValidateRequests(reqs); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -268,6 +271,9 @@ func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) erro
 
 // finish ends a task in a terminal status under a live lease.
 func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, message string, result, errJSON any) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		if err := fencedJob(ctx, tx, l, nowMs, `state = 'done', lease_owner = NULL, lease_expires_at = NULL`); err != nil {
@@ -343,6 +349,9 @@ var exhaustedJSON = func() string {
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. A zero runAt means now.
 func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+	if err := taskdata.CheckMessage(message); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		var failures, maxAttempts int

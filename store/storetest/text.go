@@ -87,6 +87,11 @@ func testText(t *testing.T, open opener) {
 	j := claimOne(t, b, c, tk.ID())
 	for _, bad := range badTexts {
 		checkRefusal("RequestInput with a key", b.RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
+		checkRefusal("RequestInput with a message", b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
+		checkRefusal("Retry with a message", b.Retry(bg, j.Lease, c.Now(), bad), bad)
+		checkRefusal("Complete with a message", b.Complete(bg, j.Lease, textResult, bad), bad)
+		checkRefusal("Fail with a message", b.Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
+		checkRefusal("Cancel with a message", b.Cancel(bg, j.Lease, bad), bad)
 		if bc, ok := b.(worker.BatchCompleter); ok {
 			_, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})
 			checkRefusal("CompleteBatch with a message", err, bad)
