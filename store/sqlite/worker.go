@@ -405,6 +405,8 @@ func (s *Store) Release(ctx context.Context, l worker.Lease) error {
 // CancelRequested implements worker.Store. It returns task.ErrNotFound for
 // unknown and expired tasks.
 func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var yes bool
 	err := s.rs.QueryRowContext(ctx, `SELECT cancel_requested FROM tasks
 		WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, taskID, s.now().UnixMilli()).Scan(&yes)
