@@ -31,8 +31,11 @@ type fakeStore struct {
 	anyKindClaims int
 	// heartbeatErr, when set, is returned by every Heartbeat.
 	heartbeatErr error
+	// claimErr, when set, is returned by every Claim.
+	claimErr error
 	// Call counters and logs for assertions.
 	rescueCalls, cleanupCalls int
+	rescues                   []RescueParams
 	claims                    []ClaimParams
 	heartbeats                int
 	writes                    []string // "op" per accepted final write
@@ -45,6 +48,7 @@ type fakeJob struct {
 	status      task.Status
 	attempt     int64
 	failures    int
+	interrupted int
 	maxAttempts int
 	runAt       time.Time
 	leaseUntil  time.Time
@@ -144,6 +148,18 @@ func (s *fakeStore) setHeartbeatErr(err error) {
 	s.heartbeatErr = err
 }
 
+func (s *fakeStore) setClaimErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimErr = err
+}
+
+func (s *fakeStore) rescueLog() []RescueParams {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.rescues)
+}
+
 func (s *fakeStore) claimLog() []ClaimParams {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,6 +206,9 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.claimErr != nil {
+		return nil, s.claimErr
+	}
 	s.claims = append(s.claims, p)
 	anyKind := s.anyKindClaims > 0
 	if anyKind {
@@ -216,6 +235,7 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 			Kind:            j.kind,
 			Origin:          j.origin,
 			Failures:        j.failures,
+			InterruptedRuns: j.interrupted,
 			MaxAttempts:     j.maxAttempts,
 			Responses:       maps.Clone(j.responses),
 			LeaseExpires:    j.leaseUntil,
@@ -284,7 +304,7 @@ func (s *fakeStore) Retry(ctx context.Context, l Lease, runAt time.Time, message
 
 func (s *fakeStore) Release(ctx context.Context, l Lease) error {
 	return s.fenced(l, "Release", func(j *fakeJob) error {
-		j.state, j.runAt = "available", time.Now()
+		j.state = "available"
 		return nil
 	})
 }
@@ -299,23 +319,24 @@ func (s *fakeStore) CancelRequested(ctx context.Context, taskID string) (bool, e
 	return j.cancelReq, nil
 }
 
-func (s *fakeStore) RescueExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+func (s *fakeStore) RescueExpired(ctx context.Context, p RescueParams) (int, error) {
 	s.mu.Lock()
 	s.rescueCalls++
+	s.rescues = append(s.rescues, p)
 	var rescued []string
 	for _, id := range s.order {
-		if len(rescued) == limit {
+		if len(rescued) == p.Limit {
 			break
 		}
 		j := s.jobs[id]
-		if j == nil || j.state != "running" || now.Before(j.leaseUntil) {
+		if j == nil || j.state != "running" || p.Now.Before(j.leaseUntil) {
 			continue
 		}
-		j.failures++
-		if int(j.attempt) >= j.maxAttempts {
+		j.interrupted++
+		if j.interrupted >= p.MaxInterruptedRuns {
 			j.state, j.status, j.rpcErr = "done", task.Failed, internalError(msgRepeatedFailed)
 		} else {
-			j.state, j.runAt = "available", now
+			j.state = "available"
 		}
 		rescued = append(rescued, id)
 	}

@@ -144,6 +144,8 @@ var (
 	errUnencodableOutput   = errors.New("worker: handler output cannot be encoded")
 	errInvalidInputRequest = errors.New("worker: invalid input request")
 	errPanicked            = errors.New("worker: handler panicked")
+	errInvalidResult       = errors.New("worker: the result does not fit the task's origin")
+	errNoPendingAsk        = errors.New("worker: handler returned ErrInputPending without an unanswered Ask")
 )
 
 // Client-facing texts.
@@ -244,7 +246,7 @@ func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bo
 	defer done()
 	yes, err := rt.opts.Store.CancelRequested(ctx, taskID)
 	if err != nil {
-		rt.log.Warn("worker: reading the cancel intent failed", "kind", kind, "err", redactErr(err))
+		rt.log.Warn("worker: reading the cancel intent failed", "kind", kind, "err", errText(err))
 		return false
 	}
 	return yes
@@ -274,24 +276,24 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 	)
 	switch err := o.err; {
 	case o.panicked:
-		rt.retryOrFail(base, j, kind, expires, FailurePanic)
+		rt.retryOrFail(base, j, kind, expires, FailurePanic, err)
 	case errors.As(err, &te):
 		rt.complete(base, j, kind, expires, textResult(te.msg, true), queued)
 	case errors.Is(err, ErrInputPending):
 		rt.requestInput(base, j, jc, kind, expires)
 	case errors.Is(err, errUnencodableOutput):
-		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), err)
 	case errors.Is(err, errInvalidInputRequest):
-		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), err)
 	case errors.As(err, &me):
 		c := *me
-		rt.failNow(base, j, kind, expires, FailurePermanent, &c)
+		rt.failNow(base, j, kind, expires, FailurePermanent, &c, err)
 	case errors.As(err, &pe):
-		rt.failNow(base, j, kind, expires, FailurePermanent, internalError(msgTaskFailed))
+		rt.failNow(base, j, kind, expires, FailurePermanent, internalError(msgTaskFailed), err)
 	case errors.Is(err, context.DeadlineExceeded):
-		rt.retryOrFail(base, j, kind, expires, FailureTimeout)
+		rt.retryOrFail(base, j, kind, expires, FailureTimeout, err)
 	default:
-		rt.retryOrFail(base, j, kind, expires, FailureHandlerError)
+		rt.retryOrFail(base, j, kind, expires, FailureHandlerError, err)
 	}
 }
 
@@ -302,7 +304,7 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 	queued func()) {
 	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
-		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult))
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), errInvalidResult)
 		return
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
@@ -313,10 +315,13 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 	}))
 }
 
-// failNow counts a failure of category c and fails the task with rpcErr.
-func (rt *Runtime) failNow(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error) {
+// failNow counts a failure of category c, caused by err, and fails the task
+// with rpcErr.
+func (rt *Runtime) failNow(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
+	err error) {
 	rt.metrics.JobFailure(kind, c)
-	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c))
+	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c),
+		"err", jobErrText(&j, err))
 	rt.fail(base, j, kind, expires, rpcErr)
 }
 
@@ -326,14 +331,15 @@ func (rt *Runtime) fail(base context.Context, j Job, kind string, expires time.T
 	}))
 }
 
-// retryOrFail counts a failure of category c and retries the job after the
-// backoff, or fails the task once its attempts are used up. A task whose
-// client asked to cancel is cancelled instead of retried.
-func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires time.Time, c FailureCategory) {
+// retryOrFail counts a failure of category c, caused by err, and retries the
+// job after the backoff, or fails the task once its attempts are used up. A
+// task whose client asked to cancel is cancelled instead of retried.
+func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
 	failures := j.Failures + 1
 	if failures >= j.MaxAttempts {
-		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt, "category", string(c))
+		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt,
+			"failures", failures, "category", string(c), "err", jobErrText(&j, err))
 		rt.fail(base, j, kind, expires, internalError(msgRepeatedFailed))
 		return
 	}
@@ -342,7 +348,8 @@ func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires
 		return
 	}
 	delay := max(rt.opts.Backoff(failures), 0)
-	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.Attempt, "category", string(c), "delay", delay)
+	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.Attempt, "failures", failures,
+		"category", string(c), "delay", delay, "err", jobErrText(&j, err))
 	runAt := rt.now().Add(delay)
 	rt.finish(kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying)
@@ -353,8 +360,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires
 func (rt *Runtime) requestInput(base context.Context, j Job, jc *JobContext, kind string, expires time.Time) {
 	reqs := jc.pendingRequests()
 	if len(reqs) == 0 {
-		rt.log.Error("worker: handler returned ErrInputPending without an unanswered Ask", "kind", kind)
-		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), errNoPendingAsk)
 		return
 	}
 	if rt.cancelRequested(base, j.TaskID, kind) {
@@ -365,8 +371,7 @@ func (rt *Runtime) requestInput(base context.Context, j Job, jc *JobContext, kin
 		return rt.opts.Store.RequestInput(ctx, j.Lease, reqs, msgWaitingInput)
 	})
 	if errors.Is(err, ErrKeyReused) {
-		rt.log.Error("worker: handler reused an input request key", "kind", kind, "attempt", j.Attempt)
-		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed))
+		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), err)
 		return
 	}
 	rt.finish(kind, j.Attempt, TransitionInputRequested, err)
@@ -394,6 +399,6 @@ func (rt *Runtime) finish(kind string, attempt int64, t Transition, err error) {
 		rt.log.Warn("worker: lease lost before the final write", "kind", kind, "attempt", attempt, "transition", string(t))
 	default:
 		rt.log.Error("worker: final write failed; the lease will expire and the job be rescued",
-			"kind", kind, "attempt", attempt, "transition", string(t), "err", redactErr(err))
+			"kind", kind, "attempt", attempt, "transition", string(t), "err", errText(err))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -212,7 +213,12 @@ func TestRetryWithBackoffThenFail(t *testing.T) {
 		if n := h.metrics.transition("flaky", TransitionRetried); n != 2 {
 			t.Errorf("retried = %d", n)
 		}
-		h.checkLogsRedacted(t, "secret-arg", "boom")
+		// The log says why, without the task ID and the argument the
+		// handler wrapped into its error.
+		if logs := h.logs.String(); strings.Count(logs, `err="boom in <task> with <argument>"`) != 3 {
+			t.Errorf("log lacks the scrubbed error text:\n%s", logs)
+		}
+		h.checkLogsRedacted(t, "secret-arg")
 	})
 }
 
@@ -247,7 +253,7 @@ func TestPermanentFailures(t *testing.T) {
 		err  error
 		want *mcp.Error
 	}{
-		{"Permanent", Permanent(errors.New("disk full at /secret")), &mcp.Error{Code: -32603, Message: "The task failed."}},
+		{"Permanent", Permanent(errors.New("disk full at /secret/dir")), &mcp.Error{Code: -32603, Message: "The task failed."}},
 		{"mcp.Error", fmt.Errorf("wrapped: %w", mcp.InvalidParams("Unknown city")), &mcp.Error{Code: -32602, Message: "Unknown city"}},
 		{"Permanent mcp.Error", Permanent(mcp.NewError(-32000, "Quota exceeded")), &mcp.Error{Code: -32000, Message: "Quota exceeded"}},
 	} {
@@ -260,7 +266,7 @@ func TestPermanentFailures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "p", `{}`, ""), 5)
+				id := h.store.enqueue(t, testOrigin(t, "p", `{"dir":"/secret/dir"}`, ""), 5)
 				h.start()
 				j := h.waitStatus(t, id, task.Failed)
 				h.stop(t)
@@ -272,6 +278,9 @@ func TestPermanentFailures(t *testing.T) {
 				}
 				if n := h.metrics.failure("p", FailurePermanent); n != 1 {
 					t.Errorf("permanent failures = %d", n)
+				}
+				if logs := h.logs.String(); !strings.Contains(logs, "category=permanent err=") {
+					t.Errorf("log lacks the error text:\n%s", logs)
 				}
 				h.checkLogsRedacted(t, "/secret")
 			})

@@ -47,8 +47,15 @@ func (j *JobContext) Kind() string { return j.job.Kind }
 // task after its input requests were answered.
 func (j *JobContext) Attempt() int64 { return j.job.Attempt }
 
-// Failures returns how many earlier runs failed or lost their lease.
+// Failures returns how many earlier runs of the handler failed (and were
+// retried).
 func (j *JobContext) Failures() int { return j.job.Failures }
+
+// InterruptedRuns returns how many earlier runs ended without an outcome
+// because their lease expired: a crash, a lost lease, a final write that
+// never committed. A handler whose side effects are not idempotent can use
+// it to look for the traces of such a run.
+func (j *JobContext) InterruptedRuns() int { return j.job.InterruptedRuns }
 
 // Arguments returns a copy of the tool arguments exactly as the client sent
 // them (a JSON object). They may contain secrets: never log them.

@@ -94,7 +94,7 @@ func (k *leaseKeeper) beat() {
 		rt.loseLease(k.cancel, k.kind, k.lease.Attempt)
 		return
 	default:
-		rt.log.Warn("worker: heartbeat failed", "kind", k.kind, "attempt", k.lease.Attempt, "err", redactErr(err))
+		rt.log.Warn("worker: heartbeat failed", "kind", k.kind, "attempt", k.lease.Attempt, "err", errText(err))
 	}
 	rt.checkCancel(k.base, k.jctx, k.cancel, k.lease.TaskID, k.kind)
 	k.mu.Lock()

@@ -172,8 +172,8 @@ func TestLeaseLost(t *testing.T) {
 				// the first run was still winding down) and it runs anew.
 				h.store.setHeartbeatErr(nil)
 				<-b.started
-				if j := h.store.job(id); j.attempt != 2 || j.failures != 1 {
-					t.Errorf("rerun: attempt %d failures %d", j.attempt, j.failures)
+				if j := h.store.job(id); j.attempt != 2 || j.failures != 0 || j.interrupted != 1 {
+					t.Errorf("rerun: attempt %d failures %d interrupted runs %d", j.attempt, j.failures, j.interrupted)
 				}
 				h.stop(t) // the rerun returns a result when cancelled: it completes
 				if diff := cmp.Diff([]string{"Complete"}, h.store.writeLog()); diff != "" {
@@ -217,8 +217,8 @@ func TestRescuedJobRunsAgain(t *testing.T) {
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
-		if j.attempt != 2 || j.failures != 1 {
-			t.Errorf("attempt %d failures %d", j.attempt, j.failures)
+		if j.attempt != 2 || j.failures != 0 || j.interrupted != 1 {
+			t.Errorf("attempt %d failures %d interrupted runs %d", j.attempt, j.failures, j.interrupted)
 		}
 		if n := h.metrics.maintenance[TransitionRescued]; n != 1 {
 			t.Errorf("rescued = %d", n)

@@ -13,11 +13,14 @@ const (
 	backoffCap  = 5 * time.Minute
 )
 
-// DefaultBackoff is the default Options.Backoff: exponential with full
-// jitter. For the n-th failure (n >= 1) it returns a uniformly random
-// duration in [0, min(5 min, 1 s·2^(n-1))], so the first retry comes within
-// a second and later ones spread out up to five minutes apart. n < 1 is
-// treated as 1.
+// DefaultBackoff is the default Options.Backoff: exponential with jitter.
+// For the n-th failure (n >= 1) the ceiling is min(5 min, 1 s·2^(n-1)), and
+// the delay is uniformly random between half the ceiling and the ceiling, so
+// retries of jobs that failed together spread out while every wait keeps at
+// least half its length. The first retry comes after 0.5–1 s; with
+// DefaultMaxAttempts (10) the nine waits before the final failure add up to
+// 255.5–511 s, so a fault that lasts up to about four minutes never fails a
+// task. n < 1 is treated as 1.
 func DefaultBackoff(failures int) time.Duration {
 	if failures < 1 {
 		failures = 1
@@ -28,7 +31,8 @@ func DefaultBackoff(failures int) time.Duration {
 			ceiling = d
 		}
 	}
-	return rand.N(ceiling + 1)
+	half := ceiling / 2
+	return half + rand.N(ceiling-half+1)
 }
 
 // Final writes that fail for a reason other than ErrLeaseLost are retried

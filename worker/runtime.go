@@ -53,6 +53,14 @@ type Options struct {
 	RescueEvery time.Duration
 	// RescueBatch is the limit of one RescueExpired call. Default 100.
 	RescueBatch int
+	// MaxInterruptedRuns bounds the runs of one job that end without an
+	// outcome because their lease expired: the process crashed or was
+	// killed, lost the database, or stalled past its lease. Such runs do
+	// not use up the job's MaxAttempts, which count handler failures; the
+	// rescue that counts the MaxInterruptedRuns-th fails the task (a job
+	// that crashes its process every time is a poison pill). Default
+	// DefaultMaxInterruptedRuns.
+	MaxInterruptedRuns int
 	// CleanupEvery is the period of Store.DeleteExpired passes; one pass
 	// also runs when Run starts. Default 1 min.
 	CleanupEvery time.Duration
@@ -70,8 +78,10 @@ type Options struct {
 	ShutdownGrace time.Duration
 
 	// Logger receives operational messages. Nil discards them. Log lines
-	// carry the job kind and attempt, never task IDs, arguments, results
-	// or handler error texts.
+	// carry the job kind, the attempt and the text of the error at hand
+	// (bounded to 1,000 bytes), never task IDs, arguments or results. A
+	// handler's error text is logged as it is: keep task IDs, arguments
+	// and secrets out of the errors handlers return.
 	Logger *slog.Logger
 	// Metrics receives counters with bounded labels. Nil discards them.
 	Metrics Metrics
@@ -91,6 +101,10 @@ const (
 	defaultCleanupEvery  = time.Minute
 	defaultCleanupBatch  = 500
 	defaultShutdownGrace = 10 * time.Second
+	// DefaultMaxInterruptedRuns is the default Options.MaxInterruptedRuns:
+	// a job survives that many crashes, less one, of the processes running
+	// it.
+	DefaultMaxInterruptedRuns = 20
 	// maxMaintenanceRounds bounds the back-to-back calls of one
 	// maintenance pass when every call returns a full batch.
 	maxMaintenanceRounds = 10
@@ -110,6 +124,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"PollInterval", int64(o.PollInterval)}, {"RescueEvery", int64(o.RescueEvery)},
 		{"RescueBatch", int64(o.RescueBatch)}, {"CleanupEvery", int64(o.CleanupEvery)},
 		{"CleanupBatch", int64(o.CleanupBatch)}, {"ShutdownGrace", int64(o.ShutdownGrace)},
+		{"MaxInterruptedRuns", int64(o.MaxInterruptedRuns)},
 	} {
 		if c.v < 0 {
 			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
@@ -148,6 +163,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RescueBatch == 0 {
 		o.RescueBatch = defaultRescueBatch
+	}
+	if o.MaxInterruptedRuns == 0 {
+		o.MaxInterruptedRuns = DefaultMaxInterruptedRuns
 	}
 	if o.CleanupEvery == 0 {
 		o.CleanupEvery = defaultCleanupEvery
@@ -261,7 +279,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 
 	var maint sync.WaitGroup
 	maint.Go(func() {
-		rt.maintain(ctx, rt.opts.RescueEvery, TransitionRescued, rt.opts.RescueBatch, rt.opts.Store.RescueExpired)
+		rt.maintain(ctx, rt.opts.RescueEvery, TransitionRescued, rt.opts.RescueBatch, rt.rescue)
 	})
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
@@ -351,7 +369,7 @@ func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, erro
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			rt.log.Error("worker: claim failed", "err", redactErr(err))
+			rt.log.Error("worker: claim failed", "err", errText(err))
 		}
 		return nil, now, err
 	}
@@ -391,7 +409,7 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				rt.log.Error("worker: maintenance pass failed", "pass", string(what), "err", redactErr(err))
+				rt.log.Error("worker: maintenance pass failed", "pass", string(what), "err", errText(err))
 			}
 			return
 		}
@@ -405,6 +423,11 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 			return
 		}
 	}
+}
+
+// rescue is one Store.RescueExpired call.
+func (rt *Runtime) rescue(ctx context.Context, now time.Time, limit int) (int, error) {
+	return rt.opts.Store.RescueExpired(ctx, RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
 }
 
 // hint is the event subscriber: it must not block.
@@ -472,16 +495,4 @@ func (rt *Runtime) kindLabel(kind string) string {
 		return kind
 	}
 	return unknownKind
-}
-
-// redactErr renders an error for the log without its text, which may carry
-// task IDs or argument values; the runtime's own sentinels and context
-// errors are shown as they are.
-func redactErr(err error) string {
-	for _, known := range []error{ErrLeaseLost, ErrKeyReused, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, known) {
-			return known.Error()
-		}
-	}
-	return fmt.Sprintf("error of type %T", err)
 }

@@ -29,7 +29,7 @@ func TestOptions(t *testing.T) {
 	if o.Concurrency != 10 || o.ClaimBatch != 10 || o.Lease != 30*time.Second || o.HeartbeatEvery != 10*time.Second ||
 		o.PollInterval != 500*time.Millisecond || o.RescueEvery != 15*time.Second || o.RescueBatch != 100 ||
 		o.CleanupEvery != time.Minute || o.CleanupBatch != 500 || o.ShutdownGrace != 10*time.Second ||
-		o.Backoff == nil || o.Logger == nil || o.Metrics == nil || o.Now == nil {
+		o.MaxInterruptedRuns != 20 || o.Backoff == nil || o.Logger == nil || o.Metrics == nil || o.Now == nil {
 		t.Errorf("defaults = %+v", o)
 	}
 	if !strings.HasSuffix(o.Name, "-"+strconv.Itoa(os.Getpid())) {
@@ -37,21 +37,22 @@ func TestOptions(t *testing.T) {
 	}
 
 	for name, bad := range map[string]Options{
-		"no store":               {},
-		"negative Concurrency":   {Store: store, Concurrency: -1},
-		"negative ClaimBatch":    {Store: store, ClaimBatch: -1},
-		"ClaimBatch > Conc.":     {Store: store, Concurrency: 2, ClaimBatch: 3},
-		"negative Lease":         {Store: store, Lease: -time.Second},
-		"negative Heartbeat":     {Store: store, HeartbeatEvery: -time.Second},
-		"Heartbeat == Lease":     {Store: store, Lease: time.Second, HeartbeatEvery: time.Second},
-		"Heartbeat > Lease":      {Store: store, HeartbeatEvery: time.Minute},
-		"Lease too short":        {Store: store, Lease: 2}, // Lease/3 rounds to 0
-		"negative PollInterval":  {Store: store, PollInterval: -1},
-		"negative RescueEvery":   {Store: store, RescueEvery: -1},
-		"negative RescueBatch":   {Store: store, RescueBatch: -1},
-		"negative CleanupEvery":  {Store: store, CleanupEvery: -1},
-		"negative CleanupBatch":  {Store: store, CleanupBatch: -1},
-		"negative ShutdownGrace": {Store: store, ShutdownGrace: -1},
+		"no store":                {},
+		"negative Concurrency":    {Store: store, Concurrency: -1},
+		"negative ClaimBatch":     {Store: store, ClaimBatch: -1},
+		"ClaimBatch > Conc.":      {Store: store, Concurrency: 2, ClaimBatch: 3},
+		"negative Lease":          {Store: store, Lease: -time.Second},
+		"negative Heartbeat":      {Store: store, HeartbeatEvery: -time.Second},
+		"Heartbeat == Lease":      {Store: store, Lease: time.Second, HeartbeatEvery: time.Second},
+		"Heartbeat > Lease":       {Store: store, HeartbeatEvery: time.Minute},
+		"Lease too short":         {Store: store, Lease: 2}, // Lease/3 rounds to 0
+		"negative PollInterval":   {Store: store, PollInterval: -1},
+		"negative RescueEvery":    {Store: store, RescueEvery: -1},
+		"negative RescueBatch":    {Store: store, RescueBatch: -1},
+		"negative CleanupEvery":   {Store: store, CleanupEvery: -1},
+		"negative CleanupBatch":   {Store: store, CleanupBatch: -1},
+		"negative ShutdownGrace":  {Store: store, ShutdownGrace: -1},
+		"negative MaxInterrupted": {Store: store, MaxInterruptedRuns: -1},
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%s: New succeeded", name)
@@ -66,8 +67,8 @@ func TestDefaultBackoff(t *testing.T) {
 			ceiling = min(ceiling, time.Second<<max(n-1, 0))
 		}
 		for range 50 {
-			if d := DefaultBackoff(n); d < 0 || d > ceiling {
-				t.Fatalf("DefaultBackoff(%d) = %v, want within [0, %v]", n, d, ceiling)
+			if d := DefaultBackoff(n); d < ceiling/2 || d > ceiling {
+				t.Fatalf("DefaultBackoff(%d) = %v, want within [%v, %v]", n, d, ceiling/2, ceiling)
 			}
 		}
 	}

@@ -27,7 +27,10 @@ import (
 type Store interface {
 	// Claim leases up to limit available jobs whose kind is in kinds (all
 	// kinds when kinds is empty) and whose run-at time has come, oldest
-	// first, until now+lease. Jobs are claimed without blocking other
+	// run-at time first, until now+lease. A job keeps its run-at time when
+	// it is rescued, released, or parked for input and answered, so such a
+	// job keeps its place in the queue ahead of later work; only Retry (and
+	// Enqueue's RunAt) set it. Jobs are claimed without blocking other
 	// claimers (FOR UPDATE SKIP LOCKED, or one writer on SQLite). Each Job
 	// reports the task's cancel intent as of the claim, so that the runtime
 	// need not read it before starting the handler.
@@ -54,22 +57,30 @@ type Store interface {
 	Cancel(ctx context.Context, l Lease, message string) error
 
 	// Retry releases the job to run again at runAt, counting one failed
-	// attempt; the task stays working. message is the status message.
+	// attempt; the task stays working. message is the status message. The
+	// failure that reaches the job's MaxAttempts fails the task instead.
 	Retry(ctx context.Context, l Lease, runAt time.Time, message string) error
 
-	// Release gives the job back without counting a failure, for a worker
-	// that is shutting down: the job is available again at once.
+	// Release gives the job back without counting a failure or an
+	// interrupted run, for a worker that is shutting down: the job is
+	// available again at once, in its place in the queue.
 	Release(ctx context.Context, l Lease) error
 
 	// CancelRequested reports whether the client asked to cancel the task.
 	// It is not fenced; it reads the current intent.
 	CancelRequested(ctx context.Context, taskID string) (bool, error)
 
-	// RescueExpired makes jobs whose lease expired before now available
-	// again (their next claim gets a new attempt), or fails their task
-	// with a client-safe error when they have used MaxAttempts claims.
-	// It handles at most limit jobs and returns how many.
-	RescueExpired(ctx context.Context, now time.Time, limit int) (int, error)
+	// RescueExpired takes at most p.Limit running jobs whose lease expired
+	// at or before p.Now and counts an interrupted run for each (a crash,
+	// a lost lease, or a final write that never committed), not a handler
+	// failure: MaxAttempts is not used up by interruptions. A job whose
+	// interrupted runs reach p.MaxInterruptedRuns fails its task with the
+	// client-safe error {-32603, "The task failed after repeated
+	// attempts."} (poison-pill protection: a job that kills its process
+	// every time ends); the others become available again keeping their
+	// run-at time, and their next claim gets a new attempt. It returns how
+	// many jobs it handled.
+	RescueExpired(ctx context.Context, p RescueParams) (int, error)
 
 	// DeleteExpired deletes at most limit tasks (with their jobs) whose
 	// TTL has passed, and returns how many.
@@ -90,6 +101,19 @@ type ClaimParams struct {
 	Now time.Time
 }
 
+// RescueParams describe one RescueExpired pass.
+type RescueParams struct {
+	// Now is the rescue time: leases that expired at or before it are
+	// rescued.
+	Now time.Time
+	// Limit bounds the jobs handled. A limit below 1 handles none.
+	Limit int
+	// MaxInterruptedRuns bounds the interrupted runs of a job: the rescue
+	// that counts the MaxInterruptedRuns-th fails its task. Values below 1
+	// count as 1.
+	MaxInterruptedRuns int
+}
+
 // Lease identifies one claim of a job: the fencing token of every write.
 type Lease struct {
 	TaskID string
@@ -105,10 +129,14 @@ type Job struct {
 	// Origin is the task's origin; Origin.Params().Arguments are the tool
 	// arguments exactly as received.
 	Origin task.Origin
-	// Failures counts attempts that failed or whose lease expired.
+	// Failures counts the earlier runs whose handler failed (Retry).
 	Failures int
-	// MaxAttempts bounds claims of the job.
+	// MaxAttempts bounds the handler failures of the job: the failure that
+	// reaches it fails the task.
 	MaxAttempts int
+	// InterruptedRuns counts the earlier runs that ended without an
+	// outcome, their lease expired (RescueExpired).
+	InterruptedRuns int
 	// Responses are every input response accepted so far, by key, kept
 	// for the task's lifetime so a resumed handler sees earlier answers.
 	Responses mcp.InputResponses
@@ -149,7 +177,8 @@ type EnqueueOptions struct {
 	// one. A retry whose origin differs (other arguments) fails with
 	// ErrIdempotencyConflict.
 	IdempotencyKey string
-	// MaxAttempts bounds claims of the job (default 5).
+	// MaxAttempts bounds the handler failures of the job (default
+	// DefaultMaxAttempts); interrupted runs do not count.
 	MaxAttempts int
 	// TTL is how long the task is kept from creation (default 24 h).
 	TTL time.Duration
@@ -158,6 +187,13 @@ type EnqueueOptions struct {
 	// RunAt delays the first claim (default now).
 	RunAt time.Time
 }
+
+// DefaultMaxAttempts is the MaxAttempts of a job enqueued without one. With
+// DefaultBackoff, the waits before the tenth failure add up to between about
+// 4¼ and 8½ minutes, so a fault of a few minutes (a database failover, a
+// full disk, an unreachable dependency) delays a task rather than failing
+// it.
+const DefaultMaxAttempts = 10
 
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
 var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -234,8 +235,13 @@ func reportPath(dir, taskID string) (string, error) {
 	return filepath.Join(dir, taskID+".json"), nil
 }
 
-// writeReport writes r as dir/<taskID>.json atomically: a temporary file in
-// the same directory, synced, then renamed over the final name.
+// writeReport writes r as dir/<taskID>.json atomically: the task's own
+// temporary file in the same directory, dir/.<taskID>.tmp, written, synced,
+// then renamed over the final name. The temporary name is the task's alone
+// and fixed, so a run that a crash interrupted between writing and renaming
+// leaves at most that one file, which the next run of the job truncates and
+// renames away; no run ever looks at other tasks' files, and the cost of a
+// write does not grow with the directory.
 func writeReport(dir, taskID string, r Report) error {
 	final, err := reportPath(dir, taskID)
 	if err != nil {
@@ -246,20 +252,13 @@ func writeReport(dir, taskID string, r Report) error {
 		return worker.Permanent(err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return fileError("create the reports directory", err)
 	}
-	// A process killed between CreateTemp and Rename leaves a temporary
-	// file; the re-run of the job clears it.
-	if stale, err := filepath.Glob(filepath.Join(dir, "."+taskID+".*.tmp")); err == nil {
-		for _, f := range stale {
-			os.Remove(f)
-		}
-	}
-	f, err := os.CreateTemp(dir, "."+taskID+".*.tmp")
+	tmp := reportTempPath(dir, taskID)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return fileError("create the report's temporary file", err)
 	}
-	tmp := f.Name()
 	_, err = f.Write(append(b, '\n'))
 	if err == nil {
 		err = f.Sync()
@@ -272,9 +271,30 @@ func writeReport(dir, taskID string, r Report) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return fileError("write the report", err)
 	}
-	return err
+	return nil
 }
+
+// fileError describes a failed file operation without the file's path,
+// which names the task: the worker logs a handler's error text, and task IDs
+// stay out of logs. The cause stays matchable (errors.Is(err,
+// fs.ErrPermission)).
+func fileError(what string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %s: %w", what, pe.Op, pe.Err)
+	case errors.As(err, &le):
+		return fmt.Errorf("%s: %s: %w", what, le.Op, le.Err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// reportTempPath is the temporary file of a task's report; the task ID was
+// checked by reportPath.
+func reportTempPath(dir, taskID string) string { return filepath.Join(dir, "."+taskID+".tmp") }
 
 // requestApproval asks the user through a form and completes with the
 // decision. The first run records the question (the task turns

@@ -7,24 +7,28 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
 )
 
-// RescueExpired implements worker.Store. It takes at most limit running jobs
-// whose lease expired at or before now, earliest expiry first (then task
-// ID), skipping rows another rescuer holds, and counts a failure for each: a
-// job whose failures reach its MaxAttempts fails its task with the
-// client-safe error
+// RescueExpired implements worker.Store. It takes at most p.Limit running
+// jobs whose lease expired at or before p.Now, earliest expiry first (then
+// task ID), skipping rows another rescuer holds, and counts an interrupted
+// run for each: a job whose interrupted runs reach p.MaxInterruptedRuns
+// fails its task with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."};
-// the others become available at now, and their next claim gets a new
-// attempt. A zero now means the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (int, error) {
-	if limit < 1 {
+// the others become available again with their run_at unchanged, so they
+// are claimed before the jobs queued after them, and their next claim gets
+// a new attempt. Handler failures (failures, max_attempts) are not touched.
+// A zero p.Now means the store's clock.
+func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, error) {
+	if p.Limit < 1 {
 		return 0, nil
 	}
 	var n int
 	var outboxIDs []int64
 	var failed []string
-	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(now), limit, exhaustedJSON).Scan(&n, &outboxIDs, &failed)
+	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(p.Now), p.Limit, exhaustedJSON, max(p.MaxInterruptedRuns, 1)).
+		Scan(&n, &outboxIDs, &failed)
 	if err != nil {
 		return 0, wrapErr("rescue", err)
 	}

@@ -25,7 +25,7 @@ const (
 	DefaultSchema       = "taskwire"
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
-	DefaultMaxAttempts  = 5
+	DefaultMaxAttempts  = worker.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 )
 
@@ -64,7 +64,7 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default 5.
+	// bound. Default worker.DefaultMaxAttempts.
 	DefaultMaxAttempts int
 	// MaxConns bounds the connection pool (the LISTEN session comes on
 	// top). Default: pgxpool's, the larger of 4 and the number of CPUs.

@@ -50,11 +50,12 @@ const (
 		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
 
 	// $2 task, $3 status, $4 outstanding requests, $5 accepted responses,
-	// $6 whether the job waiting for them wakes. A job that is
-	// available while its task has outstanding requests was woken by a
-	// cancellation request; it becomes due now like a parked one.
+	// $6 whether the job waiting for them wakes. The job keeps its run_at
+	// (in the past), so it is claimed in its original place in the queue.
+	// A job that is available while its task has outstanding requests was
+	// woken by a cancellation request, and stays so.
 	sqlAcceptResponses = `WITH j AS (
-			UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}
+			UPDATE {{schema}}.jobs SET state = 'available'
 			WHERE task_id = $2 AND state IN ('awaiting_input', 'available') AND $6::boolean),
 		t AS (
 			UPDATE {{schema}}.tasks SET status = $3, input_requests = $4, input_responses = $5,
@@ -67,7 +68,7 @@ const (
 		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
 
 	// $2 task. A job awaiting input becomes available, keeping
-	// its run-at time (when it parked), so that a worker sees the intent.
+	// its run-at time, so that a worker sees the intent.
 	sqlRequestCancel = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = 'available' WHERE task_id = $2 AND state = 'awaiting_input'),
 		t AS (UPDATE {{schema}}.tasks SET cancel_requested = true WHERE id = $2 RETURNING id)
@@ -146,9 +147,10 @@ const (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
 				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
-			RETURNING j.task_id, j.attempt, j.failures, j.max_attempts, j.lease_expires_at, j.run_at, j.created_at)
-		SELECT u.task_id, u.attempt, u.failures, u.max_attempts, u.lease_expires_at, t.kind, t.origin,
-			t.input_responses, t.cancel_requested
+			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.lease_expires_at,
+				j.run_at, j.created_at)
+		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.max_attempts, u.lease_expires_at, t.kind,
+			t.origin, t.input_responses, t.cancel_requested
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.run_at, u.created_at, u.task_id`
@@ -208,18 +210,20 @@ const (
 			FROM j WHERE t.id = j.task_id RETURNING t.id)
 		` + recordEvents
 
-	sqlRelease = `UPDATE {{schema}}.jobs SET state = 'available', run_at = {{now}}, lease_owner = NULL,
-		lease_expires_at = NULL WHERE ` + fence
+	// The job keeps its run_at, and its place in the queue.
+	sqlRelease = `UPDATE {{schema}}.jobs SET state = 'available', lease_owner = NULL, lease_expires_at = NULL
+		WHERE ` + fence
 
 	sqlLockLease = `SELECT 1 FROM {{schema}}.jobs WHERE ` + fence + ` FOR UPDATE`
 
 	sqlLockKeys = `SELECT used_keys, cancel_requested FROM {{schema}}.tasks WHERE id = $1 FOR UPDATE`
 
 	// $4 message, $5 requests, $6 used keys, $7 whether cancellation was
-	// requested (then the job stays claimable).
+	// requested (then the job stays claimable). The job keeps its run_at:
+	// once answered, it is claimed in its original place in the queue.
 	sqlRequestInput = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = CASE WHEN $7::boolean THEN 'available' ELSE 'awaiting_input' END,
-				run_at = {{now}}, lease_owner = NULL, lease_expires_at = NULL
+				lease_owner = NULL, lease_expires_at = NULL
 			WHERE ` + fence + ` RETURNING task_id),
 		t AS (
 			UPDATE {{schema}}.tasks t SET status = 'input_required', status_message = $4, input_requests = $5,
@@ -227,15 +231,17 @@ const (
 			FROM j WHERE t.id = j.task_id RETURNING t.id)
 		` + recordEvents
 
-	// $2 limit, $3 exhausted error. Returns the number of jobs rescued,
-	// and the outbox rows of the tasks failed.
+	// $2 limit, $3 exhausted error, $4 max interrupted runs. Counts an
+	// interrupted run, not a failure; run_at is kept, so a rescued job is
+	// claimed before the jobs queued after it. Returns the number of jobs
+	// rescued, and the outbox rows of the tasks failed.
 	sqlRescue = `WITH c AS (
 			SELECT task_id FROM {{schema}}.jobs WHERE state = 'running' AND lease_expires_at <= {{now}}
 			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED),
 		j AS (
-			UPDATE {{schema}}.jobs SET failures = jobs.failures + 1,
-				state = CASE WHEN jobs.failures + 1 >= jobs.max_attempts THEN 'done' ELSE 'available' END,
-				run_at = {{now}}, lease_owner = NULL, lease_expires_at = NULL
+			UPDATE {{schema}}.jobs SET interrupted_runs = jobs.interrupted_runs + 1,
+				state = CASE WHEN jobs.interrupted_runs + 1 >= $4::integer THEN 'done' ELSE 'available' END,
+				lease_owner = NULL, lease_expires_at = NULL
 			FROM c WHERE jobs.task_id = c.task_id
 			RETURNING jobs.task_id, jobs.state = 'done' AS exhausted),
 		t AS (

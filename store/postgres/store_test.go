@@ -114,11 +114,11 @@ func TestFencing(t *testing.T) {
 			t.Errorf("%s after lease expiry = %v", name, err)
 		}
 	}
-	if n, err := s.RescueExpired(ctx, clk.Now(), 10); n != 1 || err != nil {
+	if n, err := s.RescueExpired(ctx, worker.RescueParams{Now: clk.Now(), Limit: 10, MaxInterruptedRuns: 20}); n != 1 || err != nil {
 		t.Fatalf("RescueExpired = %d, %v", n, err)
 	}
 	second := claimOne(t, s, clk.Now())
-	if second.Attempt != 2 || second.Failures != 1 {
+	if second.Attempt != 2 || second.Failures != 0 || second.InterruptedRuns != 1 {
 		t.Fatalf("reclaimed job = %+v", second)
 	}
 	if err := s.Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, worker.ErrLeaseLost) {

@@ -45,7 +45,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	var got []claimed
 	for rows.Next() {
 		var c claimed
-		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
+		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.MaxAttempts,
 			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
@@ -278,8 +278,8 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 	return nil
 }
 
-// Release implements worker.Store: the job is available again at once and
-// no failure is counted. The task does not change, so nothing is published.
+// Release implements worker.Store: the job is available again at once, in
+// its place in the queue (its run_at is kept), and no failure is counted. The task does not change, so nothing is published.
 func (s *Store) Release(ctx context.Context, l worker.Lease) error {
 	tag, err := s.pool.Exec(ctx, s.q.release, s.now(), l.TaskID, l.Attempt)
 	if err != nil {

@@ -164,7 +164,7 @@ func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContex
 		return nil, err
 	}
 	if r == nil {
-		return nil, fmt.Errorf("sqlite: idempotency key holder %s vanished", id)
+		return nil, errors.New("sqlite: the idempotency key's holder vanished")
 	}
 	origin, err := task.ParseOrigin(r.origin)
 	if err != nil {

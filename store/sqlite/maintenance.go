@@ -6,42 +6,47 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
 )
 
-// RescueExpired implements worker.Store. It takes at most limit running jobs
-// whose lease expired at or before now, earliest expiry first (then task
-// ID), and counts a failure for each: a job whose failures reach its
-// MaxAttempts fails its task with the client-safe error
+// RescueExpired implements worker.Store. It takes at most p.Limit running
+// jobs whose lease expired at or before p.Now, earliest expiry first (then
+// task ID), and counts an interrupted run for each: a job whose interrupted
+// runs reach p.MaxInterruptedRuns fails its task with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."};
-// the others become available at now, and their next claim gets a new
-// attempt. Each update is fenced by the attempt the rescuer read. A zero now
-// means the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (int, error) {
-	if limit < 1 {
+// the others become available again with their run_at unchanged, so they
+// are claimed before the jobs queued after them, and their next claim gets
+// a new attempt. Handler failures (failures, max_attempts) are not touched.
+// Each update is fenced by the attempt the rescuer read. A zero p.Now means
+// the store's clock.
+func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, error) {
+	if p.Limit < 1 {
 		return 0, nil
 	}
+	now := p.Now
 	if now.IsZero() {
 		now = s.now()
 	}
 	nowMs := now.UnixMilli()
+	maxRuns := max(p.MaxInterruptedRuns, 1)
 	var n int
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT task_id, attempt, failures, max_attempts FROM jobs
+		rows, err := tx.QueryContext(ctx, `SELECT task_id, attempt, interrupted_runs FROM jobs
 			WHERE state = 'running' AND lease_expires_at <= ?
-			ORDER BY lease_expires_at, task_id LIMIT ?`, nowMs, limit)
+			ORDER BY lease_expires_at, task_id LIMIT ?`, nowMs, p.Limit)
 		if err != nil {
 			return nil, wrapErr("rescue", err)
 		}
 		type expired struct {
-			id                    string
-			attempt               int64
-			failures, maxAttempts int
+			id          string
+			attempt     int64
+			interrupted int
 		}
 		var list []expired
 		for rows.Next() {
 			var e expired
-			if err := rows.Scan(&e.id, &e.attempt, &e.failures, &e.maxAttempts); err != nil {
+			if err := rows.Scan(&e.id, &e.attempt, &e.interrupted); err != nil {
 				rows.Close()
 				return nil, wrapErr("rescue", err)
 			}
@@ -53,14 +58,15 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time, limit int) (in
 		}
 		var publish []string
 		for _, e := range list {
-			exhausted := e.failures+1 >= e.maxAttempts
-			set := `state = 'available', run_at = ?, failures = failures + 1, lease_owner = NULL, lease_expires_at = NULL`
+			exhausted := e.interrupted+1 >= maxRuns
+			state := "available"
 			if exhausted {
-				set = `state = 'done', run_at = ?, failures = failures + 1, lease_owner = NULL, lease_expires_at = NULL`
+				state = "done"
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE jobs SET `+set+`
+			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = ?, interrupted_runs = interrupted_runs + 1,
+				lease_owner = NULL, lease_expires_at = NULL
 				WHERE task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at <= ?`,
-				nowMs, e.id, e.attempt, nowMs)
+				state, e.id, e.attempt, nowMs)
 			if err != nil {
 				return nil, wrapErr("rescue", err)
 			}

@@ -188,10 +188,10 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 			return nil, wrapErr("update task", err)
 		}
 		if len(outstanding) == 0 {
-			// A job made available by a cancellation request becomes due
-			// now, like a parked one.
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available', run_at = ?
-				WHERE task_id = ? AND state IN ('awaiting_input', 'available')`, nowMs, r.id); err != nil {
+			// The job wakes with its run_at kept (it is in the past), so
+			// it is claimed in its original place in the queue.
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available'
+				WHERE task_id = ? AND state IN ('awaiting_input', 'available')`, r.id); err != nil {
 				return nil, wrapErr("wake job", err)
 			}
 		}

@@ -26,7 +26,7 @@ const (
 	DefaultBusyTimeout  = 5 * time.Second
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
-	DefaultMaxAttempts  = 5
+	DefaultMaxAttempts  = worker.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 	// DefaultReadConns is the size of the read-only connection pool.
 	DefaultReadConns = 4
@@ -69,7 +69,7 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default 5.
+	// bound. Default worker.DefaultMaxAttempts.
 	DefaultMaxAttempts int
 	// EventPoll is how often the store reads the outbox for changes that
 	// other processes committed to the same file, to publish them on its

@@ -46,8 +46,8 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	}
 	// The jobs come from jobs_claim_order in index order, and the scan
 	// stops at the limit whatever the queue length.
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.max_attempts, j.kind, t.origin, t.input_responses,
-			t.cancel_requested
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.kind, t.origin,
+			t.input_responses, t.cancel_requested
 		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
@@ -69,8 +69,8 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		var cands []candidate
 		for rows.Next() {
 			var c candidate
-			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.MaxAttempts,
-				&c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
+			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns,
+				&c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
 				rows.Close()
 				return nil, wrapErr("claim", err)
 			}
@@ -105,7 +105,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 				return nil, wrapErr("claim", err)
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
-				return nil, fmt.Errorf("sqlite: claim: job %s changed under the writer", j.TaskID)
+				return nil, errors.New("sqlite: claim: a job changed under the writer")
 			}
 			j.Attempt++
 			j.LeaseExpires = time.UnixMilli(expMs).UTC()
@@ -212,13 +212,14 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 			return nil, wrapErr("encode used keys", err)
 		}
 		// A task whose client asked to cancel keeps its job claimable, so
-		// that a worker sees the intent.
+		// that a worker sees the intent. The job keeps its run_at: once
+		// answered, it is claimed in its original place in the queue.
 		state := "awaiting_input"
 		if cancelRequested {
 			state = "available"
 		}
-		if err := fencedJob(ctx, tx, l, nowMs, `state = ?, run_at = ?, lease_owner = NULL,
-			lease_expires_at = NULL`, state, nowMs); err != nil {
+		if err := fencedJob(ctx, tx, l, nowMs, `state = ?, lease_owner = NULL, lease_expires_at = NULL`,
+			state); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'input_required', status_message = ?,
@@ -392,13 +393,13 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 	})
 }
 
-// Release implements worker.Store: the job is available again at once and
-// no failure is counted. The task does not change, so nothing is published.
+// Release implements worker.Store: the job is available again at once, in
+// its place in the queue (its run_at is kept), and no failure is counted.
+// The task does not change, so nothing is published.
 func (s *Store) Release(ctx context.Context, l worker.Lease) error {
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
-		return nil, fencedJob(ctx, tx, l, nowMs, `state = 'available', run_at = ?, lease_owner = NULL,
-			lease_expires_at = NULL`, nowMs)
+		return nil, fencedJob(ctx, tx, l, nowMs, `state = 'available', lease_owner = NULL, lease_expires_at = NULL`)
 	})
 }
 

@@ -79,12 +79,13 @@ func testFencing(t *testing.T, open opener) {
 	}
 	sameSnapshot(t, "after writes of an expired lease", before, mustFind(t, b, tk.ID()))
 
-	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 1 {
+	if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
 		t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
 	}
 	second := claimOne(t, b, c, tk.ID())
-	if second.Attempt <= first.Attempt || second.Failures != 1 {
-		t.Fatalf("reclaim: attempt %d (first %d), failures %d", second.Attempt, first.Attempt, second.Failures)
+	if second.Attempt <= first.Attempt || second.Failures != 0 || second.InterruptedRuns != 1 {
+		t.Fatalf("reclaim: attempt %d (first %d), failures %d, interrupted runs %d", second.Attempt, first.Attempt,
+			second.Failures, second.InterruptedRuns)
 	}
 	before = mustFind(t, b, tk.ID())
 	for name, write := range fencedWrites(b, first.Lease, c) {
@@ -435,19 +436,23 @@ func testTTL(t *testing.T, open opener) {
 	mustFind(t, b, unlimited.ID())
 }
 
-// testRescue: rescue takes only expired leases, respects its limit, and
-// fails tasks whose jobs used their attempts.
+// testRescue: rescue takes only expired leases, respects its limit, counts
+// interrupted runs (not failures), and fails tasks whose jobs reached the
+// limit of interrupted runs.
 func testRescue(t *testing.T, open opener) {
 	b, c := open(t)
 	var ids []string
 	for range 5 {
-		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2}).ID())
+		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 1}).ID())
 	}
 	jobs := claim(t, b, c, 10)
 	if len(jobs) != 5 {
 		t.Fatalf("claimed %d", len(jobs))
 	}
-	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 0 {
+	rescue := func(limit int) (int, error) {
+		return b.RescueExpired(bg, worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: 2})
+	}
+	if n, err := rescue(10); err != nil || n != 0 {
 		t.Fatalf("RescueExpired of live leases = %d, %v", n, err)
 	}
 	c.Advance(lease / 2)
@@ -456,7 +461,7 @@ func testRescue(t *testing.T, open opener) {
 	}
 	c.Advance(lease / 2)
 	for _, want := range []int{2, 2, 0} {
-		if n, err := b.RescueExpired(bg, c.Now(), 2); err != nil || n != want {
+		if n, err := rescue(2); err != nil || n != want {
 			t.Fatalf("RescueExpired(2) = %d, %v; want %d", n, err, want)
 		}
 	}
@@ -470,22 +475,22 @@ func testRescue(t *testing.T, open opener) {
 		t.Fatalf("reclaimed %d, want 4", len(again))
 	}
 	for _, j := range again {
-		if j.Failures != 1 || j.TaskID == jobs[0].TaskID {
-			t.Fatalf("reclaimed %s with %d failures", j.TaskID, j.Failures)
+		if j.Failures != 0 || j.InterruptedRuns != 1 || j.TaskID == jobs[0].TaskID {
+			t.Fatalf("reclaimed %s with %d failures, %d interrupted runs", j.TaskID, j.Failures, j.InterruptedRuns)
 		}
 	}
 	c.Advance(lease)
-	if n, err := b.RescueExpired(bg, c.Now(), 10); err != nil || n != 5 {
+	if n, err := rescue(10); err != nil || n != 5 {
 		t.Fatalf("RescueExpired = %d, %v; want 5", n, err)
 	}
 	for _, j := range again {
 		got := mustFind(t, b, j.TaskID)
 		if got.Status() != task.Failed || !isExhausted(got.Error()) {
-			t.Fatalf("exhausted task: %v %+v", got.Status(), got.Error())
+			t.Fatalf("task at its limit of interrupted runs: %v %+v", got.Status(), got.Error())
 		}
 	}
 	if got := mustFind(t, b, jobs[0].TaskID); got.Status() != task.Working {
-		t.Fatalf("task with one failure: %v", got.Status())
+		t.Fatalf("task with one interrupted run: %v", got.Status())
 	}
 	if left := claim(t, b, c, 10); len(left) != 1 || left[0].TaskID != jobs[0].TaskID {
 		t.Fatalf("claim after exhaustion: %d jobs", len(left))
@@ -565,6 +570,12 @@ func testCancelAwaitingInput(t *testing.T, open opener) {
 		t.Fatalf("RequestCancel of a terminal task: %v", err)
 	}
 	sameSnapshot(t, "cancel of a terminal task", done, mustFind(t, b, tk.ID()))
+}
+
+// rescueParams are a RescueExpired at the clock's time with the runtime's
+// default limit of interrupted runs.
+func rescueParams(c *Clock, limit int) worker.RescueParams {
+	return worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
 }
 
 // isExhausted reports whether e is the error of a job that used its

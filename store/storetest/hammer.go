@@ -70,7 +70,7 @@ func testHammer(t *testing.T, open opener) {
 		for ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 			c.Advance(leaseDur / 4)
-			if _, err := b.RescueExpired(ctx, c.Now(), 10); err != nil && ctx.Err() == nil {
+			if _, err := b.RescueExpired(ctx, worker.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
 				t.Errorf("RescueExpired: %v", err)
 			}
 		}

@@ -47,6 +47,7 @@ type mTask struct {
 	state       string
 	attempt     int64
 	failures    int
+	interrupted int
 	maxAttempts int
 	runAtMs     int64
 	leaseMs     int64

@@ -115,10 +115,12 @@ func (s *sequence) opClaim() string {
 		if j.TaskID != m.id {
 			s.fatalf("%s: job %d is %s, model %s", desc, i, j.TaskID, m.id)
 		}
-		if j.Attempt <= m.attempt || j.Failures != m.failures || j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
-			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) || j.CancelRequested != m.cancel {
-			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d max %d/%d kind %s cancel %v/%v", desc, m.id,
-				j.Attempt, m.attempt, j.Failures, m.failures, j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
+		if j.Attempt <= m.attempt || j.Failures != m.failures || j.InterruptedRuns != m.interrupted ||
+			j.MaxAttempts != m.maxAttempts || j.Kind != m.kind || !j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) ||
+			j.CancelRequested != m.cancel {
+			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d interrupted %d/%d max %d/%d kind %s cancel %v/%v",
+				desc, m.id, j.Attempt, m.attempt, j.Failures, m.failures, j.InterruptedRuns, m.interrupted,
+				j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
 		}
 		got := map[string]string{}
 		for k, v := range j.Responses {
@@ -194,7 +196,7 @@ func (s *sequence) opRequestInput() string {
 				m.outstanding[k] = r.Method
 			}
 			m.status, m.message = task.InputRequired, msg
-			m.state, m.runAtMs, m.leaseMs = jobAwaiting, s.nowMs(), 0
+			m.state, m.leaseMs = jobAwaiting, 0 // run-at kept
 			return "ok"
 		})
 }
@@ -247,7 +249,7 @@ func (s *sequence) opUpdate() string {
 	if accepted > 0 && len(m.outstanding) == 0 {
 		m.status, m.message, m.outstanding = task.Working, "", nil
 		if m.state == jobAwaiting {
-			m.state, m.runAtMs = jobAvailable, nowMs
+			m.state = jobAvailable // run-at kept
 		}
 	}
 	return fmt.Sprintf("%s → accepted %d", desc, accepted)
@@ -276,7 +278,7 @@ func (s *sequence) opRetry() string {
 
 func (s *sequence) opRelease() string {
 	return s.fenced("release", func(l worker.Lease) error { return s.b.Release(bg, l) },
-		func(m *mTask) string { m.state, m.runAtMs, m.leaseMs = jobAvailable, s.nowMs(), 0; return "ok" })
+		func(m *mTask) string { m.state, m.leaseMs = jobAvailable, 0; return "ok" }) // run-at kept
 }
 
 func (s *sequence) opRequestCancel() string {
@@ -305,9 +307,9 @@ func (s *sequence) opAdvance() string {
 }
 
 func (s *sequence) opRescue() string {
-	limit := 1 + s.rng.IntN(3)
-	n, err := s.b.RescueExpired(bg, s.c.Now(), limit)
-	desc := fmt.Sprintf("rescue limit=%d", limit)
+	limit, maxRuns := 1+s.rng.IntN(3), 1+s.rng.IntN(3)
+	n, err := s.b.RescueExpired(bg, worker.RescueParams{Now: s.c.Now(), Limit: limit, MaxInterruptedRuns: maxRuns})
+	desc := fmt.Sprintf("rescue limit=%d max-interrupted=%d", limit, maxRuns)
 	s.compare(desc, err, "ok")
 	nowMs := s.nowMs()
 	var want []*mTask
@@ -322,7 +324,13 @@ func (s *sequence) opRescue() string {
 		s.fatalf("%s: rescued %d, model %d", desc, n, len(want))
 	}
 	for _, m := range want {
-		m.fail(nowMs, "", false)
+		m.interrupted++
+		if m.interrupted >= maxRuns {
+			m.terminate(task.Failed, "")
+			m.errExhaust = true
+		} else {
+			m.state, m.leaseMs = jobAvailable, 0 // run-at kept
+		}
 	}
 	return fmt.Sprintf("%s → %d", desc, n)
 }

@@ -25,9 +25,13 @@
 //     now < expiry, rescue needs expiry <= now. A task expires at
 //     creation+TTL: it is gone when now >= expiry.
 //   - A job awaiting input is claimable once cancellation was requested.
-//   - Failures count Retry calls and rescued leases; the failure that
-//     reaches MaxAttempts fails the task with
+//   - A job keeps its run-at time when it is rescued, released, or parked
+//     for input and answered: it keeps its place in the claim order.
+//   - Failures count Retry calls, interrupted runs count rescued leases,
+//     apart; the failure that reaches MaxAttempts, and the interrupted run
+//     that reaches RescueParams.MaxInterruptedRuns, fail the task with
 //     {"code":-32603,"message":"The task failed after repeated attempts."}.
+//     MaxAttempts defaults to worker.DefaultMaxAttempts.
 //   - Claims skip jobs of expired tasks; fenced writes ignore TTL until
 //     the task is deleted.
 //   - lastUpdatedAt is the time of the last change a client can see, and
@@ -77,6 +81,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"TTL", testTTL},
 		{"Rescue", testRescue},
 		{"Retry", testRetry},
+		{"QueueOrder", testQueueOrder},
+		{"InterruptedRuns", testInterruptedRuns},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
 		{"EnqueueBatch", testEnqueueBatch},

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestWriteReportTouchesOnlyItsTask checks that a report write replaces the
+// task's own temporary file left by an interrupted run, and leaves every
+// other file, other tasks' temporary files included, alone.
+func TestWriteReportTouchesOnlyItsTask(t *testing.T) {
+	dir := t.TempDir()
+	others := []string{".other.tmp", ".other.123.tmp", "other.json"}
+	for _, name := range append([]string{".task1.tmp"}, others...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("stale"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeReport(dir, "task1", Report{AccountID: "a", Rows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(others), "task1.json")
+	slices.Sort(want)
+	if got := reportFiles(t, dir); !slices.Equal(got, want) {
+		t.Errorf("reports dir holds %v, want %v", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "task1.json"))
+	if err != nil || !strings.Contains(string(b), `"accountId": "a"`) {
+		t.Errorf("task1.json = %q, %v", b, err)
+	}
+}
+
+// TestWriteReportCostIsIndependentOfTheDirectory checks that a report write
+// does not scan the reports directory: its allocations are the same beside
+// thousands of other reports as in an empty directory. (A scan allocates for
+// every entry.)
+func TestWriteReportCostIsIndependentOfTheDirectory(t *testing.T) {
+	allocs := func(files int) float64 {
+		dir := t.TempDir()
+		for i := range files {
+			if err := os.WriteFile(filepath.Join(dir, "t"+strconv.Itoa(i)+".json"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := Report{AccountID: "a", Rows: 1}
+		return testing.AllocsPerRun(20, func() {
+			if err := writeReport(dir, "task1", r); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	empty, full := allocs(0), allocs(2000)
+	if full > empty+5 {
+		t.Errorf("writeReport allocates %.0f times beside 2000 files, %.0f times in an empty directory", full, empty)
+	}
+}
+
+// TestWriteReportErrorsNameNoPath checks that a failed write's error, which
+// the worker logs, carries the cause but not the file's path (it names the
+// task).
+func TestWriteReportErrorsNameNoPath(t *testing.T) {
+	dir := t.TempDir()
+	// A directory in the report's place: the rename fails.
+	if err := os.MkdirAll(filepath.Join(dir, "task1.json", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := writeReport(dir, "task1", Report{AccountID: "a", Rows: 1})
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		t.Fatalf("writeReport over a directory = %v, want the system's error", err)
+	}
+	if strings.Contains(err.Error(), "task1") || strings.Contains(err.Error(), dir) {
+		t.Errorf("error %q names the file", err)
+	}
+	if got := reportFiles(t, dir); !slices.Equal(got, []string{"task1.json"}) {
+		t.Errorf("reports dir holds %v after the failed write", got)
+	}
+}
+
+// BenchmarkWriteReport writes one report beside n others.
+func BenchmarkWriteReport(b *testing.B) {
+	for _, n := range []int{0, 20000} {
+		b.Run("files="+strconv.Itoa(n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				if err := os.WriteFile(filepath.Join(dir, "t"+strconv.Itoa(i)+".json"), nil, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r := Report{AccountID: "a", Rows: 1}
+			for b.Loop() {
+				if err := writeReport(dir, "task1", r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
