@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
 		{"EnqueueBatch", testEnqueueBatch},
+		{"CountActive", testCountActive},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}
