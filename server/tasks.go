@@ -176,8 +176,9 @@ func (c *call) requestContext(taskID string) task.RequestContext {
 }
 
 // creationContext returns the creation context for a call of t, or nil when
-// the call may not create a task.
-func (c *call) creationContext(t *toolEntry) (*task.CreationContext, *protocolError) {
+// the call may not create a task. A call that may is charged the task
+// limits first.
+func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.CreationContext, *protocolError) {
 	meta := c.params.Meta
 	if t.mode == taskNever || !c.ep.servesTasks(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 		return nil, nil
@@ -199,6 +200,9 @@ func (c *call) creationContext(t *toolEntry) (*task.CreationContext, *protocolEr
 	if err != nil {
 		// The arguments passed every transport limit but not the origin's.
 		return nil, invalidParams("Invalid params: arguments cannot be stored with a task")
+	}
+	if perr := c.chargeTaskCreation(ctx); perr != nil {
+		return nil, perr
 	}
 	return &task.CreationContext{Request: c.requestContext(""), Origin: o}, nil
 }
