@@ -65,6 +65,15 @@ func tlServer(t *testing.T, limits server.TaskLimits) (*httptest.Server, *memory
 // (anonymous when empty). name is the Mcp-Name header value, if any.
 func tlPost(t *testing.T, hs *httptest.Server, who, method, name, params string) *mcptest.Response {
 	t.Helper()
+	if who != "" {
+		who = "Bearer " + who
+	}
+	return tlPostAuth(t, hs, who, method, name, params)
+}
+
+// tlPostAuth is tlPost with the Authorization header value auth.
+func tlPostAuth(t *testing.T, hs *httptest.Server, auth, method, name, params string) *mcptest.Response {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	req, err := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -77,8 +86,8 @@ func tlPost(t *testing.T, hs *httptest.Server, who, method, name, params string)
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
 	}
-	if who != "" {
-		req.Header.Set("Authorization", "Bearer "+who)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := hs.Client().Do(req)
 	if err != nil {
