@@ -81,6 +81,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"CompleteBatch", testCompleteBatch},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"CountActive", testCountActive},
+		{"FormAnswers", testFormAnswers},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}
