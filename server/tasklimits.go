@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -79,6 +80,7 @@ type taskLimits struct {
 	rate        *TokenBucket // nil: no rate limit
 	maxActive   int          // 0: no bound
 	counter     task.ActiveCounter
+	active      *activeCache
 	answerBytes int
 }
 
@@ -113,6 +115,7 @@ func newTaskLimits(l TaskLimits, m task.Manager) (*taskLimits, error) {
 	}
 	if ac, ok := m.(task.ActiveCounter); ok && l.MaxActive > 0 {
 		tl.counter, tl.maxActive = ac, l.MaxActive
+		tl.active = newActiveCache(l.MaxActive)
 	}
 	return tl, nil
 }
@@ -141,15 +144,90 @@ func (c *call) chargeTaskCreation(ctx context.Context) *protocolError {
 	if tl.counter == nil {
 		return nil
 	}
-	n, err := tl.counter.CountActive(ctx, task.Owner{Tenant: c.id.Tenant, Principal: c.id.Principal}, tl.maxActive)
+	owner := task.Owner{Tenant: c.id.Tenant, Principal: c.id.Principal}
+	now := c.srv.opts.now()
+	if tl.active.allow(owner, now) {
+		return nil
+	}
+	n, err := tl.counter.CountActive(ctx, owner, tl.maxActive)
 	switch {
 	case err == nil && n >= tl.maxActive:
+		tl.active.forget(owner)
 		return errTooManyActive
 	case err == nil:
+		tl.active.record(owner, n, now)
 		return nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return errDeadline
 	}
 	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", redactErr(err))
 	return errInternal
+}
+
+// Counting a caller's active tasks costs a store query that may read many
+// rows (see docs/production.md), so the server remembers a count for a
+// moment: while a caller's last count was well under the limit (at most
+// half of it) and is younger than activeCacheTTL, a call is allowed without
+// a query and counted locally. Near the limit every call counts again. A
+// caller may therefore overshoot the limit by what other nodes admit within
+// activeCacheTTL, as well as by concurrent calls.
+const (
+	activeCacheTTL  = time.Second
+	activeCacheKeys = 4096
+)
+
+// activeCache holds recent active-task counts per owner. Its size is
+// bounded: when full, stale entries are dropped, and if none is stale the
+// new count is not remembered.
+type activeCache struct {
+	threshold int // counts below it may be reused
+	mu        sync.Mutex
+	entries   map[task.Owner]activeCount
+}
+
+type activeCount struct {
+	n  int
+	at time.Time
+}
+
+func newActiveCache(maxActive int) *activeCache {
+	return &activeCache{threshold: maxActive / 2, entries: map[task.Owner]activeCount{}}
+}
+
+// allow reports whether owner's remembered count lets a call through
+// without a query, and counts the call if so.
+func (a *activeCache) allow(owner task.Owner, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[owner]
+	if !ok || now.Sub(e.at) >= activeCacheTTL || now.Before(e.at) || e.n >= a.threshold {
+		return false
+	}
+	e.n++
+	a.entries[owner] = e
+	return true
+}
+
+// record remembers a fresh count (plus the call it admits).
+func (a *activeCache) record(owner task.Owner, n int, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.entries[owner]; !ok && len(a.entries) >= activeCacheKeys {
+		for k, e := range a.entries {
+			if now.Sub(e.at) >= activeCacheTTL || now.Before(e.at) {
+				delete(a.entries, k)
+			}
+		}
+		if len(a.entries) >= activeCacheKeys {
+			return
+		}
+	}
+	a.entries[owner] = activeCount{n: n + 1, at: now}
+}
+
+// forget drops owner's count.
+func (a *activeCache) forget(owner task.Owner) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.entries, owner)
 }
