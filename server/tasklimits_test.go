@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -231,4 +232,21 @@ func TestTaskLimitsValidated(t *testing.T) {
 			t.Errorf("%s: New error %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
+}
+
+// A trusted importer gets no creation rate and a higher cap on its tasks
+// in flight (docs/server.md, "Task limits").
+func ExampleTaskLimits() {
+	m, _ := memory.New(memory.Options{})
+	ep := server.NewEndpoint(server.EndpointOptions{
+		Path: "/mcp", Name: "import", Version: "1.0.0",
+		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
+	})
+	_, err := server.New(server.Options{
+		Endpoints:   []*server.Endpoint{ep},
+		TaskManager: m,
+		TaskLimits:  server.TaskLimits{CreateRate: server.NoLimit, MaxActive: 10_000},
+	})
+	fmt.Println(err)
+	// Output: <nil>
 }
