@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -64,10 +63,12 @@ type TaskLimits struct {
 	CreateBurst int
 	// MaxActive bounds the unexpired working and input_required tasks of
 	// one tenant and principal, on every endpoint of the manager. A call is
-	// refused when the caller already has MaxActive; concurrent calls of
-	// one caller may overshoot by their number. Zero means
-	// DefaultMaxActiveTasks; NoLimit turns the bound off. Managers without
-	// task.ActiveCounter are not bounded.
+	// refused when the caller already has MaxActive. The bound is a soft
+	// one: concurrent calls of one caller may overshoot it by their number,
+	// and while a caller is under half of it a count is reused for a
+	// second (so other nodes' creations of that second are not seen). Zero
+	// means DefaultMaxActiveTasks; NoLimit turns the bound off. Managers
+	// without task.ActiveCounter are not bounded.
 	MaxActive int
 	// MaxAnswerBytes bounds each encoded answer of a tasks/update request;
 	// a larger one fails the request with -32602 and nothing is stored.
@@ -157,7 +158,7 @@ func (c *call) chargeTaskCreation(ctx context.Context) *protocolError {
 	case err == nil:
 		tl.active.record(owner, n, now)
 		return nil
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case ctx.Err() != nil:
 		return errDeadline
 	}
 	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", redactErr(err))

@@ -9,9 +9,6 @@ type Owner struct {
 	Principal string
 }
 
-// OwnerOf returns the owner of the tasks created for rc.
-func OwnerOf(rc RequestContext) Owner { return Owner{Tenant: rc.Tenant, Principal: rc.Principal} }
-
 // ActiveCounter is an optional interface of a Manager that can count a
 // caller's non-terminal tasks, so that the server can bound them (see
 // server.TaskLimits). Managers that do not implement it are not bounded.
