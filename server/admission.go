@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -69,13 +72,24 @@ type Rejection struct {
 	Header http.Header
 }
 
-func (r *Rejection) Error() string { return "server: request rejected: " + r.Err.Message }
+// Error describes the rejection; it is safe on a Rejection without Err.
+func (r *Rejection) Error() string {
+	if r.Err == nil {
+		return "server: request rejected with HTTP " + strconv.Itoa(r.status())
+	}
+	return "server: request rejected: " + r.Err.Message
+}
+
+// status is the rejection's HTTP status: Status, or 403 when unset.
+func (r *Rejection) status() int {
+	if r.Status == 0 {
+		return http.StatusForbidden
+	}
+	return r.Status
+}
 
 func (r *Rejection) protocolError() *protocolError {
-	status := r.Status
-	if status == 0 {
-		status = http.StatusForbidden
-	}
+	status := r.status()
 	e := r.Err
 	if e == nil {
 		e = mcp.NewError(mcp.CodeInvalidRequest, "Request rejected")
@@ -93,20 +107,26 @@ func (admitAll) Admit(context.Context, *AdmissionRequest) (Identity, error) {
 	return Identity{Tenant: AnonymousTenant}, nil
 }
 
+// MaxDevPrincipalBytes bounds the Bearer names DevAdmission accepts.
+const MaxDevPrincipalBytes = 256
+
 // DevAdmission returns a controller for development and tests only: a request
 // with "Authorization: Bearer NAME" acts as principal and tenant NAME, and a
 // request without the header is the anonymous tenant. It checks nothing; never
-// use it where tokens matter. A malformed Authorization header is rejected
-// with HTTP 401 and a Bearer challenge.
+// use it where tokens matter. The scheme is case-insensitive, as in every HTTP
+// authentication scheme. A malformed Authorization header (another scheme, an
+// empty name, a name that is longer than MaxDevPrincipalBytes, is not valid
+// UTF-8 or holds a control character such as NUL, or more than one
+// Authorization header) is rejected with HTTP 401 and a Bearer challenge, the
+// same response for every cause.
 func DevAdmission() AdmissionController {
 	return AdmissionFunc(func(_ context.Context, req *AdmissionRequest) (Identity, error) {
-		auth := req.Header.Get("Authorization")
-		if auth == "" {
+		values := req.Header.Values("Authorization")
+		if len(values) == 0 {
 			return Identity{Tenant: AnonymousTenant}, nil
 		}
-		name, ok := strings.CutPrefix(auth, "Bearer ")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || len(name) > 256 {
+		name, ok := devBearerName(values)
+		if !ok {
 			h := http.Header{}
 			h.Set("WWW-Authenticate", `Bearer realm="mcp"`)
 			return Identity{}, &Rejection{
@@ -117,4 +137,26 @@ func DevAdmission() AdmissionController {
 		}
 		return Identity{Principal: name, Tenant: name}, nil
 	})
+}
+
+// devBearerName returns the name of the only Authorization header value,
+// "Bearer NAME" with the scheme in any case, when it is acceptable.
+func devBearerName(values []string) (string, bool) {
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, name, ok := strings.Cut(strings.TrimLeft(values[0], " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	name = strings.Trim(name, " \t")
+	if name == "" || len(name) > MaxDevPrincipalBytes || !utf8.ValidString(name) {
+		return "", false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return "", false
+		}
+	}
+	return name, true
 }

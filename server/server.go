@@ -32,6 +32,10 @@ type Options struct {
 	// capabilities are present, so requests that cannot succeed spend no
 	// token. Denials are HTTP 429 with Retry-After.
 	RequestLimiter RateLimiter
+	// TaskLimits bound, per caller, the calls that may create a task, the
+	// caller's active tasks and the size of tasks/update answers; see
+	// TaskLimits. The zero value means the defaults.
+	TaskLimits TaskLimits
 	// Interceptor, if set, runs around every application handler (tools,
 	// prompts, resources, completion), inside the handler pool.
 	Interceptor Interceptor
@@ -121,6 +125,8 @@ type Server struct {
 	sealer    *stateSealer
 	validator *task.Validator
 
+	taskLimits *taskLimits // resolved Options.TaskLimits
+
 	subs        *registry     // nil without Subscriptions
 	maintenance chan struct{} // bounds subscription lookups and renewals
 	unsubscribe func()        // ends the server's subscription to task events
@@ -167,6 +173,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.sealer = sealer
+	if s.taskLimits, err = newTaskLimits(opts.TaskLimits, opts.TaskManager); err != nil {
+		return nil, err
+	}
 	s.validator = task.NewValidator(task.ValidatorOptions{MaxResultBytes: opts.MaxResultBytes, MaxResultDepth: opts.MaxJSONDepth})
 	if so := opts.Subscriptions; so != nil {
 		c := *so

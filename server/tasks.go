@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -177,8 +178,9 @@ func (c *call) requestContext(taskID string) task.RequestContext {
 }
 
 // creationContext returns the creation context for a call of t, or nil when
-// the call may not create a task.
-func (c *call) creationContext(t *toolEntry) (*task.CreationContext, *protocolError) {
+// the call may not create a task. A call that may is charged the task
+// limits first.
+func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.CreationContext, *protocolError) {
 	meta := c.params.Meta
 	if t.mode == taskNever || !c.ep.servesTasks(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 		return nil, nil
@@ -200,6 +202,9 @@ func (c *call) creationContext(t *toolEntry) (*task.CreationContext, *protocolEr
 	if err != nil {
 		// The arguments passed every transport limit but not the origin's.
 		return nil, invalidParams("Invalid params: arguments cannot be stored with a task")
+	}
+	if perr := c.chargeTaskCreation(ctx); perr != nil {
+		return nil, perr
 	}
 	return &task.CreationContext{Request: c.requestContext(""), Origin: o}, nil
 }
@@ -325,14 +330,61 @@ func (c *call) managerCall(ctx context.Context, fn func(ctx context.Context) (an
 	return nil, OutcomeInternalError, errInternal
 }
 
+// updateTask runs tasks/update. Every answer must fit the answer size
+// limit, and every answer to an outstanding input request must match it
+// (see task.CheckAnswer), or the request fails with -32602 and nothing is
+// stored; answers to other keys are left to the manager, which ignores
+// them. Keys are never reused, so checking against a snapshot read before
+// the update is exact.
 func (ep *Endpoint) updateTask(ctx context.Context, c *call) (any, Outcome, *protocolError) {
 	return c.managerCall(ctx, func(ctx context.Context) (any, error) {
-		err := c.srv.opts.TaskManager.UpdateTask(ctx, task.UpdateContext{
-			RequestContext: c.requestContext(c.params.TaskID),
-			Responses:      c.params.InputResponses,
-		})
+		rc := c.requestContext(c.params.TaskID)
+		if len(c.params.InputResponses) > 0 {
+			if perr := c.checkAnswerSizes(); perr != nil {
+				return nil, perr
+			}
+			t, found, err := c.srv.opts.TaskManager.FindTask(ctx, rc)
+			switch {
+			case err != nil:
+				return nil, err
+			case !found || t.ID() != c.params.TaskID:
+				return nil, task.ErrNotFound
+			}
+			if perr := checkAnswers(t.InputRequests(), c.params.InputResponses); perr != nil {
+				return nil, perr
+			}
+		}
+		err := c.srv.opts.TaskManager.UpdateTask(ctx, task.UpdateContext{RequestContext: rc, Responses: c.params.InputResponses})
 		return &mcp.EmptyResult{}, err
 	})
+}
+
+// checkAnswerSizes applies TaskLimits.MaxAnswerBytes to every answer of
+// the request. The message names no key: keys are the client's here.
+func (c *call) checkAnswerSizes() *protocolError {
+	limit := c.srv.taskLimits.answerBytes
+	for _, raw := range c.params.InputResponses {
+		if len(raw) > limit {
+			return invalidParams(fmt.Sprintf("Invalid params: an input response exceeds %d bytes", limit))
+		}
+	}
+	return nil
+}
+
+// checkAnswers checks each answer to an outstanding request, in key order
+// so that the first failure reported is stable. The message names the key,
+// which the server chose, and what the form requires, never the answer.
+func checkAnswers(outstanding mcp.InputRequests, answers mcp.InputResponses) *protocolError {
+	for _, key := range slices.Sorted(maps.Keys(answers)) {
+		req, ok := outstanding[key]
+		if !ok {
+			continue
+		}
+		if err := task.CheckAnswer(req, answers[key]); err != nil {
+			return invalidParams(fmt.Sprintf("Invalid params: inputResponses[%q]: %v", key, err))
+		}
+	}
+	return nil
 }
 
 func (ep *Endpoint) cancelTask(ctx context.Context, c *call) (any, Outcome, *protocolError) {

@@ -373,7 +373,8 @@ func TestTaskOriginToolNoLongerRegistered(t *testing.T) {
 }
 
 // TestTaskUpdatePartialAnswers: through the HTTP pipeline, answered keys
-// disappear, unknown, repeated and mismatched answers are ignored, and the
+// disappear, unknown and repeated answers are ignored, an answer that does
+// not match its outstanding request fails the update with -32602, and the
 // answers reach the worker byte for byte.
 func TestTaskUpdatePartialAnswers(t *testing.T) {
 	r := newTaskRig(t, nil)
@@ -383,7 +384,7 @@ func TestTaskUpdatePartialAnswers(t *testing.T) {
 	r.clock.Advance(time.Second)
 	answer := `{"action":"accept","content":{"ok":true,"n":3.50}}`
 	res := r.do(t, taskReq("tasks/update", id, taskCaps, `,"inputResponses":{"a":`+answer+`,"zzz":{"action":"accept"}}`, nil))
-	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Update: 1}, id)
+	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Find: 1, Update: 1}, id)
 	res = r.do(t, taskReq("tasks/get", id, taskFullCaps, "", nil))
 	want := taskGetBody(id, `"status":"input_required","createdAt":"2026-08-01T10:00:00.000Z","lastUpdatedAt":"2026-08-01T10:00:02.000Z","ttlMs":3600000,"pollIntervalMs":1000`,
 		`,"inputRequests":{"b":`+taskURLJSON+`}`)
@@ -395,17 +396,20 @@ func TestTaskUpdatePartialAnswers(t *testing.T) {
 	if diff := cmp.Diff(mcp.InputResponses{"a": json.RawMessage(answer)}, got); diff != "" {
 		t.Errorf("accepted responses (-want +got):\n%s", diff)
 	}
-	// A repeated answer and a sampling-shaped answer to an elicitation are
-	// ignored with the same ack.
+	// A repeated answer is ignored with the same ack; a sampling-shaped
+	// answer to an outstanding elicitation fails the whole update.
 	r.clock.Advance(time.Second)
+	res = r.do(t, taskReq("tasks/update", id, taskCaps, `,"inputResponses":{"a":{"action":"decline"}}`, nil))
+	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Find: 1, Update: 1}, id)
 	res = r.do(t, taskReq("tasks/update", id, taskCaps, `,"inputResponses":{"a":{"action":"decline"},"b":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}}`, nil))
-	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Update: 1}, id)
+	r.expect(t, res, 200, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params: inputResponses[\"b\"]: the answer needs an action"}}`,
+		taskCalls{Admit: 1, Find: 1}, id)
 	if res := r.do(t, taskReq("tasks/get", id, taskFullCaps, "", nil)); string(res.Body) != want {
 		t.Errorf("ignored answers changed the task:\n%s", res.Body)
 	}
 	r.takeCalls()
 	res = r.do(t, taskReq("tasks/update", id, taskCaps, `,"inputResponses":{"b":{"action":"accept"}}`, nil))
-	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Update: 1}, id)
+	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Find: 1, Update: 1}, id)
 	after, _ := r.mem.Find(id)
 	if after.Status() != task.Working {
 		t.Errorf("status after the last answer = %s, want working", after.Status())

@@ -241,6 +241,7 @@ func (r *taskRig) options(eps ...*server.Endpoint) server.Options {
 	return server.Options{
 		Endpoints:       eps,
 		TaskManager:     r.mgr,
+		TaskLimits:      server.TaskLimits{CreateRate: server.NoLimit}, // rigs create tasks in bursts; tasklimits_test.go covers the limits
 		Admission:       r,
 		CatalogPolicy:   r,
 		ResultSanitizer: r.sanitizeResult,

@@ -440,7 +440,7 @@ func TestTaskLookupIsNeutral(t *testing.T) {
 		count         func(n int) taskCalls
 	}{
 		{"tasks/get", "", func(n int) taskCalls { return taskCalls{Admit: 1, Find: n} }},
-		{"tasks/update", `,"inputResponses":{"k":{"action":"accept"}}`, func(n int) taskCalls { return taskCalls{Admit: 1, Update: n} }},
+		{"tasks/update", `,"inputResponses":{"k":{"action":"accept"}}`, func(n int) taskCalls { return taskCalls{Admit: 1, Find: n} }},
 		{"tasks/cancel", "", func(n int) taskCalls { return taskCalls{Admit: 1, Cancel: n} }},
 	}
 	for _, m := range methods {
@@ -474,7 +474,7 @@ func TestTaskLifecycleObserved(t *testing.T) {
 	}
 	r.takeCalls()
 	res = r.do(t, taskReq("tasks/update", id, taskCaps, `,"inputResponses":{"nope":{"action":"accept"}}`, nil))
-	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Update: 1}, id)
+	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Find: 1, Update: 1}, id)
 	taskValidate(t, "UpdateTaskResult", res.Result)
 	res = r.do(t, taskReq("tasks/cancel", id, taskCaps, "", nil))
 	r.expect(t, res, 200, taskAck, taskCalls{Admit: 1, Cancel: 1}, id)

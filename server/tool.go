@@ -390,7 +390,7 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		inputErr = t.input.Validate(inst)
 	}
 	if inputErr == nil {
-		if rq.taskCreation, perr = c.creationContext(t); perr != nil {
+		if rq.taskCreation, perr = c.creationContext(ctx, t); perr != nil {
 			return nil, OutcomeProtocolError, perr
 		}
 	}

@@ -106,7 +106,8 @@ func (v *Validator) EncodeResult(o Origin, res *mcp.CallToolResult) (*mcp.CallTo
 
 // InputRequests checks that every request is of a kind the origin's tool
 // declared and is well formed: elicitation requests need a message, form mode
-// a requested schema of type object, URL mode a URL.
+// a requested schema that is a form schema (an object of primitive
+// properties, see CheckAnswer), URL mode a URL.
 func (v *Validator) InputRequests(o Origin, reqs mcp.InputRequests) error {
 	if len(reqs) == 0 {
 		return fmt.Errorf("%w: no input requests", errInvalid)
@@ -143,11 +144,8 @@ func wellFormed(kind string, r *mcp.InputRequest) error {
 			return errors.New("URL elicitation needs a url")
 		}
 		if kind == InputElicitationForm {
-			var s struct {
-				Type string `json:"type"`
-			}
-			if json.Unmarshal(p.RequestedSchema, &s) != nil || s.Type != "object" {
-				return errors.New("form elicitation needs a requestedSchema of type object")
+			if _, err := parseFormSchema(p.RequestedSchema); err != nil {
+				return fmt.Errorf("form elicitation: %v", err)
 			}
 		}
 	case InputSampling:

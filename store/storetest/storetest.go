@@ -87,6 +87,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"CompleteBatch", testCompleteBatch},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"Text", testText},
+		{"CountActive", testCountActive},
+		{"FormAnswers", testFormAnswers},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}

@@ -74,6 +74,7 @@ type entry struct {
 	snap            task.Task
 	endpoint        string
 	tenant          string
+	principal       string
 	expires         time.Time
 	outstanding     mcp.InputRequests
 	used            map[string]bool
@@ -136,7 +137,7 @@ func (m *Manager) Create(cc *task.CreationContext) (task.Task, error) {
 		return task.Task{}, ErrFull
 	}
 	m.tasks[id] = &entry{
-		snap: snap, endpoint: cc.Request.Endpoint, tenant: cc.Request.Tenant,
+		snap: snap, endpoint: cc.Request.Endpoint, tenant: cc.Request.Tenant, principal: cc.Request.Principal,
 		expires: now.Add(m.opts.TTL), used: map[string]bool{},
 	}
 	m.order = append(m.order, id)
