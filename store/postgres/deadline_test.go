@@ -94,7 +94,7 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 				mcp.InputRequests{"k": formRequest("q")}, "")
 		}},
 		{"RescueExpired", func(ctx context.Context) error {
-			_, err := s.RescueExpired(ctx, time.Time{}, 10)
+			_, err := s.RescueExpired(ctx, worker.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
 			return err
 		}},
 	}
