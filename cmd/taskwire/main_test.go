@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -155,14 +156,22 @@ func TestPostgres(t *testing.T) {
 		}
 		t.Skip("PostgreSQL unreachable (set TASKWIRE_TEST_POSTGRES_URL)")
 	}
-	conn.Close(context.Background())
+	// A schema of its own, so that the test neither depends on nor changes
+	// what other runs left in the shared database's default schema.
+	schema := fmt.Sprintf("cmdtest_%d_%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		conn.Close(ctx)
+	})
 
 	var migrateOut, logs strings.Builder
-	if err := run(t.Context(), []string{"migrate", "--store", spec}, &migrateOut, &logs, noEnv); err != nil {
+	if err := run(t.Context(), []string{"migrate", "--store", spec, "--schema", schema}, &migrateOut, &logs, noEnv); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	dir := t.TempDir()
-	out := runCommand(t, []string{"serve", "--addr", "127.0.0.1:0", "--store", spec, "--workers", "2",
+	out := runCommand(t, []string{"serve", "--addr", "127.0.0.1:0", "--store", spec, "--schema", schema, "--workers", "2",
 		"--reports-dir", dir, "--shutdown-grace", "1s", "--log-level", "debug"},
 		func(t *testing.T, url string) {
 			c := newClient(t, url)
@@ -177,7 +186,7 @@ func TestPostgres(t *testing.T) {
 			t.Errorf("%s shows the password:\n%s", name, text)
 		}
 	}
-	if !strings.Contains(out, "(PostgreSQL)") || !strings.Contains(migrateOut.String(), "xxxxx@") {
+	if !strings.Contains(out, "(PostgreSQL, schema "+schema+")") || !strings.Contains(migrateOut.String(), "xxxxx@") {
 		t.Errorf("outputs do not name the redacted store:\n%s\n%s", migrateOut.String(), out)
 	}
 }
