@@ -14,7 +14,9 @@
 // defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
 // directory, so that tasks survive a restart without any set-up. --schema
 // names the PostgreSQL schema holding the tables (default taskwire), so that
-// several deployments can share one database.
+// several deployments can share one database. --store-timeout (default 5s)
+// bounds every store call, so that a database that stops answering fails
+// task operations after that long instead of holding them.
 //
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run

@@ -15,6 +15,12 @@
 // DeleteExpired, FindTask. UpdateTask, RequestCancel and RequestInput lock
 // rows in a short transaction first.
 //
+// Every call is bounded by Options.Timeout (default 5 s): connection
+// attempts by ConnectTimeout, statements on the server by statement_timeout,
+// and the call on the client by a deadline on its context, which pgx
+// enforces on the socket, so a database that stops answering fails calls
+// after Timeout instead of holding them until the caller gives up.
+//
 // # Schema
 //
 // Every table lives in Options.Schema (default "taskwire"), so one database

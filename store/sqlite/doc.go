@@ -9,8 +9,11 @@
 // pool of read-only connections that serves FindTask, CancelRequested and
 // Stats. SQLite allows one writer at a time anyway; a single writer
 // connection turns lock contention inside the process into a wait for the
-// connection, which honours the caller's context, and keeps SQLITE_BUSY for
-// contention with other processes, bounded by Options.BusyTimeout.
+// connection, which honours the caller's context and Options.Timeout
+// (default 5 s, for every write and lookup), and keeps SQLITE_BUSY for
+// contention with other processes, bounded by Options.BusyTimeout. A new
+// database file is created 0600, and its WAL and shared-memory files take
+// its mode.
 // synchronous=NORMAL is the default: a committed transaction survives a
 // process crash but may be lost on power failure or an OS crash; choose
 // Options.Synchronous "FULL" for durability across those at a cost in commit
