@@ -24,6 +24,9 @@ const (
 	loopWorkers = 8               // --workers of the worker process
 	loopWork    = 0.4             // seconds of simulated work per report
 	loopKills   = 5
+	// loopLongWork is the work of the one long task, created first: longer
+	// than the time between kills, so that every kill interrupts it.
+	loopLongWork = 6.0
 	// loopMaxDelay bounds how much later than its neighbours in the queue
 	// an interrupted task may complete: its lease expires (one lease after
 	// the last heartbeat), a rescue pass finds it (half a lease), the
@@ -48,7 +51,9 @@ type loopTask struct {
 
 // TestRepeatedWorkerCrashes queues 500 reports behind an API-only `serve`
 // and SIGKILLs the `taskwire worker` process that runs them five times
-// while the queue drains, restarting it at once each time. Every task
+// while the queue drains, restarting it at once each time. A long task,
+// queued first, runs at every kill: it completes after five interrupted
+// runs and no failure. Every task
 // completes exactly once (one report file, equal to its result, no handler
 // failure counted for an interrupted run), and the jobs the kills
 // interrupted keep their place in the queue: each completes within
@@ -68,6 +73,13 @@ func TestRepeatedWorkerCrashes(t *testing.T) {
 		"--lease", loopLease.String(), "--reports-dir", reportsDir, "--log-level", "warn", "--shutdown-grace", "1s"}
 
 	began := time.Now()
+	long, err := createWithRetry(newClient(t, api.url, "tenant-long"), map[string]any{
+		"accountId": "long", "rows": 1, "seconds": loopLongWork,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // first in the queue: created in a millisecond of its own
 	ids := createReports(t, api.url, n)
 	t.Logf("created %d tasks in %v", n, time.Since(began).Round(time.Millisecond))
 
@@ -81,8 +93,8 @@ func TestRepeatedWorkerCrashes(t *testing.T) {
 	var lastKill time.Time
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		done, pendingInterrupted := loopProgress(t, db)
-		if done == n {
+		done, pendingInterrupted := loopProgress(t, db, long)
+		if done == n+1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -105,10 +117,19 @@ func TestRepeatedWorkerCrashes(t *testing.T) {
 	api.checkHealthy(t)
 
 	tasks := loopTasks(t, db)
-	if len(tasks) != n {
-		t.Fatalf("the store holds %d tasks, want %d", len(tasks), n)
+	if len(tasks) != n+1 || tasks[0].id != long {
+		t.Fatalf("the store holds %d tasks, want %d, the long one first", len(tasks), n+1)
 	}
-	checkReports(t, api.url, reportsDir, ids, tasks)
+	// The long task was running at every kill: each counted as an
+	// interrupted run, none as one of its (default 10) attempts.
+	if lt := tasks[0]; lt.status != "completed" || lt.failures != 0 || lt.interrupted != kills {
+		t.Errorf("long task: %s after %d failures and %d interrupted runs, want completed after %d kills",
+			lt.status, lt.failures, lt.interrupted, kills)
+	}
+	t.Logf("long task (%.0f s of work): completed after %d interrupted runs, %v after its creation",
+		loopLongWork, tasks[0].interrupted, tasks[0].latency)
+	tasks = tasks[1:]
+	checkReports(t, api.url, reportsDir, ids, tasks, long)
 
 	// Queue order: an interrupted task completes soon after its
 	// neighbours in creation order (the claim order of this queue).
@@ -217,13 +238,14 @@ func createWithRetry(c *client, args map[string]any) (string, error) {
 }
 
 // loopProgress reads the completed tasks, and the interrupted jobs not yet
-// done, from the store's file.
-func loopProgress(t *testing.T, db string) (done, pendingInterrupted int) {
+// done but the long one, from the store's file.
+func loopProgress(t *testing.T, db, long string) (done, pendingInterrupted int) {
 	t.Helper()
 	queryFile(t, db, `SELECT count(*) FILTER (WHERE state = 'done'),
-		count(*) FILTER (WHERE state != 'done' AND interrupted_runs > 0) FROM jobs`, nil, func(rows *sql.Rows) error {
-		return rows.Scan(&done, &pendingInterrupted)
-	})
+		count(*) FILTER (WHERE state != 'done' AND interrupted_runs > 0 AND task_id != ?) FROM jobs`, []any{long},
+		func(rows *sql.Rows) error {
+			return rows.Scan(&done, &pendingInterrupted)
+		})
 	return done, pendingInterrupted
 }
 
@@ -245,8 +267,9 @@ func loopTasks(t *testing.T, db string) []*loopTask {
 
 // checkReports reads every task through tasks/get and checks that it
 // completed with the right report, and that the reports directory holds
-// exactly one file per task, equal to its result.
-func checkReports(t *testing.T, url, reportsDir string, ids []string, tasks []*loopTask) {
+// exactly one file per task, equal to its result, and one for each of the
+// other tasks.
+func checkReports(t *testing.T, url, reportsDir string, ids []string, tasks []*loopTask, others ...string) {
 	t.Helper()
 	c := newClient(t, url, "")
 	byID := map[string]int{}
@@ -277,12 +300,13 @@ func checkReports(t *testing.T, url, reportsDir string, ids []string, tasks []*l
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); !ok || byID[id] == 0 && ids[0] != id {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if _, known := byID[id]; !ok || !known && !slices.Contains(others, id) {
 			t.Errorf("reports: unexpected file %s", e.Name())
 		}
 	}
-	if len(entries) != len(ids) {
-		t.Errorf("reports: %d files for %d tasks", len(entries), len(ids))
+	if len(entries) != len(ids)+len(others) {
+		t.Errorf("reports: %d files for %d tasks", len(entries), len(ids)+len(others))
 	}
 }
 
