@@ -84,29 +84,46 @@ func TestRepeatedWorkerCrashes(t *testing.T) {
 	t.Logf("created %d tasks in %v", n, time.Since(began).Round(time.Millisecond))
 
 	// Drain, killing the worker at 10%, 20%, ... of the tasks completed,
-	// each time once the runs the previous kill interrupted have completed
+	// each time once the runs the previous kills interrupted have completed
 	// (or, should they not, loopMaxDelay later), so that a kill interrupts
-	// fresh runs.
+	// fresh runs, and the long task again.
 	drainStart := time.Now()
 	w := launchProc(t, "worker#1", workerArgs...)
 	kills := 0
 	var lastKill time.Time
+	victims := map[string]bool{} // runs the kills interrupted, but the long task's
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		done, pendingInterrupted := loopProgress(t, db, long)
-		if done == n+1 {
+		done := sqliteJobs(t, db, "done")
+		if len(done) == n+1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d tasks completed after 3 minutes", done, n)
+			t.Fatalf("%d of %d tasks completed after 3 minutes", len(done), n+1)
 		}
-		if kills < loopKills && done >= (kills+1)*n/10 &&
-			(pendingInterrupted == 0 || time.Since(lastKill) > loopMaxDelay) {
-			if running := len(sqliteJobs(t, db, "running")); running > 0 {
+		pending := 0
+		for id := range victims {
+			if _, ok := done[id]; !ok {
+				pending++
+			}
+		}
+		if kills < loopKills && len(done) >= (kills+1)*n/10 && (pending == 0 || time.Since(lastKill) > loopMaxDelay) {
+			var running []string
+			for id, owner := range sqliteJobs(t, db, "running") {
+				if strings.HasSuffix(owner, fmt.Sprintf("-%d", w.pid())) {
+					running = append(running, id)
+				}
+			}
+			if len(running) > 0 {
 				w.kill()
 				kills++
 				lastKill = time.Now()
-				t.Logf("kill %d at %d of %d completed, %d running", kills, done, n, running)
+				for _, id := range running {
+					if id != long {
+						victims[id] = true
+					}
+				}
+				t.Logf("kill %d at %d of %d completed, %d running", kills, len(done), n+1, len(running))
 				w = launchProc(t, fmt.Sprintf("worker#%d", kills+1), workerArgs...)
 			}
 		}
@@ -235,18 +252,6 @@ func createWithRetry(c *client, args map[string]any) (string, error) {
 		}
 		return h.TaskID, nil
 	}
-}
-
-// loopProgress reads the completed tasks, and the interrupted jobs not yet
-// done but the long one, from the store's file.
-func loopProgress(t *testing.T, db, long string) (done, pendingInterrupted int) {
-	t.Helper()
-	queryFile(t, db, `SELECT count(*) FILTER (WHERE state = 'done'),
-		count(*) FILTER (WHERE state != 'done' AND interrupted_runs > 0 AND task_id != ?) FROM jobs`, []any{long},
-		func(rows *sql.Rows) error {
-			return rows.Scan(&done, &pendingInterrupted)
-		})
-	return done, pendingInterrupted
 }
 
 // loopTasks reads every task and its job from the store's file, in creation
