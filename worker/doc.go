@@ -31,6 +31,17 @@
 //	Permanent(err)                    → Fail {-32603 "The task failed."}, no retry
 //	other error, panic                → Retry after Options.Backoff; after MaxAttempts
 //	                                    Fail {-32603 "The task failed after repeated attempts."}
+//	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
+//	                                    Options.MaxInterruptedRuns, Fail as above
+//
+// The default policy, DefaultMaxAttempts (10) with DefaultBackoff
+// (exponential from 1 s to 5 min, each wait between half its ceiling and the
+// ceiling), waits 255–511 s in all before the final failure: a fault of a few
+// minutes delays tasks without failing them. A run lost to a crash, a kill
+// or a lost lease is an interrupted run, counted apart from handler
+// failures, so crashes never use up MaxAttempts; MaxInterruptedRuns
+// (default 20) ends a job that brings its process down every time. A rescued
+// job keeps its place in the queue.
 //
 // The handler's context carries the reason it was cancelled, for
 // context.Cause: ErrCancelRequested (the client asked to cancel: an error
@@ -80,8 +91,12 @@
 //
 // # Logs and metrics
 //
-// Log lines carry the kind and attempt only: never task IDs, arguments,
-// results, panic values or error texts (errors are shown by type). Metrics
+// Log lines carry the kind, the attempt and the text of the error at hand,
+// cut to 1,000 bytes, so that an operator can tell why a run failed. They
+// never carry task IDs, arguments, results or panic values: in a handler's
+// error text, the task ID and every argument string of at least 4 bytes are
+// replaced by "<task>" and "<argument>" (a safety net; handlers should keep
+// secrets out of their errors), and store errors name no task. Metrics
 // labels are bounded: registered kinds or "unknown", and the Transition and
 // FailureCategory constants.
 package worker

@@ -79,9 +79,11 @@ type Options struct {
 
 	// Logger receives operational messages. Nil discards them. Log lines
 	// carry the job kind, the attempt and the text of the error at hand
-	// (bounded to 1,000 bytes), never task IDs, arguments or results. A
-	// handler's error text is logged as it is: keep task IDs, arguments
-	// and secrets out of the errors handlers return.
+	// (bounded to 1,000 bytes), never task IDs, arguments or results: in
+	// a handler's error text the task ID and the argument strings are
+	// replaced by placeholders (see "Logs and metrics" in the package
+	// doc). Keep secrets, and values derived from arguments, out of the
+	// errors handlers return.
 	Logger *slog.Logger
 	// Metrics receives counters with bounded labels. Nil discards them.
 	Metrics Metrics

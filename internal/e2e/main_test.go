@@ -3,6 +3,9 @@
 //
 //   - TestCrashSQLite SIGKILLs `taskwire serve` while its workers run reports
 //     and restarts it on the same SQLite file.
+//   - TestRepeatedWorkerCrashes SIGKILLs `taskwire worker` five times while
+//     500 queued reports drain: every task completes once, and the jobs the
+//     kills interrupted keep their place in the queue.
 //   - TestFleetPostgres runs three `serve` nodes (and later a `worker`) on
 //     one PostgreSQL schema: cross-node reads, a SIGKILLed node's task
 //     finished by another node after the lease expires, tenant isolation,
@@ -15,7 +18,7 @@
 //
 // Run them with the rest of the module (`make test`), or alone:
 //
-//	go test -race -count=1 ./internal/e2e            # about a minute
+//	go test -race -count=1 ./internal/e2e            # about a minute and a half
 //	go test -race -count=1 -short ./internal/e2e     # fewer tasks, shorter jobs
 //	go test -count=1 -v -run TestFleetPostgres ./internal/e2e
 //

@@ -40,9 +40,10 @@
 // trigger rejects any change to what a client sees once a task is terminal.
 // jobs has one row per task: its queue state (available, running,
 // awaiting_input, done), the attempt counter that fences every write of a
-// claim, failures, max_attempts, run_at, the lease, and copies of the task's
-// kind, creation time and expiry, so that a claim reads one table: it walks
-// a partial index of available jobs in claim order and stops at its limit
+// claim, failures, max_attempts, interrupted_runs, run_at, the lease, and
+// copies of the task's kind, creation time and expiry, so that a claim reads
+// one table: it walks a partial index of available jobs in claim order and
+// stops at its limit
 // (the store analyzes a large jobs table that was never analyzed, since the
 // planner needs statistics to choose that plan). outbox gets one row for
 // every change a client can observe, in the same transaction (one row
@@ -59,9 +60,12 @@
 // not expired; otherwise it returns worker.ErrLeaseLost and changes nothing.
 // RequestInput parks the job until UpdateTask has accepted an answer for
 // every outstanding request; a cancellation request makes a parked job
-// available, so that a worker sees the intent. Retry and RescueExpired count
-// a failure; the failure that reaches the job's MaxAttempts fails the task
-// with a client-safe internal error instead of releasing the job again.
+// available, so that a worker sees the intent. Retry counts a failure; the
+// failure that reaches the job's MaxAttempts fails the task with a
+// client-safe internal error instead of releasing the job again.
+// RescueExpired counts an interrupted run instead (interrupted_runs), whose
+// limit the rescuer passes. Only Retry changes run_at: a rescued, released
+// or answered job keeps its place in the claim order.
 //
 // Times are whole milliseconds from Options.Now, or from the database
 // server's clock when it is nil; Claim, RescueExpired and DeleteExpired use

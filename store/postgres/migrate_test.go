@@ -149,8 +149,8 @@ func TestMigrateClaimColumns(t *testing.T) {
 	}
 	var got []string
 	for _, j := range jobs {
-		if j.Kind != "tool.v1" || j.Attempt != 1 {
-			t.Errorf("job %s: kind %q attempt %d", j.TaskID, j.Kind, j.Attempt)
+		if j.Kind != "tool.v1" || j.Attempt != 1 || j.InterruptedRuns != 0 {
+			t.Errorf("job %s: kind %q attempt %d interrupted runs %d", j.TaskID, j.Kind, j.Attempt, j.InterruptedRuns)
 		}
 		got = append(got, j.TaskID)
 	}

@@ -34,8 +34,8 @@
 // (unique per tenant, endpoint and tool). A trigger rejects any change to
 // what a client sees once a task is terminal. jobs has one row per task: its
 // queue state (available, running, awaiting_input, done), the attempt
-// counter that fences every write of a claim, failures, max_attempts, run_at
-// and the lease. outbox gets one row, in the same transaction, for every
+// counter that fences every write of a claim, failures, max_attempts,
+// interrupted_runs, run_at and the lease. outbox gets one row, in the same transaction, for every
 // change a client can observe; after commit the task ID is published on the
 // store's in-process task.Broadcaster. Each outbox row names the Store that
 // wrote it, and every Store polls the outbox (Options.EventPoll) to publish
@@ -53,9 +53,12 @@
 // Release) applies only while the job is running under the same attempt and
 // its lease has not expired; otherwise it returns worker.ErrLeaseLost and
 // changes nothing. RequestInput parks the job until UpdateTask has accepted
-// an answer for every outstanding request. Retry and RescueExpired count a
-// failure; the failure that reaches the job's MaxAttempts fails the task
-// with a client-safe internal error instead of releasing the job again.
+// an answer for every outstanding request. Retry counts a failure; the
+// failure that reaches the job's MaxAttempts fails the task with a
+// client-safe internal error instead of releasing the job again.
+// RescueExpired counts an interrupted run instead (interrupted_runs), whose
+// limit the rescuer passes. Only Retry changes run_at: a rescued, released
+// or answered job keeps its place in the claim order.
 //
 // Times are Unix milliseconds from Options.Now. A task whose TTL has passed
 // is not found, not claimable, and removed by DeleteExpired.

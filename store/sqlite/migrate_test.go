@@ -67,8 +67,9 @@ func TestMigrateClaimColumns(t *testing.T) {
 	}
 	var got []string
 	for _, j := range jobs {
-		if j.Kind != "tool" || j.CancelRequested != (j.TaskID == "b-cancel-while-waiting") {
-			t.Errorf("job %s: kind %q, cancel requested %v", j.TaskID, j.Kind, j.CancelRequested)
+		if j.Kind != "tool" || j.CancelRequested != (j.TaskID == "b-cancel-while-waiting") || j.InterruptedRuns != 0 {
+			t.Errorf("job %s: kind %q, cancel requested %v, interrupted runs %d", j.TaskID, j.Kind, j.CancelRequested,
+				j.InterruptedRuns)
 		}
 		got = append(got, j.TaskID)
 	}
