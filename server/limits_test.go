@@ -345,3 +345,29 @@ func TestLimitListenerClose(t *testing.T) {
 		t.Fatal("Close did not end a waiting Accept")
 	}
 }
+
+// TestUnsupportedVersionEchoBounded: an unknown protocol version of 32 KiB
+// is not echoed back in full.
+func TestUnsupportedVersionEchoBounded(t *testing.T) {
+	ts := httptest.NewServer(newTestServer(t, nil))
+	defer ts.Close()
+	long := "2099-" + strings.Repeat("9", 32<<10)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + long + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", long)
+	req.Header.Set("Mcp-Method", "tools/list")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `-32022`) {
+		t.Fatalf("HTTP %d: %.200s", res.StatusCode, b)
+	}
+	if len(b) > 512 {
+		t.Errorf("the -32022 error is %d bytes long; it echoes the version unbounded", len(b))
+	}
+}
