@@ -253,22 +253,11 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var open, peak atomic.Int64
-	hs := &http.Server{
-		Handler: srv,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				n := open.Add(1)
-				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-				}
-			case http.StateClosed, http.StateHijacked:
-				open.Add(-1)
-			}
-		},
-	}
+	counted := &countingListener{Listener: ln}
+	peak := &counted.peak
+	hs := &http.Server{Handler: srv}
 	done := make(chan struct{})
-	go func() { defer close(done); hs.Serve(server.LimitListener(ln, limit)) }()
+	go func() { defer close(done); hs.Serve(server.LimitListener(counted, limit)) }()
 	t.Cleanup(func() { hs.Close(); <-done }) // after the connections close
 	url := "http://" + ln.Addr().String()
 
@@ -370,4 +359,33 @@ func TestUnsupportedVersionEchoBounded(t *testing.T) {
 	if len(b) > 512 {
 		t.Errorf("the -32022 error is %d bytes long; it echoes the version unbounded", len(b))
 	}
+}
+
+// countingListener counts the connections it accepted that are still open,
+// and the most ever open at once.
+type countingListener struct {
+	net.Listener
+	open, peak atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	n := l.open.Add(1)
+	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
+	}
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
 }
