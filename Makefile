@@ -4,7 +4,7 @@ GO        ?= go
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: all test vet conformance bench fuzz serve
+.PHONY: all test vet conformance bench fuzz soak serve
 
 all: vet test
 
@@ -22,6 +22,10 @@ conformance:
 ## bench: loopback HTTP benchmark of tools/call: taskwire vs go-sdk v1.8.0 vs bare net/http (installs wrk).
 bench:
 	bash scripts/bench.sh $(ARGS)
+
+## soak: attack a real `taskwire serve` on loopback for about a minute and check it stays healthy.
+soak:
+	bash scripts/soak.sh $(ARGS)
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // JSON-RPC error codes used by the 2026-07-28 revision.
@@ -90,9 +91,22 @@ type UnsupportedVersionData struct {
 	Requested string   `json:"requested"`
 }
 
+// MaxEchoedVersion bounds the requested version a -32022 error echoes, in
+// bytes. Protocol versions are dates such as "2026-07-28"; a longer value is
+// cut, so that an error never repeats an arbitrary amount of request data.
+const MaxEchoedVersion = 32
+
 // UnsupportedVersion returns a -32022 error naming the supported versions
-// and the requested one.
+// and the requested one, cut to at most MaxEchoedVersion bytes (at a
+// character boundary).
 func UnsupportedVersion(supported []string, requested string) *Error {
+	if len(requested) > MaxEchoedVersion {
+		cut := MaxEchoedVersion
+		for cut > 0 && !utf8.RuneStart(requested[cut]) {
+			cut--
+		}
+		requested = requested[:cut]
+	}
 	return (&Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version"}).
 		WithData(UnsupportedVersionData{Supported: supported, Requested: requested})
 }

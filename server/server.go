@@ -82,6 +82,19 @@ type Options struct {
 
 	// MaxBodyBytes bounds a request body. Zero means 10 MiB; larger is HTTP 413.
 	MaxBodyBytes int64
+	// MaxBufferedBodyBytes bounds the request-body bytes that all requests
+	// together hold in memory, beyond the first 4 KiB of each (which the
+	// connection limit of LimitListener bounds). It is charged as bytes
+	// arrive, never for an announced Content-Length, and released when the
+	// request ends. A request that would exceed it is refused at once with
+	// HTTP 503 and Retry-After: 1. Zero means 64 MiB, or MaxBodyBytes if
+	// that is larger; New fails when it is less than MaxBodyBytes.
+	MaxBufferedBodyBytes int64
+	// BodyReadTimeout bounds the time a request's whole body may take to
+	// arrive, from the moment its headers have been read. A body still
+	// incomplete then is answered with HTTP 408 and its connection closed.
+	// Zero means 10 s.
+	BodyReadTimeout time.Duration
 	// MaxJSONDepth bounds the nesting of request and result JSON. Zero means 128.
 	MaxJSONDepth int
 	// MaxResultBytes bounds an encoded result. Zero means 4 MiB; larger is the
@@ -124,6 +137,7 @@ type Server struct {
 	origins   map[string]bool
 	sealer    *stateSealer
 	validator *task.Validator
+	budget    bodyBudget
 
 	taskLimits *taskLimits // resolved Options.TaskLimits
 
@@ -147,11 +161,15 @@ func New(opts Options) (*Server, error) {
 	if opts.TaskConcurrency < 1 || opts.TaskConcurrency > opts.HandlerConcurrency {
 		return nil, fmt.Errorf("server: TaskConcurrency must be between 1 and HandlerConcurrency (%d)", opts.HandlerConcurrency)
 	}
+	if opts.MaxBufferedBodyBytes < opts.MaxBodyBytes || opts.BodyReadTimeout < 0 {
+		return nil, errors.New("server: MaxBufferedBodyBytes must be at least MaxBodyBytes, and BodyReadTimeout must not be negative")
+	}
 	s := &Server{
 		opts:      opts,
 		logger:    opts.Logger,
 		endpoints: make(map[string]*Endpoint, len(opts.Endpoints)),
 		pool:      newHandlerPool(opts.HandlerConcurrency, opts.TaskConcurrency, opts.HandlerQueue),
+		budget:    bodyBudget{max: opts.MaxBufferedBodyBytes},
 	}
 	if opts.AllowedHosts != nil {
 		hosts := make([]string, len(opts.AllowedHosts))
@@ -254,6 +272,12 @@ func setDefaults(o *Options) {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = 10 << 20
+	}
+	if o.MaxBufferedBodyBytes == 0 {
+		o.MaxBufferedBodyBytes = max(64<<20, o.MaxBodyBytes)
+	}
+	if o.BodyReadTimeout == 0 {
+		o.BodyReadTimeout = 10 * time.Second
 	}
 	if o.MaxJSONDepth == 0 {
 		o.MaxJSONDepth = 128

@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -84,6 +82,7 @@ func (p *rawParams) decode(data []byte) error {
 var (
 	jsonContentType = []string{"application/json"}
 	noStore         = []string{"no-store"}
+	connClose       = []string{"close"}
 )
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -108,9 +107,13 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	}
 	bp := getBuf()
 	defer putBuf(bp)
-	body, perr := s.readBody(w, r, (*bp)[:0])
+	body, charged, perr := s.readBody(w, r, (*bp)[:0])
 	*bp = body
+	defer s.budget.give(charged)
 	if perr != nil {
+		// What remains of the body is not read: close the connection
+		// rather than let net/http wait to discard it.
+		w.Header()["Connection"] = connClose
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
@@ -224,35 +227,6 @@ func isLoopbackName(host string) bool {
 		return true
 	}
 	return false
-}
-
-// readBody reads the whole body into buf, bounded by MaxBodyBytes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, *protocolError) {
-	limit := s.opts.MaxBodyBytes
-	if r.ContentLength > limit {
-		return buf, errBodyTooLarge
-	}
-	if n := r.ContentLength; n > 0 && int64(cap(buf)) < n {
-		buf = make([]byte, 0, n)
-	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return buf, errBodyTooLarge
-			}
-			return buf, invalidRequest("Invalid Request: body could not be read")
-		}
-	}
 }
 
 // checkRequest validates mirrored headers, the protocol version and the

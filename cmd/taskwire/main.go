@@ -4,7 +4,8 @@
 //
 //	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--workers 4]
 //	                 [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
-//	                 [--shutdown-grace 10s]
+//	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
+//	                 [--idle-timeout 30s] [--insecure-dev-auth]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--log-level info]
@@ -27,6 +28,16 @@
 // schema migrations unless --no-migrate is given; migrate only migrates.
 // serve and worker shut down gracefully on SIGINT or SIGTERM: running jobs
 // are given --shutdown-grace to finish, then released to run again later.
+//
+// serve bounds what a slow or hostile network can hold: at most --max-conns
+// connections are open at once (beyond them new clients wait in the
+// kernel's accept queue; the default is the descriptor limit less 128,
+// between 64 and 10000), a request's headers must arrive within 10 s and
+// its body within --body-timeout, and a keep-alive connection is closed
+// after --idle-timeout without a request. serve admits callers with
+// development identities (a Bearer token is taken as the caller's name), so
+// it refuses an --addr that is not loopback unless --insecure-dev-auth is
+// given.
 package main
 
 import (
@@ -159,6 +170,10 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
+	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; beyond them new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
+	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
+	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr although every caller is admitted with a development identity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -172,6 +187,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return runNode(ctx, nodeConfig{
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
 	}, "serve", stdout)
 }
 

@@ -88,6 +88,11 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"serve", "--store", db, "--schema", "tenant_a"}, "--schema applies to PostgreSQL stores only"},
 		{[]string{"migrate", "--store", db, "--schema", "tenant_a"}, "--schema applies to PostgreSQL stores only"},
 		{[]string{"migrate", "--store", "mysql://u:hunter2@h/db"}, "unsupported scheme"},
+		// An address that cannot be bound either, so that the command ends
+		// even without the check.
+		{[]string{"serve", "--store", db, "--addr", "192.0.2.1:8080"}, "not a loopback address"},
+		{[]string{"serve", "--store", db, "--max-conns", "-1"}, "--max-conns must not be negative"},
+		{[]string{"serve", "--store", db, "--body-timeout", "-1s"}, "--body-timeout and --idle-timeout must not be negative"},
 	}
 	for _, tt := range tests {
 		err := run(t.Context(), tt.args, io.Discard, io.Discard, noEnv)

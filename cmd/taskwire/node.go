@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,44 @@ import (
 
 // maxWorkers bounds --workers.
 const maxWorkers = 1024
+
+// Connection defaults of serve: descriptors kept for the store, the log and
+// the listener when --max-conns is derived from the descriptor limit, the
+// bounds of that derived value, and the keep-alive idle timeout.
+const (
+	reservedDescriptors = 128
+	minDerivedConns     = 64
+	maxDerivedConns     = 10000
+	defaultIdleTimeout  = 30 * time.Second
+)
+
+// defaultMaxConns is the connection cap when --max-conns is not given: the
+// process's descriptor limit less reservedDescriptors, within
+// [minDerivedConns, maxDerivedConns]; 1024 where the limit is unknown.
+func defaultMaxConns() int {
+	limit, ok := descriptorLimit()
+	if !ok {
+		return 1024
+	}
+	if limit < reservedDescriptors+minDerivedConns {
+		return minDerivedConns
+	}
+	return int(min(limit-reservedDescriptors, maxDerivedConns))
+}
+
+// isLoopbackAddr reports whether the host of a listen address is a
+// loopback name or address. An empty host (all interfaces) is not.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // Bounds of --lease: the worker runtime's default, and a floor that keeps
 // heartbeats (a third of the lease) well above a database round trip.
@@ -51,10 +90,27 @@ type nodeConfig struct {
 	// principals.
 	Logger *slog.Logger
 
+	// MaxConns bounds the HTTP connections open at once
+	// (server.LimitListener). Zero: defaultMaxConns, derived from the
+	// descriptor limit.
+	MaxConns int
+	// BodyTimeout bounds the time a request body may take to arrive. Zero:
+	// the server's default.
+	BodyTimeout time.Duration
+	// IdleTimeout bounds how long a keep-alive connection may wait for its
+	// next request. Zero: defaultIdleTimeout.
+	IdleTimeout time.Duration
+	// InsecureDevAuth allows the development identities (any Bearer name
+	// is taken as given) on an address other than loopback.
+	InsecureDevAuth bool
+
 	// workerMetrics and workerPoll are for tests: zero values are the
 	// runtime's defaults.
 	workerMetrics worker.Metrics
 	workerPoll    time.Duration
+	// wrapListener, for tests, wraps the TCP listener before the
+	// connection limit.
+	wrapListener func(net.Listener) net.Listener
 }
 
 // validate checks the configuration and fills in defaults.
@@ -68,6 +124,20 @@ func (c *nodeConfig) validate() error {
 		return fmt.Errorf("--lease must be at least %v", minLease)
 	case c.Addr == "" && c.Workers == 0:
 		return errors.New("a node needs an HTTP address or at least one worker")
+	case c.MaxConns < 0:
+		return errors.New("--max-conns must not be negative")
+	case c.BodyTimeout < 0 || c.IdleTimeout < 0:
+		return errors.New("--body-timeout and --idle-timeout must not be negative")
+	case c.Addr != "" && !c.InsecureDevAuth && !isLoopbackAddr(c.Addr):
+		return fmt.Errorf("--addr %s is not a loopback address, and this node admits every caller "+
+			"with development identities (any Bearer name is taken as the caller's); "+
+			"serve on 127.0.0.1 or ::1, or pass --insecure-dev-auth to accept that", c.Addr)
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = defaultMaxConns()
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = defaultIdleTimeout
 	}
 	if c.Lease == 0 {
 		c.Lease = defaultLease
@@ -144,10 +214,11 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		ep := demoEndpoint()
 		addDurableTools(ep, st, cfg.Logger)
 		n.srv, err = server.New(server.Options{
-			Endpoints:   []*server.Endpoint{ep},
-			Logger:      cfg.Logger,
-			Admission:   server.DevAdmission(),
-			TaskManager: st,
+			Endpoints:       []*server.Endpoint{ep},
+			Logger:          cfg.Logger,
+			Admission:       server.DevAdmission(),
+			TaskManager:     st,
+			BodyReadTimeout: cfg.BodyTimeout,
 			// Demo only: every admitted caller may listen for task
 			// notifications; the store still authorizes each lookup.
 			Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},
@@ -160,10 +231,14 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			n.srv.Close()
 			return nil, err
 		}
+		if cfg.wrapListener != nil {
+			ln = cfg.wrapListener(ln)
+		}
+		ln = server.LimitListener(ln, cfg.MaxConns)
 		n.hs = &http.Server{
 			Handler:           n.srv,
 			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
+			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    64 << 10,
 			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		}

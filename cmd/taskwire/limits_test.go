@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestDevAuthNeedsLoopback: the development identities are served on a
+// loopback address, and elsewhere only with InsecureDevAuth.
+func TestDevAuthNeedsLoopback(t *testing.T) {
+	tests := []struct {
+		addr     string
+		insecure bool
+		ok       bool
+	}{
+		{"127.0.0.1:8080", false, true},
+		{"127.1.2.3:0", false, true},
+		{"[::1]:8080", false, true},
+		{"localhost:8080", false, true},
+		{"LOCALHOST:8080", false, true},
+		{"0.0.0.0:8080", false, false},
+		{":8080", false, false},
+		{"[::]:8080", false, false},
+		{"192.0.2.1:8080", false, false},
+		{"example.com:8080", false, false},
+		{"0.0.0.0:8080", true, true},
+		{"192.0.2.1:8080", true, true},
+	}
+	for _, tt := range tests {
+		cfg := testConfig(filepath.Join(t.TempDir(), "x.db"), 1)
+		cfg.Addr, cfg.InsecureDevAuth = tt.addr, tt.insecure
+		err := cfg.validate()
+		if (err == nil) != tt.ok {
+			t.Errorf("addr %q, insecure %v: validate = %v, want ok %v", tt.addr, tt.insecure, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--insecure-dev-auth") {
+			t.Errorf("addr %q: the error does not name the flag: %v", tt.addr, err)
+		}
+	}
+}
+
+func TestDefaultMaxConns(t *testing.T) {
+	n := defaultMaxConns()
+	if limit, ok := descriptorLimit(); ok && uint64(n) >= limit {
+		t.Errorf("defaultMaxConns = %d with a descriptor limit of %d", n, limit)
+	}
+	if n < minDerivedConns || n > maxDerivedConns {
+		t.Errorf("defaultMaxConns = %d, outside [%d, %d]", n, minDerivedConns, maxDerivedConns)
+	}
+}
+
+// TestServeConnectionLimits: with more stalled connections than
+// --max-conns, a client already connected keeps being served, trickled
+// bodies are cut off at --body-timeout, and then a new client gets in.
+func TestServeConnectionLimits(t *testing.T) {
+	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
+	cfg.MaxConns, cfg.BodyTimeout = 4, 300*time.Millisecond
+	var counted *countingListener
+	cfg.wrapListener = func(l net.Listener) net.Listener {
+		counted = &countingListener{Listener: l}
+		return counted
+	}
+	n := start(t, cfg)
+	c := newClient(t, n.URL())
+	callTool(t, c, "text.stats", map[string]any{"text": "a b"}) // connects first
+
+	addr := strings.TrimSuffix(strings.TrimPrefix(n.URL(), "http://"), "/mcp")
+	stalled := make([]net.Conn, 12)
+	for i := range stalled {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: 10485760\r\n\r\n{")
+		stalled[i] = conn
+	}
+	for range 10 {
+		callTool(t, c, "text.stats", map[string]any{"text": "a b"})
+	}
+	// Every stalled body is answered 408 once it gets a slot: none stays
+	// open past the deadline, queued or not.
+	for _, conn := range stalled {
+		conn.SetReadDeadline(time.Now().Add(waitFor))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("a stalled body got no answer: %v", err)
+		}
+		if res.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("a stalled body: HTTP %d, want 408", res.StatusCode)
+		}
+	}
+	fresh := newClient(t, n.URL())
+	r := callTool(t, fresh, "text.stats", map[string]any{"text": "x"})
+	if r.Error != nil {
+		t.Errorf("a new client: %v", r.Error)
+	}
+	if p := counted.peak.Load(); p > int64(cfg.MaxConns) {
+		t.Errorf("the node held %d connections at once, --max-conns %d", p, cfg.MaxConns)
+	}
+}
+
+// countingListener counts the connections it accepted that are still open,
+// and the most ever open at once.
+type countingListener struct {
+	net.Listener
+	open, peak atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	n := l.open.Add(1)
+	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
+	}
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
