@@ -5,7 +5,8 @@
 //	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--workers 4]
 //	                 [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
 //	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
-//	                 [--idle-timeout 30s] [--insecure-dev-auth]
+//	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
+//	                 [--task-burst 100] [--max-active-tasks 1000]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--log-level info]
@@ -37,7 +38,9 @@
 // after --idle-timeout without a request. serve admits callers with
 // development identities (a Bearer token is taken as the caller's name), so
 // it refuses an --addr that is not loopback unless --insecure-dev-auth is
-// given.
+// given. Each caller may start --task-rate task-creating calls a second
+// (bursts of --task-burst) and have --max-active-tasks tasks working or
+// waiting for input; beyond either, calls get HTTP 429 with Retry-After.
 package main
 
 import (
@@ -52,6 +55,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
@@ -174,8 +178,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
 	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr although every caller is admitted with a development identity")
+	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
+	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
+	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	spec, logger, err := common.resolve(getenv, stderr)
 	if err != nil {
@@ -188,7 +199,24 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
+		TaskLimits: limits,
 	}, "serve", stdout)
+}
+
+// taskLimitFlags turns --task-rate, --task-burst and --max-active-tasks
+// into server.TaskLimits: -1 is no limit, 0 and other negative values are
+// refused (a flag's default is the library's default, so 0 would only be
+// a typo for "none").
+func taskLimitFlags(rate float64, burst, maxActive int) (server.TaskLimits, error) {
+	switch {
+	case rate != server.NoLimit && rate <= 0:
+		return server.TaskLimits{}, errors.New("--task-rate must be positive, or -1 for no limit")
+	case burst < 1:
+		return server.TaskLimits{}, errors.New("--task-burst must be at least 1")
+	case maxActive != server.NoLimit && maxActive < 1:
+		return server.TaskLimits{}, errors.New("--max-active-tasks must be positive, or -1 for no limit")
+	}
+	return server.TaskLimits{CreateRate: rate, CreateBurst: burst, MaxActive: maxActive}, nil
 }
 
 // workerCmd runs `taskwire worker`: workers only, with no HTTP server.

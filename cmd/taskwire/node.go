@@ -103,6 +103,9 @@ type nodeConfig struct {
 	// InsecureDevAuth allows the development identities (any Bearer name
 	// is taken as given) on an address other than loopback.
 	InsecureDevAuth bool
+	// TaskLimits bound each caller's task creation. The zero value means
+	// the server's defaults.
+	TaskLimits server.TaskLimits
 
 	// workerMetrics and workerPoll are for tests: zero values are the
 	// runtime's defaults.
@@ -219,6 +222,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			Admission:       server.DevAdmission(),
 			TaskManager:     st,
 			BodyReadTimeout: cfg.BodyTimeout,
+			TaskLimits:      cfg.TaskLimits,
 			// Demo only: every admitted caller may listen for task
 			// notifications; the store still authorizes each lookup.
 			Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},

@@ -17,6 +17,7 @@ import (
 	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/server"
 )
 
 // testPostgresURL is the PostgreSQL of the tests; it skips the test when
@@ -112,6 +113,8 @@ func TestFrozenDatabase(t *testing.T) {
 	spec.Timeout = 500 * time.Millisecond
 	cfg := testConfig("", 0)
 	cfg.Store = spec
+	// The clients create tasks far faster than a caller may by default.
+	cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit, MaxActive: server.NoLimit}
 	n := start(t, cfg)
 	cs := newClients(t, n.URL())
 	c := cs.client()

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/server"
+)
+
+func TestTaskLimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		rate      float64
+		burst     int
+		maxActive int
+		want      server.TaskLimits
+		err       string
+	}{
+		{rate: 20, burst: 100, maxActive: 1000, want: server.TaskLimits{CreateRate: 20, CreateBurst: 100, MaxActive: 1000}},
+		{rate: -1, burst: 1, maxActive: -1, want: server.TaskLimits{CreateRate: server.NoLimit, CreateBurst: 1, MaxActive: server.NoLimit}},
+		{rate: 0.5, burst: 3, maxActive: 7, want: server.TaskLimits{CreateRate: 0.5, CreateBurst: 3, MaxActive: 7}},
+		{rate: 0, burst: 100, maxActive: 1000, err: "--task-rate"},
+		{rate: -2, burst: 100, maxActive: 1000, err: "--task-rate"},
+		{rate: 20, burst: 0, maxActive: 1000, err: "--task-burst"},
+		{rate: 20, burst: 100, maxActive: 0, err: "--max-active-tasks"},
+		{rate: 20, burst: 100, maxActive: -5, err: "--max-active-tasks"},
+	} {
+		got, err := taskLimitFlags(tc.rate, tc.burst, tc.maxActive)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("taskLimitFlags(%v, %d, %d) = %v, want an error naming %s", tc.rate, tc.burst, tc.maxActive, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("taskLimitFlags(%v, %d, %d): %v", tc.rate, tc.burst, tc.maxActive, err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("taskLimitFlags(%v, %d, %d) (-want +got):\n%s", tc.rate, tc.burst, tc.maxActive, d)
+		}
+	}
+}
+
+// TestServeTaskBurst checks that serve applies its task-limit flags: with
+// a burst of two and a rate that refills nothing during the test, the
+// third creation is refused with HTTP 429, while inline calls go on.
+func TestServeTaskBurst(t *testing.T) {
+	dir := t.TempDir()
+	runCommand(t, []string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "t.db"),
+		"--workers", "0", "--task-rate", "0.001", "--task-burst", "2", "--shutdown-grace", "1s"},
+		func(t *testing.T, url string) {
+			c := newClient(t, url)
+			args := map[string]any{"accountId": "a", "rows": 1, "seconds": 0}
+			createTask(t, c, toolReports, args)
+			createTask(t, c, toolReports, args)
+			r, err := c.CallTool(t.Context(), toolReports, args)
+			if err != nil {
+				t.Fatalf("third creation: %v", err)
+			}
+			if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+				t.Fatalf("third creation: HTTP %d, Retry-After %q; want 429 with Retry-After", r.Status, r.Header.Get("Retry-After"))
+			}
+			if r, err := c.CallTool(t.Context(), "text.stats", map[string]any{"text": "x"}); err != nil || r.Status != http.StatusOK || r.Error != nil {
+				t.Fatalf("inline call after the refusal: %v, HTTP %d, %v", err, statusOf(r), errOf(r))
+			}
+		})
+}
