@@ -33,9 +33,9 @@ func announce(t *testing.T, addr string, contentLength, sent int) net.Conn {
 		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"+
 		"Content-Length: %d\r\n\r\n", contentLength)
 	if sent > 0 {
-		if _, err := c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"` + strings.Repeat("a", sent-len(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"`)))); err != nil {
-			t.Fatalf("write: %v", err)
-		}
+		// A server that refuses the body early may close before it is all
+		// written; its answer is what the test reads.
+		c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"` + strings.Repeat("a", sent-len(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"`))))
 	}
 	return c
 }
