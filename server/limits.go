@@ -87,17 +87,25 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([
 	}
 	setReadDeadline(w, time.Now().Add(s.opts.BodyReadTimeout))
 	buf, charged, perr := s.fillBody(w, r, buf)
-	if perr != nil {
-		// Whatever net/http would still read of this body (it drains a
-		// rest before closing) fails at once.
-		setReadDeadline(w, pastDeadline)
-	} else {
+	if perr == nil {
 		// The handler may run for long (streamed responses, listens); a
 		// deadline left on the connection would end its background read
 		// and cancel the request's context.
 		setReadDeadline(w, time.Time{})
 	}
 	return buf, charged, perr
+}
+
+// abandonBody is for a request answered without reading its whole body:
+// the connection closes after the response, and what net/http would still
+// read of the body before closing (it drains up to 256 KiB) fails at once,
+// so a client that stalls its body cannot hold the connection.
+func abandonBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return // no body: the connection may stay
+	}
+	w.Header()["Connection"] = connClose
+	setReadDeadline(w, pastDeadline)
 }
 
 // pastDeadline makes every read fail at once.

@@ -33,9 +33,9 @@ func announce(t *testing.T, addr string, contentLength, sent int) net.Conn {
 		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"+
 		"Content-Length: %d\r\n\r\n", contentLength)
 	if sent > 0 {
-		if _, err := c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"` + strings.Repeat("a", sent-len(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"`)))); err != nil {
-			t.Fatalf("write: %v", err)
-		}
+		// A server that refuses the body early may close before it is all
+		// written; its answer is what the test reads.
+		c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"` + strings.Repeat("a", sent-len(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"`))))
 	}
 	return c
 }
@@ -388,4 +388,38 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return c.Conn.Close()
+}
+
+// TestRejectedStalledBody: a request refused before its body is read
+// (unknown path, wrong media type, budget) is answered and its connection
+// closed, even though the client never sends the rest of the body: net/http
+// would otherwise wait to drain it, without a deadline.
+func TestRejectedStalledBody(t *testing.T) {
+	ts := httptest.NewServer(newTestServer(t, nil))
+	t.Cleanup(ts.Close) // after the connections close
+	for _, tt := range []struct{ name, path, contentType string }{
+		{"unknown path", "/other", "application/json"},
+		{"media type", "/mcp", "text/plain"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ts.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: %s\r\n"+
+				"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", tt.path, tt.contentType)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no response: %v", err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after HTTP %d, the connection stayed open (read: %v)", res.StatusCode, err)
+			}
+		})
+	}
 }

@@ -309,6 +309,7 @@ func setOf(xs []string) map[string]bool {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, ok := s.endpoints[r.URL.Path]
 	if !ok {
+		abandonBody(w, r)
 		http.NotFound(w, r)
 		return
 	}

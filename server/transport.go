@@ -102,6 +102,7 @@ func putBuf(b *[]byte) {
 func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = noStore
 	if perr := s.checkTransport(r); perr != nil {
+		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
@@ -111,9 +112,7 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	*bp = body
 	defer s.budget.give(charged)
 	if perr != nil {
-		// What remains of the body is not read: close the connection
-		// rather than let net/http wait to discard it.
-		w.Header()["Connection"] = connClose
+		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}

@@ -256,6 +256,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	}
 	if n.URL() != "" {
 		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
+		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
 	}
 	fmt.Fprintf(stdout, "taskwire: store %s%s\n", n.cfg.Store, describeStore(n.cfg.Store))
 	if n.cfg.Workers > 0 {
