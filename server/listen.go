@@ -19,8 +19,9 @@ import (
 // being looked up queues it again behind the others, so no update that races
 // a lookup is lost.
 type subscription struct {
-	c      *call
-	tenant string
+	c         *call
+	tenant    string
+	principal string // counted against MaxPerPrincipal; empty when anonymous
 
 	// Guarded by the registry's mutex.
 	watching map[string]bool
@@ -35,6 +36,11 @@ type subscription struct {
 	last     map[string]sentState
 	terminal map[string]bool
 	inFlight chan struct{} // closed when the current lookup returns; nil when none
+	// authorizing is closed when a renewal's authorizer that outlived
+	// AuthorizationTimeout returns; nil when none is running. The listen
+	// owns that goroutine: its request does not finish, nor give its
+	// capacity back, before the goroutine has ended.
+	authorizing chan struct{}
 }
 
 type sentState struct {
@@ -136,15 +142,24 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if !ep.notifiesTasks() {
 		requested = nil
 	}
+	if !srv.subs.reservePrincipal(c.id.Principal) {
+		return nil, OutcomeRateLimited, rateLimited(listenRetryAfter)
+	}
 	if !srv.subs.reserve(c.id.Tenant) {
+		srv.subs.releasePrincipal(c.id.Principal)
 		return nil, OutcomeBusy, errSubscriptionsFull
 	}
 	s := &subscription{
-		c: c, tenant: c.id.Tenant, watching: map[string]bool{},
+		c: c, tenant: c.id.Tenant, principal: c.id.Principal, watching: map[string]bool{},
 		mu: make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
 	}
-	defer srv.subs.release(s)
+	owned := false // the stream's onFinish releases s
+	defer func() {
+		if !owned {
+			srv.subs.release(s)
+		}
+	}()
 	srv.subs.watch(s, requested) // hints during authorization are kept
 
 	grant, err := ep.authorize(ctx, c, requested, false)
@@ -166,7 +181,17 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	})
 	pctx, stop := srv.subs.bind(ctx) // Server.Close ends every wait of the loop
 	defer stop()
-	if err := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack); err != nil || !ep.projectLoop(pctx, s, grant) {
+	graceful := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack) == nil && ep.projectLoop(pctx, s, grant)
+	// After the final response (or abandoning the stream), wait for a
+	// renewal's authorizer still running, then give the capacity back.
+	owned = true
+	c.stream.onFinish = func() {
+		if s.authorizing != nil {
+			<-s.authorizing
+		}
+		srv.subs.release(s)
+	}
+	if !graceful {
 		// The client left or stopped reading: nothing more can be sent.
 		c.stream.abandon()
 		return nil, OutcomeCanceled, errStreamGone
@@ -411,7 +436,9 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 		err error
 	}
 	done := make(chan result, 1)
-	go func() { // ends when the authorizer returns
+	finished := make(chan struct{})
+	go func() { // owned by the listen through s.authorizing; ends when the authorizer returns
+		defer close(finished)
 		defer func() {
 			if recover() != nil {
 				done <- result{err: errInternal}
@@ -424,6 +451,8 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 	case r := <-done:
 		return r.g, r.err
 	case <-actx.Done():
+		// A failed renewal ends the listen, so no second one starts.
+		s.authorizing = finished
 		return grant, actx.Err()
 	}
 }

@@ -26,6 +26,11 @@ type responseStream struct {
 	// streams), so no keep-alive goroutine is started.
 	ownKeepAlive bool
 
+	// onFinish, when set, runs once after the final response is written
+	// or the stream is abandoned, outside the lock. It may block: the
+	// request's handler does not return before it does.
+	onFinish func()
+
 	mu       sync.Mutex
 	sse      bool
 	finished bool
@@ -169,15 +174,18 @@ func (st *responseStream) finishError(id mcp.ID, pe *protocolError) bool {
 	return true
 }
 
-// finishLocked marks the stream finished, unlocks it, and waits for the
-// keep-alive goroutine to end.
+// finishLocked marks the stream finished, unlocks it, waits for the
+// keep-alive goroutine to end, and runs onFinish.
 func (st *responseStream) finishLocked() {
 	st.finished = true
-	stop, done := st.stop, st.done
+	stop, done, after := st.stop, st.done, st.onFinish
 	st.mu.Unlock()
 	if stop != nil {
 		close(stop)
 		<-done
+	}
+	if after != nil {
+		after()
 	}
 }
 
