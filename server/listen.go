@@ -22,6 +22,8 @@ type subscription struct {
 	c         *call
 	tenant    string
 	principal string // counted against MaxPerPrincipal; empty when anonymous
+	view      string // the key of the flights it shares (viewOf)
+	rpcID     string // the listen request's JSON-RPC id, as sent
 
 	// Guarded by the registry's mutex.
 	watching map[string]bool
@@ -43,10 +45,15 @@ type subscription struct {
 	authorizing chan struct{}
 }
 
+// sentState is the last snapshot a listen sent for a task: its
+// lastUpdatedAt and its rendering (shared with the flight it came from).
 type sentState struct {
-	updated string
-	body    string
+	updated            string
+	prefix, id, suffix string
 }
+
+// body is the notification params that were sent.
+func (st sentState) body() string { return st.prefix + st.id + st.suffix }
 
 func (s *subscription) lock()   { s.mu <- struct{}{} }
 func (s *subscription) unlock() { <-s.mu }
@@ -150,8 +157,9 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		return nil, OutcomeBusy, errSubscriptionsFull
 	}
 	s := &subscription{
-		c: c, tenant: c.id.Tenant, principal: c.id.Principal, watching: map[string]bool{},
-		mu: make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		c: c, tenant: c.id.Tenant, principal: c.id.Principal, view: viewOf(c), rpcID: string(c.req.ID.Raw()),
+		watching: map[string]bool{},
+		mu:       make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
 	}
 	owned := false // the stream's onFinish releases s
@@ -457,34 +465,29 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 	}
 }
 
-// project looks up one hinted task and writes its notification unless it
-// is suppressed. It reports false when the stream failed.
+// project looks up one hinted task (through its view's shared flight) and
+// writes its notification unless it is suppressed, stale or a duplicate.
+// It reports false when the stream failed.
 func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) bool {
 	if s.terminal[id] {
 		return true
 	}
-	d, ok, _ := ep.lookup(ctx, s, id, grant, true)
+	f, ok := ep.sharedLookup(ctx, s, id, grant)
 	if !ok {
 		return true // suppressed: a later hint or renewal may project it
 	}
-	if prev, seen := s.last[id]; seen && d.LastUpdatedAt < prev.updated {
+	prev, seen := s.last[id]
+	if seen && f.updated < prev.updated {
 		return true // stale
 	}
-	body, err := json.Marshal(&mcp.TaskNotificationParams{
-		DetailedTask: d,
-		Meta:         mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(s.c.req.ID.Raw())},
-	})
-	if err != nil {
-		return true
-	}
-	if prev, seen := s.last[id]; seen && prev.body == string(body) {
+	if seen && prev.prefix == f.prefix && prev.suffix == f.suffix {
 		return true // duplicate
 	}
-	if err := s.c.stream.notify(mcp.NotificationTasks, body); err != nil {
+	if err := s.c.stream.notifyJoined(mcp.NotificationTasks, f.prefix, s.rpcID, f.suffix); err != nil {
 		return false
 	}
-	s.last[id] = sentState{updated: d.LastUpdatedAt, body: string(body)}
-	if d.Status.Terminal() {
+	s.last[id] = sentState{updated: f.updated, prefix: f.prefix, id: s.rpcID, suffix: f.suffix}
+	if f.terminal {
 		s.terminal[id] = true
 		delete(s.last, id)
 		s.c.srv.subs.unwatch(s, id)

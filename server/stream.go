@@ -60,6 +60,27 @@ func (st *responseStream) notify(method string, params []byte) error {
 	return st.writeEventLocked(*bp)
 }
 
+// notifyJoined is notify with params given as the concatenation of parts.
+func (st *responseStream) notifyJoined(method string, parts ...string) error {
+	bp := getBuf()
+	defer putBuf(bp)
+	b := mcp.AppendNotification((*bp)[:0], method, nil)
+	b = append(b[:len(b)-1], `,"params":`...) // reopen the object
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	*bp = append(b, '}')
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return errStreamClosed
+	}
+	if !st.sse {
+		st.startSSELocked()
+	}
+	return st.writeEventLocked(*bp)
+}
+
 func (st *responseStream) startSSELocked() {
 	st.sse = true
 	h := st.w.Header()

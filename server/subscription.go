@@ -118,10 +118,14 @@ type registry struct {
 	perTenant    map[string]int
 	perPrincipal map[string]int
 	byTask       map[string]map[*subscription]struct{}
-	closing      <-chan struct{} // done.Done()
-	done         context.Context // canceled by close
-	cancel       context.CancelFunc
-	closed       bool
+	// flights are the shared lookups of followed tasks, by task ID and
+	// view; a hint for a task forgets its flights (see flight).
+	flights     map[string]map[string]*flight
+	placeholder string          // stands for the subscription ID in a flight's rendering
+	closing     <-chan struct{} // done.Done()
+	done        context.Context // canceled by close
+	cancel      context.CancelFunc
+	closed      bool
 }
 
 func newRegistry(max, maxTenant int) *registry {
@@ -129,6 +133,7 @@ func newRegistry(max, maxTenant int) *registry {
 	return &registry{
 		max: max, maxTenant: maxTenant, perTenant: map[string]int{}, perPrincipal: map[string]int{},
 		byTask: map[string]map[*subscription]struct{}{}, closing: done.Done(), done: done, cancel: cancel,
+		flights: map[string]map[string]*flight{}, placeholder: newPlaceholder(),
 	}
 }
 
@@ -239,17 +244,24 @@ func (r *registry) unwatchLocked(s *subscription, id string) {
 		delete(set, s)
 		if len(set) == 0 {
 			delete(r.byTask, id)
+			delete(r.flights, id)
 		}
 	}
 	delete(s.watching, id)
 }
 
 // hint is the server's one subscriber of the manager's EventPublisher. It
-// never blocks: it queues the ID on each following subscription.
+// never blocks: it forgets the task's flights, which started before this
+// hint, and queues the ID on each following subscription.
 func (r *registry) hint(taskID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for s := range r.byTask[taskID] {
+	subs := r.byTask[taskID]
+	if len(subs) == 0 {
+		return
+	}
+	delete(r.flights, taskID)
+	for s := range subs {
 		s.enqueue(taskID)
 	}
 }
