@@ -166,3 +166,42 @@ func TestListenOwnsRenewalAuthorizer(t *testing.T) {
 		b.expectEnd(t, "end")
 	})
 }
+
+// TestListenSharesLookupsPerView: listens of the same view (endpoint,
+// identity, protocol version, capabilities) that follow one task cost one
+// manager lookup (and one policy and sanitizer call) per hint together,
+// not one each; another identity has its own. Every listen still gets the
+// notification, with its own subscription ID.
+func TestListenSharesLookupsPerView(t *testing.T) {
+	r, _ := newListenRig(t, nil, nil)
+	id := r.createTask(t, `{"n":1}`, asAlice)
+	other := r.createTask(t, `{"n":2}`, asBob)
+	var alice []*listenConn
+	for i := range 5 {
+		lc, _ := listen(t, r.srv, fmt.Sprint(i+1), asAlice, id)
+		alice = append(alice, lc)
+	}
+	bob, _ := listen(t, r.srv, `"b"`, asBob, other)
+	r.takeCalls()
+
+	taskMust(t)(r.mem.MarkWorking(id, "one"))
+	for _, lc := range alice {
+		lc.expect(t, note(id, "working", "one"))
+	}
+	diffCalls(t, "a hint for five listens of one view", taskCalls{Find: 1}, r.takeCalls())
+
+	completeTask(t, r, id)
+	for _, lc := range alice {
+		lc.expect(t, note(id, "completed", "done"))
+	}
+	diffCalls(t, "a completion for five listens of one view", taskCalls{Find: 1, Policy: 1, Sanitize: 1}, r.takeCalls())
+
+	taskMust(t)(r.mem.MarkWorking(other, "two"))
+	bob.expect(t, note(other, "working", "two"))
+	diffCalls(t, "another view", taskCalls{Find: 1}, r.takeCalls())
+
+	r.srv.Close()
+	for _, lc := range append(alice, bob) {
+		lc.expectEnd(t, "end")
+	}
+}

@@ -29,6 +29,7 @@ type config struct {
 	CheckGoals  bool
 	MaxLifetime time.Duration
 	Profile     string
+	H2C         bool
 
 	Listeners    int
 	FanoutTasks  int
@@ -62,13 +63,14 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Listeners, "listeners", 1000, "fanout, distinct: listening streams")
 	fs.IntVar(&c.FanoutTasks, "fanout-tasks", 10, "fanout: tasks of one tenant, each followed by every listener")
 	fs.IntVar(&c.FanoutRate, "fanout-rate", 5, "fanout: task completions per second")
-	fs.IntVar(&c.DistinctRate, "distinct-rate", 500, "distinct: task completions per second (each listener follows its own task)")
+	fs.IntVar(&c.DistinctRate, "distinct-rate", 5000, "distinct: task completions per second (each listener follows its own task)")
 	fs.IntVar(&c.ChurnStreams, "churn-streams", 2000, "churn: listening streams, one task and one tenant each")
 	fs.IntVar(&c.ChurnRate, "churn-rate", 200, "churn: completions per second of followed tasks")
 	fs.DurationVar(&c.ChurnFor, "churn-duration", 5*time.Second, "churn: how long completions and the creation load run")
 	fs.IntVar(&c.CreateRate, "create-rate", 1000, "churn: task creations per second over HTTP (tools/call) during the run")
 	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless every p99 target is met")
 	fs.DurationVar(&c.MaxLifetime, "max-lifetime", 10*time.Minute, "stop the server subprocess after this long in any case")
+	fs.BoolVar(&c.H2C, "h2c", false, "serve and listen over unencrypted HTTP/2 (many streams per connection) instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -191,6 +193,9 @@ func startChild(ctx context.Context, cfg config, name string, clients, perClient
 		"-extra-capacity", strconv.Itoa(extra), "-max-lifetime", cfg.MaxLifetime.String()}
 	if cfg.Profile != "" {
 		args = append(args, "-cpuprofile", cfg.Profile+"."+name+".cpu")
+	}
+	if cfg.H2C {
+		args = append(args, "-h2c")
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = stderr
@@ -354,7 +359,7 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 	if need := uint64(len(specs) + 256); limit > 0 && limit < need {
 		return fmt.Errorf("%s: RLIMIT_NOFILE %d is too low for %d streams", sc.name, limit, len(specs))
 	}
-	hc := newHTTPClient()
+	hc := newHTTPClient(cfg.H2C)
 	start := time.Now()
 	ls, err := openAll(ctx, hc, c.addr, specs, cfg.OpenConc)
 	defer func() {
@@ -509,7 +514,7 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	hc := newHTTPClient()
+	hc := newHTTPClient(cfg.H2C)
 	start := time.Now()
 	ls, openErr := openAll(ctx, hc, c.addr, perClient(c.tasks), cfg.OpenConc)
 	defer func() {

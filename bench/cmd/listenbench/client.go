@@ -33,15 +33,22 @@ type listener struct {
 	raw      [][]byte // messages not yet checked by verify
 }
 
-// newHTTPClient returns a client that opens one connection per stream.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+// newHTTPClient returns a client that opens one HTTP/1.1 connection per
+// stream or, with h2c, multiplexes the streams over unencrypted HTTP/2
+// connections (prior knowledge).
+func newHTTPClient(h2c bool) *http.Client {
+	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 16,
 		ForceAttemptHTTP2:   false,
-	}}
+	}
+	if h2c {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return &http.Client{Transport: tr}
 }
 
 // listenBody is a 2026-07-28 listen request declaring the Tasks extension.

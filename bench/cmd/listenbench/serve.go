@@ -89,7 +89,7 @@ func tenant(client int) string { return fmt.Sprintf("c%05d", client) }
 
 // newBenchServer builds the server and creates perClient tasks for each
 // of clients tenants.
-func newBenchServer(addr string, clients, perClient, extra int) (*benchServer, error) {
+func newBenchServer(addr string, clients, perClient, extra int, h2c bool) (*benchServer, error) {
 	n := clients * perClient
 	mem, err := memory.New(memory.Options{Capacity: n + extra + 16, TTL: time.Hour})
 	if err != nil {
@@ -147,6 +147,11 @@ func newBenchServer(addr string, clients, perClient, extra int) (*benchServer, e
 		return nil, err
 	}
 	b.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	if h2c {
+		b.http.Protocols = new(http.Protocols)
+		b.http.Protocols.SetHTTP1(true)
+		b.http.Protocols.SetUnencryptedHTTP2(true)
+	}
 	go b.http.Serve(b.ln)
 	return b, nil
 }
@@ -234,6 +239,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	extra := fs.Int("extra-capacity", 0, "room for tasks created over HTTP (the creation load)")
 	maxLifetime := fs.Duration("max-lifetime", 10*time.Minute, "stop after this long in any case")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	h2c := fs.Bool("h2c", false, "also serve unencrypted HTTP/2 (prior knowledge)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -254,7 +260,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer pprof.StopCPUProfile()
 	}
-	b, err := newBenchServer(*addr, *clients, *perClient, *extra)
+	b, err := newBenchServer(*addr, *clients, *perClient, *extra, *h2c)
 	if err != nil {
 		return err
 	}
