@@ -64,16 +64,24 @@ func newPlaceholder() string {
 // caller must start it (a new one). It returns nil once the registry is
 // closed.
 func (r *registry) flightFor(taskID, view string, timeout time.Duration) (*flight, bool) {
+	r.fmu.Lock()
+	f := r.flights[taskID][view]
+	r.fmu.Unlock()
+	if f != nil {
+		return f, false // the common case: join, without touching mu
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, false
 	}
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
 	byView := r.flights[taskID]
 	if f := byView[view]; f != nil {
 		return f, false
 	}
-	f := &flight{done: make(chan struct{})}
+	f = &flight{done: make(chan struct{})}
 	f.ctx, f.cancel = context.WithTimeout(r.done, timeout)
 	if r.byTask[taskID] != nil { // cache only what is followed; unwatch forgets it
 		if byView == nil {
@@ -88,8 +96,8 @@ func (r *registry) flightFor(taskID, view string, timeout time.Duration) (*fligh
 // forget drops f from the cache if it is still the current flight, so that
 // a failed lookup is not shared with later joiners.
 func (r *registry) forget(taskID, view string, f *flight) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
 	if byView := r.flights[taskID]; byView[view] == f {
 		delete(byView, view)
 		if len(byView) == 0 {

@@ -119,7 +119,10 @@ type registry struct {
 	perPrincipal map[string]int
 	byTask       map[string]map[*subscription]struct{}
 	// flights are the shared lookups of followed tasks, by task ID and
-	// view; a hint for a task forgets its flights (see flight).
+	// view; a hint for a task forgets its flights (see flight). Guarded by
+	// fmu, which is taken after mu when both are held, so that listens
+	// joining a flight do not contend with hints and capacity on mu.
+	fmu         sync.Mutex
 	flights     map[string]map[string]*flight
 	placeholder string          // stands for the subscription ID in a flight's rendering
 	closing     <-chan struct{} // done.Done()
@@ -244,7 +247,9 @@ func (r *registry) unwatchLocked(s *subscription, id string) {
 		delete(set, s)
 		if len(set) == 0 {
 			delete(r.byTask, id)
+			r.fmu.Lock()
 			delete(r.flights, id)
+			r.fmu.Unlock()
 		}
 	}
 	delete(s.watching, id)
@@ -260,7 +265,9 @@ func (r *registry) hint(taskID string) {
 	if len(subs) == 0 {
 		return
 	}
+	r.fmu.Lock()
 	delete(r.flights, taskID)
+	r.fmu.Unlock()
 	for s := range subs {
 		s.enqueue(taskID)
 	}
