@@ -22,7 +22,7 @@ import (
 type listener struct {
 	client int
 	ids    []string
-	body   io.ReadCloser
+	body   io.Closer     // ends the stream
 	done   chan struct{} // closed when the stream ends
 
 	mu       sync.Mutex
@@ -33,10 +33,13 @@ type listener struct {
 	raw      [][]byte // messages not yet checked by verify
 }
 
-// newHTTPClient returns a client that opens one HTTP/1.1 connection per
-// stream or, with h2c, multiplexes the streams over unencrypted HTTP/2
-// connections (prior knowledge).
+// newHTTPClient returns nil (each stream on its own HTTP/1.1 connection,
+// see send) or, with h2c, a client that multiplexes the streams over
+// unencrypted HTTP/2 connections (prior knowledge).
 func newHTTPClient(h2c bool) *http.Client {
+	if !h2c {
+		return nil
+	}
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
@@ -44,10 +47,8 @@ func newHTTPClient(h2c bool) *http.Client {
 		MaxIdleConnsPerHost: 16,
 		ForceAttemptHTTP2:   false,
 	}
-	if h2c {
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetUnencryptedHTTP2(true)
-	}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
 	return &http.Client{Transport: tr}
 }
 
@@ -80,6 +81,35 @@ type sseMessage struct {
 	Error  json.RawMessage `json:"error"`
 }
 
+// send sends req over hc or, when hc is nil, on a TCP connection of its
+// own whose response is read directly, without a client transport's
+// connection machinery (less CPU per message for the harness, which shares
+// the machine with the server). Closing the returned closer ends the
+// stream.
+func send(ctx context.Context, hc *http.Client, addr string, req *http.Request) (*http.Response, io.Closer, error) {
+	if hc != nil {
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		return resp, resp.Body, nil
+	}
+	conn, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := req.Write(conn); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return resp, conn, nil
+}
+
 // openListener opens client's listen for ids, with JSON-RPC id rpcID, and
 // waits for the acknowledgement, which must list every ID.
 func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, client int, ids []string) (*listener, error) {
@@ -92,22 +122,24 @@ func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, clie
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Authorization", "Bearer "+tenant(client))
-	resp, err := hc.Do(req)
+	resp, closer, err := send(ctx, hc, addr, req)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(format string, args ...any) (*listener, error) {
+		closer.Close()
+		return nil, fmt.Errorf("listen of client %d: "+format, append([]any{client}, args...)...)
+	}
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		resp.Body.Close()
-		return nil, fmt.Errorf("listen of client %d: HTTP %d %s", client, resp.StatusCode, b)
+		return fail("HTTP %d %s", resp.StatusCode, b)
 	}
-	l := &listener{client: client, ids: ids, body: resp.Body, done: make(chan struct{}), arrivals: map[string]time.Time{}}
+	l := &listener{client: client, ids: ids, body: closer, done: make(chan struct{}), arrivals: map[string]time.Time{}}
 	br := bufio.NewReader(resp.Body)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: no acknowledgement: %w", client, err)
+			return fail("no acknowledgement: %w", err)
 		}
 		data, ok := bytes.CutPrefix(line, []byte("data: "))
 		if !ok {
@@ -115,12 +147,10 @@ func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, clie
 		}
 		var m sseMessage
 		if err := json.Unmarshal(data, &m); err != nil || m.Method != "notifications/subscriptions/acknowledged" {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: first message %.200s", client, data)
+			return fail("first message %.200s", data)
 		}
 		if len(m.Params.Notifications.TaskIDs) != len(ids) {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: acknowledged %d of %d tasks", client, len(m.Params.Notifications.TaskIDs), len(ids))
+			return fail("acknowledged %d of %d tasks", len(m.Params.Notifications.TaskIDs), len(ids))
 		}
 		break
 	}
