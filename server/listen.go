@@ -252,7 +252,7 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 		if allowed != nil && !allowed[id] {
 			continue
 		}
-		_, ok, failed := ep.lookup(ctx, s, id, grant, false)
+		ok, failed := ep.lookup(ctx, s, id, grant)
 		// A lookup that failed (a storage error or timeout) says nothing
 		// about the task: a renewal keeps the ID, since every projection
 		// authorizes again; the first acknowledgement leaves it out.
@@ -263,19 +263,21 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 	return out
 }
 
-// lookup finds and renders one task for the listen, sharing one deadline
-// across the manager, catalog policy and sanitizer, inside a maintenance
-// slot. A callback that ignores cancellation keeps the subscription's
-// projection slot (s.inFlight) until it returns, but not the shared slot.
-// Without render it only checks that the task is found and that the
-// listener can answer its outstanding input, and returns no snapshot.
-func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant, render bool) (d mcp.DetailedTask, ok, failed bool) {
+// lookup checks one task for the listen's acknowledgement or renewal: that
+// the manager finds it for this listener and that the listener can answer
+// its outstanding input, if any. It renders nothing (projections share
+// their lookups, see sharedLookup). It runs inside a maintenance slot under
+// AuthorizationTimeout, capped by the grant. A callback that ignores
+// cancellation keeps the subscription's projection slot (s.inFlight) until
+// it returns, but not the shared slot. failed means an error, not an
+// answer: found or not is unknown.
+func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (ok, failed bool) {
 	if s.inFlight != nil {
 		select {
 		case <-s.inFlight:
 			s.inFlight = nil
 		case <-ctx.Done():
-			return mcp.DetailedTask{}, false, true
+			return false, true
 		}
 	}
 	srv := s.c.srv
@@ -288,13 +290,9 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	select {
 	case srv.maintenance <- struct{}{}:
 	case <-lctx.Done():
-		return mcp.DetailedTask{}, false, true
+		return false, true
 	}
-	type result struct {
-		d      mcp.DetailedTask
-		ok     bool
-		failed bool // an error, not an answer: found or not is unknown
-	}
+	type result struct{ ok, failed bool }
 	done := make(chan result, 1)
 	finished := make(chan struct{})
 	go func() { // owned by the subscription through s.inFlight
@@ -313,12 +311,12 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 			done <- result{}
 			return
 		}
-		if !render && t.Status() != task.InputRequired {
+		if t.Status() != task.InputRequired {
 			done <- result{ok: true}
 			return
 		}
-		d, perr := s.c.detail(lctx, t)
-		done <- result{d: d, ok: perr == nil}
+		_, perr := s.c.detail(lctx, t) // checks the input's capabilities; no policy or sanitizer
+		done <- result{ok: perr == nil}
 	}()
 	var r result
 	select {
@@ -329,9 +327,9 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	}
 	<-srv.maintenance
 	if lctx.Err() != nil && !r.ok {
-		return mcp.DetailedTask{}, false, true
+		return false, true
 	}
-	return r.d, r.ok, r.failed
+	return r.ok, r.failed
 }
 
 // projectLoop delivers hinted task snapshots until the listen ends. It
