@@ -481,7 +481,7 @@ func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, gra
 	if seen && prev.prefix == f.prefix && prev.suffix == f.suffix {
 		return true // duplicate
 	}
-	if err := s.c.stream.notifyJoined(mcp.NotificationTasks, f.prefix, s.rpcID, f.suffix); err != nil {
+	if err := s.c.stream.notifyTask(f.prefix, s.rpcID, f.suffix); err != nil {
 		return false
 	}
 	s.last[id] = sentState{updated: f.updated, prefix: f.prefix, id: s.rpcID, suffix: f.suffix}

@@ -60,16 +60,30 @@ func (st *responseStream) notify(method string, params []byte) error {
 	return st.writeEventLocked(*bp)
 }
 
-// notifyJoined is notify with params given as the concatenation of parts.
-func (st *responseStream) notifyJoined(method string, parts ...string) error {
+// taskNotificationStart is a notifications/tasks message up to its params.
+var taskNotificationStart = func() []byte {
+	b := mcp.AppendNotification(nil, mcp.NotificationTasks, nil)
+	return append(b[:len(b)-1], `,"params":`...) // reopen the object
+}()
+
+var (
+	sseData      = []byte("data: ")
+	sseEventEnd  = []byte("\n\n")
+	sseKeepAlive = []byte(": keep-alive\n\n")
+)
+
+// notifyTask sends a notifications/tasks message whose params are the
+// concatenation of parts, framed as one SSE event and written at once.
+func (st *responseStream) notifyTask(parts ...string) error {
 	bp := getBuf()
 	defer putBuf(bp)
-	b := mcp.AppendNotification((*bp)[:0], method, nil)
-	b = append(b[:len(b)-1], `,"params":`...) // reopen the object
+	b := append((*bp)[:0], sseData...)
+	b = append(b, taskNotificationStart...)
 	for _, p := range parts {
 		b = append(b, p...)
 	}
-	*bp = append(b, '}')
+	b = append(b, '}')
+	*bp = append(b, sseEventEnd...)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.finished {
@@ -78,7 +92,11 @@ func (st *responseStream) notifyJoined(method string, parts ...string) error {
 	if !st.sse {
 		st.startSSELocked()
 	}
-	return st.writeEventLocked(*bp)
+	st.setWriteDeadlineLocked()
+	if _, err := st.w.Write(*bp); err != nil {
+		return err
+	}
+	return st.rc.Flush()
 }
 
 func (st *responseStream) startSSELocked() {
@@ -105,7 +123,7 @@ func (st *responseStream) comment() error {
 		return errStreamClosed
 	}
 	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write([]byte(": keep-alive\n\n")); err != nil {
+	if _, err := st.w.Write(sseKeepAlive); err != nil {
 		return err
 	}
 	return st.rc.Flush()
@@ -130,7 +148,7 @@ func (st *responseStream) keepAliveLoop() {
 		case <-t.C:
 			st.mu.Lock()
 			if !st.finished {
-				st.w.Write([]byte(": keep-alive\n\n"))
+				st.w.Write(sseKeepAlive)
 				st.rc.Flush()
 			}
 			st.mu.Unlock()
@@ -140,13 +158,13 @@ func (st *responseStream) keepAliveLoop() {
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
 	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write([]byte("data: ")); err != nil {
+	if _, err := st.w.Write(sseData); err != nil {
 		return err
 	}
 	if _, err := st.w.Write(msg); err != nil {
 		return err
 	}
-	if _, err := st.w.Write([]byte("\n\n")); err != nil {
+	if _, err := st.w.Write(sseEventEnd); err != nil {
 		return err
 	}
 	return st.rc.Flush()
