@@ -47,7 +47,12 @@ type EndpointOptions struct {
 // Endpoint is one MCP endpoint: a path with its own identity, versions and
 // catalog of tools, resources and prompts. Create it with NewEndpoint,
 // register everything, then pass it to New. Registration is not safe for
-// concurrent use and must finish before New.
+// concurrent use and must finish before New: New freezes the endpoint, and
+// every registration function (AddTool, AddRawTool, AddTaskTool,
+// AddRawTaskTool, AddPrompt, SetCompletionHandler, AddResource,
+// AddResourceTemplate) panics on an endpoint that already belongs to a
+// server, since the server may be serving it concurrently. Problems with a
+// registration made in time are reported by New.
 type Endpoint struct {
 	opts EndpointOptions
 	errs []error
@@ -93,7 +98,18 @@ func NewEndpoint(opts EndpointOptions) *Endpoint {
 // Path returns the endpoint's path.
 func (ep *Endpoint) Path() string { return ep.opts.Path }
 
-func (ep *Endpoint) fail(err error) { ep.errs = append(ep.errs, err) }
+func (ep *Endpoint) fail(err error) {
+	ep.mustBeOpen()
+	ep.errs = append(ep.errs, err)
+}
+
+// mustBeOpen panics when ep is already frozen by New: a late registration
+// would change an endpoint that is being served.
+func (ep *Endpoint) mustBeOpen() {
+	if ep.srv != nil {
+		panic(fmt.Sprintf("server: registration on endpoint %q after server.New; an endpoint is frozen once its server is built", ep.opts.Path))
+	}
+}
 
 func (ep *Endpoint) supportsVersion(v string) bool {
 	return slices.Contains(ep.opts.ProtocolVersions, v)

@@ -19,8 +19,11 @@ import (
 // being looked up queues it again behind the others, so no update that races
 // a lookup is lost.
 type subscription struct {
-	c      *call
-	tenant string
+	c         *call
+	tenant    string
+	principal string // counted against MaxPerPrincipal; empty when anonymous
+	view      string // the key of the flights it shares (viewOf)
+	rpcID     string // the listen request's JSON-RPC id, as sent
 
 	// Guarded by the registry's mutex.
 	watching map[string]bool
@@ -35,12 +38,22 @@ type subscription struct {
 	last     map[string]sentState
 	terminal map[string]bool
 	inFlight chan struct{} // closed when the current lookup returns; nil when none
+	// authorizing is closed when a renewal's authorizer that outlived
+	// AuthorizationTimeout returns; nil when none is running. The listen
+	// owns that goroutine: its request does not finish, nor give its
+	// capacity back, before the goroutine has ended.
+	authorizing chan struct{}
 }
 
+// sentState is the last snapshot a listen sent for a task: its
+// lastUpdatedAt and its rendering (shared with the flight it came from).
 type sentState struct {
-	updated string
-	body    string
+	updated            string
+	prefix, id, suffix string
 }
+
+// body is the notification params that were sent.
+func (st sentState) body() string { return st.prefix + st.id + st.suffix }
 
 func (s *subscription) lock()   { s.mu <- struct{}{} }
 func (s *subscription) unlock() { <-s.mu }
@@ -136,15 +149,25 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if !ep.notifiesTasks() {
 		requested = nil
 	}
+	if !srv.subs.reservePrincipal(c.id.Principal) {
+		return nil, OutcomeRateLimited, rateLimited(listenRetryAfter)
+	}
 	if !srv.subs.reserve(c.id.Tenant) {
+		srv.subs.releasePrincipal(c.id.Principal)
 		return nil, OutcomeBusy, errSubscriptionsFull
 	}
 	s := &subscription{
-		c: c, tenant: c.id.Tenant, watching: map[string]bool{},
-		mu: make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		c: c, tenant: c.id.Tenant, principal: c.id.Principal, view: viewOf(c), rpcID: string(c.req.ID.Raw()),
+		watching: map[string]bool{},
+		mu:       make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
 	}
-	defer srv.subs.release(s)
+	owned := false // the stream's onFinish releases s
+	defer func() {
+		if !owned {
+			srv.subs.release(s)
+		}
+	}()
 	srv.subs.watch(s, requested) // hints during authorization are kept
 
 	grant, err := ep.authorize(ctx, c, requested, false)
@@ -166,7 +189,17 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	})
 	pctx, stop := srv.subs.bind(ctx) // Server.Close ends every wait of the loop
 	defer stop()
-	if err := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack); err != nil || !ep.projectLoop(pctx, s, grant) {
+	graceful := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack) == nil && ep.projectLoop(pctx, s, grant)
+	// After the final response (or abandoning the stream), wait for a
+	// renewal's authorizer still running, then give the capacity back.
+	owned = true
+	c.stream.onFinish = func() {
+		if s.authorizing != nil {
+			<-s.authorizing
+		}
+		srv.subs.release(s)
+	}
+	if !graceful {
 		// The client left or stopped reading: nothing more can be sent.
 		c.stream.abandon()
 		return nil, OutcomeCanceled, errStreamGone
@@ -219,7 +252,7 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 		if allowed != nil && !allowed[id] {
 			continue
 		}
-		_, ok, failed := ep.lookup(ctx, s, id, grant, false)
+		ok, failed := ep.lookup(ctx, s, id, grant)
 		// A lookup that failed (a storage error or timeout) says nothing
 		// about the task: a renewal keeps the ID, since every projection
 		// authorizes again; the first acknowledgement leaves it out.
@@ -230,19 +263,21 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 	return out
 }
 
-// lookup finds and renders one task for the listen, sharing one deadline
-// across the manager, catalog policy and sanitizer, inside a maintenance
-// slot. A callback that ignores cancellation keeps the subscription's
-// projection slot (s.inFlight) until it returns, but not the shared slot.
-// Without render it only checks that the task is found and that the
-// listener can answer its outstanding input, and returns no snapshot.
-func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant, render bool) (d mcp.DetailedTask, ok, failed bool) {
+// lookup checks one task for the listen's acknowledgement or renewal: that
+// the manager finds it for this listener and that the listener can answer
+// its outstanding input, if any. It renders nothing (projections share
+// their lookups, see sharedLookup). It runs inside a maintenance slot under
+// AuthorizationTimeout, capped by the grant. A callback that ignores
+// cancellation keeps the subscription's projection slot (s.inFlight) until
+// it returns, but not the shared slot. failed means an error, not an
+// answer: found or not is unknown.
+func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (ok, failed bool) {
 	if s.inFlight != nil {
 		select {
 		case <-s.inFlight:
 			s.inFlight = nil
 		case <-ctx.Done():
-			return mcp.DetailedTask{}, false, true
+			return false, true
 		}
 	}
 	srv := s.c.srv
@@ -255,13 +290,9 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	select {
 	case srv.maintenance <- struct{}{}:
 	case <-lctx.Done():
-		return mcp.DetailedTask{}, false, true
+		return false, true
 	}
-	type result struct {
-		d      mcp.DetailedTask
-		ok     bool
-		failed bool // an error, not an answer: found or not is unknown
-	}
+	type result struct{ ok, failed bool }
 	done := make(chan result, 1)
 	finished := make(chan struct{})
 	go func() { // owned by the subscription through s.inFlight
@@ -280,12 +311,12 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 			done <- result{}
 			return
 		}
-		if !render && t.Status() != task.InputRequired {
+		if t.Status() != task.InputRequired {
 			done <- result{ok: true}
 			return
 		}
-		d, perr := s.c.detail(lctx, t)
-		done <- result{d: d, ok: perr == nil}
+		_, perr := s.c.detail(lctx, t) // checks the input's capabilities; no policy or sanitizer
+		done <- result{ok: perr == nil}
 	}()
 	var r result
 	select {
@@ -296,9 +327,9 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	}
 	<-srv.maintenance
 	if lctx.Err() != nil && !r.ok {
-		return mcp.DetailedTask{}, false, true
+		return false, true
 	}
-	return r.d, r.ok, r.failed
+	return r.ok, r.failed
 }
 
 // projectLoop delivers hinted task snapshots until the listen ends. It
@@ -411,7 +442,9 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 		err error
 	}
 	done := make(chan result, 1)
-	go func() { // ends when the authorizer returns
+	finished := make(chan struct{})
+	go func() { // owned by the listen through s.authorizing; ends when the authorizer returns
+		defer close(finished)
 		defer func() {
 			if recover() != nil {
 				done <- result{err: errInternal}
@@ -424,38 +457,35 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 	case r := <-done:
 		return r.g, r.err
 	case <-actx.Done():
+		// A failed renewal ends the listen, so no second one starts.
+		s.authorizing = finished
 		return grant, actx.Err()
 	}
 }
 
-// project looks up one hinted task and writes its notification unless it
-// is suppressed. It reports false when the stream failed.
+// project looks up one hinted task (through its view's shared flight) and
+// writes its notification unless it is suppressed, stale or a duplicate.
+// It reports false when the stream failed.
 func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) bool {
 	if s.terminal[id] {
 		return true
 	}
-	d, ok, _ := ep.lookup(ctx, s, id, grant, true)
+	f, ok := ep.sharedLookup(ctx, s, id, grant)
 	if !ok {
 		return true // suppressed: a later hint or renewal may project it
 	}
-	if prev, seen := s.last[id]; seen && d.LastUpdatedAt < prev.updated {
+	prev, seen := s.last[id]
+	if seen && f.updated < prev.updated {
 		return true // stale
 	}
-	body, err := json.Marshal(&mcp.TaskNotificationParams{
-		DetailedTask: d,
-		Meta:         mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(s.c.req.ID.Raw())},
-	})
-	if err != nil {
-		return true
-	}
-	if prev, seen := s.last[id]; seen && prev.body == string(body) {
+	if seen && prev.prefix == f.prefix && prev.suffix == f.suffix {
 		return true // duplicate
 	}
-	if err := s.c.stream.notify(mcp.NotificationTasks, body); err != nil {
+	if err := s.c.stream.notifyTask(f.prefix, s.rpcID, f.suffix); err != nil {
 		return false
 	}
-	s.last[id] = sentState{updated: d.LastUpdatedAt, body: string(body)}
-	if d.Status.Terminal() {
+	s.last[id] = sentState{updated: f.updated, prefix: f.prefix, id: s.rpcID, suffix: f.suffix}
+	if f.terminal {
 		s.terminal[id] = true
 		delete(s.last, id)
 		s.c.srv.subs.unwatch(s, id)

@@ -267,8 +267,8 @@ func TestListenForgetsTerminalTasks(t *testing.T) {
 		t.Errorf("bodies kept for %q", keysOf(s.last))
 	}
 	for id, st := range s.last {
-		if id != ids[2] || !json.Valid([]byte(st.body)) {
-			t.Errorf("kept %s: %s", id, st.body)
+		if id != ids[2] || !json.Valid([]byte(st.body())) {
+			t.Errorf("kept %s: %s", id, st.body())
 		}
 	}
 	if got, want := keysOf(s.terminal), sorted(ids[0], ids[1]); !slices.Equal(got, want) {

@@ -22,8 +22,10 @@ type promptEntry struct {
 	handler PromptHandler
 }
 
-// AddPrompt registers a prompt.
+// AddPrompt registers a prompt. It panics if ep already belongs to a
+// server (see Endpoint).
 func (ep *Endpoint) AddPrompt(p *mcp.Prompt, h PromptHandler) {
+	ep.mustBeOpen()
 	if p.Name == "" {
 		ep.fail(errors.New("prompt: name is required"))
 		return
@@ -37,8 +39,12 @@ func (ep *Endpoint) AddPrompt(p *mcp.Prompt, h PromptHandler) {
 	ep.promptIndex[p.Name] = e
 }
 
-// SetCompletionHandler enables completion/complete on the endpoint.
-func (ep *Endpoint) SetCompletionHandler(h CompletionHandler) { ep.completion = h }
+// SetCompletionHandler enables completion/complete on the endpoint. It
+// panics if ep already belongs to a server (see Endpoint).
+func (ep *Endpoint) SetCompletionHandler(h CompletionHandler) {
+	ep.mustBeOpen()
+	ep.completion = h
+}
 
 func (ep *Endpoint) listPrompts(_ context.Context, c *call) (any, Outcome, *protocolError) {
 	items, next, perr := pageOf(ep, c.params.Cursor, ep.prompts, func(e *promptEntry) *mcp.Prompt { return e.prompt })

@@ -28,8 +28,10 @@ type templateEntry struct {
 	handler  ResourceHandler
 }
 
-// AddResource registers a resource with a fixed URI.
+// AddResource registers a resource with a fixed URI. It panics if ep
+// already belongs to a server (see Endpoint).
 func (ep *Endpoint) AddResource(r *mcp.Resource, h ResourceHandler) {
+	ep.mustBeOpen()
 	if r.URI == "" || r.Name == "" {
 		ep.fail(errors.New("resource: uri and name are required"))
 		return
@@ -45,8 +47,10 @@ func (ep *Endpoint) AddResource(r *mcp.Resource, h ResourceHandler) {
 
 // AddResourceTemplate registers a family of resources described by an RFC
 // 6570 level-1 URI template such as "file:///logs/{day}". Reads of URIs the
-// template matches go to h; fixed resources win over templates.
+// template matches go to h; fixed resources win over templates. It panics
+// if ep already belongs to a server (see Endpoint).
 func (ep *Endpoint) AddResourceTemplate(t *mcp.ResourceTemplate, h ResourceHandler) {
+	ep.mustBeOpen()
 	re, err := compileURITemplate(t.URITemplate)
 	if err != nil || t.Name == "" {
 		ep.fail(fmt.Errorf("resource template %q: name and a valid uriTemplate are required", t.URITemplate))

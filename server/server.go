@@ -149,20 +149,22 @@ type Server struct {
 // New validates opts and the endpoints' registrations and returns a ready
 // Server. It fails when no endpoint is given, when two share a path, when a
 // tool's schemas cannot be inferred or are invalid, or when an option is out
-// of range.
+// of range: a negative count, size or duration, a RequestStateKey of the
+// wrong length, or a narrower subscription bound set above a wider one. The
+// error lists every problem of the options at once. New freezes the
+// endpoints: registering on one afterwards panics.
 func New(opts Options) (*Server, error) {
-	if len(opts.Endpoints) == 0 {
-		return nil, errors.New("server: at least one endpoint is required")
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	setDefaults(&opts)
-	if opts.HandlerConcurrency < 0 || opts.HandlerQueue < 0 || opts.MaxBodyBytes < 0 || opts.MaxJSONDepth < 0 {
-		return nil, errors.New("server: limits must not be negative")
+	// The defaults are consistent with each other; what remains is a
+	// value given for one option against the other's default.
+	if opts.TaskConcurrency > opts.HandlerConcurrency {
+		return nil, fmt.Errorf("server: Options.TaskConcurrency (%d) exceeds HandlerConcurrency (%d)", opts.TaskConcurrency, opts.HandlerConcurrency)
 	}
-	if opts.TaskConcurrency < 1 || opts.TaskConcurrency > opts.HandlerConcurrency {
-		return nil, fmt.Errorf("server: TaskConcurrency must be between 1 and HandlerConcurrency (%d)", opts.HandlerConcurrency)
-	}
-	if opts.MaxBufferedBodyBytes < opts.MaxBodyBytes || opts.BodyReadTimeout < 0 {
-		return nil, errors.New("server: MaxBufferedBodyBytes must be at least MaxBodyBytes, and BodyReadTimeout must not be negative")
+	if opts.MaxBufferedBodyBytes < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("server: Options.MaxBufferedBodyBytes (%d) is below MaxBodyBytes (%d)", opts.MaxBufferedBodyBytes, opts.MaxBodyBytes)
 	}
 	s := &Server{
 		opts:      opts,
@@ -198,11 +200,9 @@ func New(opts Options) (*Server, error) {
 	if so := opts.Subscriptions; so != nil {
 		c := *so
 		c.setDefaults()
-		if err := c.validate(); err != nil {
-			return nil, err
-		}
 		s.opts.Subscriptions = &c
 		s.subs = newRegistry(c.MaxSubscriptions, c.MaxPerTenant)
+		s.subs.maxPrincipal = c.MaxPerPrincipal
 		s.maintenance = make(chan struct{}, max(1, opts.HandlerConcurrency/2))
 	}
 	var errs []error

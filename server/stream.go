@@ -26,6 +26,11 @@ type responseStream struct {
 	// streams), so no keep-alive goroutine is started.
 	ownKeepAlive bool
 
+	// onFinish, when set, runs once after the final response is written
+	// or the stream is abandoned, outside the lock. It may block: the
+	// request's handler does not return before it does.
+	onFinish func()
+
 	mu       sync.Mutex
 	sse      bool
 	finished bool
@@ -55,6 +60,45 @@ func (st *responseStream) notify(method string, params []byte) error {
 	return st.writeEventLocked(*bp)
 }
 
+// taskNotificationStart is a notifications/tasks message up to its params.
+var taskNotificationStart = func() []byte {
+	b := mcp.AppendNotification(nil, mcp.NotificationTasks, nil)
+	return append(b[:len(b)-1], `,"params":`...) // reopen the object
+}()
+
+var (
+	sseData      = []byte("data: ")
+	sseEventEnd  = []byte("\n\n")
+	sseKeepAlive = []byte(": keep-alive\n\n")
+)
+
+// notifyTask sends a notifications/tasks message whose params are the
+// concatenation of parts, framed as one SSE event and written at once.
+func (st *responseStream) notifyTask(parts ...string) error {
+	bp := getBuf()
+	defer putBuf(bp)
+	b := append((*bp)[:0], sseData...)
+	b = append(b, taskNotificationStart...)
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	b = append(b, '}')
+	*bp = append(b, sseEventEnd...)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return errStreamClosed
+	}
+	if !st.sse {
+		st.startSSELocked()
+	}
+	st.setWriteDeadlineLocked()
+	if _, err := st.w.Write(*bp); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
 func (st *responseStream) startSSELocked() {
 	st.sse = true
 	h := st.w.Header()
@@ -79,7 +123,7 @@ func (st *responseStream) comment() error {
 		return errStreamClosed
 	}
 	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write([]byte(": keep-alive\n\n")); err != nil {
+	if _, err := st.w.Write(sseKeepAlive); err != nil {
 		return err
 	}
 	return st.rc.Flush()
@@ -104,7 +148,7 @@ func (st *responseStream) keepAliveLoop() {
 		case <-t.C:
 			st.mu.Lock()
 			if !st.finished {
-				st.w.Write([]byte(": keep-alive\n\n"))
+				st.w.Write(sseKeepAlive)
 				st.rc.Flush()
 			}
 			st.mu.Unlock()
@@ -114,13 +158,13 @@ func (st *responseStream) keepAliveLoop() {
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
 	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write([]byte("data: ")); err != nil {
+	if _, err := st.w.Write(sseData); err != nil {
 		return err
 	}
 	if _, err := st.w.Write(msg); err != nil {
 		return err
 	}
-	if _, err := st.w.Write([]byte("\n\n")); err != nil {
+	if _, err := st.w.Write(sseEventEnd); err != nil {
 		return err
 	}
 	return st.rc.Flush()
@@ -169,15 +213,18 @@ func (st *responseStream) finishError(id mcp.ID, pe *protocolError) bool {
 	return true
 }
 
-// finishLocked marks the stream finished, unlocks it, and waits for the
-// keep-alive goroutine to end.
+// finishLocked marks the stream finished, unlocks it, waits for the
+// keep-alive goroutine to end, and runs onFinish.
 func (st *responseStream) finishLocked() {
 	st.finished = true
-	stop, done := st.stop, st.done
+	stop, done, after := st.stop, st.done, st.onFinish
 	st.mu.Unlock()
 	if stop != nil {
 		close(stop)
 		<-done
+	}
+	if after != nil {
+		after()
 	}
 }
 

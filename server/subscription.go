@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -23,8 +22,16 @@ type SubscriptionOptions struct {
 	// MaxSubscriptions bounds pending and active listens together. Default
 	// 8,192. A listen beyond it fails with HTTP 503 before its stream opens.
 	MaxSubscriptions int
-	// MaxPerTenant bounds one tenant's listens. Default 1,024.
+	// MaxPerTenant bounds one tenant's listens. Default 1,024. A listen
+	// beyond it fails with HTTP 503, like MaxSubscriptions.
 	MaxPerTenant int
+	// MaxPerPrincipal bounds the listens of one authenticated principal
+	// (Identity.Principal), so that one client cannot take the capacity
+	// of others. Default 32. A listen beyond it fails with HTTP 429 and
+	// Retry-After before its stream opens, before the authorizer and any
+	// lookup. Anonymous callers (an empty Principal) are bounded by
+	// MaxPerTenant only.
+	MaxPerPrincipal int
 	// MaxLifetime ends a listen gracefully after this long; the client
 	// reconnects. Default one hour.
 	MaxLifetime time.Duration
@@ -86,6 +93,9 @@ func (o *SubscriptionOptions) setDefaults() {
 	if o.MaxPerTenant == 0 {
 		o.MaxPerTenant = 1024
 	}
+	if o.MaxPerPrincipal == 0 {
+		o.MaxPerPrincipal = 32
+	}
 	if o.MaxLifetime == 0 {
 		o.MaxLifetime = time.Hour
 	}
@@ -94,39 +104,39 @@ func (o *SubscriptionOptions) setDefaults() {
 	}
 }
 
-func (o *SubscriptionOptions) validate() error {
-	switch {
-	case o.Authorizer == nil:
-		return errors.New("server: SubscriptionOptions.Authorizer is required (use AllowSubscriptions to accept every caller)")
-	case o.AuthorizationTimeout < 0 || o.MaxSubscriptions < 0 || o.MaxPerTenant < 0 || o.MaxLifetime < 0 || o.WriteTimeout < 0:
-		return errors.New("server: subscription limits must not be negative")
-	}
-	return nil
-}
-
 // MaxListenTaskIDs bounds notifications.taskIds of one listen.
 const MaxListenTaskIDs = 256
 
 // registry tracks listens: capacity, and which subscriptions follow which
 // task IDs, so that a hint reaches only them.
 type registry struct {
-	mu        sync.Mutex
-	max       int
-	maxTenant int
-	total     int
-	perTenant map[string]int
-	byTask    map[string]map[*subscription]struct{}
-	closing   <-chan struct{} // done.Done()
-	done      context.Context // canceled by close
-	cancel    context.CancelFunc
-	closed    bool
+	mu           sync.Mutex
+	max          int
+	maxTenant    int
+	maxPrincipal int // zero: not bounded per principal
+	total        int
+	perTenant    map[string]int
+	perPrincipal map[string]int
+	byTask       map[string]map[*subscription]struct{}
+	// flights are the shared lookups of followed tasks, by task ID and
+	// view; a hint for a task forgets its flights (see flight). Guarded by
+	// fmu, which is taken after mu when both are held, so that listens
+	// joining a flight do not contend with hints and capacity on mu.
+	fmu         sync.Mutex
+	flights     map[string]map[string]*flight
+	placeholder string          // stands for the subscription ID in a flight's rendering
+	closing     <-chan struct{} // done.Done()
+	done        context.Context // canceled by close
+	cancel      context.CancelFunc
+	closed      bool
 }
 
 func newRegistry(max, maxTenant int) *registry {
 	done, cancel := context.WithCancel(context.Background())
 	return &registry{
-		max: max, maxTenant: maxTenant, perTenant: map[string]int{},
+		max: max, maxTenant: maxTenant, perTenant: map[string]int{}, perPrincipal: map[string]int{},
 		byTask: map[string]map[*subscription]struct{}{}, closing: done.Done(), done: done, cancel: cancel,
+		flights: map[string]map[string]*flight{}, placeholder: newPlaceholder(),
 	}
 }
 
@@ -157,7 +167,46 @@ func (r *registry) reserve(tenant string) bool {
 	return true
 }
 
-// release returns capacity and forgets every task the subscription followed.
+// listenRetryAfter is the Retry-After of a listen refused because its
+// principal holds MaxPerPrincipal listens already.
+const listenRetryAfter = 5 * time.Second
+
+// reservePrincipal takes one of principal's listen slots. An empty
+// principal (an anonymous caller) is not counted.
+func (r *registry) reservePrincipal(principal string) bool {
+	if principal == "" {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.maxPrincipal > 0 && r.perPrincipal[principal] >= r.maxPrincipal {
+		return false
+	}
+	r.perPrincipal[principal]++
+	return true
+}
+
+// releasePrincipal returns a slot taken by reservePrincipal.
+func (r *registry) releasePrincipal(principal string) {
+	if principal == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releasePrincipalLocked(principal)
+}
+
+func (r *registry) releasePrincipalLocked(principal string) {
+	if principal == "" {
+		return
+	}
+	if r.perPrincipal[principal]--; r.perPrincipal[principal] <= 0 {
+		delete(r.perPrincipal, principal)
+	}
+}
+
+// release returns capacity (the principal's too) and forgets every task
+// the subscription followed.
 func (r *registry) release(s *subscription) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -165,6 +214,7 @@ func (r *registry) release(s *subscription) {
 	if r.perTenant[s.tenant]--; r.perTenant[s.tenant] == 0 {
 		delete(r.perTenant, s.tenant)
 	}
+	r.releasePrincipalLocked(s.principal)
 	for id := range s.watching {
 		r.unwatchLocked(s, id)
 	}
@@ -197,17 +247,28 @@ func (r *registry) unwatchLocked(s *subscription, id string) {
 		delete(set, s)
 		if len(set) == 0 {
 			delete(r.byTask, id)
+			r.fmu.Lock()
+			delete(r.flights, id)
+			r.fmu.Unlock()
 		}
 	}
 	delete(s.watching, id)
 }
 
 // hint is the server's one subscriber of the manager's EventPublisher. It
-// never blocks: it queues the ID on each following subscription.
+// never blocks: it forgets the task's flights, which started before this
+// hint, and queues the ID on each following subscription.
 func (r *registry) hint(taskID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for s := range r.byTask[taskID] {
+	subs := r.byTask[taskID]
+	if len(subs) == 0 {
+		return
+	}
+	r.fmu.Lock()
+	delete(r.flights, taskID)
+	r.fmu.Unlock()
+	for s := range subs {
 		s.enqueue(taskID)
 	}
 }

@@ -88,7 +88,8 @@ type toolEntry struct {
 // AddTool registers a typed tool on ep. When t.InputSchema is empty it is
 // inferred from In, which must be a struct, a map with string keys, or any;
 // when t.OutputSchema is empty and Out is not any, it is inferred from Out.
-// Problems with the tool are reported by New.
+// Problems with the tool are reported by New. AddTool panics if ep already
+// belongs to a server (see Endpoint).
 func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], opts ...ToolOption) {
 	tt := *t
 	if len(tt.InputSchema) == 0 {
@@ -173,7 +174,8 @@ type toolFunc func(ctx context.Context, req *Request) (any, error)
 
 // AddRawTool registers a tool whose handler receives raw JSON arguments.
 // t.InputSchema is required and must describe an object; t.OutputSchema, when
-// set, validates every result's structuredContent.
+// set, validates every result's structuredContent. It panics if ep already
+// belongs to a server (see Endpoint).
 func (ep *Endpoint) AddRawTool(t *mcp.Tool, h ToolHandler, opts ...ToolOption) {
 	tt := *t
 	if len(tt.InputSchema) == 0 {
@@ -192,6 +194,7 @@ func (ep *Endpoint) AddRawTool(t *mcp.Tool, h ToolHandler, opts ...ToolOption) {
 var errContract = errors.New("contract failure")
 
 func (ep *Endpoint) addTool(t *mcp.Tool, h toolFunc, opts []ToolOption) {
+	ep.mustBeOpen()
 	if err := validToolName(t.Name); err != nil {
 		ep.fail(err)
 		return

@@ -28,10 +28,27 @@ type config struct {
 	OpenConc    int
 	CheckGoals  bool
 	MaxLifetime time.Duration
+	Profile     string
+	H2C         bool
+
+	Listeners    int
+	FanoutTasks  int
+	FanoutRate   int
+	DistinctRate int
+	ChurnStreams int
+	ChurnRate    int
+	ChurnFor     time.Duration
+	CreateRate   int
 }
 
-// goalP99 is the latency target of the issue: p99 commit-to-arrival.
-const goalP99 = 20 * time.Millisecond
+// The latency targets: p99 commit-to-arrival.
+const (
+	goalP99      = 20 * time.Millisecond // latency, fanout, distinct
+	goalChurnP99 = 50 * time.Millisecond // churn: under a creation load
+)
+
+// commands lists the benchmark commands in the order "run" runs them.
+var commands = []string{"latency", "fanout", "distinct", "churn", "rss"}
 
 func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -43,18 +60,32 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "latency: how long the driver completes tasks (rate × duration ≤ clients × tasks-per-client)")
 	fs.IntVar(&c.Streams, "streams", 10000, "rss: idle listen streams to hold")
 	fs.IntVar(&c.OpenConc, "open-concurrency", 64, "listens opened at once")
-	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless p99 latency ≤ 20 ms")
+	fs.IntVar(&c.Listeners, "listeners", 1000, "fanout, distinct: listening streams")
+	fs.IntVar(&c.FanoutTasks, "fanout-tasks", 10, "fanout: tasks of one tenant, each followed by every listener")
+	fs.IntVar(&c.FanoutRate, "fanout-rate", 5, "fanout: task completions per second")
+	fs.IntVar(&c.DistinctRate, "distinct-rate", 5000, "distinct: task completions per second (each listener follows its own task)")
+	fs.IntVar(&c.ChurnStreams, "churn-streams", 2000, "churn: listening streams, one task and one tenant each")
+	fs.IntVar(&c.ChurnRate, "churn-rate", 200, "churn: completions per second of followed tasks")
+	fs.DurationVar(&c.ChurnFor, "churn-duration", 5*time.Second, "churn: how long completions and the creation load run")
+	fs.IntVar(&c.CreateRate, "create-rate", 1000, "churn: task creations per second over HTTP (tools/call) during the run")
+	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless every p99 target is met")
 	fs.DurationVar(&c.MaxLifetime, "max-lifetime", 10*time.Minute, "stop the server subprocess after this long in any case")
+	fs.BoolVar(&c.H2C, "h2c", false, "serve and listen over unencrypted HTTP/2 (many streams per connection) instead of one HTTP/1.1 connection per stream")
+	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	switch {
 	case fs.NArg() > 0:
 		return c, usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
-	case c.Clients < 1 || c.PerClient < 1 || c.Rate < 1 || c.Duration <= 0 || c.Streams < 1 || c.OpenConc < 1 || c.MaxLifetime <= 0:
+	case c.Clients < 1 || c.PerClient < 1 || c.Rate < 1 || c.Duration <= 0 || c.Streams < 1 || c.OpenConc < 1 || c.MaxLifetime <= 0,
+		c.Listeners < 1 || c.FanoutTasks < 1 || c.FanoutRate < 1 || c.DistinctRate < 1,
+		c.ChurnStreams < 1 || c.ChurnRate < 1 || c.ChurnFor <= 0 || c.CreateRate < 0:
 		return c, usageError{"every count and duration must be positive"}
-	case c.PerClient > 256:
-		return c, usageError{"-tasks-per-client is at most 256"}
+	case c.PerClient > 256 || c.FanoutTasks > 256:
+		return c, usageError{"-tasks-per-client and -fanout-tasks are at most 256"}
+	case float64(c.ChurnRate)*c.ChurnFor.Seconds() > float64(c.ChurnStreams):
+		return c, usageError{"-churn-rate × -churn-duration must not exceed -churn-streams"}
 	case float64(c.Rate)*c.Duration.Seconds() > float64(c.Clients*c.PerClient):
 		return c, usageError{fmt.Sprintf("%d completions/s for %v need %v tasks; only %d exist (clients × tasks-per-client)",
 			c.Rate, c.Duration, int(float64(c.Rate)*c.Duration.Seconds()), c.Clients*c.PerClient)}
@@ -74,13 +105,63 @@ func runBenchmarks(ctx context.Context, cmd string, args []string, stdout, stder
 	fmt.Fprintf(stdout, "command: listenbench %s %s\n", cmd, strings.Join(args, " "))
 	fmt.Fprintf(stdout, "RLIMIT_NOFILE (harness and server): %d\n\n", limit)
 	var errs []error
-	if cmd == "run" || cmd == "latency" {
-		errs = append(errs, runLatency(ctx, cfg, limit, stdout, stderr))
-	}
-	if cmd == "run" || cmd == "rss" {
-		errs = append(errs, runRSS(ctx, cfg, limit, stdout, stderr))
+	for _, name := range commands {
+		if cmd != "run" && cmd != name {
+			continue
+		}
+		if name == "rss" {
+			errs = append(errs, runRSS(ctx, cfg, limit, stdout, stderr))
+			continue
+		}
+		errs = append(errs, runLatency(ctx, cfg, scenarioOf(cfg, name), limit, stdout, stderr))
 	}
 	return errors.Join(errs...)
+}
+
+// scenarioOf returns the latency scenario of a command.
+func scenarioOf(cfg config, name string) scenario {
+	switch name {
+	case "fanout":
+		n := cfg.Listeners
+		return scenario{
+			name: name, describe: fmt.Sprintf("%d listens of one tenant, each following the same %d tasks; %d completions/s",
+				n, cfg.FanoutTasks, cfg.FanoutRate),
+			clients: 1, perClient: cfg.FanoutTasks,
+			listens: func(tasks [][]string) []listenSpec {
+				out := make([]listenSpec, n)
+				for i := range out {
+					out[i] = listenSpec{client: 0, ids: tasks[0]}
+				}
+				return out
+			},
+			rate: cfg.FanoutRate, duration: durationFor(cfg.FanoutTasks, cfg.FanoutRate), goal: goalP99,
+		}
+	case "distinct":
+		return scenario{
+			name: name, describe: fmt.Sprintf("%d listens, each following its own task (own tenant); every task completed, %d/s",
+				cfg.Listeners, cfg.DistinctRate),
+			clients: cfg.Listeners, perClient: 1,
+			rate: cfg.DistinctRate, duration: durationFor(cfg.Listeners, cfg.DistinctRate), goal: goalP99,
+		}
+	case "churn":
+		return scenario{
+			name: name, describe: fmt.Sprintf("%d listens, one task and tenant each; %d completions/s for %v while a client creates %d tasks/s over HTTP",
+				cfg.ChurnStreams, cfg.ChurnRate, cfg.ChurnFor, cfg.CreateRate),
+			clients: cfg.ChurnStreams, perClient: 1,
+			rate: cfg.ChurnRate, duration: cfg.ChurnFor, createRate: cfg.CreateRate, goal: goalChurnP99,
+		}
+	}
+	return scenario{
+		name: "latency", describe: fmt.Sprintf("%d listening clients × %d tasks, %d completions/s for %v by a driver in the server process",
+			cfg.Clients, cfg.PerClient, cfg.Rate, cfg.Duration),
+		clients: cfg.Clients, perClient: cfg.PerClient, rate: cfg.Rate, duration: cfg.Duration, goal: goalP99,
+	}
+}
+
+// durationFor is how long n completions take at rate per second (at most
+// n completions fit in it).
+func durationFor(n, rate int) time.Duration {
+	return time.Duration(float64(n) / float64(rate) * float64(time.Second))
 }
 
 func loadAverage() string {
@@ -100,15 +181,23 @@ type child struct {
 	lines chan string // replies to commands
 }
 
-// startChild starts the server with clients × perClient tasks.
-func startChild(ctx context.Context, cfg config, clients, perClient int, stderr io.Writer) (*child, error) {
+// startChild starts the server with clients × perClient tasks and room
+// for extra more.
+func startChild(ctx context.Context, cfg config, name string, clients, perClient, extra int, stderr io.Writer) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "serve", "-addr", "127.0.0.1:0",
+	args := []string{"serve", "-addr", "127.0.0.1:0",
 		"-clients", strconv.Itoa(clients), "-tasks-per-client", strconv.Itoa(perClient),
-		"-max-lifetime", cfg.MaxLifetime.String())
+		"-extra-capacity", strconv.Itoa(extra), "-max-lifetime", cfg.MaxLifetime.String()}
+	if cfg.Profile != "" {
+		args = append(args, "-cpuprofile", cfg.Profile+"."+name+".cpu")
+	}
+	if cfg.H2C {
+		args = append(args, "-h2c")
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -224,9 +313,11 @@ func endAll(c *child, ls []*listener) (int, error) {
 	return graceful, nil
 }
 
+// problems verifies every listener's messages and returns the problems.
 func problems(ls []*listener) []string {
 	var out []string
 	for _, l := range ls {
+		l.verify()
 		l.mu.Lock()
 		out = append(out, l.problems...)
 		l.mu.Unlock()
@@ -234,38 +325,62 @@ func problems(ls []*listener) []string {
 	return out
 }
 
-// runLatency runs the latency benchmark.
-func runLatency(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Writer) error {
-	clients := cfg.Clients
-	if need := uint64(clients + 256); limit > 0 && limit < need {
-		clients = int(limit) - 256
-		fmt.Fprintf(stdout, "latency: RLIMIT_NOFILE %d allows %d clients, not %d\n", limit, clients, cfg.Clients)
+// scenario is one latency measurement: the tasks the server creates, the
+// listens the harness opens on them, the completions the driver commits,
+// and an optional creation load over HTTP running at the same time.
+type scenario struct {
+	name               string
+	describe           string
+	clients, perClient int                                 // tasks: perClient for each of clients tenants
+	listens            func(tasks [][]string) []listenSpec // nil: one listen per client
+	rate               int
+	duration           time.Duration
+	createRate         int // tools/call task creations per second during the drive
+	goal               time.Duration
+}
+
+// runLatency runs one latency scenario and reports commit → arrival
+// latency over every (task, listener) pair.
+func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stdout, "%s: %s\n", sc.name, sc.describe)
+	extra := 0
+	if sc.createRate > 0 {
+		extra = int(float64(sc.createRate)*(sc.duration.Seconds()+5)) + 1024
 	}
-	fmt.Fprintf(stdout, "latency: %d listening clients × %d tasks, %d completions/s for %v by a driver in the server process\n",
-		clients, cfg.PerClient, cfg.Rate, cfg.Duration)
-	c, err := startChild(ctx, cfg, clients, cfg.PerClient, stderr)
+	c, err := startChild(ctx, cfg, sc.name, sc.clients, sc.perClient, extra, stderr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	hc := newHTTPClient()
-	start := time.Now()
-	ls, err := openAll(ctx, hc, c.addr, c.tasks, cfg.OpenConc)
-	if err != nil {
-		fmt.Fprintf(stdout, "  opened %d listens, then: %v\n", len(ls), err)
-		for _, l := range ls {
-			l.Close()
-		}
-		return err
+	specs := perClient(c.tasks)
+	if sc.listens != nil {
+		specs = sc.listens(c.tasks)
 	}
+	if need := uint64(len(specs) + 256); limit > 0 && limit < need {
+		return fmt.Errorf("%s: RLIMIT_NOFILE %d is too low for %d streams", sc.name, limit, len(specs))
+	}
+	hc := newHTTPClient(cfg.H2C)
+	start := time.Now()
+	ls, err := openAll(ctx, hc, c.addr, specs, cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
 		}
 	}()
+	if err != nil {
+		fmt.Fprintf(stdout, "  opened %d listens, then: %v\n", len(ls), err)
+		return err
+	}
 	fmt.Fprintf(stdout, "  listens opened             %d in %v\n", len(ls), time.Since(start).Round(time.Millisecond))
 
-	lines, err := c.do(fmt.Sprintf("drive %d %s", cfg.Rate, cfg.Duration), "driven ", cfg.Duration+time.Minute)
+	var load *creationLoad
+	if sc.createRate > 0 {
+		load = startCreationLoad(ctx, c.addr, sc.createRate, sc.duration)
+	}
+	lines, err := c.do(fmt.Sprintf("drive %d %s", sc.rate, sc.duration), "driven ", sc.duration+time.Minute)
+	if load != nil {
+		load.wait()
+	}
 	if err != nil {
 		return err
 	}
@@ -275,6 +390,15 @@ func runLatency(ctx context.Context, cfg config, limit uint64, stdout, stderr io
 		var ns int64
 		if n, _ := fmt.Sscanf(line, "commit %s %d", &id, &ns); n == 2 {
 			commits[id] = time.Unix(0, ns)
+		}
+	}
+	// Every listener following a completed task expects its notification.
+	expected := 0
+	for _, l := range ls {
+		for _, id := range l.ids {
+			if _, ok := commits[id]; ok {
+				expected++
+			}
 		}
 	}
 	// Wait for the notifications (5 s at most after the last commit).
@@ -292,10 +416,11 @@ func runLatency(ctx context.Context, cfg config, limit uint64, stdout, stderr io
 		}
 		return n
 	}
-	for arrived() < len(commits) && time.Now().Before(deadline) {
+	for arrived() < expected && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var lat []time.Duration
+	last := map[string]time.Duration{} // per completion: its last arrival
 	notes := 0
 	for _, l := range ls {
 		l.mu.Lock()
@@ -303,35 +428,57 @@ func runLatency(ctx context.Context, cfg config, limit uint64, stdout, stderr io
 		for id, at := range l.arrivals {
 			if ct, ok := commits[id]; ok {
 				lat = append(lat, at.Sub(ct))
+				last[id] = max(last[id], at.Sub(ct))
 			}
 		}
 		l.mu.Unlock()
 	}
+	var spans []time.Duration
+	for _, d := range last {
+		spans = append(spans, d)
+	}
+	slices.Sort(spans)
+	if cfg.Profile != "" {
+		if _, err := c.do("heap "+cfg.Profile+"."+sc.name+".heap", "heap done", time.Minute); err != nil {
+			return err
+		}
+	}
 	graceful, endErr := endAll(c, ls)
 	slices.Sort(lat)
-	fmt.Fprintf(stdout, "  notifications expected     %d (one completed snapshot per completed task)\n", len(commits))
-	fmt.Fprintf(stdout, "  notifications arrived      %d (missing %d; notifications/tasks received in all: %d)\n", len(lat), len(commits)-len(lat), notes)
+	if load != nil {
+		fmt.Fprintf(stdout, "  creation load              %s\n", load.report())
+	}
+	fmt.Fprintf(stdout, "  completions committed      %d\n", len(commits))
+	fmt.Fprintf(stdout, "  notifications expected     %d (one completed snapshot per completed task and listener)\n", expected)
+	fmt.Fprintf(stdout, "  notifications arrived      %d (missing %d; notifications/tasks received in all: %d)\n", len(lat), expected-len(lat), notes)
 	if len(lat) > 0 {
 		p99 := quantile(lat, 0.99)
 		met := "met"
-		if p99 > goalP99 {
+		if p99 > sc.goal {
 			met = "NOT met"
 		}
 		fmt.Fprintf(stdout, "  commit → arrival latency   p50 %s   p99 %s   max %s   (target p99 ≤ %v: %s)\n",
-			fmtDur(quantile(lat, 0.5)), fmtDur(p99), fmtDur(lat[len(lat)-1]), goalP99, met)
-		if cfg.CheckGoals && p99 > goalP99 {
-			err = errors.Join(err, fmt.Errorf("p99 latency %v above the %v goal", p99, goalP99))
+			fmtDur(quantile(lat, 0.5)), fmtDur(p99), fmtDur(lat[len(lat)-1]), sc.goal, met)
+		if cfg.CheckGoals && p99 > sc.goal {
+			err = errors.Join(err, fmt.Errorf("%s: p99 latency %v above the %v goal", sc.name, p99, sc.goal))
 		}
+	}
+	if len(spans) > 0 {
+		fmt.Fprintf(stdout, "  last arrival per commit    p50 %s   p99 %s   max %s   (over %d completions)\n",
+			fmtDur(quantile(spans, 0.5)), fmtDur(quantile(spans, 0.99)), fmtDur(spans[len(spans)-1]), len(spans))
 	}
 	fmt.Fprintf(stdout, "  graceful ends on Close     %d of %d\n\n", graceful, len(ls))
 	if p := problems(ls); len(p) > 0 {
-		err = errors.Join(err, fmt.Errorf("%d stream problems, first: %s", len(p), p[0]))
+		err = errors.Join(err, fmt.Errorf("%s: %d stream problems, first: %s", sc.name, len(p), p[0]))
 	}
-	if len(lat) != len(commits) {
-		err = errors.Join(err, fmt.Errorf("%d notifications missing", len(commits)-len(lat)))
+	if len(lat) != expected {
+		err = errors.Join(err, fmt.Errorf("%s: %d notifications missing", sc.name, expected-len(lat)))
 	}
 	if graceful != len(ls) {
-		err = errors.Join(err, fmt.Errorf("%d streams ended without their final result", len(ls)-graceful))
+		err = errors.Join(err, fmt.Errorf("%s: %d streams ended without their final result", sc.name, len(ls)-graceful))
+	}
+	if load != nil && load.failed() > 0 {
+		err = errors.Join(err, fmt.Errorf("%s: %d task creations failed", sc.name, load.failed()))
 	}
 	return errors.Join(err, endErr)
 }
@@ -344,7 +491,7 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "rss: RLIMIT_NOFILE %d allows %d streams, not %d\n", limit, streams, cfg.Streams)
 	}
 	fmt.Fprintf(stdout, "rss: %d idle listen streams, one task and one tenant each\n", streams)
-	c, err := startChild(ctx, cfg, streams, 1, stderr)
+	c, err := startChild(ctx, cfg, "rss", streams, 1, 0, stderr)
 	if err != nil {
 		return err
 	}
@@ -367,9 +514,9 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	hc := newHTTPClient()
+	hc := newHTTPClient(cfg.H2C)
 	start := time.Now()
-	ls, openErr := openAll(ctx, hc, c.addr, c.tasks, cfg.OpenConc)
+	ls, openErr := openAll(ctx, hc, c.addr, perClient(c.tasks), cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
@@ -383,6 +530,11 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 	after, statsAfter, err := measure()
 	if err != nil {
 		return err
+	}
+	if cfg.Profile != "" {
+		if _, err := c.do("heap "+cfg.Profile+".rss.heap", "heap done", time.Minute); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "  server VmRSS before        %.1f MB  (%s)\n", float64(before)/1024, fmtStats(statsBefore))
 	fmt.Fprintf(stdout, "  server VmRSS with streams  %.1f MB  (%s)\n", float64(after)/1024, fmtStats(statsAfter))

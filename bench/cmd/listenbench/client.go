@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,25 +22,34 @@ import (
 type listener struct {
 	client int
 	ids    []string
-	body   io.ReadCloser
+	body   io.Closer     // ends the stream
 	done   chan struct{} // closed when the stream ends
 
 	mu       sync.Mutex
 	arrivals map[string]time.Time // first completed notification per task
 	notes    int                  // notifications/tasks received
 	problems []string
-	graceful bool // the final result arrived
+	graceful bool     // the final result arrived
+	raw      [][]byte // messages not yet checked by verify
 }
 
-// newHTTPClient returns a client that opens one connection per stream.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+// newHTTPClient returns nil (each stream on its own HTTP/1.1 connection,
+// see send) or, with h2c, a client that multiplexes the streams over
+// unencrypted HTTP/2 connections (prior knowledge).
+func newHTTPClient(h2c bool) *http.Client {
+	if !h2c {
+		return nil
+	}
+	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 16,
 		ForceAttemptHTTP2:   false,
-	}}
+	}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: tr}
 }
 
 // listenBody is a 2026-07-28 listen request declaring the Tasks extension.
@@ -71,10 +81,39 @@ type sseMessage struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-// openListener opens client's listen for ids and waits for the
-// acknowledgement, which must list every ID.
-func openListener(ctx context.Context, hc *http.Client, addr string, client int, ids []string) (*listener, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mcp", bytes.NewReader(listenBody(client+1, ids)))
+// send sends req over hc or, when hc is nil, on a TCP connection of its
+// own whose response is read directly, without a client transport's
+// connection machinery (less CPU per message for the harness, which shares
+// the machine with the server). Closing the returned closer ends the
+// stream.
+func send(ctx context.Context, hc *http.Client, addr string, req *http.Request) (*http.Response, io.Closer, error) {
+	if hc != nil {
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		return resp, resp.Body, nil
+	}
+	conn, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := req.Write(conn); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return resp, conn, nil
+}
+
+// openListener opens client's listen for ids, with JSON-RPC id rpcID, and
+// waits for the acknowledgement, which must list every ID.
+func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, client int, ids []string) (*listener, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mcp", bytes.NewReader(listenBody(rpcID, ids)))
 	if err != nil {
 		return nil, err
 	}
@@ -83,22 +122,24 @@ func openListener(ctx context.Context, hc *http.Client, addr string, client int,
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Authorization", "Bearer "+tenant(client))
-	resp, err := hc.Do(req)
+	resp, closer, err := send(ctx, hc, addr, req)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(format string, args ...any) (*listener, error) {
+		closer.Close()
+		return nil, fmt.Errorf("listen of client %d: "+format, append([]any{client}, args...)...)
+	}
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		resp.Body.Close()
-		return nil, fmt.Errorf("listen of client %d: HTTP %d %s", client, resp.StatusCode, b)
+		return fail("HTTP %d %s", resp.StatusCode, b)
 	}
-	l := &listener{client: client, ids: ids, body: resp.Body, done: make(chan struct{}), arrivals: map[string]time.Time{}}
+	l := &listener{client: client, ids: ids, body: closer, done: make(chan struct{}), arrivals: map[string]time.Time{}}
 	br := bufio.NewReader(resp.Body)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: no acknowledgement: %w", client, err)
+			return fail("no acknowledgement: %w", err)
 		}
 		data, ok := bytes.CutPrefix(line, []byte("data: "))
 		if !ok {
@@ -106,12 +147,10 @@ func openListener(ctx context.Context, hc *http.Client, addr string, client int,
 		}
 		var m sseMessage
 		if err := json.Unmarshal(data, &m); err != nil || m.Method != "notifications/subscriptions/acknowledged" {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: first message %.200s", client, data)
+			return fail("first message %.200s", data)
 		}
 		if len(m.Params.Notifications.TaskIDs) != len(ids) {
-			resp.Body.Close()
-			return nil, fmt.Errorf("listen of client %d: acknowledged %d of %d tasks", client, len(m.Params.Notifications.TaskIDs), len(ids))
+			return fail("acknowledged %d of %d tasks", len(m.Params.Notifications.TaskIDs), len(ids))
 		}
 		break
 	}
@@ -119,6 +158,11 @@ func openListener(ctx context.Context, hc *http.Client, addr string, client int,
 	return l, nil
 }
 
+// read records each message's arrival. It only scans a message for its
+// kind, task ID and status, without decoding it, so that the harness spends
+// as little CPU as possible while the server delivers (the clients share
+// the machine with the server); verify decodes and checks every message
+// afterwards.
 func (l *listener) read(br *bufio.Reader) {
 	defer close(l.done)
 	for {
@@ -134,27 +178,64 @@ func (l *listener) read(br *bufio.Reader) {
 		if !ok {
 			continue
 		}
-		var m sseMessage
-		if err := json.Unmarshal(data, &m); err != nil {
-			l.problem("bad message %.100s", data)
-			continue
-		}
 		l.mu.Lock()
+		l.raw = append(l.raw, data)
 		switch {
-		case m.Method == "notifications/tasks":
+		case bytes.Contains(data, []byte(`"method":"notifications/tasks"`)):
 			l.notes++
-			if m.Params.Status == "completed" {
-				if _, seen := l.arrivals[m.Params.TaskID]; !seen {
-					l.arrivals[m.Params.TaskID] = arrived
+			if bytes.Contains(data, []byte(`"status":"completed"`)) {
+				id := scanString(data, `"taskId":"`)
+				if _, seen := l.arrivals[id]; !seen {
+					l.arrivals[id] = arrived
 				}
 			}
-		case m.Method == "" && m.Result != nil:
+		case !bytes.Contains(data, []byte(`"method":`)) && bytes.Contains(data, []byte(`"result":`)):
 			l.graceful = true
-		default:
-			l.problems = append(l.problems, fmt.Sprintf("unexpected message %.100s", data))
 		}
 		l.mu.Unlock()
 	}
+}
+
+// scanString returns the JSON string value that follows key in data (task
+// IDs need no escaping).
+func scanString(data []byte, key string) string {
+	_, rest, ok := bytes.Cut(data, []byte(key))
+	if !ok {
+		return ""
+	}
+	v, _, _ := bytes.Cut(rest, []byte(`"`))
+	return string(v)
+}
+
+// verify decodes every message not yet checked, and records a problem for
+// anything that is not a notifications/tasks of a followed task or the
+// final result, or that the scan in read got wrong.
+func (l *listener) verify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, data := range l.raw {
+		var m sseMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			l.problems = append(l.problems, fmt.Sprintf("bad message %.100s", data))
+			continue
+		}
+		switch {
+		case m.Method == "notifications/tasks":
+			if !slices.Contains(l.ids, m.Params.TaskID) {
+				l.problems = append(l.problems, fmt.Sprintf("notification for a task not followed: %.100s", data))
+			}
+			if _, seen := l.arrivals[m.Params.TaskID]; m.Params.Status == "completed" && !seen {
+				l.problems = append(l.problems, fmt.Sprintf("completed notification not recorded: %.100s", data))
+			}
+		case m.Method == "" && m.Result != nil:
+			if !l.graceful {
+				l.problems = append(l.problems, fmt.Sprintf("final result not recorded: %.100s", data))
+			}
+		default:
+			l.problems = append(l.problems, fmt.Sprintf("unexpected message %.100s", data))
+		}
+	}
+	l.raw = nil
 }
 
 func (l *listener) ended() bool {
@@ -172,17 +253,33 @@ func (l *listener) problem(format string, args ...any) {
 // Close disconnects the client.
 func (l *listener) Close() { l.body.Close() }
 
-// openAll opens a listener per client, conc at a time. It returns the
+// listenSpec is one listen to open: the client (tenant and bearer name)
+// it acts for and the task IDs it follows.
+type listenSpec struct {
+	client int
+	ids    []string
+}
+
+// perClient returns one listen per client, following that client's tasks.
+func perClient(tasks [][]string) []listenSpec {
+	out := make([]listenSpec, len(tasks))
+	for c, ids := range tasks {
+		out[c] = listenSpec{client: c, ids: ids}
+	}
+	return out
+}
+
+// openAll opens every listen of specs, conc at a time. It returns the
 // listeners opened before the first failure, and that failure.
-func openAll(ctx context.Context, hc *http.Client, addr string, tasks [][]string, conc int) ([]*listener, error) {
-	out := make([]*listener, len(tasks))
+func openAll(ctx context.Context, hc *http.Client, addr string, specs []listenSpec, conc int) ([]*listener, error) {
+	out := make([]*listener, len(specs))
 	var (
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
 	)
 	sem := make(chan struct{}, conc)
-	for c := range tasks {
+	for i, spec := range specs {
 		mu.Lock()
 		failed := firstErr != nil
 		mu.Unlock()
@@ -194,7 +291,7 @@ func openAll(ctx context.Context, hc *http.Client, addr string, tasks [][]string
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := openListener(ctx, hc, addr, c, tasks[c])
+			l, err := openListener(ctx, hc, addr, i+1, spec.client, spec.ids)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -203,7 +300,7 @@ func openAll(ctx context.Context, hc *http.Client, addr string, tasks [][]string
 				}
 				return
 			}
-			out[c] = l
+			out[i] = l
 		}()
 	}
 	wg.Wait()

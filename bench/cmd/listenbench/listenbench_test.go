@@ -26,7 +26,10 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	for _, args := range [][]string{
-		{"-rate", "501"},             // 5,010 completions for 5,000 tasks
+		{"-rate", "501"},         // 5,010 completions for 5,000 tasks
+		{"-churn-rate", "401"},   // 2,005 completions for 2,000 streams
+		{"-fanout-tasks", "257"}, // beyond the listen filter bound
+		{"-create-rate", "-1"},
 		{"-tasks-per-client", "257"}, // beyond the listen filter bound
 		{"-clients", "0"},
 		{"-duration", "0s"},
@@ -71,7 +74,7 @@ func TestLoopbackOnly(t *testing.T) {
 	ln.Close()
 }
 
-// TestRun runs both benchmarks at a small scale through the real
+// TestRun runs every benchmark at a small scale through the real
 // subprocess and checks that every notification and final result arrived.
 func TestRun(t *testing.T) {
 	if testing.Short() {
@@ -81,15 +84,30 @@ func TestRun(t *testing.T) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-clients", "40", "-tasks-per-client", "3", "-rate", "60", "-duration", "2s", "-streams", "100", "-max-lifetime", "2m"}, &out, &errOut)
+	err := run(ctx, []string{"-clients", "40", "-tasks-per-client", "3", "-rate", "60", "-duration", "2s", "-streams", "100",
+		"-listeners", "30", "-fanout-tasks", "4", "-fanout-rate", "8", "-distinct-rate", "100",
+		"-churn-streams", "50", "-churn-rate", "20", "-churn-duration", "1s", "-create-rate", "50",
+		"-max-lifetime", "2m"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	for _, want := range []string{
+		// latency
 		"listens opened             40 in",
 		"notifications expected     120",
 		"notifications arrived      120 (missing 0;",
 		"graceful ends on Close     40 of 40",
+		// fanout: 30 listens × 4 tasks
+		"notifications expected     120 (one completed snapshot per completed task and listener)",
+		"completions committed      4\n",
+		// distinct: 30 listens, 30 tasks
+		"notifications arrived      30 (missing 0;",
+		// churn: 50 listens, 20 completions, creations alongside
+		"listens opened             50 in",
+		"notifications arrived      20 (missing 0;",
+		", 0 failed",
+		"graceful ends on Close     50 of 50",
+		// rss
 		"listens opened             100 in",
 		"100 open listens",
 		"graceful ends on Close     100 of 100",

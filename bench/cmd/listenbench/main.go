@@ -1,23 +1,30 @@
 // Command listenbench measures taskwire's task notifications
 // (subscriptions/listen) over loopback HTTP.
 //
-// It has two benchmarks, each against a taskwire server with the task/memory
-// manager running in its own subprocess of this binary (listenbench serve):
+// Each benchmark runs against a taskwire server with the task/memory manager
+// in its own subprocess of this binary (listenbench serve). The latency
+// benchmarks share one method: a driver inside the server process completes
+// tasks at a steady rate and records the time of each commit, the clients
+// record when each notification arrives, and the report gives the
+// commit-to-arrival latency (p50, p99, max) over every (task, listener)
+// pair and how many notifications arrived.
 //
 //   - latency: many listening clients, each following its own few tasks;
-//     a driver inside the server process completes the tasks at a steady
-//     rate and records the time of each commit, the clients record when
-//     each notification arrives, and the report gives the commit-to-arrival
-//     latency (p50, p99, max) and how many notifications arrived;
+//   - fanout: many listens of one tenant, all following the same few tasks,
+//     completed one after the other (one commit, many notifications);
+//   - distinct: many listens, each following its own single task, all of
+//     which are completed;
+//   - churn: many listens, one task each, while another client creates
+//     tasks over HTTP (tools/call) at a steady rate;
 //   - rss: the resident memory of the server process before and after it
 //     holds many idle listen streams opened from the harness.
 //
 // Usage:
 //
-//	listenbench [run flags]           both benchmarks (the default command)
+//	listenbench [run flags]           every benchmark (the default command)
 //	listenbench run [run flags]       same as above
-//	listenbench latency [run flags]   the latency benchmark only
-//	listenbench rss [run flags]       the memory benchmark only
+//	listenbench latency [run flags]   one benchmark only (likewise fanout,
+//	                                  distinct, churn and rss)
 //	listenbench serve [serve flags]   the server subprocess (used by the harness)
 //
 // All traffic stays on 127.0.0.1, and every run stops by itself. A run fails
@@ -70,14 +77,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
-	case "run", "latency", "rss":
+	case "run", "latency", "fanout", "distinct", "churn", "rss":
 		return runBenchmarks(ctx, cmd, args, stdout, stderr)
 	case "serve":
 		return runServe(ctx, args, os.Stdin, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: listenbench [run|latency|rss|serve] [flags]; listenbench <command> -h for flags")
+		fmt.Fprintln(stdout, "usage: listenbench [run|latency|fanout|distinct|churn|rss|serve] [flags]; listenbench <command> -h for flags")
 		return nil
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want run, latency, rss or serve)", cmd)}
+		return usageError{fmt.Sprintf("unknown command %q (want run, latency, fanout, distinct, churn, rss or serve)", cmd)}
 	}
 }

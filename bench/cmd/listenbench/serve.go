@@ -11,8 +11,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,7 @@ import (
 //	                     "driven N"
 //	gc                   collect garbage, return memory to the OS, "gc done"
 //	stats                "stats GOROUTINES HEAPINUSE STACKINUSE LISTENS"
+//	heap FILE            write a heap profile to FILE, "heap done"
 //	close                end every listen gracefully (Server.Close), "closed"
 //
 // It exits when its standard input reaches EOF, or after -max-lifetime.
@@ -86,9 +89,9 @@ func tenant(client int) string { return fmt.Sprintf("c%05d", client) }
 
 // newBenchServer builds the server and creates perClient tasks for each
 // of clients tenants.
-func newBenchServer(addr string, clients, perClient int) (*benchServer, error) {
+func newBenchServer(addr string, clients, perClient, extra int, h2c bool) (*benchServer, error) {
 	n := clients * perClient
-	mem, err := memory.New(memory.Options{Capacity: n + 16, TTL: time.Hour})
+	mem, err := memory.New(memory.Options{Capacity: n + extra + 16, TTL: time.Hour})
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +113,9 @@ func newBenchServer(addr string, clients, perClient int) (*benchServer, error) {
 		Subscriptions: &server.SubscriptionOptions{
 			Authorizer:       server.AllowSubscriptions(time.Hour),
 			MaxSubscriptions: max(8192, clients+64),
+			// fanout holds every listen as one principal of one tenant.
+			MaxPerTenant:    4096,
+			MaxPerPrincipal: 4096,
 		},
 	})
 	if err != nil {
@@ -141,6 +147,11 @@ func newBenchServer(addr string, clients, perClient int) (*benchServer, error) {
 		return nil, err
 	}
 	b.http = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	if h2c {
+		b.http.Protocols = new(http.Protocols)
+		b.http.Protocols.SetHTTP1(true)
+		b.http.Protocols.SetUnencryptedHTTP2(true)
+	}
 	go b.http.Serve(b.ln)
 	return b, nil
 }
@@ -225,17 +236,31 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on; port 0 picks a free port")
 	clients := fs.Int("clients", 1000, "tenants to create tasks for")
 	perClient := fs.Int("tasks-per-client", 5, "tasks per tenant")
+	extra := fs.Int("extra-capacity", 0, "room for tasks created over HTTP (the creation load)")
 	maxLifetime := fs.Duration("max-lifetime", 10*time.Minute, "stop after this long in any case")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	h2c := fs.Bool("h2c", false, "also serve unencrypted HTTP/2 (prior knowledge)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *clients < 1 || *perClient < 1 || *maxLifetime <= 0 {
+	if *clients < 1 || *perClient < 1 || *maxLifetime <= 0 || *extra < 0 {
 		return usageError{"serve: -clients, -tasks-per-client and -max-lifetime must be positive"}
 	}
 	raiseNoFile()
 	ctx, cancel := context.WithTimeout(ctx, *maxLifetime)
 	defer cancel()
-	b, err := newBenchServer(*addr, *clients, *perClient)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b, err := newBenchServer(*addr, *clients, *perClient, *extra, *h2c)
 	if err != nil {
 		return err
 	}
@@ -292,6 +317,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			fmt.Fprintf(out, "stats %d %d %d %d\n", runtime.NumGoroutine(), ms.HeapInuse, ms.StackInuse, b.listen.count())
+		case len(f) == 2 && f[0] == "heap":
+			runtime.GC()
+			if err := writeHeapProfile(f[1]); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "heap done")
 		case line == "close":
 			b.srv.Close()
 			fmt.Fprintln(out, "closed")
@@ -300,4 +331,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		out.Flush()
 	}
+}
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
