@@ -84,6 +84,21 @@ func soak(ctx context.Context, cfg config, srv *server) results {
 
 	var rssMaxKB atomic.Int64
 	spawn(func() { sampleRSS(measureCtx, srv, &rssMaxKB) })
+	// The listen hog goes first: once the trickle holds the connection
+	// slots, new streams wait for one, and a hog that cannot connect says
+	// nothing about the per-principal cap. The others start once it has
+	// been refused or has all its streams, or after 10 s.
+	hog := &counters{}
+	var held []io.Closer
+	var heldMu sync.Mutex
+	var slots atomic.Int64
+	hogClient := &http.Client{Transport: newTransport(16)}
+	for i := range 16 {
+		spawn(func() { listenHog(attackCtx, cfg, hogClient, srv.addr, i, hog, &slots, &held, &heldMu) })
+	}
+	for start := time.Now(); time.Since(start) < 10*time.Second && hog.get("429") == 0 && hog.get("held") < cfg.Listens; {
+		time.Sleep(50 * time.Millisecond)
+	}
 	idle := &counters{}
 	spawn(func() { idleWaves(measureCtx, attackCtx, cfg, srv.addr, idle) })
 	trickle := &counters{}
@@ -95,14 +110,6 @@ func soak(ctx context.Context, cfg config, srv *server) results {
 	floodClient := &http.Client{Transport: newTransport(4), Timeout: 30 * time.Second}
 	for range 2 {
 		spawn(func() { flooder(attackCtx, floodClient, srv.addr, flood) })
-	}
-	hog := &counters{}
-	var held []io.Closer
-	var heldMu sync.Mutex
-	var slots atomic.Int64
-	hogClient := &http.Client{Transport: newTransport(16)}
-	for i := range 16 {
-		spawn(func() { listenHog(attackCtx, cfg, hogClient, srv.addr, i, hog, &slots, &held, &heldMu) })
 	}
 
 	lat, ordErrs := ordinaryLoop(measureCtx, ordinary, srv.addr)
@@ -308,12 +315,19 @@ func listenHog(ctx context.Context, cfg config, hc *http.Client, addr string, wo
 			return
 		}
 		name := fmt.Sprintf("soak-hog-%d", (worker+i)%9+1)
-		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// The open may take 30 s; the stream then lives on in its context,
+		// which ends only when the stream is closed: canceling the context
+		// of a request closes its response body.
+		octx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(30*time.Second, cancel)
 		status, stream, err := openListen(octx, hc, addr, name, nil)
-		cancel()
+		timer.Stop()
+		if err != nil {
+			cancel()
+		}
 		if err == nil {
 			mu.Lock()
-			*held = append(*held, stream)
+			*held = append(*held, closeWith{stream, cancel})
 			mu.Unlock()
 			st.add("held")
 			continue
@@ -414,4 +428,16 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// closeWith closes a stream, then ends the context it was opened in.
+type closeWith struct {
+	io.Closer
+	cancel context.CancelFunc
+}
+
+func (c closeWith) Close() error {
+	err := c.Closer.Close()
+	c.cancel()
+	return err
 }
