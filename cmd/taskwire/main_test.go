@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -161,15 +160,10 @@ func TestPostgres(t *testing.T) {
 		}
 		t.Skip("PostgreSQL unreachable (set TASKWIRE_TEST_POSTGRES_URL)")
 	}
+	conn.Close(context.Background())
 	// A schema of its own, so that the test neither depends on nor changes
 	// what other runs left in the shared database's default schema.
-	schema := fmt.Sprintf("cmdtest_%d_%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-		conn.Close(ctx)
-	})
+	schema := testSchema(t, raw)
 
 	var migrateOut, logs strings.Builder
 	if err := run(t.Context(), []string{"migrate", "--store", spec, "--schema", schema}, &migrateOut, &logs, noEnv); err != nil {
