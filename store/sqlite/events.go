@@ -70,6 +70,8 @@ func (p *outboxPoller) run(ctx context.Context, every time.Duration) {
 // newest ID it read first have all committed (one writer at a time), so
 // the range it reads is complete; its own rows are skipped by the query.
 func (p *outboxPoller) poll(ctx context.Context) (int, error) {
+	ctx, cancel := p.s.bound(ctx)
+	defer cancel()
 	var newest int64
 	if err := p.s.r.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM outbox`).Scan(&newest); err != nil {
 		return 0, err

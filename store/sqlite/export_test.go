@@ -24,3 +24,23 @@ func (s *Store) HoldWriter() (release func(), err error) {
 	}
 	return func() { c.Close() }, nil
 }
+
+// HoldReaders takes every connection of the read pool, as long-running
+// reads would, until release is called.
+func (s *Store) HoldReaders() (release func(), err error) {
+	var held []*sql.Conn
+	release = func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}
+	for range s.opts.ReadConns {
+		c, err := s.r.Conn(context.Background())
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, c)
+	}
+	return release, nil
+}

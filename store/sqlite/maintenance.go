@@ -160,6 +160,8 @@ type Stats struct {
 // Stats counts the store's rows from one read transaction.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{Tasks: map[task.Status]int{}, Jobs: map[string]int{}}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return Stats{}, wrapErr("stats", err)

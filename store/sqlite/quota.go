@@ -21,6 +21,8 @@ func (s *Store) CountActive(ctx context.Context, owner task.Owner, limit int) (i
 	if limit <= 0 {
 		return 0, nil
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var n int
 	err := s.rs.QueryRowContext(ctx, countActive, owner.Tenant, owner.Principal, s.now().UnixMilli(), limit).Scan(&n)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -39,6 +40,47 @@ func TestTimeoutBoundsWriterWait(t *testing.T) {
 	release()
 	if _, err := s.Enqueue(context.Background(), creation(t), worker.EnqueueOptions{}); err != nil {
 		t.Fatalf("Enqueue after the writer is free: %v", err)
+	}
+}
+
+// TestTimeoutBoundsReads takes every connection of the read pool and
+// checks that each read of the store fails with a deadline error instead of
+// waiting for a connection, and works again once the pool is free.
+func TestTimeoutBoundsReads(t *testing.T) {
+	s := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Timeout: 200 * time.Millisecond, ReadConns: 2})
+	reads := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"Stats", func(ctx context.Context) error { _, err := s.Stats(ctx); return err }},
+		{"CountActive", func(ctx context.Context) error {
+			_, err := s.CountActive(ctx, task.Owner{Tenant: "acme", Principal: "alice"}, 10)
+			return err
+		}},
+	}
+	release, err := s.HoldReaders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reads {
+		done := make(chan error, 1)
+		go func() { done <- r.fn(context.Background()) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s with the read pool held: %v, want a deadline error", r.name, err)
+			}
+		case <-time.After(20 * time.Second):
+			release()
+			<-done
+			t.Fatalf("%s still waiting for a read connection after 20 s", r.name)
+		}
+	}
+	release()
+	for _, r := range reads {
+		if err := r.fn(context.Background()); err != nil {
+			t.Errorf("%s after the pool is free: %v", r.name, err)
+		}
 	}
 }
 
