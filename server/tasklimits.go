@@ -51,8 +51,9 @@ const creationKeys = 1 << 16
 // active tasks. Either refusal is HTTP 429 with Retry-After and JSON-RPC
 // code CodeRateLimited, and the handler does not run.
 //
-// The zero value means the defaults. New fails for negative values other
-// than NoLimit.
+// The zero value means the defaults. NoLimit is accepted by CreateRate and
+// MaxActive only; New fails for every other negative value, and for a
+// CreateRate that is not a finite number.
 type TaskLimits struct {
 	// CreateRate is the sustained rate of calls that may create a task, per
 	// second and rate key. Zero means DefaultTaskCreateRate; NoLimit turns
@@ -133,15 +134,25 @@ var errTooManyActive = func() *protocolError {
 	}
 }()
 
-// chargeTaskCreation applies the task limits to a call that may create a
-// task; see TaskLimits. The count runs under the request's deadline.
-func (c *call) chargeTaskCreation(ctx context.Context) *protocolError {
-	tl := c.srv.taskLimits
-	if tl.rate != nil {
-		if ok, wait := tl.rate.Allow(c.id.rateKey()); !ok {
+// chargeTaskCreation charges the creation rate of TaskLimits to a call
+// that may create a task. It costs no store call, so it runs before the
+// call waits for a handler slot.
+func (c *call) chargeTaskCreation() *protocolError {
+	if rate := c.srv.taskLimits.rate; rate != nil {
+		if ok, wait := rate.Allow(c.id.rateKey()); !ok {
 			return rateLimited(wait)
 		}
 	}
+	return nil
+}
+
+// checkActiveTasks applies TaskLimits.MaxActive to a call that may create
+// a task. It may count the caller's tasks in the store, so it runs inside
+// the task operations' share of handler slots, under the request's
+// deadline: a store that stops answering holds no more calls than that
+// share, and the others are refused for a full queue at once.
+func (c *call) checkActiveTasks(ctx context.Context) *protocolError {
+	tl := c.srv.taskLimits
 	if tl.counter == nil {
 		return nil
 	}

@@ -203,7 +203,7 @@ func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.Creatio
 		// The arguments passed every transport limit but not the origin's.
 		return nil, invalidParams("Invalid params: arguments cannot be stored with a task")
 	}
-	if perr := c.chargeTaskCreation(ctx); perr != nil {
+	if perr := c.chargeTaskCreation(); perr != nil {
 		return nil, perr
 	}
 	return &task.CreationContext{Request: c.requestContext(""), Origin: o}, nil

@@ -113,8 +113,10 @@ func TestFrozenDatabase(t *testing.T) {
 	spec.Timeout = 500 * time.Millisecond
 	cfg := testConfig("", 0)
 	cfg.Store = spec
-	// The clients create tasks far faster than a caller may by default.
-	cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit, MaxActive: server.NoLimit}
+	// The clients create tasks far faster than a caller may by default;
+	// the cap on active tasks stays, so that its count, a store call, is
+	// made with the database frozen too.
+	cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit}
 	n := start(t, cfg)
 	cs := newClients(t, n.URL())
 	c := cs.client()
