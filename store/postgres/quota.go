@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -19,7 +20,7 @@ const sqlCountActive = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.tasks
 // of owner that are working or input_required, on any endpoint, up to
 // limit.
 func (s *Store) CountActive(ctx context.Context, owner task.Owner, limit int) (int, error) {
-	if limit <= 0 {
+	if limit <= 0 || !taskdata.Countable(owner) {
 		return 0, nil
 	}
 	var n int

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -18,7 +19,7 @@ const countActive = `SELECT count(*) FROM (SELECT 1 FROM tasks
 // the unexpired tasks of owner that are working or input_required, on any
 // endpoint, up to limit.
 func (s *Store) CountActive(ctx context.Context, owner task.Owner, limit int) (int, error) {
-	if limit <= 0 {
+	if limit <= 0 || !taskdata.Countable(owner) {
 		return 0, nil
 	}
 	ctx, cancel := s.bound(ctx)

@@ -83,6 +83,19 @@ func testText(t *testing.T, open opener) {
 		}
 	}
 
+	// Nothing is counted for an owner whose text no task can hold.
+	if ac, ok := b.(task.ActiveCounter); ok {
+		for _, bad := range badTexts {
+			for name, o := range map[string]task.Owner{
+				"tenant": {Tenant: bad, Principal: "alice"}, "principal": {Tenant: tenantA, Principal: bad},
+			} {
+				if n, err := ac.CountActive(bg, o, 10); n != 0 || err != nil {
+					t.Errorf("CountActive with a %s %q: %d, %v; want 0, nil", name, bad, n, err)
+				}
+			}
+		}
+	}
+
 	// Worker writes refuse such text and keep the lease.
 	j := claimOne(t, b, c, tk.ID())
 	for _, bad := range badTexts {

@@ -51,6 +51,13 @@ func checkCreation(cc *task.CreationContext, key string) error {
 	return nil
 }
 
+// Countable reports whether owner's tenant and principal are text a store
+// keeps. No stored task belongs to an owner that is not countable, so a
+// store counts none without asking the database.
+func Countable(owner task.Owner) bool {
+	return storable(owner.Tenant) && storable(owner.Principal)
+}
+
 // Findable reports whether rc can name a stored task: its task ID,
 // endpoint and tenant are text a store keeps. A store answers a lookup
 // that is not findable as it answers one for an unknown task, without
