@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -172,7 +173,7 @@ func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, 
 func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 	return errors.Join(
 		worker.Handle(rt, toolReports, func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
-			return generateReport(ctx, job.TaskID(), in, reportsDir)
+			return generateReport(ctx, job.TaskID(), job.Attempt(), in, reportsDir)
 		}),
 		worker.Handle(rt, toolApprovals, requestApproval),
 	)
@@ -182,7 +183,7 @@ func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 // and returns the report. The file, named after the task, is written to a
 // temporary file and renamed into place, so a run repeated after a crash or a
 // lost lease replaces the same file and never leaves a second copy.
-func generateReport(ctx context.Context, taskID string, in ReportInput, dir string) (Report, error) {
+func generateReport(ctx context.Context, taskID string, attempt int64, in ReportInput, dir string) (Report, error) {
 	if err := in.validate(); err != nil {
 		return Report{}, worker.ToolError(err.Error())
 	}
@@ -195,7 +196,7 @@ func generateReport(ctx context.Context, taskID string, in ReportInput, dir stri
 		Checksum:    reportChecksum(in.AccountID, in.Rows),
 		GeneratedAt: time.Now().UTC().Format(time.RFC3339),
 	}
-	if err := writeReport(dir, taskID, r); err != nil {
+	if err := writeReport(dir, taskID, attempt, r); err != nil {
 		return Report{}, err // retried with backoff
 	}
 	return r, nil
@@ -235,14 +236,16 @@ func reportPath(dir, taskID string) (string, error) {
 	return filepath.Join(dir, taskID+".json"), nil
 }
 
-// writeReport writes r as dir/<taskID>.json atomically: the task's own
-// temporary file in the same directory, dir/.<taskID>.tmp, written, synced,
-// then renamed over the final name. The temporary name is the task's alone
-// and fixed, so a run that a crash interrupted between writing and renaming
-// leaves at most that one file, which the next run of the job truncates and
-// renames away; no run ever looks at other tasks' files, and the cost of a
-// write does not grow with the directory.
-func writeReport(dir, taskID string, r Report) error {
+// writeReport writes r as dir/<taskID>.json atomically for the run of the
+// job with the given attempt (its fencing token): the run's own temporary
+// file in the same directory, dir/.<taskID>.<attempt>.tmp, written, synced,
+// then renamed over the final name. The temporary name is the run's alone,
+// so a run that lost its lease and still writes never truncates the file of
+// the run that took over; a run first removes the file its predecessor may
+// have left when a crash interrupted it between writing and renaming. No
+// run ever looks at other tasks' files, and the cost of a write does not
+// grow with the directory.
+func writeReport(dir, taskID string, attempt int64, r Report) error {
 	final, err := reportPath(dir, taskID)
 	if err != nil {
 		return err
@@ -254,7 +257,10 @@ func writeReport(dir, taskID string, r Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fileError("create the reports directory", err)
 	}
-	tmp := reportTempPath(dir, taskID)
+	if attempt > 1 {
+		os.Remove(reportTempPath(dir, taskID, attempt-1)) // a crashed predecessor's, if any
+	}
+	tmp := reportTempPath(dir, taskID, attempt)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fileError("create the report's temporary file", err)
@@ -292,9 +298,11 @@ func fileError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// reportTempPath is the temporary file of a task's report; the task ID was
+// reportTempPath is the temporary file of one run's report; the task ID was
 // checked by reportPath.
-func reportTempPath(dir, taskID string) string { return filepath.Join(dir, "."+taskID+".tmp") }
+func reportTempPath(dir, taskID string, attempt int64) string {
+	return filepath.Join(dir, "."+taskID+"."+strconv.FormatInt(attempt, 10)+".tmp")
+}
 
 // requestApproval asks the user through a form and completes with the
 // decision. The first run records the question (the task turns

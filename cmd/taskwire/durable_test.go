@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,13 +17,14 @@ import (
 // other file, other tasks' temporary files included, alone.
 func TestWriteReportTouchesOnlyItsTask(t *testing.T) {
 	dir := t.TempDir()
-	others := []string{".other.tmp", ".other.123.tmp", "other.json"}
-	for _, name := range append([]string{".task1.tmp"}, others...) {
+	others := []string{".other.1.tmp", ".other.2.tmp", "other.json", ".task1.7.tmp"}
+	for _, name := range append([]string{".task1.2.tmp"}, others...) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("stale"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := writeReport(dir, "task1", Report{AccountID: "a", Rows: 1}); err != nil {
+	// Run 3: run 2's file is its crashed predecessor's.
+	if err := writeReport(dir, "task1", 3, Report{AccountID: "a", Rows: 1}); err != nil {
 		t.Fatal(err)
 	}
 	want := append(slices.Clone(others), "task1.json")
@@ -33,6 +35,32 @@ func TestWriteReportTouchesOnlyItsTask(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "task1.json"))
 	if err != nil || !strings.Contains(string(b), `"accountId": "a"`) {
 		t.Errorf("task1.json = %q, %v", b, err)
+	}
+}
+
+// TestWriteReportRunsShareNoFile lets a run that lost its lease still be
+// writing its report when the run that took over writes the same report:
+// the late bytes of the first run must not land in the final file.
+func TestWriteReportRunsShareNoFile(t *testing.T) {
+	dir := t.TempDir()
+	stale, err := os.OpenFile(reportTempPath(dir, "task1", 1), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	if _, err := stale.WriteString(`{"partial": `); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReport(dir, "task1", 2, Report{AccountID: "a", Rows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.WriteString(`"late bytes of run 1, which lost its lease"}`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "task1.json"))
+	var r Report
+	if err != nil || json.Unmarshal(b, &r) != nil || r.AccountID != "a" {
+		t.Errorf("task1.json = %q, %v; want run 2's report", b, err)
 	}
 }
 
@@ -50,7 +78,7 @@ func TestWriteReportCostIsIndependentOfTheDirectory(t *testing.T) {
 		}
 		r := Report{AccountID: "a", Rows: 1}
 		return testing.AllocsPerRun(20, func() {
-			if err := writeReport(dir, "task1", r); err != nil {
+			if err := writeReport(dir, "task1", 1, r); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -70,7 +98,7 @@ func TestWriteReportErrorsNameNoPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "task1.json", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := writeReport(dir, "task1", Report{AccountID: "a", Rows: 1})
+	err := writeReport(dir, "task1", 1, Report{AccountID: "a", Rows: 1})
 	var errno syscall.Errno
 	if !errors.As(err, &errno) {
 		t.Fatalf("writeReport over a directory = %v, want the system's error", err)
@@ -95,7 +123,7 @@ func BenchmarkWriteReport(b *testing.B) {
 			}
 			r := Report{AccountID: "a", Rows: 1}
 			for b.Loop() {
-				if err := writeReport(dir, "task1", r); err != nil {
+				if err := writeReport(dir, "task1", 1, r); err != nil {
 					b.Fatal(err)
 				}
 			}
