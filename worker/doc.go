@@ -94,8 +94,9 @@
 // Log lines carry the kind, the attempt and the text of the error at hand,
 // cut to 1,000 bytes, so that an operator can tell why a run failed. They
 // never carry task IDs, arguments, results or panic values: in a handler's
-// error text, the task ID and every argument string of at least 4 bytes are
-// replaced by "<task>" and "<argument>" (a safety net; handlers should keep
+// error text, the task ID and every argument string (also as %q escapes it)
+// or number of at least 4 bytes are replaced by "<task>" and "<argument>"
+// (a safety net; handlers should keep
 // secrets out of their errors), and store errors name no task. Metrics
 // labels are bounded: registered kinds or "unknown", and the Transition and
 // FailureCategory constants.

@@ -142,14 +142,14 @@ func (*net503) Error() string { return "dial tcp: connection refused" }
 func TestErrText(t *testing.T) {
 	long := strings.Repeat("é", maxErrText) // two bytes each
 	j := &Job{Lease: Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
-		`{"path":"/srv/secret","n":12345,"list":["token-abc","ab"],"nested":{"key":"/srv/secret/x"}}`, "")}
+		`{"path":"/srv/secret","n":12345,"list":["token-abc","ab","tab\there"],"nested":{"key":"/srv/secret/x"}}`, "")}
 	for _, tc := range []struct {
 		name, got, want string
 	}{
 		{"short", errText(errors.New("boom")), "boom"},
 		{"cut", errText(errors.New(long)), long[:maxErrText] + "…(cut)"},
-		{"scrubbed", jobErrText(j, fmt.Errorf("open /srv/secret/x for tid-123 with token-abc: ab 12345")),
-			"open <argument> for <task> with <argument>: ab 12345"},
+		{"scrubbed", jobErrText(j, fmt.Errorf("open /srv/secret/x for tid-123 with token-abc: ab 12345 %q", "tab\there")),
+			`open <argument> for <task> with <argument>: ab <argument> "<argument>"`},
 		{"names kept", jobErrText(j, errors.New("path nested key list")), "path nested key list"},
 	} {
 		if tc.got != tc.want {

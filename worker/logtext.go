@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,25 +52,36 @@ func jobErrText(j *Job, err error) string {
 	return cut(s, maxErrText)
 }
 
-// argumentStrings returns the distinct string values (member names
-// excluded) of a JSON value that are at least minScrubbed bytes long,
-// longest first so that a string is replaced before the strings it
+// argumentStrings returns the distinct values (member names excluded) of
+// a JSON value that are at least minScrubbed bytes long as text: strings,
+// as they are and as %q would escape them, and numbers as written;
+// longest first so that a value is replaced before the values it
 // contains; at most maxScrubbed of them.
 func argumentStrings(raw json.RawMessage) []string {
 	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if len(raw) == 0 || d.Decode(&v) != nil {
 		return nil
 	}
 	seen := map[string]bool{}
 	var out []string
+	add := func(s string) {
+		if len(s) >= minScrubbed && !seen[s] && len(out) < maxScrubbed {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
 		case string:
-			if len(v) >= minScrubbed && !seen[v] && len(out) < maxScrubbed {
-				seen[v] = true
-				out = append(out, v)
+			add(v)
+			if q := strconv.Quote(v); q[1:len(q)-1] != v {
+				add(q[1 : len(q)-1])
 			}
+		case json.Number:
+			add(string(v))
 		case []any:
 			for _, e := range v {
 				walk(e)
