@@ -18,6 +18,9 @@ func TestFilesPrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no Unix permissions")
 	}
+	// The usual umask, whatever the test process was started with: under
+	// 077 every file would be private without the store's doing.
+	setUmask(t, 0o022)
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	s := open(t, sqlite.Options{Path: path})
 	if _, err := s.Enqueue(context.Background(), creation(t), worker.EnqueueOptions{}); err != nil {
