@@ -22,9 +22,10 @@ func TestTimeoutBoundsWriterWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cc := creation(t) // not in the goroutine: it may stop the test
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Enqueue(context.Background(), creation(t), worker.EnqueueOptions{})
+		_, err := s.Enqueue(context.Background(), cc, worker.EnqueueOptions{})
 		done <- err
 	}()
 	select {
