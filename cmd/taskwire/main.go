@@ -2,14 +2,14 @@
 //
 // Usage:
 //
-//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--workers 4]
+//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4]
 //	                 [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
 //	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
 //	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
 //	                 [--task-burst 100] [--max-active-tasks 1000]
-//	taskwire worker  [--store SPEC] [--schema NAME] [--workers 4] [--lease 30s] [--no-migrate]
+//	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
-//	taskwire migrate [--store SPEC] [--schema NAME] [--log-level info]
+//	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
 //	taskwire version
 //
 // SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
