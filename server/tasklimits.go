@@ -189,12 +189,14 @@ const (
 )
 
 // activeCache holds recent active-task counts per owner. Its size is
-// bounded: when full, stale entries are dropped, and if none is stale the
-// new count is not remembered.
+// bounded: when full, stale entries are dropped (by one sweep per
+// activeCacheTTL at most, so that a full cache of fresh entries costs no
+// scan per call), and if none is stale the new count is not remembered.
 type activeCache struct {
 	threshold int // counts below it may be reused
 	mu        sync.Mutex
 	entries   map[task.Owner]activeCount
+	swept     time.Time // the last sweep of a full cache
 }
 
 type activeCount struct {
@@ -225,6 +227,10 @@ func (a *activeCache) record(owner task.Owner, n int, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.entries[owner]; !ok && len(a.entries) >= activeCacheKeys {
+		if now.Sub(a.swept) < activeCacheTTL && !now.Before(a.swept) {
+			return // swept within the TTL: nothing has gone stale since
+		}
+		a.swept = now
 		for k, e := range a.entries {
 			if now.Sub(e.at) >= activeCacheTTL || now.Before(e.at) {
 				delete(a.entries, k)

@@ -115,3 +115,33 @@ func TestActiveCacheBounded(t *testing.T) {
 		t.Error("an entry from the future was used")
 	}
 }
+
+// TestActiveCacheSweepsOncePerTTL checks that a full cache of fresh counts
+// is swept at most once per activeCacheTTL, so that a stream of new owners
+// costs no scan of the whole cache each.
+func TestActiveCacheSweepsOncePerTTL(t *testing.T) {
+	a := newActiveCache(1000)
+	at := time.Unix(1_800_000_000, 0)
+	older := at.Add(-activeCacheTTL * 9 / 10)
+	for i := range activeCacheKeys {
+		when := at
+		if i%2 == 0 {
+			when = older
+		}
+		a.record(task.Owner{Tenant: fmt.Sprint(i)}, 0, when)
+	}
+	a.record(task.Owner{Tenant: "first"}, 0, at) // sweeps: nothing is stale
+	// Half the entries are stale now, but the last sweep was within the
+	// TTL: no scan, and the owner is not remembered.
+	soon := at.Add(activeCacheTTL / 5)
+	a.record(task.Owner{Tenant: "second"}, 0, soon)
+	if n := len(a.entries); n != activeCacheKeys {
+		t.Errorf("%d entries after a record within the TTL of a sweep, want %d (no sweep)", n, activeCacheKeys)
+	}
+	// A TTL after the sweep, the stale entries make room.
+	later := at.Add(activeCacheTTL)
+	a.record(task.Owner{Tenant: "third"}, 0, later)
+	if !a.allow(task.Owner{Tenant: "third"}, later) {
+		t.Error("an owner was not remembered a TTL after the last sweep")
+	}
+}
