@@ -12,10 +12,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 )
@@ -253,8 +253,7 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted := &countingListener{Listener: ln}
-	peak := &counted.peak
+	counted := faultnet.Count(ln)
 	hs := &http.Server{Handler: srv}
 	done := make(chan struct{})
 	go func() { defer close(done); hs.Serve(server.LimitListener(counted, limit)) }()
@@ -273,7 +272,7 @@ func TestLimitListener(t *testing.T) {
 		callWith(t, ordinary, url)
 		time.Sleep(10 * time.Millisecond)
 	}
-	if p := peak.Load(); p > limit {
+	if p := counted.Peak(); p > limit {
 		t.Errorf("the server held %d connections at once, limit %d", p, limit)
 	}
 	// The attackers' slots free up as their bodies time out; a new client
@@ -281,7 +280,7 @@ func TestLimitListener(t *testing.T) {
 	fresh := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
 	defer fresh.CloseIdleConnections()
 	callWith(t, fresh, url)
-	if p := peak.Load(); p > limit {
+	if p := counted.Peak(); p > limit {
 		t.Errorf("the server held %d connections at once, limit %d", p, limit)
 	}
 }
@@ -359,35 +358,6 @@ func TestUnsupportedVersionEchoBounded(t *testing.T) {
 	if len(b) > 512 {
 		t.Errorf("the -32022 error is %d bytes long; it echoes the version unbounded", len(b))
 	}
-}
-
-// countingListener counts the connections it accepted that are still open,
-// and the most ever open at once.
-type countingListener struct {
-	net.Listener
-	open, peak atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	n := l.open.Add(1)
-	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
-	}
-	return &countedConn{Conn: c, l: l}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	l    *countingListener
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return c.Conn.Close()
 }
 
 // TestRejectedStalledBody: a request refused before its body is read

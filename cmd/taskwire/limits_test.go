@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/faultnet"
 )
 
 // TestDevAuthNeedsLoopback: the development identities are served on a
@@ -63,9 +63,9 @@ func TestDefaultMaxConns(t *testing.T) {
 func TestServeConnectionLimits(t *testing.T) {
 	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
 	cfg.MaxConns, cfg.BodyTimeout = 4, 300*time.Millisecond
-	var counted *countingListener
+	var counted *faultnet.CountingListener
 	cfg.wrapListener = func(l net.Listener) net.Listener {
-		counted = &countingListener{Listener: l}
+		counted = faultnet.Count(l)
 		return counted
 	}
 	n := start(t, cfg)
@@ -104,36 +104,7 @@ func TestServeConnectionLimits(t *testing.T) {
 	if r.Error != nil {
 		t.Errorf("a new client: %v", r.Error)
 	}
-	if p := counted.peak.Load(); p > int64(cfg.MaxConns) {
+	if p := counted.Peak(); p > int64(cfg.MaxConns) {
 		t.Errorf("the node held %d connections at once, --max-conns %d", p, cfg.MaxConns)
 	}
-}
-
-// countingListener counts the connections it accepted that are still open,
-// and the most ever open at once.
-type countingListener struct {
-	net.Listener
-	open, peak atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	n := l.open.Add(1)
-	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
-	}
-	return &countedConn{Conn: c, l: l}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	l    *countingListener
-	once sync.Once
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return c.Conn.Close()
 }
