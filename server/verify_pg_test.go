@@ -2,21 +2,19 @@ package server_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -25,22 +23,16 @@ import (
 )
 
 // testPostgres returns the URL of the tests' PostgreSQL and an admin
-// connection to it, closed when the test ends; it skips the test when no
-// server answers, except under CI=true.
+// connection to it, closed when the test ends; see pgtest.URL for when the
+// test is skipped.
 func testPostgres(t *testing.T) (string, *pgx.Conn) {
 	t.Helper()
-	raw := os.Getenv("TASKWIRE_TEST_POSTGRES_URL")
-	if raw == "" {
-		raw = "postgres://postgres@127.0.0.1:5432/test"
-	}
+	raw := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, raw)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required under CI=true: %v", err)
-		}
-		t.Skip("PostgreSQL unreachable (set TASKWIRE_TEST_POSTGRES_URL)")
+		t.Fatalf("admin connection: %v", err)
 	}
 	t.Cleanup(func() { admin.Close(context.Background()) })
 	return raw, admin
@@ -52,12 +44,7 @@ func testPostgres(t *testing.T) (string, *pgx.Conn) {
 // the client gets the task it created rather than -32603.
 func TestVerifyRetriesTransientErrors(t *testing.T) {
 	raw, admin := testPostgres(t)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "twverify_" + hex.EncodeToString(b[:]) // schema and application_name
-	t.Cleanup(func() {
-		admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
-	})
+	name := pgtest.Schema(t, raw, "twverify_") // schema and application_name
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)

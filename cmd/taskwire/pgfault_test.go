@@ -1,72 +1,28 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/taskwire/taskwire/internal/faultnet"
+	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
 )
 
-// testPostgresURL is the PostgreSQL of the tests; it skips the test when
-// no server answers, except under CI=true.
-func testPostgresURL(t *testing.T) string {
-	t.Helper()
-	raw := os.Getenv("TASKWIRE_TEST_POSTGRES_URL")
-	if raw == "" {
-		raw = "postgres://postgres@127.0.0.1:5432/test"
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, raw)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required under CI=true: %s", redactURL(err.Error()))
-		}
-		t.Skip("PostgreSQL unreachable (set TASKWIRE_TEST_POSTGRES_URL)")
-	}
-	conn.Close(context.Background())
-	return raw
-}
-
 // testSchema returns a fresh schema name, dropped when the test ends.
-func testSchema(t *testing.T, pgURL string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "twcmd_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgURL)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	return schema
-}
+func testSchema(t *testing.T, pgURL string) string { return pgtest.Schema(t, pgURL, "twcmd_") }
 
 // proxiedPostgres returns a store spec whose connections pass through a
 // loopback proxy the test can freeze or drop.
 func proxiedPostgres(t *testing.T) (storeSpec, *faultnet.Proxy) {
 	t.Helper()
-	raw := testPostgresURL(t)
+	raw := pgtest.URL(t)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)

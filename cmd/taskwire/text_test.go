@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 )
@@ -22,7 +23,7 @@ func TestUnstorableText(t *testing.T) {
 			return storeSpec{Backend: backendSQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}
 		},
 		"postgres": func(t *testing.T) storeSpec {
-			raw := testPostgresURL(t)
+			raw := pgtest.URL(t)
 			return storeSpec{Backend: backendPostgres, URL: raw, Schema: testSchema(t, raw)}
 		},
 	}

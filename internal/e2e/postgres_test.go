@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,21 +15,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/taskwire/taskwire/internal/pgtest"
 )
 
 // sharedPostgres returns the URL of the shared test database, skipping the
 // test (failing it under CI=true) when it does not answer.
-func sharedPostgres(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("TASKWIRE_TEST_POSTGRES_URL")
-	if u == "" {
-		u = "postgres://postgres@127.0.0.1:5432/test"
-	}
-	if err := pingPostgres(u, 5*time.Second); err != nil {
-		requireOrSkip(t, "PostgreSQL at %s unreachable (set TASKWIRE_TEST_POSTGRES_URL): %v", redacted(u), err)
-	}
-	return u
-}
+func sharedPostgres(t *testing.T) string { return pgtest.URL(t) }
 
 func pingPostgres(u string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -45,38 +34,10 @@ func pingPostgres(u string, timeout time.Duration) error {
 	return conn.Ping(ctx)
 }
 
-// redacted returns a connection URL without its password.
-func redacted(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return p.Redacted()
-}
-
 // newSchema returns a fresh schema name, dropped with everything in it when
 // the test ends. Call it before starting the nodes that use it, so that
 // they are killed before the schema is dropped.
-func newSchema(t *testing.T, pgURL string) string {
-	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "e2e_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgURL)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+func newSchema(t *testing.T, pgURL string) string { return pgtest.Schema(t, pgURL, "e2e_") }
 
 // jobRow is the job of a task as the store keeps it.
 type jobRow struct {
