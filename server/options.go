@@ -11,99 +11,92 @@ import (
 // checks every numeric option of Options and SubscriptionOptions for
 // negative values and for bounds that can never take effect.
 func (o *Options) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("server: "+format, args...))
-	}
+	var c optionChecker
 	if len(o.Endpoints) == 0 {
-		bad("at least one endpoint is required")
+		c.bad("at least one endpoint is required")
 	}
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{
-		{"HandlerConcurrency", int64(o.HandlerConcurrency)},
-		{"HandlerQueue", int64(o.HandlerQueue)},
-		{"TaskConcurrency", int64(o.TaskConcurrency)},
-		{"MaxBodyBytes", o.MaxBodyBytes},
-		{"MaxBufferedBodyBytes", o.MaxBufferedBodyBytes},
-		{"MaxJSONDepth", int64(o.MaxJSONDepth)},
-		{"MaxResultBytes", int64(o.MaxResultBytes)},
-	} {
-		if c.v < 0 {
-			bad("Options.%s must not be negative (zero means the default), got %d", c.name, c.v)
-		}
-	}
-	for _, c := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"RequestTimeout", o.RequestTimeout},
-		{"BodyReadTimeout", o.BodyReadTimeout},
-		{"KeepAliveInterval", o.KeepAliveInterval},
-		{"RequestStateTTL", o.RequestStateTTL},
-	} {
-		if c.d < 0 {
-			bad("Options.%s must not be negative (zero means the default), got %v", c.name, c.d)
-		}
-	}
+	c.counts("Options",
+		named{"HandlerConcurrency", int64(o.HandlerConcurrency)},
+		named{"HandlerQueue", int64(o.HandlerQueue)},
+		named{"TaskConcurrency", int64(o.TaskConcurrency)},
+		named{"MaxBodyBytes", o.MaxBodyBytes},
+		named{"MaxBufferedBodyBytes", o.MaxBufferedBodyBytes},
+		named{"MaxJSONDepth", int64(o.MaxJSONDepth)},
+		named{"MaxResultBytes", int64(o.MaxResultBytes)})
+	c.durations("Options",
+		named{"RequestTimeout", int64(o.RequestTimeout)},
+		named{"BodyReadTimeout", int64(o.BodyReadTimeout)},
+		named{"KeepAliveInterval", int64(o.KeepAliveInterval)},
+		named{"RequestStateTTL", int64(o.RequestStateTTL)})
 	// Bounds that can never take effect. The checks that involve defaults
 	// run after them, in New.
 	if o.TaskConcurrency > 0 && o.HandlerConcurrency > 0 && o.TaskConcurrency > o.HandlerConcurrency {
-		bad("Options.TaskConcurrency (%d) exceeds HandlerConcurrency (%d)", o.TaskConcurrency, o.HandlerConcurrency)
+		c.bad("Options.TaskConcurrency (%d) exceeds HandlerConcurrency (%d)", o.TaskConcurrency, o.HandlerConcurrency)
 	}
 	if o.MaxBufferedBodyBytes > 0 && o.MaxBodyBytes > 0 && o.MaxBufferedBodyBytes < o.MaxBodyBytes {
-		bad("Options.MaxBufferedBodyBytes (%d) is below MaxBodyBytes (%d)", o.MaxBufferedBodyBytes, o.MaxBodyBytes)
+		c.bad("Options.MaxBufferedBodyBytes (%d) is below MaxBodyBytes (%d)", o.MaxBufferedBodyBytes, o.MaxBodyBytes)
 	}
 	if o.RequestStateKey != nil && len(o.RequestStateKey) != stateKeyLength {
-		bad("Options.RequestStateKey must be %d bytes, got %d", stateKeyLength, len(o.RequestStateKey))
+		c.bad("Options.RequestStateKey must be %d bytes, got %d", stateKeyLength, len(o.RequestStateKey))
 	}
 	if o.Subscriptions != nil {
-		errs = append(errs, o.Subscriptions.validate())
+		c.errs = append(c.errs, o.Subscriptions.validate())
 	}
-	return errors.Join(errs...)
+	return errors.Join(c.errs...)
 }
 
 // validate reports every problem of the subscription options as given
 // (before defaults), joined into one error, or nil.
 func (o *SubscriptionOptions) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("server: "+format, args...))
-	}
+	var c optionChecker
 	if o.Authorizer == nil {
-		bad("SubscriptionOptions.Authorizer is required (use AllowSubscriptions to accept every caller)")
+		c.bad("SubscriptionOptions.Authorizer is required (use AllowSubscriptions to accept every caller)")
 	}
-	for _, c := range []struct {
-		name string
-		v    int
-	}{
-		{"MaxSubscriptions", o.MaxSubscriptions},
-		{"MaxPerTenant", o.MaxPerTenant},
-		{"MaxPerPrincipal", o.MaxPerPrincipal},
-	} {
-		if c.v < 0 {
-			bad("SubscriptionOptions.%s must not be negative (zero means the default), got %d", c.name, c.v)
-		}
-	}
-	for _, c := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"AuthorizationTimeout", o.AuthorizationTimeout},
-		{"MaxLifetime", o.MaxLifetime},
-		{"WriteTimeout", o.WriteTimeout},
-	} {
-		if c.d < 0 {
-			bad("SubscriptionOptions.%s must not be negative (zero means the default), got %v", c.name, c.d)
-		}
-	}
+	c.counts("SubscriptionOptions",
+		named{"MaxSubscriptions", int64(o.MaxSubscriptions)},
+		named{"MaxPerTenant", int64(o.MaxPerTenant)},
+		named{"MaxPerPrincipal", int64(o.MaxPerPrincipal)})
+	c.durations("SubscriptionOptions",
+		named{"AuthorizationTimeout", int64(o.AuthorizationTimeout)},
+		named{"MaxLifetime", int64(o.MaxLifetime)},
+		named{"WriteTimeout", int64(o.WriteTimeout)})
 	// A narrower bound set above a wider one can never be reached.
 	if o.MaxPerTenant > 0 && o.MaxSubscriptions > 0 && o.MaxPerTenant > o.MaxSubscriptions {
-		bad("SubscriptionOptions.MaxPerTenant (%d) exceeds MaxSubscriptions (%d)", o.MaxPerTenant, o.MaxSubscriptions)
+		c.bad("SubscriptionOptions.MaxPerTenant (%d) exceeds MaxSubscriptions (%d)", o.MaxPerTenant, o.MaxSubscriptions)
 	}
 	if o.MaxPerPrincipal > 0 && o.MaxPerTenant > 0 && o.MaxPerPrincipal > o.MaxPerTenant {
-		bad("SubscriptionOptions.MaxPerPrincipal (%d) exceeds MaxPerTenant (%d)", o.MaxPerPrincipal, o.MaxPerTenant)
+		c.bad("SubscriptionOptions.MaxPerPrincipal (%d) exceeds MaxPerTenant (%d)", o.MaxPerPrincipal, o.MaxPerTenant)
 	}
-	return errors.Join(errs...)
+	return errors.Join(c.errs...)
+}
+
+// named is a numeric option and its name.
+type named struct {
+	name string
+	v    int64
+}
+
+// optionChecker collects the problems of a set of options.
+type optionChecker struct{ errs []error }
+
+func (c *optionChecker) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("server: "+format, args...))
+}
+
+// counts reports each of the options of struct typ that is negative.
+func (c *optionChecker) counts(typ string, opts ...named) {
+	for _, o := range opts {
+		if o.v < 0 {
+			c.bad("%s.%s must not be negative (zero means the default), got %d", typ, o.name, o.v)
+		}
+	}
+}
+
+// durations is counts for time.Duration options, printed as durations.
+func (c *optionChecker) durations(typ string, opts ...named) {
+	for _, o := range opts {
+		if o.v < 0 {
+			c.bad("%s.%s must not be negative (zero means the default), got %v", typ, o.name, time.Duration(o.v))
+		}
+	}
 }
