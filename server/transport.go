@@ -107,10 +107,17 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bp := getBuf()
-	defer putBuf(bp)
 	body, charged, perr := s.readBody(w, r, (*bp)[:0])
 	*bp = body
-	defer s.budget.give(charged)
+	held := true
+	release := func() { // gives the body back: its buffer and its budget
+		if held {
+			held = false
+			s.budget.give(charged)
+			putBuf(bp)
+		}
+	}
+	defer release()
 	if perr != nil {
 		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
@@ -144,6 +151,15 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	if perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return
+	}
+	if req.Method == mcp.MethodSubscriptionsListen {
+		// A listen holds its request for as long as its stream is open,
+		// but reads nothing of the body after checkRequest: every member
+		// it uses was copied out (rawParams.decode, the request ID and
+		// method are strings). Give the body back now rather than at the
+		// stream's end.
+		req.Params = nil
+		release()
 	}
 	ep.handle(s, w, r, req, &p)
 }
