@@ -32,7 +32,7 @@ type responseStream struct {
 	onFinish func()
 
 	mu       sync.Mutex
-	deadline time.Time // the write deadline last set (writeTimeout)
+	deadline int64 // the write deadline last set (writeTimeout), in Unix nanoseconds
 	sse      bool
 	finished bool
 	status   int           // status of the final response, for the observer
@@ -140,11 +140,12 @@ func (st *responseStream) setWriteDeadlineLocked() {
 		return
 	}
 	now := time.Now()
-	if st.deadline.Sub(now) >= st.writeTimeout {
+	if time.Duration(st.deadline-now.UnixNano()) >= st.writeTimeout {
 		return
 	}
-	st.deadline = now.Add(st.writeTimeout + st.writeTimeout/8)
-	st.rc.SetWriteDeadline(st.deadline)
+	d := now.Add(st.writeTimeout + st.writeTimeout/8)
+	st.deadline = d.UnixNano()
+	st.rc.SetWriteDeadline(d)
 }
 
 // keepAliveLoop sends SSE comments until the stream finishes. It is owned by

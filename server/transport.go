@@ -109,15 +109,13 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	bp := getBuf()
 	body, charged, perr := s.readBody(w, r, (*bp)[:0])
 	*bp = body
-	held := true
-	release := func() { // gives the body back: its buffer and its budget
+	held := true // until the body is given back: its buffer and its budget
+	defer func() {
 		if held {
-			held = false
 			s.budget.give(charged)
 			putBuf(bp)
 		}
-	}
-	defer release()
+	}()
 	if perr != nil {
 		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
@@ -159,7 +157,9 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		// method are strings). Give the body back now rather than at the
 		// stream's end.
 		req.Params = nil
-		release()
+		held = false
+		s.budget.give(charged)
+		putBuf(bp)
 	}
 	ep.handle(s, w, r, req, &p)
 }
