@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -28,7 +29,7 @@ type subscription struct {
 	// Guarded by the registry's mutex.
 	watching map[string]bool
 
-	mu       chan struct{} // a one-slot lock, usable in select
+	mu       sync.Mutex
 	queue    []string
 	queued   map[string]bool
 	accepted map[string]bool // nil while authorizing: keep every hint
@@ -55,8 +56,8 @@ type sentState struct {
 // body is the notification params that were sent.
 func (st sentState) body() string { return st.prefix + st.id + st.suffix }
 
-func (s *subscription) lock()   { s.mu <- struct{}{} }
-func (s *subscription) unlock() { <-s.mu }
+func (s *subscription) lock()   { s.mu.Lock() }
+func (s *subscription) unlock() { s.mu.Unlock() }
 
 // enqueue records a hint without blocking.
 func (s *subscription) enqueue(id string) {
@@ -159,7 +160,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	s := &subscription{
 		c: c, tenant: c.id.Tenant, principal: c.id.Principal, view: viewOf(c), rpcID: string(c.req.ID.Raw()),
 		watching: map[string]bool{},
-		mu:       make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		queued:   map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
 	}
 	owned := false // the stream's onFinish releases s

@@ -22,7 +22,7 @@ import (
 func newTestSubscription(tenant string) *subscription {
 	return &subscription{
 		tenant: tenant, watching: map[string]bool{},
-		mu: make(chan struct{}, 1), queued: map[string]bool{}, wake: make(chan struct{}, 1),
+		queued: map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
 	}
 }

@@ -32,6 +32,7 @@ type responseStream struct {
 	onFinish func()
 
 	mu       sync.Mutex
+	deadline int64 // the write deadline last set (writeTimeout), in Unix nanoseconds
 	sse      bool
 	finished bool
 	status   int           // status of the final response, for the observer
@@ -129,10 +130,22 @@ func (st *responseStream) comment() error {
 	return st.rc.Flush()
 }
 
+// setWriteDeadlineLocked gives the next write at least writeTimeout. The
+// deadline is set to writeTimeout and an eighth ahead, and set again only
+// once less than writeTimeout remains, so a stream that writes often (a
+// fan-out, keep-alives) sets it about once per eighth of the timeout, not
+// on every write: each SetWriteDeadline reschedules a runtime timer.
 func (st *responseStream) setWriteDeadlineLocked() {
-	if st.writeTimeout > 0 {
-		st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	if st.writeTimeout <= 0 {
+		return
 	}
+	now := time.Now()
+	if time.Duration(st.deadline-now.UnixNano()) >= st.writeTimeout {
+		return
+	}
+	d := now.Add(st.writeTimeout + st.writeTimeout/8)
+	st.deadline = d.UnixNano()
+	st.rc.SetWriteDeadline(d)
 }
 
 // keepAliveLoop sends SSE comments until the stream finishes. It is owned by

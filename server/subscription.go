@@ -36,7 +36,9 @@ type SubscriptionOptions struct {
 	// reconnects. Default one hour.
 	MaxLifetime time.Duration
 	// WriteTimeout closes a stream whose client does not read a frame
-	// within it, so a slow subscriber cannot hold server resources.
+	// within it, so a slow subscriber cannot hold server resources. A
+	// write may get up to an eighth more: a busy stream renews its write
+	// deadline only every eighth of the timeout, not on every write.
 	// Default 10 s.
 	WriteTimeout time.Duration
 }

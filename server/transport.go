@@ -107,10 +107,15 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bp := getBuf()
-	defer putBuf(bp)
 	body, charged, perr := s.readBody(w, r, (*bp)[:0])
 	*bp = body
-	defer s.budget.give(charged)
+	held := true // until the body is given back: its buffer and its budget
+	defer func() {
+		if held {
+			s.budget.give(charged)
+			putBuf(bp)
+		}
+	}()
 	if perr != nil {
 		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
@@ -144,6 +149,17 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	if perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return
+	}
+	if req.Method == mcp.MethodSubscriptionsListen {
+		// A listen holds its request for as long as its stream is open,
+		// but reads nothing of the body after checkRequest: every member
+		// it uses was copied out (rawParams.decode, the request ID and
+		// method are strings). Give the body back now rather than at the
+		// stream's end.
+		req.Params = nil
+		held = false
+		s.budget.give(charged)
+		putBuf(bp)
 	}
 	ep.handle(s, w, r, req, &p)
 }
