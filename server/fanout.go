@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"sync"
 	"time"
@@ -36,19 +37,23 @@ type flight struct {
 // viewOf is the key of everything a task lookup and its rendering depend
 // on besides the task: the endpoint, the identity, the protocol version and
 // the declared capabilities. Subscriptions of one view share flights.
+//
+// Each part is preceded by its length, so that no two views share a key
+// whatever bytes an admission controller puts into an identity.
 func viewOf(c *call) string {
 	var b []byte
-	b = append(b, c.ep.opts.Path...)
-	for _, s := range []string{c.id.Principal, c.id.Tenant, c.id.RateKey} {
-		b = append(b, 0)
+	part := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	part(c.ep.opts.Path)
+	part(c.id.Principal)
+	part(c.id.Tenant)
+	part(c.id.RateKey)
 	if m := c.params.Meta; m != nil {
-		b = append(b, 0)
-		b = append(b, m.ProtocolVersion...)
+		part(m.ProtocolVersion)
 		caps, _ := json.Marshal(m.ClientCapabilities) // maps encode in key order
-		b = append(b, 0)
-		b = append(b, caps...)
+		part(string(caps))
 	}
 	return string(b)
 }

@@ -55,3 +55,27 @@ func TestFlightCache(t *testing.T) {
 		t.Error("a closed registry starts flights")
 	}
 }
+
+// TestViewOfIsUnambiguous checks that identities whose fields run into
+// each other differently get different views: a NUL or any other byte an
+// admission controller puts into an identity cannot make two callers share
+// a rendered notification.
+func TestViewOfIsUnambiguous(t *testing.T) {
+	ep := NewEndpoint(EndpointOptions{Path: "/mcp", Name: "v", Version: "1.0.0"})
+	view := func(id Identity) string {
+		return viewOf(&call{ep: ep, id: id, params: &rawParams{}})
+	}
+	pairs := [][2]Identity{
+		{{Principal: "a\x00b", Tenant: "c"}, {Principal: "a", Tenant: "b\x00c"}},
+		{{Principal: "ab", Tenant: ""}, {Principal: "a", Tenant: "b"}},
+		{{Tenant: "t", RateKey: ""}, {Tenant: "", RateKey: "t"}},
+	}
+	for _, p := range pairs {
+		if view(p[0]) == view(p[1]) {
+			t.Errorf("identities %+v and %+v share a view", p[0], p[1])
+		}
+	}
+	if view(Identity{Principal: "p", Tenant: "t"}) != view(Identity{Principal: "p", Tenant: "t"}) {
+		t.Error("one identity has two views")
+	}
+}
