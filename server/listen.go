@@ -217,6 +217,9 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 // when the stream cannot be taken over; the listen then goes on inside
 // its handler.
 func (ep *Endpoint) detach(ctx context.Context, s *subscription) (context.Context, bool) {
+	if r := s.c.r; r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) {
+		return nil, false // only an HTTP/1.1 response is chunked
+	}
 	deadline, _ := ctx.Deadline()
 	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	if !s.c.stream.hijack(cancel) { // the stream's reader calls cancel at its end

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -200,5 +201,55 @@ func TestListenHTTP1ClientLeaves(t *testing.T) {
 	taskMust(t)(r.mem.MarkWorking(id, "still followed"))
 	if m := nextData(t, br); m.Params.TaskID != id || m.Params.Status != "working" {
 		t.Errorf("notification on the new listen: %s", m.raw)
+	}
+}
+
+// TestListenHTTP10NotTakenOver: an HTTP/1.0 response is not chunked, so
+// an HTTP/1.0 listen stays with net/http, and its later events arrive as
+// plain SSE lines, not chunk-framed.
+func TestListenHTTP10NotTakenOver(t *testing.T) {
+	r, _ := newListenRig(t, nil, func(_ *taskRig, o *server.Options) { o.KeepAliveInterval = time.Hour })
+	id := r.createTask(t, `{"n":1}`, nil)
+	ts, hijacked := hijackRig(t, r.srv)
+	defer r.srv.Close() // before ts.Close
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	body := listenBody("1", idsFilter(id), taskCaps)
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", ts.Listener.Addr(), len(body), body)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("HTTP %d, transfer encoding %v", resp.StatusCode, resp.TransferEncoding)
+	}
+	lines := bufio.NewReader(resp.Body)
+	if m := nextData(t, lines); m.Method != mcp.NotificationSubscriptionsAcknowledged {
+		t.Fatalf("first message: %s", m.raw)
+	}
+	taskMust(t)(r.mem.MarkWorking(id, "over HTTP/1.0"))
+	for {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the stream: %v", err)
+		}
+		if line == "\n" {
+			continue
+		}
+		if !strings.HasPrefix(line, "data: ") || !strings.Contains(line, `"status":"working"`) {
+			t.Fatalf("line after the acknowledgement: %q", line)
+		}
+		break
+	}
+	select {
+	case <-hijacked:
+		t.Error("the HTTP/1.0 connection was taken over")
+	default:
 	}
 }
