@@ -30,7 +30,8 @@ type responseStream struct {
 
 	// onFinish, when set, runs once after the final response is written
 	// or the stream is abandoned, outside the lock. It may block: the
-	// request's handler does not return before it does.
+	// request does not finish (nor, unless the stream was taken over, its
+	// handler return) before it does.
 	onFinish func()
 
 	mu       sync.Mutex
