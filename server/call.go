@@ -21,6 +21,11 @@ type call struct {
 	params *rawParams
 	id     Identity
 	stream *responseStream
+	// detached is set by a method that goes on after its handler returns
+	// (a listen stream taken over from net/http); the method then calls
+	// finish with the request's outcome when it really ends.
+	detached bool
+	finish   func(Outcome)
 }
 
 // handle runs the admitted half of the pipeline: method lookup, admission,
@@ -55,14 +60,18 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 	start := s.opts.now()
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
-	defer func() {
+	finish := func(outcome Outcome) {
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
-	}()
-
+	}
 	st := newResponseStream(w, s.opts.KeepAliveInterval)
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st}
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: finish}
+	defer func() {
+		if !c.detached {
+			finish(outcome)
+		}
+	}()
 	if !chargesAfterLookup[req.Method] {
 		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited
@@ -99,6 +108,15 @@ func (c *call) chargeRequestLimiter() *protocolError {
 // run executes method and writes its response, returning the outcome.
 func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	res, outcome, perr := method(ctx, c)
+	if c.detached {
+		return outcome // the method answers and calls c.finish itself
+	}
+	return c.respond(ctx, res, outcome, perr)
+}
+
+// respond writes the response of a method that returned res, outcome and
+// perr, and returns the request's outcome.
+func (c *call) respond(ctx context.Context, res any, outcome Outcome, perr *protocolError) Outcome {
 	if perr == nil {
 		var body []byte
 		body, perr = c.encode(res)
@@ -129,7 +147,7 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	if c.stream.finishError(c.req.ID, perr) {
 		return outcome
 	}
-	if perr == errStreamGone || (perr == errQueueFull && c.r.Context().Err() != nil) {
+	if perr == errStreamGone || (perr == errQueueFull && !c.detached && c.r.Context().Err() != nil) {
 		return OutcomeCanceled
 	}
 	return c.lateOutcome(ctx)
@@ -138,7 +156,7 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 // lateOutcome classifies a request whose response was already written by the
 // deadline watcher or abandoned because the client left.
 func (c *call) lateOutcome(ctx context.Context) Outcome {
-	if c.r.Context().Err() != nil {
+	if c.detached || c.r.Context().Err() != nil {
 		return OutcomeCanceled
 	}
 	return OutcomeTimeout

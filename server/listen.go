@@ -25,6 +25,11 @@ type subscription struct {
 	principal string // counted against MaxPerPrincipal; empty when anonymous
 	view      string // the key of the flights it shares (viewOf)
 	rpcID     string // the listen request's JSON-RPC id, as sent
+	// gone is closed when the client has left: the request's context
+	// while net/http serves the stream, the stream's reader once it is
+	// taken over (see detach).
+	gone     <-chan struct{}
+	detached bool // taken over from net/http (see detach)
 
 	// Guarded by the registry's mutex.
 	watching map[string]bool
@@ -188,17 +193,67 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		Notifications: &mcp.SubscriptionFilter{TaskIDs: accepted},
 		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
 	})
-	pctx, stop := srv.subs.bind(ctx) // Server.Close ends every wait of the loop
+	owned = true // from here on, endListen gives the capacity back
+	s.gone = c.r.Context().Done()
+	if c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack) != nil {
+		return ep.endListen(s, false)
+	}
+	if dctx, ok := ep.detach(ctx, s); ok {
+		go func() { // owned by the listen's stream; ends with the listen
+			res, outcome, perr := ep.serveListen(dctx, s, grant)
+			c.finish(c.respond(dctx, res, outcome, perr))
+		}()
+		return nil, OutcomeComplete, nil
+	}
+	return ep.serveListen(ctx, s, grant)
+}
+
+// detach takes an HTTP/1.1 listen stream over from net/http (see
+// responseStream.hijack), so that the listen's handler can return and
+// the idle stream holds neither its goroutine nor net/http's buffers. The
+// listen then goes on under the returned context, which keeps ctx's
+// deadline (MaxLifetime) and values but not its cancellation, and is
+// canceled when the client leaves or the stream ends. It reports false
+// when the stream cannot be taken over; the listen then goes on inside
+// its handler.
+func (ep *Endpoint) detach(ctx context.Context, s *subscription) (context.Context, bool) {
+	if r := s.c.r; r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) {
+		return nil, false // only an HTTP/1.1 response is chunked
+	}
+	deadline, _ := ctx.Deadline()
+	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	if !s.c.stream.hijack(cancel) { // the stream's reader calls cancel at its end
+		cancel()
+		return nil, false
+	}
+	s.gone = s.c.stream.gone
+	s.detached = true
+	s.c.srv.subs.detach()
+	s.c.detached = true
+	s.c.r = nil // nothing reads the request any more: let it go
+	return dctx, true
+}
+
+// serveListen projects hints until the listen ends, then answers it.
+func (ep *Endpoint) serveListen(ctx context.Context, s *subscription, grant SubscriptionGrant) (any, Outcome, *protocolError) {
+	pctx, stop := s.c.srv.subs.bind(ctx) // Server.Close ends every wait of the loop
 	defer stop()
-	graceful := c.stream.notify(mcp.NotificationSubscriptionsAcknowledged, ack) == nil && ep.projectLoop(pctx, s, grant)
-	// After the final response (or abandoning the stream), wait for a
-	// renewal's authorizer still running, then give the capacity back.
-	owned = true
+	return ep.endListen(s, ep.projectLoop(pctx, s, grant))
+}
+
+// endListen answers a listen that ended gracefully or not. After the final
+// response (or abandoning the stream), the stream waits for a renewal's
+// authorizer still running, then gives the capacity back.
+func (ep *Endpoint) endListen(s *subscription, graceful bool) (any, Outcome, *protocolError) {
+	c := s.c
 	c.stream.onFinish = func() {
+		if s.detached {
+			c.srv.subs.undetach() // the connection is closed
+		}
 		if s.authorizing != nil {
 			<-s.authorizing
 		}
-		srv.subs.release(s)
+		c.srv.subs.release(s)
 	}
 	if !graceful {
 		// The client left or stopped reading: nothing more can be sent.
@@ -206,6 +261,16 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		return nil, OutcomeCanceled, errStreamGone
 	}
 	return &mcp.ListenResult{Meta: mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())}}, OutcomeComplete, nil
+}
+
+// left reports whether the listen's client has gone away.
+func (s *subscription) left() bool {
+	select {
+	case <-s.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // notifiesTasks reports whether listens on the endpoint can follow tasks.
@@ -343,12 +408,14 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 	renew := time.NewTimer(renewalDelay(srv.opts.now(), grant.Until))
 	defer renew.Stop()
 	for {
-		if s.c.r.Context().Err() != nil {
+		if s.left() {
 			return false
 		}
 		select {
 		case <-ctx.Done():
-			return s.c.r.Context().Err() == nil
+			return !s.left()
+		case <-s.gone:
+			return false
 		case <-srv.subs.closing:
 			return true
 		case <-keepAlive.C:
@@ -372,7 +439,7 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 					return false
 				}
 				if ctx.Err() != nil {
-					return s.c.r.Context().Err() == nil
+					return !s.left()
 				}
 			}
 		}

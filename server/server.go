@@ -234,10 +234,14 @@ func New(opts Options) (*Server, error) {
 // final result) and stops following the task manager's events. It does not
 // close the manager or its publisher. Call it before http.Server.Shutdown,
 // which otherwise waits for listen streams to end on their own. Requests
-// other than listens are unaffected.
+// other than listens are unaffected. HTTP/1.1 listen streams, which
+// net/http no longer tracks once the acknowledgement is sent, have
+// written their final result and closed their connection when Close
+// returns; each of those writes is bounded by WriteTimeout.
 func (s *Server) Close() error {
 	if s.subs != nil {
 		s.subs.close()
+		s.subs.waitDetached()
 	}
 	if s.unsubscribe != nil {
 		s.unsubscribe()

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,11 +30,18 @@ type responseStream struct {
 
 	// onFinish, when set, runs once after the final response is written
 	// or the stream is abandoned, outside the lock. It may block: the
-	// request's handler does not return before it does.
+	// request does not finish (nor, unless the stream was taken over, its
+	// handler return) before it does.
 	onFinish func()
 
 	mu       sync.Mutex
 	deadline int64 // the write deadline last set (writeTimeout), in Unix nanoseconds
+	// conn is the connection once the stream has been taken over from
+	// net/http (see hijack); w and rc are then nil, and every write is a
+	// chunk of the response's chunked body.
+	conn     net.Conn
+	gone     chan struct{} // closed by the reader when the client has left (hijacked streams)
+	read     chan struct{} // closed when the reader has ended
 	sse      bool
 	finished bool
 	status   int           // status of the final response, for the observer
@@ -93,11 +102,7 @@ func (st *responseStream) notifyTask(parts ...string) error {
 	if !st.sse {
 		st.startSSELocked()
 	}
-	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write(*bp); err != nil {
-		return err
-	}
-	return st.rc.Flush()
+	return st.writeLocked(*bp)
 }
 
 func (st *responseStream) startSSELocked() {
@@ -123,12 +128,36 @@ func (st *responseStream) comment() error {
 	if st.finished || !st.sse {
 		return errStreamClosed
 	}
-	st.setWriteDeadlineLocked()
-	if _, err := st.w.Write(sseKeepAlive); err != nil {
-		return err
-	}
-	return st.rc.Flush()
+	return st.writeLocked(sseKeepAlive)
 }
+
+// writeLocked writes b at once under the write deadline and flushes it:
+// through net/http, or as one chunk straight to a hijacked connection.
+func (st *responseStream) writeLocked(b []byte) error {
+	st.setWriteDeadlineLocked()
+	if st.conn == nil {
+		if _, err := st.w.Write(b); err != nil {
+			return err
+		}
+		return st.rc.Flush()
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	*bp = appendChunk((*bp)[:0], b)
+	_, err := st.conn.Write(*bp)
+	return err
+}
+
+// appendChunk appends b framed as one chunk of a chunked HTTP/1.1 body.
+func appendChunk(dst, b []byte) []byte {
+	dst = strconv.AppendInt(dst, int64(len(b)), 16)
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, b...)
+	return append(dst, "\r\n"...)
+}
+
+// lastChunk ends a chunked HTTP/1.1 body without trailers.
+var lastChunk = []byte("0\r\n\r\n")
 
 // setWriteDeadlineLocked gives the next write at least writeTimeout. The
 // deadline is set to writeTimeout and an eighth ahead, and set again only
@@ -145,6 +174,10 @@ func (st *responseStream) setWriteDeadlineLocked() {
 	}
 	d := now.Add(st.writeTimeout + st.writeTimeout/8)
 	st.deadline = d.UnixNano()
+	if st.conn != nil {
+		st.conn.SetWriteDeadline(d)
+		return
+	}
 	st.rc.SetWriteDeadline(d)
 }
 
@@ -170,6 +203,14 @@ func (st *responseStream) keepAliveLoop() {
 }
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
+	if st.conn != nil {
+		bp := getBuf()
+		defer putBuf(bp)
+		b := append((*bp)[:0], sseData...)
+		b = append(b, msg...)
+		*bp = append(b, sseEventEnd...)
+		return st.writeLocked(*bp)
+	}
 	st.setWriteDeadlineLocked()
 	if _, err := st.w.Write(sseData); err != nil {
 		return err
@@ -194,7 +235,9 @@ func (st *responseStream) finishResult(id mcp.ID, result []byte) bool {
 	if st.sse {
 		bp := getBuf()
 		*bp = mcp.AppendResult((*bp)[:0], id, result)
-		st.writeEventLocked(*bp)
+		if st.writeEventLocked(*bp) == nil && st.conn != nil {
+			st.conn.Write(lastChunk)
+		}
 		putBuf(bp)
 	} else {
 		writeResult(st.w, id, result)
@@ -215,7 +258,9 @@ func (st *responseStream) finishError(id mcp.ID, pe *protocolError) bool {
 	if st.sse {
 		bp := getBuf()
 		*bp = mcp.AppendError((*bp)[:0], id, pe.err)
-		st.writeEventLocked(*bp)
+		if st.writeEventLocked(*bp) == nil && st.conn != nil {
+			st.conn.Write(lastChunk)
+		}
 		putBuf(bp)
 	} else {
 		writeError(st.w, id, pe)
@@ -231,10 +276,15 @@ func (st *responseStream) finishError(id mcp.ID, pe *protocolError) bool {
 func (st *responseStream) finishLocked() {
 	st.finished = true
 	stop, done, after := st.stop, st.done, st.onFinish
+	conn, read := st.conn, st.read
 	st.mu.Unlock()
 	if stop != nil {
 		close(stop)
 		<-done
+	}
+	if conn != nil {
+		conn.Close() // ends the reader
+		<-read
 	}
 	if after != nil {
 		after()
@@ -251,6 +301,46 @@ func (st *responseStream) abandon() bool {
 	}
 	st.finishLocked()
 	return true
+}
+
+// hijack takes an HTTP/1.1 SSE stream over from net/http once its
+// headers and first events are flushed, so that its handler can return:
+// an idle stream then holds no handler goroutine and none of net/http's
+// connection buffers. Later events are written as chunks straight to the
+// connection, and the final response ends the chunked body and closes the
+// connection. A reader goroutine, owned by the stream and ended by closing
+// the connection in finish, watches for the client leaving: it closes
+// gone and calls left. hijack reports false, leaving the stream as it
+// was, when the response cannot be taken over (HTTP/2, a recorder).
+func (st *responseStream) hijack(left func()) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished || !st.sse || st.stop != nil {
+		return false
+	}
+	conn, _, err := st.rc.Hijack() // flushes what net/http still buffers
+	if err != nil {
+		return false
+	}
+	st.conn, st.w, st.rc = conn, nil, nil
+	st.deadline = 0 // Hijack cleared the connection's deadlines
+	st.gone, st.read = make(chan struct{}), make(chan struct{})
+	go st.readUntilGone(conn, left)
+	return true
+}
+
+// readUntilGone reads (and drops) whatever the client sends until the
+// connection fails or is closed, then reports the client gone.
+func (st *responseStream) readUntilGone(conn net.Conn, left func()) {
+	defer close(st.read)
+	var b [1]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			close(st.gone)
+			left()
+			return
+		}
+	}
 }
 
 type streamError string

@@ -131,6 +131,11 @@ type registry struct {
 	done        context.Context // canceled by close
 	cancel      context.CancelFunc
 	closed      bool
+	// detached counts the listen streams taken over from net/http that
+	// have not yet closed their connection; drained, when not nil, is
+	// closed when it reaches zero (Server.Close waits for it).
+	detached int
+	drained  chan struct{}
 }
 
 func newRegistry(max, maxTenant int) *registry {
@@ -290,4 +295,37 @@ func (r *registry) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.total
+}
+
+// detach counts a listen stream taken over from net/http; undetach is
+// called once its connection is closed.
+func (r *registry) detach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.detached++
+}
+
+func (r *registry) undetach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.detached--; r.detached == 0 && r.drained != nil {
+		close(r.drained)
+		r.drained = nil
+	}
+}
+
+// waitDetached waits until every listen stream taken over from net/http
+// has closed its connection.
+func (r *registry) waitDetached() {
+	r.mu.Lock()
+	if r.detached == 0 {
+		r.mu.Unlock()
+		return
+	}
+	if r.drained == nil {
+		r.drained = make(chan struct{})
+	}
+	drained := r.drained
+	r.mu.Unlock()
+	<-drained
 }
