@@ -22,21 +22,7 @@ import (
 // acknowledgement; otherwise the response with its body unread.
 func openHTTPListen(t *testing.T, hc *http.Client, url, rpcID, bearer string, ids ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody(rpcID, idsFilter(ids...), taskCaps)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", mcp.MethodSubscriptionsListen)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openHTTPListenBody(t, hc, url, rpcID, bearer, ids...)
 	if resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "text/event-stream" {
 		line, err := bufio.NewReader(resp.Body).ReadString('\n')
 		if err != nil || !strings.Contains(line, mcp.NotificationSubscriptionsAcknowledged) {

@@ -50,7 +50,8 @@ func openRawListen(t *testing.T, hc *http.Client, url, rpcID, bearer string, ids
 	return resp, br
 }
 
-// openHTTPListenBody is openHTTPListen without reading the body.
+// openHTTPListenBody sends a listen over real HTTP as bearer (none when
+// empty) and returns the response with its body unread.
 func openHTTPListenBody(t *testing.T, hc *http.Client, url, rpcID, bearer string, ids ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(listenBody(rpcID, idsFilter(ids...), taskCaps)))
