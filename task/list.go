@@ -1,6 +1,9 @@
 package task
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ListQuery asks for one page of the caller's tasks.
 type ListQuery struct {
@@ -31,8 +34,4 @@ type Lister interface {
 }
 
 // ErrBadCursor is returned by Lister.ListTasks for a cursor it cannot use.
-var ErrBadCursor = errorString("task: invalid list cursor")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var ErrBadCursor = errors.New("task: invalid list cursor")
