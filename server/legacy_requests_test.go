@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 )
@@ -330,4 +333,51 @@ func TestLegacyGetStreamAndSubscriptions(t *testing.T) {
 	for m := range events {
 		t.Errorf("event after unsubscribe: %+v", m)
 	}
+}
+
+// TestLegacyUnansweredRequestTimesOut: a client that never answers a
+// server-to-client request gets the deadline error at the request
+// deadline, and its late answer is refused without effect.
+func TestLegacyUnansweredRequestTimesOut(t *testing.T) {
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) { o.RequestTimeout = 300 * time.Millisecond })
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	var id json.RawMessage
+	c.answer = func(m legacyMsg) string { id = m.ID; return "" }
+	rep := c.request("tools/call", `{"name":"confirm","arguments":{"target":"db"}}`)
+	if m := rep.final(t); m.Error == nil || m.Error.Message != "Request deadline exceeded" {
+		t.Fatalf("body %s, want the deadline error", rep.body)
+	}
+	if late := c.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"action":"accept","content":{"ok":true}}}`); late.status != http.StatusBadRequest {
+		t.Errorf("late answer: %d, want 400", late.status)
+	}
+}
+
+// TestLegacyObserved: requests of a session reach the observer with
+// bounded method labels.
+func TestLegacyObserved(t *testing.T) {
+	obs := &legacyObserver{events: make(chan string, 16)}
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) { o.Observer = obs })
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{}`)
+	c.request("ping", "")
+	c.request("tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+	want := []string{"initialize complete", "ping complete", "tools/call complete"}
+	var got []string
+	for range want {
+		got = append(got, <-obs.events) // a request is observed after its response is written
+	}
+	slices.Sort(got) // so its finish may follow the next request's
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+}
+
+// legacyObserver reports each finished request on events.
+type legacyObserver struct{ events chan string }
+
+func (o *legacyObserver) RequestStarted(context.Context, server.RequestInfo) {}
+
+func (o *legacyObserver) RequestFinished(_ context.Context, info server.RequestInfo, out server.Outcome, _ time.Duration) {
+	o.events <- info.Method + " " + string(out)
 }
