@@ -213,10 +213,16 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
+	// Until logging/setLevel, a session receives every log message, as
+	// 2025 clients expect (the suite's tools-call-with-logging sets none).
+	level := mcp.LoggingLevel(cs.rec.LogLevel)
+	if level == "" {
+		level = mcp.LevelDebug
+	}
 	meta := &mcp.RequestMeta{
 		ProtocolVersion:    cs.rec.ProtocolVersion,
 		ClientCapabilities: cs.caps,
-		LogLevel:           mcp.LoggingLevel(cs.rec.LogLevel),
+		LogLevel:           level,
 	}
 	if p.Meta != nil {
 		meta.ProgressToken = p.Meta.ProgressToken

@@ -235,8 +235,8 @@ func TestLegacyProgressAndLogging(t *testing.T) {
 		}
 		return out
 	}
-	if got := logs(); len(got) != 0 {
-		t.Errorf("logs before logging/setLevel: %v", got)
+	if got := logs(); len(got) != 2 {
+		t.Errorf("logs before logging/setLevel: %v, want all", got)
 	}
 	if rep := c.request("logging/setLevel", `{"level":"warning"}`); rep.final(t).Error != nil {
 		t.Fatalf("setLevel: %s", rep.body)
@@ -251,7 +251,7 @@ func TestLegacyProgressAndLogging(t *testing.T) {
 	d := c.clone()
 	d.mustInitialize("2025-11-25", `{}`)
 	c, d = d, c
-	if got := logs(); len(got) != 0 {
+	if got := logs(); len(got) != 2 {
 		t.Errorf("another session inherited the level: %v", got)
 	}
 }
