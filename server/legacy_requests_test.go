@@ -381,3 +381,25 @@ func (o *legacyObserver) RequestStarted(context.Context, server.RequestInfo) {}
 func (o *legacyObserver) RequestFinished(_ context.Context, info server.RequestInfo, out server.Outcome, _ time.Duration) {
 	o.events <- info.Method + " " + string(out)
 }
+
+// TestLegacyCloseEndsGetStreams: Server.Close ends the GET streams and
+// refuses new ones; the sessions keep serving requests.
+func TestLegacyCloseEndsGetStreams(t *testing.T) {
+	srv := newLegacyCatalog(t, nil)
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{}`)
+	res, events := openGetStream(t, c)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	srv.Close()
+	for m := range events {
+		t.Errorf("event on a closed server's stream: %+v", m)
+	}
+	if again, _ := openGetStream(t, c); again.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET after Close: %d, want 503", again.StatusCode)
+	}
+	if rep := c.request("ping", ""); rep.status != http.StatusOK {
+		t.Errorf("ping after Close: %d", rep.status)
+	}
+}
