@@ -145,7 +145,8 @@ var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams
 
 // legacyInitialize opens a session: it negotiates the revision, stores the
 // session bound to the admitted identity and answers with its ID in
-// Mcp-Session-Id.
+// Mcp-Session-Id. It charges the request limiter like any admitted
+// request, which bounds how fast one caller can open sessions.
 func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
 	var ip mcp.InitializeParams
 	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
@@ -166,6 +167,13 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.opts.Observer.RequestFinished(r.Context(), info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			outcome = OutcomeRateLimited
+			writeError(w, req.ID, rateLimited(wait))
+			return
+		}
+	}
 	if ip.Capabilities == nil {
 		ip.Capabilities = &mcp.LegacyClientCapabilities{}
 	}
