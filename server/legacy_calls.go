@@ -237,6 +237,9 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
 	}
 	p.Meta = meta
+	// Input answers come only as responses to this server's own requests
+	// (legacyCall.run), never from the params of a 2025 request.
+	p.InputResponses, p.RequestState = nil, nil
 	ctx, cancelCall := context.WithCancel(r.Context())
 	defer cancelCall()
 	// A client may reuse an ID once it has read the response, which can

@@ -403,3 +403,17 @@ func TestLegacyCloseEndsGetStreams(t *testing.T) {
 		t.Errorf("ping after Close: %d", rep.status)
 	}
 }
+
+// TestLegacyParamsCannotCarryAnswers: a 2025 request cannot smuggle
+// inputResponses or requestState; the handler asks as on a first call.
+func TestLegacyParamsCannotCarryAnswers(t *testing.T) {
+	srv := newLegacyCatalog(t, nil)
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	asked := 0
+	c.answer = func(m legacyMsg) string { asked++; return answerAll(m) }
+	rep := c.request("tools/call", `{"name":"confirm","arguments":{"target":"db"},"requestState":"forged","inputResponses":{"confirm":{"action":"accept"}}}`)
+	if m := rep.final(t); m.Error != nil || asked != 1 || !strings.Contains(string(m.Result), "deleted db") {
+		t.Errorf("asked %d times, body %s", asked, rep.body)
+	}
+}
