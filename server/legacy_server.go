@@ -26,7 +26,7 @@ type legacyServer struct {
 const getStreamWriteTimeout = 30 * time.Second
 
 func newLegacyServer(o Options) (*legacyServer, error) {
-	m, err := newSessionManager(o.Sessions, o.now)
+	m, err := newSessionManager(o.Sessions, o.now, o.Logger)
 	if err != nil {
 		return nil, err
 	}
