@@ -251,7 +251,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
 			return errTooManyInflight
 		}
-		ls.inflight[reqKey] = me
+		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
 		s.reject(ep, w, req.ID, perr)
@@ -343,6 +343,14 @@ func legacyStatus(perr *protocolError) *protocolError {
 // io.modelcontextprotocol/serverInfo in _meta (withMeta is not applied),
 // and none of the 2026 cache members.
 func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		// The common shapes without reflection, as on the modern path.
+		if b, ok := mcp.AppendToolResult(nil, r, nil); ok && bytes.HasPrefix(b, completePrefix) {
+			b = b[len(completePrefix)-1:]
+			b[0] = '{'
+			return c.checkLimits(b)
+		}
+	}
 	b, ok := res.(json.RawMessage)
 	if !ok {
 		var err error
@@ -353,6 +361,9 @@ func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
 	}
 	return c.checkLimits(legacyShape(b))
 }
+
+// completePrefix starts every result mcp.AppendToolResult encodes.
+var completePrefix = []byte(`{"resultType":"complete",`)
 
 // modernOnlyMembers are the result members of the 2026 revision alone.
 var modernOnlyMembers = [][]byte{[]byte(`"resultType"`), []byte(`"ttlMs"`), []byte(`"cacheScope"`)}
@@ -380,8 +391,7 @@ func legacyShape(b []byte) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		q, _ := json.Marshal(string(name))
-		out = append(out, q...)
+		out = mcp.AppendString(out, string(name))
 		out = append(out, ':')
 		out = append(out, raw...)
 		return nil
@@ -430,7 +440,7 @@ func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) 
 		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
 			return invalidParams("Invalid params: too many subscriptions in this session")
 		}
-		ls.subs[uri] = true
+		ls.addSubLocked(uri)
 		return nil
 	})
 	if perr != nil {

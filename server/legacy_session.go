@@ -56,6 +56,22 @@ type liveSession struct {
 	ended    bool
 }
 
+// addInflight registers a request under its ID spelling, under ls.mu.
+func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
+	if ls.inflight == nil {
+		ls.inflight = map[string]*inflightCall{}
+	}
+	ls.inflight[id] = ic
+}
+
+// addSubLocked records a resource subscription, under ls.mu.
+func (ls *liveSession) addSubLocked(uri string) {
+	if ls.subs == nil {
+		ls.subs = map[string]bool{}
+	}
+	ls.subs[uri] = true
+}
+
 // inflightCall is a request running in a session on this node.
 type inflightCall struct{ cancel context.CancelFunc }
 
@@ -113,7 +129,7 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 			t.mu.Unlock()
 			return errSessionsFull
 		}
-		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]*inflightCall{}}
+		ls = &liveSession{key: key}
 		t.sessions[key] = ls
 	}
 	ls.mu.Lock()
