@@ -301,3 +301,43 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// TestSessionNodeStateEndsWithSession: a session the store no longer has
+// takes its GET stream with it, and node-local state that only
+// subscriptions hold is swept once idle, so abandoned sessions cannot
+// fill the node.
+func TestSessionNodeStateEndsWithSession(t *testing.T) {
+	c, clock := newClockedLegacy(t, &server.SessionOptions{MaxSessions: 2, MaxPerPrincipal: 2, IdleTimeout: 30 * time.Minute})
+	a := c.clone()
+	a.mustInitialize("2025-11-25", `{}`)
+	res, events := openGetStream(t, a)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	if rep := a.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.final(t).Error != nil {
+		t.Fatalf("subscribe: %s", rep.body)
+	}
+	clock.Advance(31 * time.Minute)
+	if rep := a.request("ping", ""); rep.status != http.StatusNotFound {
+		t.Fatalf("expired session: %d", rep.status)
+	}
+	for m := range events {
+		t.Errorf("event on an expired session's stream: %+v", m)
+	}
+
+	b := c.clone()
+	b.mustInitialize("2025-11-25", `{}`)
+	if rep := b.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.final(t).Error != nil {
+		t.Fatalf("subscribe: %s", rep.body)
+	}
+	clock.Advance(31 * time.Minute) // b is abandoned with its subscription
+	d := c.clone()
+	d.mustInitialize("2025-11-25", `{}`) // sweeps
+	e := c.clone()
+	e.mustInitialize("2025-11-25", `{}`)
+	for _, cl := range []*legacyClient{d, e} {
+		if rep := cl.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.status != http.StatusOK || rep.final(t).Error != nil {
+			t.Errorf("subscribe on a node that held an abandoned session: %d %s", rep.status, rep.body)
+		}
+	}
+}
