@@ -42,8 +42,10 @@ func decodeLegacyCaps(raw []byte) *mcp.LegacyClientCapabilities {
 
 // liveSession is the node-local state of a session: its GET stream, its
 // resource subscriptions and its requests in flight. It exists only on the
-// node that holds them and only while it holds any (see liveSessions); the
-// session itself lives in the store. In a fleet, a client's GET stream,
+// node that holds them and only while it holds any (see liveSessions); it
+// ends when the store no longer has the session, and state held by
+// subscriptions alone is swept once idle. The session itself lives in the
+// store. In a fleet, a client's GET stream,
 // subscriptions and cancellations therefore reach only the node that
 // received them; NotifyResourceUpdated must be called on every node.
 type liveSession struct {
