@@ -187,7 +187,8 @@ func TestSessionFleet(t *testing.T) {
 	relay := &memRelay{fns: map[string]func([]byte){}}
 	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	node := func(id string) (*server.Server, *legacyClient) {
-		srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+		srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+			addInputTools(ep)
 			o.Sessions = &server.SessionOptions{Store: store}
 			o.NodeID, o.AnswerRelay = id, relay
 			server.SetClockForTest(o, clock.Now)
@@ -196,7 +197,7 @@ func TestSessionFleet(t *testing.T) {
 	}
 	srvA, a := node("n1")
 	_, b := node("n2")
-	a.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	a.mustInitialize("2025-11-25", `{"elicitation":{},"roots":{}}`)
 	b.sid = a.sid
 	if rep := b.request("ping", ""); rep.status != http.StatusOK {
 		t.Fatalf("session of node A on node B: %d", rep.status)
@@ -211,6 +212,23 @@ func TestSessionFleet(t *testing.T) {
 	rep := a.request("tools/call", `{"name":"confirm","arguments":{"target":"db"}}`)
 	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "deleted db") {
 		t.Errorf("call answered through another node: %s", rep.body)
+	}
+	// Another session of the same caller, on node B, cannot answer it: B
+	// forwards (it cannot tell), A drops the answer, the real one counts.
+	intruder := b.clone()
+	intruder.mustInitialize("2025-11-25", `{}`)
+	a.answer = func(m legacyMsg) string {
+		if ack := intruder.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[{"uri":"file:///evil"}]}}`); ack.status != http.StatusAccepted {
+			t.Errorf("foreign answer through node B: %d", ack.status)
+		}
+		if ack := b.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[{"uri":"file:///work"}]}}`); ack.status != http.StatusAccepted {
+			t.Errorf("answer through node B: %d %s", ack.status, ack.body)
+		}
+		return ""
+	}
+	rep = a.request("tools/call", `{"name":"roots","arguments":{}}`)
+	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "root file:///work") {
+		t.Errorf("forwarded answers: %s", rep.body)
 	}
 	r, _ := http.NewRequest(http.MethodDelete, b.url, nil)
 	r.Header.Set("Mcp-Session-Id", b.sid)
