@@ -26,7 +26,15 @@ import (
 //     the AnswerRelay from another node);
 //   - notifySession: an unsolicited notification on the session's GET
 //     stream (best effort: dropped when no GET stream is open on this node
-//     or its queue is full).
+//     or its queue is full); Server.notifyLegacySession does the same by
+//     session key, outside any call (task status events);
+//   - c.id, c.params, c.req: the admitted identity and the request, as for
+//     modern calls; c.params.Meta is synthesized from the session
+//     (ProtocolVersion, ClientCapabilities, LogLevel) with the request's
+//     progressToken and trace context.
+//
+// The tasks layer plugs in through legacyHooks (capabilities, tools/list
+// view, tools/call of task tools, extra methods, the request deadline).
 type legacyCall struct {
 	c       *call
 	session *cachedSession
