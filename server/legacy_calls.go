@@ -339,9 +339,11 @@ func (lc *legacyCall) respond(ctx context.Context, res any, outcome Outcome, per
 // legacyStatus is the HTTP status a JSON-RPC error of a method has in a
 // session: 200, so that a 2025 client reads the error rather than taking a
 // 404 for the end of its session. Busy, rate-limit, deadline and size
-// errors keep their status.
+// errors keep their status, and so does a header that disagrees with the
+// body (400, as the transport's own checks send it).
 func legacyStatus(perr *protocolError) *protocolError {
-	if perr == nil || (perr.status != http.StatusBadRequest && perr.status != http.StatusNotFound) {
+	if perr == nil || (perr.status != http.StatusBadRequest && perr.status != http.StatusNotFound) ||
+		perr.err.Code == mcp.CodeHeaderMismatch {
 		return perr
 	}
 	return perr.asStatus(http.StatusOK)

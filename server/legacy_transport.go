@@ -323,3 +323,19 @@ func acceptsSSE(values []string) bool {
 	}
 	return false
 }
+
+// checkLegacyParamHeaders is checkParamHeaders for a 2025-era request:
+// 2025 clients send no Mcp-Param headers, so a missing one is fine, but one
+// that is sent must agree with the arguments like on the modern path.
+func checkLegacyParamHeaders(h http.Header, decls []mirroredHeader, args map[string]any) *protocolError {
+	var present []mirroredHeader
+	for _, d := range decls {
+		if _, ok := h[d.header]; ok {
+			present = append(present, d)
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	return checkParamHeaders(h, present, args)
+}
