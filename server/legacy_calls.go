@@ -196,7 +196,7 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
 		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
-	}, ip.Capabilities)
+	}, ip.Capabilities, ip.ClientInfo)
 	if perr != nil {
 		outcome = outcomeOf(perr)
 		writeError(w, req.ID, perr)
@@ -239,6 +239,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	meta := &mcp.RequestMeta{
 		ProtocolVersion:    cs.rec.ProtocolVersion,
 		ClientCapabilities: cs.caps,
+		ClientInfo:         cs.clientInfo,
 		LogLevel:           level,
 	}
 	if p.Meta != nil {

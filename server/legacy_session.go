@@ -40,6 +40,19 @@ func decodeLegacyCaps(raw []byte) *mcp.LegacyClientCapabilities {
 	return c
 }
 
+// decodeClientInfo decodes the clientInfo stored with a session; nil when
+// absent or unreadable.
+func decodeClientInfo(raw []byte) *mcp.Implementation {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var info mcp.Implementation
+	if json.Unmarshal(raw, &info) != nil {
+		return nil
+	}
+	return &info
+}
+
 // liveSession is the node-local state of a session: its GET stream, its
 // resource subscriptions and its requests in flight. It exists only on the
 // node that holds them and only while it holds any (see liveSessions); it

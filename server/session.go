@@ -122,6 +122,7 @@ type cachedSession struct {
 	rec        session.Record
 	caps       *mcp.ClientCapabilities
 	legacyCaps *mcp.LegacyClientCapabilities
+	clientInfo *mcp.Implementation // nil when the client sent none
 	read       time.Time // when rec was read from (or written to) the store
 }
 
@@ -192,7 +193,7 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // create stores a new session for the identity and returns its ID.
-func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities) (string, *protocolError) {
+func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
 	now := m.now()
 	m.sweepMaybe(ctx, now)
 	id, key := mintSessionID()
@@ -214,7 +215,7 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	case err != nil:
 		return "", m.errStore("create", err)
 	}
-	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, read: now})
+	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, clientInfo: info, read: now})
 	return id, nil
 }
 
@@ -304,6 +305,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 		cs = &cachedSession{rec: rec, read: now}
 		cs.legacyCaps = decodeLegacyCaps(rec.ClientCapabilities)
 		cs.caps = cs.legacyCaps.ClientCapabilities()
+		cs.clientInfo = decodeClientInfo(rec.ClientInfo)
 		m.put(cs)
 	}
 	if cs.rec.Endpoint != endpoint || cs.rec.Tenant != id.Tenant || cs.rec.Principal != id.Principal {
