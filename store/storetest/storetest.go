@@ -55,9 +55,10 @@ import (
 )
 
 // Backend is what a durable store implements: the server-facing manager and
-// the worker-facing store and enqueuer, over the same data.
+// lister and the worker-facing store and enqueuer, over the same data.
 type Backend interface {
 	task.Manager
+	task.Lister
 	worker.Store
 	worker.Enqueuer
 }
@@ -89,6 +90,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"Text", testText},
 		{"CountActive", testCountActive},
 		{"FormAnswers", testFormAnswers},
+		{"List", testList},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}
