@@ -153,19 +153,23 @@ func (ss *Sessions) Delete(ctx context.Context, key string, now time.Time) error
 	if !sessiondata.ValidKey(key) {
 		return session.ErrNotFound
 	}
-	return ss.s.write(ctx, func(tx *wtx) ([]string, error) {
+	live := false
+	err := ss.s.write(ctx, func(tx *wtx) ([]string, error) {
 		var ends int64
 		err := tx.QueryRowContext(ctx, sqlDeleteSession, key).Scan(&ends)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return nil, session.ErrNotFound
+			return nil, nil
 		case err != nil:
 			return nil, wrapErr("delete session", err)
-		case ends <= now.UnixMilli():
-			return nil, session.ErrNotFound // deleted anyway: it had ended
 		}
+		live = ends > now.UnixMilli() // an ended row is deleted too, and committed
 		return nil, nil
 	})
+	if err == nil && !live {
+		err = session.ErrNotFound
+	}
+	return err
 }
 
 // Sweep implements session.Store. One call removes at most
