@@ -247,7 +247,7 @@ func TestIndexesServeTheQueries(t *testing.T) {
 	s := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db")})
 	for _, tc := range []struct {
 		name, query, want string
-		args           []any
+		args              []any
 	}{
 		{"owner count", sqlite.SQLCountOwnerSessions, "USING COVERING INDEX sessions_owner (endpoint=? AND tenant=? AND principal=? AND ends_at>?)",
 			[]any{"e", "t", "p", 0, 5}},
