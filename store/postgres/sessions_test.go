@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/internal/sessiondata"
 )
 
@@ -216,4 +217,14 @@ func TestIndexesServeTheQueries(t *testing.T) {
 			t.Errorf("%s: plan\n%s\nwant %q and no sort", tc.name, joined, tc.want)
 		}
 	}
+}
+
+// TestSessionSuite runs the shared session.Store suite, each case on a
+// schema of its own.
+func TestSessionSuite(t *testing.T) {
+	t.Parallel()
+	schemas := newSchemaPool(t)
+	sessiontest.Run(t, func(t *testing.T) session.Store {
+		return openStore(t, schemas.get(t), nil).Sessions()
+	})
 }

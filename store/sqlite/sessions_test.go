@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/internal/sessiondata"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
@@ -264,4 +265,11 @@ func TestIndexesServeTheQueries(t *testing.T) {
 			t.Errorf("%s: plan\n%s\nwant a step with %q and no sort", tc.name, joined, tc.want)
 		}
 	}
+}
+
+// TestSessionSuite runs the shared session.Store suite on real files.
+func TestSessionSuite(t *testing.T) {
+	sessiontest.Run(t, func(t *testing.T) session.Store {
+		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db")}).Sessions()
+	})
 }
