@@ -36,6 +36,10 @@
 //     the task is deleted.
 //   - lastUpdatedAt is the time of the last change a client can see, and
 //     never goes backwards.
+//   - ListTasks lists what FindTask finds, unexpired, newest first, ties
+//     by descending ID, in pages of at most 100, with keyset cursors bound
+//     to the caller (see list.go). RunLister runs these cases alone, for
+//     managers that are not durable backends.
 //
 // Run the suite with -race. -short shrinks the model test and the hammer.
 package storetest
