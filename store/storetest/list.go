@@ -205,6 +205,12 @@ func testListBinding(t *testing.T, f ListFixture, c *Clock) {
 			t.Errorf("listing of %v (-want +got):\n%s", o, diff)
 		}
 	}
+	// Text no store keeps names no task: an empty listing, not an error.
+	for _, rc := range []task.RequestContext{lister(endpointA, tenantA+"\x00", "alice"), lister("\xff", tenantA, "alice")} {
+		if got := listAll(t, f.Manager, rc, 4); len(got) != 0 {
+			t.Errorf("listing of %q/%q: %d tasks", rc.Endpoint, rc.Tenant, len(got))
+		}
+	}
 }
 
 // testListCursors: cursors are keyset positions bound to their caller.
