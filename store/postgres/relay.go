@@ -216,7 +216,8 @@ func (r *AnswerRelay) inline(node string, response []byte) (string, bool) {
 // Responses are delivered in the order their forwards committed, each at
 // most once, on a goroutine of the relay; fn must not block (a queue of
 // AnswerRelayOptions.QueueSize responses waits for it, and further ones
-// are dropped with a warning). fn owns the slice it gets. Receive fails
+// are dropped with a warning). fn owns the slice it gets; stop must not be
+// called from fn, since it waits for fn to return. Receive fails
 // with ErrBadNodeID, with ErrNodeReceiving when node already has a
 // receiver on this relay, and after Close.
 func (r *AnswerRelay) Receive(node string, fn func(response []byte)) (stop func(), err error) {
