@@ -1,4 +1,4 @@
--- 005_answers: responses forwarded between nodes that do not fit a
+-- 006_answers: responses forwarded between nodes that do not fit a
 -- notification.
 --
 -- A 2025-era client may POST its answer to a server-to-client request to
@@ -9,7 +9,7 @@
 -- rows no node reads are deleted once their TTL (a relay option, minutes)
 -- has passed.
 --
--- Additive: nodes of version 4 never read or write the table.
+-- Additive: nodes of version 5 never read or write the table.
 
 CREATE TABLE {{schema}}.answers (
 	id         BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
