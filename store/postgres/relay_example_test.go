@@ -4,13 +4,14 @@ import (
 	"context"
 	"log"
 
+	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
 )
 
-// A node of a fleet forwards 2025-era clients' answers to the node whose
-// handler waits for them through the store's database. The server takes
-// the relay as server.Options.AnswerRelay, with a server.Options.NodeID
-// unique in the fleet (for example the pod name).
+// A node of a fleet keeps 2025-era sessions in the shared database and
+// forwards clients' answers to server-to-client requests to the node whose
+// handler waits for them, through the same database. NodeID must be unique
+// in the fleet (for example the pod name).
 func ExampleNewAnswerRelay() {
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, postgres.Options{URL: "postgres://taskwire@db.internal:5432/app"})
@@ -23,5 +24,15 @@ func ExampleNewAnswerRelay() {
 		log.Fatal(err)
 	}
 	defer relay.Close()
-	_ = relay // server.Options{AnswerRelay: relay, NodeID: "node-1", ...}
+	srv, err := server.New(server.Options{
+		Endpoints:   []*server.Endpoint{server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "app", Version: "1.0.0"})},
+		TaskManager: store,
+		Sessions:    &server.SessionOptions{Store: store.Sessions()},
+		NodeID:      "node-1",
+		AnswerRelay: relay,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
 }
