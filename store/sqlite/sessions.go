@@ -64,6 +64,8 @@ func (s *Store) Sessions() *Sessions { return &Sessions{s: s} }
 // the limit, with an error wrapping sessiondata.ErrInvalid for a record that
 // is not storable (bad key, NUL bytes or invalid UTF-8, over-long fields,
 // JSON over 64 KiB), and with an error for a key that exists.
+// It never returns session.ErrFull: the server's limits (per node, per
+// principal, TTLs) bound the table, not the store.
 func (ss *Sessions) Create(ctx context.Context, r session.Record, maxPerOwner int, now time.Time) error {
 	if err := sessiondata.Check(&r); err != nil {
 		return fmt.Errorf("sqlite: create session: %w", err)
