@@ -93,6 +93,8 @@ var (
 type AnswerRelayOptions struct {
 	// QueueSize bounds the forwarded responses waiting for each
 	// receiver's function; beyond it they are dropped with a warning.
+	// A queued response holds at most 8 KB (larger ones wait in their row
+	// until their turn), so a queue holds at most QueueSize × 8 KB.
 	// Default DefaultAnswerQueue; at most 65,536.
 	QueueSize int
 	// TTL is how long a response stored as a row waits for its node;
