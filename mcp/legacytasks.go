@@ -10,10 +10,7 @@ import (
 // the Tasks extension of 2026-07-28 (tasks.go): the task is nested in
 // CreateTaskResult, durations are "ttl" and "pollInterval", results carry no
 // resultType, and the result is fetched with the blocking tasks/result.
-
-// LegacyTasksVersion is the only revision that defines the experimental
-// tasks these types describe.
-const LegacyTasksVersion = "2025-11-25"
+// The capabilities and the tools' execution member are in legacy.go.
 
 // Reserved _meta keys of the 2025-11-25 tasks.
 const (
@@ -30,21 +27,6 @@ const (
 // NotificationTasksStatus is the optional 2025-11-25 notification of a
 // task's new state. Its params are a LegacyTask.
 const NotificationTasksStatus = "notifications/tasks/status"
-
-// Values of ToolExecution.TaskSupport. An absent value means
-// TaskSupportForbidden.
-const (
-	TaskSupportForbidden = "forbidden"
-	TaskSupportOptional  = "optional"
-	TaskSupportRequired  = "required"
-)
-
-// ToolExecution is the 2025-11-25 "execution" member of a Tool.
-type ToolExecution struct {
-	// TaskSupport says whether a client with tasks may (optional), must
-	// (required) or must not (forbidden, or empty) call the tool as a task.
-	TaskSupport string `json:"taskSupport,omitempty"`
-}
 
 // RelatedTaskMeta is the value of the MetaRelatedTask _meta key.
 type RelatedTaskMeta struct {
@@ -136,49 +118,4 @@ func (r LegacyListTasksResult) MarshalJSON() ([]byte, error) {
 	type wire LegacyListTasksResult
 	r.Tasks = nonNil(r.Tasks)
 	return json.Marshal(wire(r))
-}
-
-// LegacyTasksServerCapability is the 2025-11-25 server capability "tasks".
-// A nil member is not declared.
-type LegacyTasksServerCapability struct {
-	List     Object                    `json:"list,omitzero"`
-	Cancel   Object                    `json:"cancel,omitzero"`
-	Requests *LegacyTaskServerRequests `json:"requests,omitempty"`
-}
-
-// LegacyTaskServerRequests lists the server requests a client may augment
-// with a task.
-type LegacyTaskServerRequests struct {
-	Tools *LegacyTaskToolRequests `json:"tools,omitempty"`
-}
-
-// LegacyTaskToolRequests declares task-augmented tools/call.
-type LegacyTaskToolRequests struct {
-	Call Object `json:"call,omitzero"`
-}
-
-// LegacyTasksClientCapability is the 2025-11-25 client capability "tasks".
-// The server reads only whether it may send CreateTaskResult for tools/call
-// (see AcceptsToolTasks); the client-side task members are kept as
-// received.
-type LegacyTasksClientCapability struct {
-	List     Object                    `json:"list,omitzero"`
-	Cancel   Object                    `json:"cancel,omitzero"`
-	Requests *LegacyTaskClientRequests `json:"requests,omitempty"`
-}
-
-// LegacyTaskClientRequests lists the request types the client declared for
-// tasks. Tools is not in the 2025-11-25 schema's client capability, but
-// clients (and the spec's negotiation text) use tasks.requests.tools.call to
-// say that they can consume a task-augmented tools/call.
-type LegacyTaskClientRequests struct {
-	Tools       *LegacyTaskToolRequests `json:"tools,omitempty"`
-	Sampling    Object                  `json:"sampling,omitzero"`
-	Elicitation Object                  `json:"elicitation,omitzero"`
-}
-
-// AcceptsToolTasks reports whether the capability declares
-// tasks.requests.tools.call, which a client needs to call tools as tasks.
-func (c *LegacyTasksClientCapability) AcceptsToolTasks() bool {
-	return c != nil && c.Requests != nil && c.Requests.Tools != nil && c.Requests.Tools.Call != nil
 }

@@ -86,12 +86,6 @@ func TestLegacyTaskMessagesValidate(t *testing.T) {
 		{"CancelTaskRequest", rpc(`"id":6,"method":"tasks/cancel","params":` + params(LegacyTaskParams{TaskID: "t"}))},
 		{"ListTasksRequest", rpc(`"id":5,"method":"tasks/list","params":` + params(LegacyListTasksParams{}))},
 		{"TaskStatusNotification", rpc(`"method":"notifications/tasks/status","params":` + params(legacyTaskFixture()))},
-		{"ServerCapabilities", mustMarshal(t, map[string]any{"tasks": LegacyTasksServerCapability{
-			List: Object{}, Cancel: Object{}, Requests: &LegacyTaskServerRequests{Tools: &LegacyTaskToolRequests{Call: Object{}}},
-		}})},
-		{"ClientCapabilities", mustMarshal(t, map[string]any{"tasks": LegacyTasksClientCapability{
-			List: Object{}, Requests: &LegacyTaskClientRequests{Elicitation: Object{"create": json.RawMessage(`{}`)}},
-		}})},
 		{"ElicitRequest", rpc(`"id":"n1-1","method":"elicitation/create","params":{"mode":"form","message":"Approve?",` +
 			`"requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}},` +
 			`"_meta":{"io.modelcontextprotocol/related-task":` + params(RelatedTaskMeta{TaskID: "t"}) + `}}`)},
@@ -121,8 +115,6 @@ func TestLegacyTaskEncoding(t *testing.T) {
 		{LegacyListTasksResult{}, `{"tasks":[]}`},
 		{TaskMetadata{}, `{}`},
 		{ToolExecution{TaskSupport: TaskSupportRequired}, `{"taskSupport":"required"}`},
-		{LegacyTasksServerCapability{List: Object{}, Cancel: Object{}, Requests: &LegacyTaskServerRequests{Tools: &LegacyTaskToolRequests{Call: Object{}}}},
-			`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, string(mustMarshal(t, tt.v))); diff != "" {
@@ -163,31 +155,6 @@ func TestTaskMetadataDecode(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.in, diff)
 		}
-	}
-}
-
-func TestAcceptsToolTasks(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{`{}`, false},
-		{`{"list":{},"cancel":{}}`, false},
-		{`{"requests":{"elicitation":{"create":{}}}}`, false},
-		{`{"requests":{"tools":{}}}`, false},
-		{`{"requests":{"tools":{"call":{}}}}`, true},
-	}
-	for _, tt := range tests {
-		var c LegacyTasksClientCapability
-		if err := json.Unmarshal([]byte(tt.in), &c); err != nil {
-			t.Fatalf("%s: %v", tt.in, err)
-		}
-		if got := c.AcceptsToolTasks(); got != tt.want {
-			t.Errorf("%s: AcceptsToolTasks = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-	if (*LegacyTasksClientCapability)(nil).AcceptsToolTasks() {
-		t.Error("nil capability accepts tool tasks")
 	}
 }
 
