@@ -154,6 +154,9 @@ func (ep *Endpoint) buildTasks(s *Server) error {
 		if t.mode != taskNever && !ep.tasks {
 			return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks", t.tool.Name)
 		}
+		if t.waitInline && t.mode != taskRequired {
+			return fmt.Errorf("tool %q: WithWaitInline applies only to task-required tools (AddTaskTool)", t.tool.Name)
+		}
 		for _, k := range t.inputKinds {
 			switch k {
 			case task.InputElicitationForm, task.InputElicitationURL, task.InputSampling, task.InputRoots:
