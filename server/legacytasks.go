@@ -111,10 +111,3 @@ func (e *toolEntry) legacyView(tasks bool) legacyToolView {
 	return legacyToolView{} // optional-task tools answer inline without tasks
 }
 
-// legacyTaskHooks returns the hooks through which the 2025-11-25
-// experimental tasks layer serves task tools and the tasks/* methods in
-// legacy sessions (see legacyHooks). Until they are wired, legacy sessions
-// get the defaults.
-func (ep *Endpoint) legacyTaskHooks(*Server) (legacyHooks, error) {
-	return legacyHooks{}, nil
-}

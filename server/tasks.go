@@ -185,7 +185,7 @@ func (c *call) requestContext(taskID string) task.RequestContext {
 // limits first.
 func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.CreationContext, *protocolError) {
 	meta := c.params.Meta
-	if t.mode == taskNever || !c.ep.servesTasks(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
+	if t.mode == taskNever || !c.servesTasksFor(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 		return nil, nil
 	}
 	args := c.params.Arguments
