@@ -110,4 +110,3 @@ func (e *toolEntry) legacyView(tasks bool) legacyToolView {
 	}
 	return legacyToolView{} // optional-task tools answer inline without tasks
 }
-
