@@ -42,7 +42,7 @@ func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Durati
 			return true, nil
 		}
 		if changed != nil {
-			if stamp := string(t.Status()) + "\x00" + t.Info().LastUpdatedAt; stamp != last {
+			if stamp := changeStamp(legacyTask(t)); stamp != last {
 				last = stamp
 				changed(t)
 			}
@@ -141,4 +141,11 @@ func outcomeOfResult(res *mcp.CallToolResult) Outcome {
 		return OutcomeToolError
 	}
 	return OutcomeComplete
+}
+
+// changeStamp identifies a task state for change detection: its status,
+// status message and lastUpdatedAt (a change within one millisecond keeps
+// lastUpdatedAt).
+func changeStamp(t mcp.LegacyTask) string {
+	return string(t.Status) + "\x00" + t.StatusMessage + "\x00" + t.LastUpdatedAt
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -210,4 +211,58 @@ func statusOK(t *testing.T, rep *legacyReply) {
 	if rep.status != http.StatusOK {
 		t.Fatalf("status %d, body %s", rep.status, rep.body)
 	}
+}
+
+// ltStream posts body and delivers the messages of the response as they
+// arrive; the channel closes at the end of the response. cancel
+// disconnects.
+func ltStream(t *testing.T, c *legacyClient, body string) (msgs <-chan legacyMsg, cancel func()) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	res, err := http.DefaultClient.Do(c.newPost(ctx, body))
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	ch := make(chan legacyMsg, 16)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		defer res.Body.Close()
+		br := bufio.NewReader(res.Body)
+		for {
+			data, err := readSSEData(br)
+			if err != nil {
+				return
+			}
+			var m legacyMsg
+			json.Unmarshal(data, &m)
+			ch <- m
+		}
+	}()
+	cancel = func() { stop(); wg.Wait() }
+	t.Cleanup(cancel)
+	return ch, cancel
+}
+
+// next returns the next message of a stream.
+func next(t *testing.T, msgs <-chan legacyMsg) legacyMsg {
+	t.Helper()
+	select {
+	case m, ok := <-msgs:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message")
+	}
+	return legacyMsg{}
+}
+
+// httpDo posts body with the client's headers and returns the raw response.
+func httpDo(c *legacyClient, body string) (*http.Response, error) {
+	return http.DefaultClient.Do(c.newPost(context.Background(), body))
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/task"
 )
 
 // notifications/tasks/status: after a session creates a task, the node that
@@ -98,7 +97,7 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 		defer w.stop()
 		ctx, cancel := context.WithTimeout(ctx, maxStatusFollow)
 		defer cancel()
-		last := string(first.Status) + "\x00" + first.LastUpdatedAt
+		last := changeStamp(first)
 		for {
 			select {
 			case <-ctx.Done():
@@ -115,7 +114,7 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 				return
 			}
 			lt := legacyTask(t)
-			if stamp := string(lt.Status) + "\x00" + lt.LastUpdatedAt; stamp != last {
+			if stamp := changeStamp(lt); stamp != last {
 				last = stamp
 				if b, err := json.Marshal(lt); err == nil {
 					lc.notifySession(mcp.NotificationTasksStatus, b)
@@ -127,6 +126,3 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 		}
 	}()
 }
-
-// statusOf is the legacy status of a snapshot (a tool error is failed).
-func statusOf(t task.Task) mcp.TaskStatus { return legacyTask(t).Status }
