@@ -53,13 +53,24 @@ type ltRig struct {
 // newLTRig builds the rig; mutate may change the options.
 func newLTRig(t *testing.T, mutate func(*server.Options)) *ltRig {
 	t.Helper()
+	return newLTRigWith(t, 0, mutate)
+}
+
+// newLTRigPaged is newLTRig with an endpoint page size.
+func newLTRigPaged(t *testing.T, pageSize int) *ltRig {
+	t.Helper()
+	return newLTRigWith(t, pageSize, nil)
+}
+
+func newLTRigWith(t *testing.T, pageSize int, mutate func(*server.Options)) *ltRig {
+	t.Helper()
 	mem, err := memory.New(memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &ltRig{t: t, mem: mem, created: make(chan string, 16), keys: map[string]string{}}
 	ep := server.NewEndpoint(server.EndpointOptions{
-		Path: "/mcp", Name: "tasks", Version: "1.0.0",
+		Path: "/mcp", Name: "tasks", Version: "1.0.0", PageSize: pageSize,
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
 	})
 	handler := func(_ context.Context, _ *server.Request, in ltIn, cc *task.CreationContext) (task.Handle, error) {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,8 +22,8 @@ func TestLegacyTaskCapability(t *testing.T) {
 		version, caps string
 		want          string // the capabilities' tasks member, "" for none
 	}{
-		{ltV11, ltTasksCaps, `{"cancel":{},"requests":{"tools":{"call":{}}}}`},
-		{ltV11, `{"tasks":{}}`, `{"cancel":{},"requests":{"tools":{"call":{}}}}`},
+		{ltV11, ltTasksCaps, `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`},
+		{ltV11, `{"tasks":{}}`, `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`},
 		{ltV11, ltNoCaps, ""},
 		{ltV06, ltTasksCaps, ""},
 	}
@@ -354,7 +355,7 @@ func TestLegacyTaskAuthorizationNeutral(t *testing.T) {
 }
 
 // TestLegacyTaskMethodsGated: the tasks methods do not exist for a session
-// without tasks, and tasks/list does not exist without a task.Lister.
+// without tasks.
 func TestLegacyTaskMethodsGated(t *testing.T) {
 	r := newLTRig(t, nil)
 	without := r.client(ltV11, ltNoCaps, "")
@@ -364,12 +365,85 @@ func TestLegacyTaskMethodsGated(t *testing.T) {
 			t.Errorf("%s without tasks: %s", method, rep.body)
 		}
 	}
-	if _, ok := any(r.mem).(task.Lister); !ok {
-		with := r.client(ltV11, ltTasksCaps, "")
-		if m := with.request("tasks/list", `{}`).final(t); m.Error == nil || m.Error.Code != mcp.CodeMethodNotFound {
-			t.Errorf("tasks/list without a Lister: %+v", m)
-		}
+}
+
+// ltNoLister hides the memory manager's task.Lister.
+type ltNoLister struct{ task.Manager }
+
+// TestLegacyTaskListWithoutLister: a manager that cannot list gets no
+// tasks.list capability and tasks/list does not exist.
+func TestLegacyTaskListWithoutLister(t *testing.T) {
+	var r *ltRig
+	r = newLTRig(t, func(o *server.Options) { o.TaskManager = ltNoLister{o.TaskManager} })
+	c := &legacyClient{t: t, url: r.url}
+	rep := c.initialize(ltV11, ltTasksCaps)
+	if !strings.Contains(string(rep.final(t).Result), `"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+		t.Errorf("initialize = %s", rep.body)
+	}
+	if m := c.request("tasks/list", `{}`).final(t); m.Error == nil || m.Error.Code != mcp.CodeMethodNotFound {
+		t.Errorf("tasks/list without a Lister: %+v", m)
 	}
 }
 
-var _ = server.DefaultInlineTaskWait
+// TestLegacyTaskList: tasks/list pages through the caller's own tasks,
+// newest first; another caller's cursor and a forged one are -32602.
+func TestLegacyTaskList(t *testing.T) {
+	r := newLTRigPaged(t, 2)
+	alice := r.client(ltV11, ltTasksCaps, "alice")
+	bob := r.client(ltV11, ltTasksCaps, "bob")
+	var mine []string
+	for range 3 {
+		statusOK(t, alice.request("tools/call", `{"name":"build","arguments":{},"task":{}}`))
+		mine = append([]string{r.nextCreated()}, mine...) // newest first
+	}
+	statusOK(t, bob.request("tools/call", `{"name":"build","arguments":{},"task":{}}`))
+	bobs := r.nextCreated()
+
+	var got []string
+	cursor := ""
+	pages := 0
+	for ; ; pages++ {
+		params := `{}`
+		if cursor != "" {
+			params = `{"cursor":` + jsonString(cursor) + `}`
+		}
+		rep := alice.request("tasks/list", params)
+		statusOK(t, rep)
+		mustValidate(t, "ListTasksResult", rep.final(t).Result)
+		var page mcp.LegacyListTasksResult
+		json.Unmarshal(rep.final(t).Result, &page)
+		if len(page.Tasks) > 2 {
+			t.Fatalf("page of %d tasks", len(page.Tasks))
+		}
+		for _, lt := range page.Tasks {
+			got = append(got, lt.TaskID)
+		}
+		if cursor = page.NextCursor; cursor == "" || pages > 3 {
+			break
+		}
+		if m := bob.request("tasks/list", `{"cursor":`+jsonString(cursor)+`}`).final(t); m.Error == nil || m.Error.Code != mcp.CodeInvalidParams {
+			t.Errorf("bob with alice's cursor: %+v", m)
+		}
+	}
+	if pages != 1 {
+		t.Errorf("%d pages after the first, want 1", pages)
+	}
+	// Creation times may tie within a millisecond; the order is then by ID.
+	if diff := cmp.Diff(sortedCopy(mine), sortedCopy(got)); diff != "" || len(got) != 3 {
+		t.Errorf("alice's listing (-want +got):\n%s", diff)
+	}
+	var page mcp.LegacyListTasksResult
+	json.Unmarshal(bob.request("tasks/list", `{}`).final(t).Result, &page)
+	if len(page.Tasks) != 1 || page.Tasks[0].TaskID != bobs {
+		t.Errorf("bob's listing = %+v", page.Tasks)
+	}
+	if m := alice.request("tasks/list", `{"cursor":"forged"}`).final(t); m.Error == nil || m.Error.Code != mcp.CodeInvalidParams {
+		t.Errorf("forged cursor: %+v", m)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
