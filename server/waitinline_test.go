@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -172,4 +173,17 @@ func TestWaitInlineKeepAlive(t *testing.T) {
 		buf = append(buf, tmp[:n]...)
 	}
 	r.mem.Complete(id, ltResult(1), "")
+}
+
+// TestWithWaitInlineOnlyForTaskRequiredTools: New refuses the option on
+// other tools.
+func TestWithWaitInlineOnlyForTaskRequiredTools(t *testing.T) {
+	mem := newLTRig(t, nil).mem
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "e", Version: "1", TaskProtocolVersions: []string{mcp.LatestProtocolVersion}})
+	ep.AddRawTool(&mcp.Tool{Name: "plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *server.Request) (*mcp.CallToolResult, error) { return nil, nil }, server.WithWaitInline())
+	_, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem})
+	if err == nil || !strings.Contains(err.Error(), `tool "plain": WithWaitInline applies only to task-required tools (AddTaskTool)`) {
+		t.Errorf("New = %v", err)
+	}
 }
