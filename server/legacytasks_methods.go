@@ -90,7 +90,9 @@ func (ep *Endpoint) legacyCancelTask(ctx context.Context, c *call) (any, Outcome
 			return t.Status().Terminal(), nil
 		})
 		switch {
-		case errors.Is(err, errWaitEnded) && ctx.Err() == nil:
+		case errors.Is(err, errWaitEnded) && ctx.Err() != nil:
+			return nil, errDeadline
+		case errors.Is(err, errWaitEnded):
 			if last.IsZero() {
 				last = t
 			}
@@ -159,14 +161,21 @@ type taskInputRelay struct {
 	ask  clientAsker
 	rc   task.RequestContext
 	ctx  context.Context
+	wake func() // wakes the wait, to end it at once with err
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	sent map[string]bool
 	err  error // the first answer that could not be stored
 }
 
-func newTaskInputRelay(ctx context.Context, c *call, ask clientAsker, rc task.RequestContext) *taskInputRelay {
-	return &taskInputRelay{c: c, ask: ask, rc: rc, ctx: ctx, sent: map[string]bool{}}
+func newTaskInputRelay(ctx context.Context, c *call, ask clientAsker, rc task.RequestContext, w *taskWatch) *taskInputRelay {
+	wake := func() {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return &taskInputRelay{c: c, ask: ask, rc: rc, ctx: ctx, wake: wake, sent: map[string]bool{}}
 }
 
 // relay sends the requests of t not sent yet. It fails when the session's
@@ -210,17 +219,31 @@ func (r *taskInputRelay) relay(t task.Task) error {
 	return nil
 }
 
-// answer asks one question and stores the answer. A client that answers
-// with an error, or not at all, leaves the task waiting: another
-// tasks/result asks again.
+// answer asks one question and stores the answer. An answer that cannot
+// be stored ends the wait with an error that says why: the client answered
+// with an error, the answer does not match the request (task.CheckAnswer)
+// or is too large, or the manager failed. A key is asked once per wait;
+// the task stays input_required and a new tasks/result (or retried call)
+// asks again.
 func (r *taskInputRelay) answer(key string, req *mcp.InputRequest, params json.RawMessage) {
 	raw, err := r.ask(r.ctx, req.Method, params)
-	if err != nil {
-		r.forget(key)
+	if r.ctx.Err() != nil {
+		return // the wait is over
+	}
+	var pe *protocolError
+	switch {
+	case errors.As(err, &pe):
+		r.fail(pe)
+		return
+	case err != nil:
+		r.fail(errInternal)
+		return
+	case len(raw) > r.c.srv.taskLimits.answerBytes:
+		r.fail(invalidParams(fmt.Sprintf("Invalid params: the answer to input request %q exceeds %d bytes", key, r.c.srv.taskLimits.answerBytes)))
 		return
 	}
-	if len(raw) > r.c.srv.taskLimits.answerBytes || task.CheckAnswer(req, raw) != nil {
-		r.forget(key) // a wrong answer is not stored; ask again later
+	if err := task.CheckAnswer(req, raw); err != nil {
+		r.fail(invalidParams(fmt.Sprintf("Invalid params: the answer to input request %q: %v", key, err)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.c.srv.opts.RequestTimeout)
@@ -228,24 +251,25 @@ func (r *taskInputRelay) answer(key string, req *mcp.InputRequest, params json.R
 	err = r.c.srv.opts.TaskManager.UpdateTask(ctx, task.UpdateContext{
 		RequestContext: r.rc, Responses: mcp.InputResponses{key: raw},
 	})
-	if err != nil && r.ctx.Err() == nil {
-		r.mu.Lock()
-		if r.err == nil {
-			if errors.Is(err, task.ErrNotFound) {
-				r.err = errTaskNotFound
-			} else {
-				r.c.srv.logger.Error("storing a task input answer failed", "endpoint", r.c.ep.opts.Name, "err", redactErr(err))
-				r.err = errInternal
-			}
-		}
-		r.mu.Unlock()
+	switch {
+	case err == nil || r.ctx.Err() != nil:
+	case errors.Is(err, task.ErrNotFound):
+		r.fail(errTaskNotFound)
+	default:
+		r.c.srv.logger.Error("storing a task input answer failed", "endpoint", r.c.ep.opts.Name, "err", redactErr(err))
+		r.fail(errInternal)
 	}
 }
 
-func (r *taskInputRelay) forget(key string) {
+// fail records the first error of the relay and wakes the wait, which
+// then ends with it.
+func (r *taskInputRelay) fail(pe *protocolError) {
 	r.mu.Lock()
-	delete(r.sent, key)
+	if r.err == nil {
+		r.err = pe
+	}
 	r.mu.Unlock()
+	r.wake()
 }
 
 // wait waits for every question in flight; ctx must have ended or every
@@ -305,4 +329,14 @@ func capabilityNames(c *mcp.ClientCapabilities) string {
 		out += ", " + n
 	}
 	return out
+}
+
+// failure returns the error that ends the wait, or nil.
+func (r *taskInputRelay) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		return nil
+	}
+	return r.err
 }

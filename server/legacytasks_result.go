@@ -30,7 +30,7 @@ func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Durati
 	defer w.stop()
 	var relay *taskInputRelay
 	if ask != nil {
-		relay = newTaskInputRelay(ctx, c, ask, rc)
+		relay = newTaskInputRelay(ctx, c, ask, rc, w)
 		defer func() {
 			cancel() // questions still in flight end with the wait
 			relay.wait()
@@ -45,6 +45,11 @@ func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Durati
 			if stamp := changeStamp(legacyTask(t)); stamp != last {
 				last = stamp
 				changed(t)
+			}
+		}
+		if relay != nil {
+			if err := relay.failure(); err != nil {
+				return false, err
 			}
 		}
 		if t.Status() != task.InputRequired {

@@ -186,6 +186,9 @@ func TestLegacyTaskCallRules(t *testing.T) {
 		{without, `{"name":"build","arguments":{}}`, `{"code":-32600,"message":"Invalid request: this tool runs only as a durable task; use a client with 2025-11-25 tasks (capability tasks) or the 2026-07-28 Tasks extension"}`},
 		{without, `{"name":"build","arguments":{},"task":{}}`, `{"code":-32600,"message":"Invalid request: this tool runs only as a durable task; use a client with 2025-11-25 tasks (capability tasks) or the 2026-07-28 Tasks extension"}`},
 		{without, `{"name":"opt","arguments":{},"task":{}}`, `{"content":[{"type":"text","text":"inline"}]}`},
+		// A 2026 capability in a legacy request's _meta offers nothing.
+		{without, `{"name":"opt","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`,
+			`{"content":[{"type":"text","text":"inline"}]}`},
 		{withTasks, `{"name":"build","arguments":{},"task":{"ttl":-1}}`, `{"code":-32602,"message":"Invalid params: task must be an object with an optional non-negative integer ttl"}`},
 	}
 	for _, tt := range tests {
@@ -446,4 +449,25 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
+}
+
+// TestLegacyTaskResultWrongAnswer: an answer that does not match the input
+// request is not stored and ends tasks/result with -32602 naming the key.
+func TestLegacyTaskResultWrongAnswer(t *testing.T) {
+	r := newLTRig(t, nil)
+	c := r.client(ltV11, ltTasksCaps, "")
+	statusOK(t, c.request("tools/call", `{"name":"build","arguments":{},"task":{}}`))
+	id := r.nextCreated()
+	r.mem.RequestInput(id, mcp.InputRequests{ltFormKey: mcp.NewElicitFormRequest("Approve?", json.RawMessage(ltForm))}, "")
+	c.answer = func(legacyMsg) string { return `{"action":"accept","content":{"ok":"yes"}}` }
+	m := c.request("tasks/result", `{"taskId":"`+id+`"}`).final(t)
+	if m.Error == nil || m.Error.Code != mcp.CodeInvalidParams || !strings.Contains(m.Error.Message, `the answer to input request "approve"`) {
+		t.Errorf("tasks/result = %+v", m)
+	}
+	if tk, _ := r.mem.Find(id); tk.Status() != task.InputRequired {
+		t.Errorf("status = %s", tk.Status())
+	}
+	if answers, _ := r.mem.TakeInputResponses(id); len(answers) != 0 {
+		t.Errorf("stored %v", answers)
+	}
 }
