@@ -178,13 +178,20 @@ func legacyTaskFromInfo(info mcp.TaskInfo) mcp.LegacyTask {
 
 // legacyTaskResult runs tasks/result in a session with tasks.
 func (ep *Endpoint) legacyTaskResult(ctx context.Context, c *call) (any, Outcome, *protocolError) {
-	return ep.legacyTaskResultFor(c.waitContext(), c, c.srv.inlineTaskWait(), c.legacy.asker())
+	wctx, stop := c.waitContext()
+	defer stop()
+	return ep.legacyTaskResultFor(wctx, c, c.srv.inlineTaskWait(), c.legacy.asker())
 }
 
 // waitContext is the context of a long wait: it ends when the client
 // leaves, when the request is cancelled (notifications/cancelled, DELETE
-// of the session), but not at the request deadline, which bounds handlers.
-func (c *call) waitContext() context.Context { return c.r.Context() }
+// of the session) and when the server closes, but not at the request
+// deadline, which bounds handlers. stop releases it.
+func (c *call) waitContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(c.r.Context())
+	unhook := context.AfterFunc(c.srv.legacy.tasks.closing(), cancel)
+	return ctx, func() { unhook(); cancel() }
+}
 
 // asker adapts the legacy call's server-to-client requests.
 func (lc *legacyCall) asker() clientAsker {

@@ -97,7 +97,8 @@ func (c *call) terminalOutcome(ctx context.Context, t task.Task, meta mcp.Meta) 
 }
 
 // legacyTaskResultFor runs tasks/result: it blocks until the task is
-// terminal (up to maxWait), sending the task's input requests on this
+// terminal (up to maxWait), on an SSE stream with keep-alives unless the
+// task has ended already, sending the task's input requests on this
 // request's stream through ask, then answers with exactly what the tools/call
 // would have returned, tagged with the related-task _meta key. When the wait
 // runs out first, the client gets a -32603 that says to call again; the task
@@ -107,7 +108,15 @@ func (ep *Endpoint) legacyTaskResultFor(ctx context.Context, c *call, maxWait ti
 	if task.ValidID(id) != nil {
 		return nil, OutcomeProtocolError, errTaskNotFound
 	}
-	t, err := c.awaitTerminal(ctx, id, maxWait, ask, nil)
+	streaming := false
+	t, err := c.awaitTerminal(ctx, id, maxWait, ask, func(task.Task) {
+		// The task is not done: answer on an SSE stream, so that
+		// keep-alives flow while the request blocks.
+		if !streaming {
+			streaming = true
+			c.stream.beginSSE()
+		}
+	})
 	if err != nil {
 		return c.waitFailure(err)
 	}

@@ -26,7 +26,8 @@ const (
 
 // legacyTaskState is the node-local state of the 2025-11-25 tasks layer: the
 // status followers, each a goroutine owned by this state and ended by the
-// task's end, maxStatusFollow, or close.
+// task's end, maxStatusFollow, or close; and the context that ends every
+// long wait when the server closes.
 type legacyTaskState struct {
 	mu         sync.Mutex
 	closed     bool
@@ -37,6 +38,26 @@ type legacyTaskState struct {
 	wg         sync.WaitGroup
 }
 
+// initLocked creates the state's context on first use.
+func (s *legacyTaskState) initLocked() {
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		s.perSession = map[string]int{}
+		if s.closed {
+			s.cancel()
+		}
+	}
+}
+
+// closing returns a context that ends when the server closes: long waits
+// (tasks/result, waiting inline) end with it, leaving their tasks running.
+func (s *legacyTaskState) closing() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.initLocked()
+	return s.ctx
+}
+
 // acquire takes a follower slot for a session.
 func (s *legacyTaskState) acquire(session string) (context.Context, bool) {
 	s.mu.Lock()
@@ -44,10 +65,7 @@ func (s *legacyTaskState) acquire(session string) (context.Context, bool) {
 	if s.closed || s.follows >= maxStatusFollows || s.perSession[session] >= maxStatusFollowsPerSession {
 		return nil, false
 	}
-	if s.ctx == nil {
-		s.ctx, s.cancel = context.WithCancel(context.Background())
-		s.perSession = map[string]int{}
-	}
+	s.initLocked()
 	s.follows++
 	s.perSession[session]++
 	s.wg.Add(1)

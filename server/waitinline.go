@@ -53,8 +53,9 @@ func (s *Server) inlineTaskWait() time.Duration {
 // task's result, or the JSON-RPC error of a failed task.
 //
 // The wait ends, leaving the task running, when the client leaves or
-// cancels the request, or after Options.InlineTaskWait; the client then
-// gets a tool error saying so, and a retry that reaches the same task (an
+// cancels the request, when the server closes, or after
+// Options.InlineTaskWait; a client still connected then gets a tool error
+// saying so, and a retry that reaches the same task (an
 // idempotency key) waits again.
 func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcome, *protocolError) {
 	c := lc.c
@@ -65,7 +66,8 @@ func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcom
 		return res, outcome, perr // an input round before the task, a tool error, or an error
 	}
 	id := created.TaskID
-	wctx := c.waitContext()
+	wctx, stop := c.waitContext()
+	defer stop()
 	if err := c.stream.beginSSE(); err != nil {
 		return nil, OutcomeCanceled, errStreamGone
 	}

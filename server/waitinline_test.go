@@ -187,3 +187,31 @@ func TestWithWaitInlineOnlyForTaskRequiredTools(t *testing.T) {
 		t.Errorf("New = %v", err)
 	}
 }
+
+// TestLegacyWaitsEndOnClose: Server.Close ends inline waits and
+// tasks/result, which answer that the task goes on; the task is left
+// running.
+func TestLegacyWaitsEndOnClose(t *testing.T) {
+	r := newLTRig(t, nil)
+	inline := r.client(ltV06, ltNoCaps, "")
+	withTasks := r.client(ltV11, ltTasksCaps, "")
+	msgs, _ := ltStream(t, inline, inlineCall(""))
+	waiting := r.nextCreated()
+	progressOf(t, next(t, msgs))
+	statusOK(t, withTasks.request("tools/call", `{"name":"build","arguments":{},"task":{}}`))
+	polled := r.nextCreated()
+	result, _ := ltStream(t, withTasks, `{"jsonrpc":"2.0","id":9,"method":"tasks/result","params":{"taskId":"`+polled+`"}}`)
+
+	r.srv.Close()
+	if m := next(t, msgs); !strings.Contains(string(m.Result), "still running") {
+		t.Errorf("inline call after Close: %s %+v", m.Result, m.Error)
+	}
+	if m := next(t, result); m.Error == nil || m.Error.Message != "The task is still running; call tasks/result again" {
+		t.Errorf("tasks/result after Close: %s %+v", m.Result, m.Error)
+	}
+	for _, id := range []string{waiting, polled} {
+		if tk, _ := r.mem.Find(id); tk.Status() != task.Working {
+			t.Errorf("status after Close = %s", tk.Status())
+		}
+	}
+}
