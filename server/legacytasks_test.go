@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/mcp"
@@ -155,15 +156,19 @@ func TestLegacyTaskLifecycle(t *testing.T) {
 		t.Errorf("tasks/result (-want +got):\n%s", diff)
 	}
 	// The status notification arrives on the GET stream.
-	for m := range events {
-		if m.Method != mcp.NotificationTasksStatus {
-			continue
-		}
-		mustValidate(t, "TaskStatusNotificationParams", m.Params)
-		var lt mcp.LegacyTask
-		json.Unmarshal(m.Params, &lt)
-		if lt.TaskID == id && lt.Status == mcp.TaskCompleted {
-			break
+	timeout := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-events:
+			if m.Method != mcp.NotificationTasksStatus {
+				continue
+			}
+			mustValidate(t, "TaskStatusNotificationParams", m.Params)
+			var lt mcp.LegacyTask
+			json.Unmarshal(m.Params, &lt)
+			done = lt.TaskID == id && lt.Status == mcp.TaskCompleted
+		case <-timeout:
+			t.Fatal("no notifications/tasks/status for the completed task")
 		}
 	}
 }
