@@ -476,3 +476,22 @@ func TestLegacyTaskResultWrongAnswer(t *testing.T) {
 		t.Errorf("stored %v", answers)
 	}
 }
+
+// ltNoHints hides the memory manager's EventPublisher.
+type ltNoHints struct{ task.Manager }
+
+func (ltNoHints) EventPublisher() task.EventPublisher { return nil }
+
+// TestLegacyTaskResultPolls: with a manager that publishes no hints,
+// tasks/result still notices the end of the task by polling.
+func TestLegacyTaskResultPolls(t *testing.T) {
+	r := newLTRig(t, func(o *server.Options) { o.TaskManager = ltNoHints{o.TaskManager} })
+	c := r.client(ltV11, ltTasksCaps, "")
+	statusOK(t, c.request("tools/call", `{"name":"build","arguments":{},"task":{}}`))
+	id := r.nextCreated()
+	result, _ := ltStream(t, c, `{"jsonrpc":"2.0","id":9,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
+	r.mem.Complete(id, ltResult(4), "")
+	if m := next(t, result); !strings.Contains(string(m.Result), `"sum":4`) {
+		t.Errorf("tasks/result = %s %+v", m.Result, m.Error)
+	}
+}
