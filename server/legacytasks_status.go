@@ -110,6 +110,7 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 	}
 	rc := lc.c.requestContext(first.TaskID)
 	w := srv.watchTask(first.TaskID)
+	w.wake <- struct{}{} // read once at once: a change before the watch began is not missed
 	go func() {
 		defer state.release(key)
 		defer w.stop()
