@@ -195,11 +195,12 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	nd := &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	n = nd
 	defer func() {
-		if err != nil {
-			if n.relay != nil {
-				n.relay.Close()
+		if err != nil { // n is nil by now; nd is what was started
+			if nd.relay != nil {
+				nd.relay.Close()
 			}
 			st.Close()
 		}
