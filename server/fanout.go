@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -26,6 +27,10 @@ type flight struct {
 	ctx    context.Context // the flight's deadline, also ended by Server.Close
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the lookup has returned; the fields below are then set
+	// superseded is set when a hint for the task (or the last unwatch)
+	// forgets the flight: a newer state may exist, so the fan-out no longer
+	// delivers it (see subscription.deliver).
+	superseded atomic.Bool
 
 	ok       bool   // a snapshot to send (not suppressed, not failed)
 	updated  string // its lastUpdatedAt
