@@ -33,8 +33,7 @@ const fanOutChunk = 64
 func fanOutHelpers() int { return min(7, max(0, runtime.GOMAXPROCS(0)-1)) }
 
 // fanOut delivers the hint for taskID to group, listens of one view whose
-// streams take writes without waiting, all with the hint already queued
-// (record). It joins or starts the view's flight and, once the flight has
+// streams take writes without waiting. It joins or starts the view's flight and, once the flight has
 // returned, writes the streams (deliverAll). The goroutine that does so
 // is owned by the flight: it starts when the flight's context ends (the
 // lookup returned, its deadline passed, or the server closed) and ends
@@ -44,7 +43,7 @@ func (r *registry) fanOut(taskID, view string, group []*subscription) {
 	f, start := r.flightFor(taskID, view, lead.c.srv.opts.Subscriptions.AuthorizationTimeout)
 	if f == nil { // closed: the listens are ending
 		for _, s := range group {
-			s.poke()
+			s.enqueue(taskID)
 		}
 		return
 	}
@@ -64,7 +63,7 @@ func (r *registry) deliverAll(f *flight, taskID string, group []*subscription) {
 	case <-f.done:
 	default:
 		for _, s := range group {
-			s.poke()
+			s.enqueue(taskID)
 		}
 		return
 	}
@@ -107,26 +106,26 @@ helpers:
 	wg.Wait()
 }
 
-// deliver projects f, the flight of the hint for id, onto s's stream
-// without waiting, as project would: it reports whether the task reached
-// a terminal state for s, which must then stop following it. The hint is
-// taken from s's queue only while s's projection lock is held; whenever
-// the fan-out cannot finish the projection itself, the hint goes back to
-// the queue (or stays there) and s's goroutine is woken to do it.
+// deliver carries the hint for id to s and projects f, its flight, onto
+// s's stream without waiting, as project would: it reports whether the
+// task reached a terminal state for s, which must then stop following it.
+// It works only under s's projection lock, and takes along a copy of the
+// hint still queued for s (projecting f covers it); whenever the fan-out
+// cannot finish the projection itself, the hint goes to s's queue and s's
+// goroutine is woken to do it.
 func (s *subscription) deliver(f *flight, id string) (terminal bool) {
 	if !s.pmu.TryLock() {
-		s.poke() // projecting or renewing: the listen takes the queued hint
+		s.enqueue(id) // projecting or renewing: the listen takes the hint
 		return false
 	}
 	defer s.pmu.Unlock()
 	if !s.take(id) {
-		return false // projected already, or no longer accepted
+		return false // not accepted (any more)
 	}
 	if f.superseded.Load() {
-		// A later hint forgot f before or while s's hint was taken: its
-		// own fan-out (or s's goroutine, woken by it) projects the newer
-		// state, and finds the hint queued again.
-		s.record(id)
+		// A later hint forgot f: its own fan-out carries that hint and
+		// the newer state. (The last unwatch forgets flights too, when
+		// s follows the task no more.)
 		return false
 	}
 	if !f.ok {

@@ -99,16 +99,31 @@ func (s *subscription) poke() {
 	}
 }
 
-// take removes id from the queue and reports whether it was queued.
+// take is the fan-out's hint for id: it reports whether s accepts id,
+// and removes a copy of the hint still queued, which the fan-out's
+// projection covers. Before acceptance (authorizing), it queues the hint
+// instead and wakes s, as enqueue would, and reports false.
 func (s *subscription) take(id string) bool {
 	s.lock()
 	defer s.unlock()
-	if !s.queued[id] {
+	switch {
+	case s.accepted == nil:
+		if !s.queued[id] {
+			s.queue = append(s.queue, id)
+			s.queued[id] = true
+		}
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 		return false
-	}
-	delete(s.queued, id)
-	if i := slices.Index(s.queue, id); i >= 0 {
-		s.queue = slices.Delete(s.queue, i, i+1)
+	case !s.accepted[id]:
+		return false
+	case s.queued[id]:
+		delete(s.queued, id)
+		if i := slices.Index(s.queue, id); i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+		}
 	}
 	return true
 }
@@ -462,12 +477,7 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 				return false
 			}
 		case <-renew.C:
-			s.pmu.Lock()
 			g, ok := ep.renew(ctx, s, grant)
-			if ok {
-				s.until = g.Until
-			}
-			s.pmu.Unlock()
 			if !ok {
 				return true
 			}
@@ -520,7 +530,9 @@ func renewalDelay(now, until time.Time) time.Duration {
 }
 
 // renew re-authorizes the listen and reconciles its accepted IDs, which can
-// only shrink. It reports false when the listen must end.
+// only shrink. It reports false when the listen must end. While the
+// authorizer decides, the current grant holds and the fan-out goes on
+// delivering; the reconciliation holds the projection lock.
 func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant SubscriptionGrant) (SubscriptionGrant, bool) {
 	s.lock()
 	current := make([]string, 0, len(s.accepted))
@@ -533,6 +545,9 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	if err != nil {
 		return grant, false
 	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.until = g.Until
 	kept := ep.reconcile(ctx, s, current, g, true)
 	keep := setOfIDs(kept)
 	s.accept(keep)

@@ -416,24 +416,34 @@ func (st *responseStream) hijack(left func()) bool {
 	if err != nil {
 		return false
 	}
-	st.conn, st.w, st.rc = conn, nil, nil
+	st.takeOverLocked(conn)
 	st.deadline = 0 // Hijack cleared the connection's deadlines
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			st.raw = raw
-			st.rawWrite = func(fd uintptr) bool { // runs under st.mu
-				for {
-					st.wn, st.werr = syscall.Write(int(fd), st.wbuf)
-					if st.werr != syscall.EINTR {
-						return true // EAGAIN too: never wait for the socket
-					}
-				}
-			}
-		}
-	}
 	st.gone, st.read = make(chan struct{}), make(chan struct{})
 	go st.readUntilGone(conn, left)
 	return true
+}
+
+// takeOverLocked makes conn the stream's connection, written without
+// net/http, and keeps its descriptor for tryNotifyTask when it has one.
+func (st *responseStream) takeOverLocked(conn net.Conn) {
+	st.conn, st.w, st.rc = conn, nil, nil
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return // TLS, or a wrapped connection: every write may wait
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	st.raw = raw
+	st.rawWrite = func(fd uintptr) bool { // runs under st.mu
+		for {
+			st.wn, st.werr = syscall.Write(int(fd), st.wbuf)
+			if st.werr != syscall.EINTR {
+				return true // EAGAIN too: never wait for the socket
+			}
+		}
+	}
 }
 
 // readUntilGone reads (and drops) whatever the client sends until the

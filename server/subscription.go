@@ -277,9 +277,9 @@ func (r *registry) forgetFlightsLocked(taskID string) {
 
 // hint is the server's one subscriber of the manager's EventPublisher. It
 // never blocks: it forgets the task's flights, which started before this
-// hint, and queues the ID on each following subscription. It wakes the
-// listens whose streams cannot be written without waiting; the others it
-// hands to the fan-out, by view (see fanOut).
+// hint. It queues the ID on each following subscription whose stream
+// cannot be written without waiting, and wakes it; the others it hands to
+// the fan-out, by view (see fanOut), which carries the hint to them.
 func (r *registry) hint(taskID string) {
 	r.mu.Lock()
 	subs := r.byTask[taskID]
@@ -294,7 +294,6 @@ func (r *registry) hint(taskID string) {
 			s.enqueue(taskID)
 			continue
 		}
-		s.record(taskID)
 		if direct == nil {
 			direct = map[string][]*subscription{}
 		}
