@@ -30,6 +30,7 @@ type config struct {
 	MaxLifetime time.Duration
 	Profile     string
 	Each        bool
+	Reader      string
 	H2C         bool
 
 	Listeners    int
@@ -72,6 +73,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless every p99 target is met")
 	fs.DurationVar(&c.MaxLifetime, "max-lifetime", 10*time.Minute, "stop the server subprocess after this long in any case")
 	fs.BoolVar(&c.H2C, "h2c", false, "serve and listen over unencrypted HTTP/2 (many streams per connection) instead of one HTTP/1.1 connection per stream")
+	fs.StringVar(&c.Reader, "reader", "goroutine", `how the harness reads HTTP/1.1 streams: "goroutine" (one per stream) or "epoll" (one for all, raw sockets; less harness CPU)`)
 	fs.BoolVar(&c.Each, "each", false, "also print each completion's last arrival, in commit order")
 	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap")
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +86,10 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 		c.Listeners < 1 || c.FanoutTasks < 1 || c.FanoutRate < 1 || c.DistinctRate < 1,
 		c.ChurnStreams < 1 || c.ChurnRate < 1 || c.ChurnFor <= 0 || c.CreateRate < 0:
 		return c, usageError{"every count and duration must be positive"}
+	case c.Reader != "goroutine" && c.Reader != "epoll":
+		return c, usageError{fmt.Sprintf("-reader %q: want goroutine or epoll", c.Reader)}
+	case c.Reader == "epoll" && c.H2C:
+		return c, usageError{"-reader epoll reads HTTP/1.1 streams only, not -h2c"}
 	case c.PerClient > 256 || c.FanoutTasks > 256:
 		return c, usageError{"-tasks-per-client and -fanout-tasks are at most 256"}
 	case float64(c.ChurnRate)*c.ChurnFor.Seconds() > float64(c.ChurnStreams):
@@ -395,8 +401,15 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 		return fmt.Errorf("%s: RLIMIT_NOFILE %d is too low for %d streams", sc.name, limit, len(specs))
 	}
 	hc := newHTTPClient(cfg.H2C)
+	e, err := newReader(cfg)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		defer e.stop()
+	}
 	start := time.Now()
-	ls, err := openAll(ctx, hc, c.addr, specs, cfg.OpenConc)
+	ls, err := openAll(ctx, hc, e, c.addr, specs, cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
@@ -561,8 +574,15 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 		return err
 	}
 	hc := newHTTPClient(cfg.H2C)
+	e, err := newReader(cfg)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		defer e.stop()
+	}
 	start := time.Now()
-	ls, openErr := openAll(ctx, hc, c.addr, perClient(c.tasks), cfg.OpenConc)
+	ls, openErr := openAll(ctx, hc, e, c.addr, perClient(c.tasks), cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
@@ -605,6 +625,14 @@ func fmtStats(line string) string {
 	}
 	return fmt.Sprintf("%d goroutines, heap in use %.1f MB, stacks %.1f MB, %d open listens",
 		g, float64(heap)/(1<<20), float64(stack)/(1<<20), open)
+}
+
+// newReader returns the epoll reader when cfg asks for it, else nil.
+func newReader(cfg config) (*epollReader, error) {
+	if cfg.Reader != "epoll" {
+		return nil, nil
+	}
+	return newEpollReader()
 }
 
 // inCommitOrder renders each completion's last arrival, in the order the
