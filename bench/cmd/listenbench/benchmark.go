@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +76,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.H2C, "h2c", false, "serve and listen over unencrypted HTTP/2 (many streams per connection) instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&c.Reader, "reader", "goroutine", `how the harness reads HTTP/1.1 streams: "goroutine" (one per stream) or "epoll" (one for all, raw sockets; less harness CPU)`)
 	fs.BoolVar(&c.Each, "each", false, "also print each completion's last arrival, in commit order")
-	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap")
+	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap, and the harness's CPU profile of the drive to PREFIX.SCENARIO.harness.cpu")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -427,6 +428,10 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 	}
 	serverCPU0, _ := c.cpu()
 	harnessCPU0 := selfCPU()
+	stopProfile, err := profileHarness(cfg, sc.name)
+	if err != nil {
+		return err
+	}
 	lines, err := c.do(fmt.Sprintf("drive %d %s", sc.rate, sc.duration), "driven ", sc.duration+time.Minute)
 	if load != nil {
 		load.wait()
@@ -471,6 +476,7 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 	}
 	serverCPU1, _ := c.cpu()
 	harnessCPU := selfCPU() - harnessCPU0
+	stopProfile()
 	var lat []time.Duration
 	last := map[string]time.Duration{} // per completion: its last arrival
 	notes := 0
@@ -625,6 +631,27 @@ func fmtStats(line string) string {
 	}
 	return fmt.Sprintf("%d goroutines, heap in use %.1f MB, stacks %.1f MB, %d open listens",
 		g, float64(heap)/(1<<20), float64(stack)/(1<<20), open)
+}
+
+// profileHarness writes the harness's own CPU profile, from the drive to
+// the last arrival, to PREFIX.SCENARIO.harness.cpu when -profile is set;
+// stop ends it.
+func profileHarness(cfg config, name string) (stop func(), err error) {
+	if cfg.Profile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(cfg.Profile + "." + name + ".harness.cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // newReader returns the epoll reader when cfg asks for it, else nil.
