@@ -37,20 +37,37 @@ func fanOutHelpers() int { return min(7, max(0, runtime.GOMAXPROCS(0)-1)) }
 // returned, writes the streams (deliverAll). The goroutine that does so
 // is owned by the flight: it starts when the flight's context ends (the
 // lookup returned, its deadline passed, or the server closed) and ends
-// when every stream of group is written or handed back.
+// when every stream of group is written or handed back; Server.Close
+// waits for it (waitDetached). Once the registry is closed, the hint goes
+// to the listens' queues instead.
 func (r *registry) fanOut(taskID, view string, group []*subscription) {
-	lead := group[0]
-	f, start := r.flightFor(taskID, view, lead.c.srv.opts.Subscriptions.AuthorizationTimeout)
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		r.fanouts.Add(1) // before close, so before waitDetached's Wait
+	}
+	r.mu.Unlock()
+	var f *flight
+	start := false
+	if !closed {
+		lead := group[0]
+		if f, start = r.flightFor(taskID, view, lead.c.srv.opts.Subscriptions.AuthorizationTimeout); start {
+			lead.c.ep.startFlight(lead, taskID, f)
+		}
+	}
 	if f == nil { // closed: the listens are ending
 		for _, s := range group {
 			s.enqueue(taskID)
 		}
+		if !closed {
+			r.fanouts.Done()
+		}
 		return
 	}
-	if start {
-		lead.c.ep.startFlight(lead, taskID, f)
-	}
-	context.AfterFunc(f.ctx, func() { r.deliverAll(f, taskID, group) })
+	context.AfterFunc(f.ctx, func() {
+		defer r.fanouts.Done()
+		r.deliverAll(f, taskID, group)
+	})
 }
 
 // deliverAll writes f's rendering to every listen of group, from this

@@ -237,7 +237,8 @@ func slicesEqual(a, b []string) bool { return cmp.Equal(a, b) }
 // TestDeliverAll: a fan-out writes every listen of its group (in chunks,
 // with helpers) and stops following the task for those that reached its
 // terminal state; a flight that has not returned (its deadline passed, or
-// the server is closing) hands every listen its hint instead.
+// the server is closing) hands every listen its hint instead, and so does
+// a hint after the registry closed.
 func TestDeliverAll(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens hundreds of loopback connections")
@@ -278,4 +279,14 @@ func TestDeliverAll(t *testing.T) {
 	if got := written(t, s, client); got != "" {
 		t.Errorf("written %q", got)
 	}
+
+	// Once the registry is closed, a hint goes to the listens' queues, and
+	// Server.Close's wait for fan-outs returns.
+	s, _ = directSub(t)
+	r.close()
+	r.fanOut("t1", "v", []*subscription{s})
+	if q := drain(s); !slicesEqual(q, []string{"t1"}) || len(s.wake) != 1 {
+		t.Errorf("after close: queue %q, %d wake-ups", q, len(s.wake))
+	}
+	r.waitDetached()
 }

@@ -139,6 +139,9 @@ type registry struct {
 	// writers bounds the goroutines that help a fan-out write its
 	// streams (see deliverAll), across every fan-out of the node.
 	writers chan struct{}
+	// fanouts counts the fan-outs started and not yet delivered; Add only
+	// under mu and before close.
+	fanouts sync.WaitGroup
 }
 
 func newRegistry(max, maxTenant int) *registry {
@@ -340,8 +343,11 @@ func (r *registry) undetach() {
 }
 
 // waitDetached waits until every listen stream taken over from net/http
-// has closed its connection.
+// has closed its connection, and every fan-out started before close has
+// written or handed back its streams (each within its flight's deadline,
+// which close ends).
 func (r *registry) waitDetached() {
+	defer r.fanouts.Wait()
 	r.mu.Lock()
 	if r.detached == 0 {
 		r.mu.Unlock()
