@@ -119,7 +119,7 @@ func (s *subscription) take(id string) bool {
 		return false
 	case !s.accepted[id]:
 		return false
-	case s.queued[id]:
+	case len(s.queue) > 0 && s.queued[id]: // most often the queue is empty
 		delete(s.queued, id)
 		if i := slices.Index(s.queue, id); i >= 0 {
 			s.queue = slices.Delete(s.queue, i, i+1)
