@@ -33,8 +33,9 @@ const fanOutChunk = 64
 func fanOutHelpers() int { return min(7, max(0, runtime.GOMAXPROCS(0)-1)) }
 
 // fanOut delivers the hint for taskID to group, listens of one view whose
-// streams take writes without waiting. It joins or starts the view's flight and, once the flight has
-// returned, writes the streams (deliverAll). The goroutine that does so
+// streams take writes without waiting. It joins or starts the view's
+// flight and, once the flight has returned, writes the streams
+// (deliverAll). The goroutine that does so
 // is owned by the flight: it starts when the flight's context ends (the
 // lookup returned, its deadline passed, or the server closed) and ends
 // when every stream of group is written or handed back; Server.Close
