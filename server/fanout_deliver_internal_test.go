@@ -112,6 +112,12 @@ func TestDeliver(t *testing.T) {
 			close(s.inFlight)
 			return nil
 		}, want: want{Written: frame}},
+		{name: "write deadline of an earlier write passed", setup: func(s *subscription, _ *flight) func() {
+			past := time.Now().Add(-time.Second)
+			s.c.stream.conn.SetWriteDeadline(past)
+			s.c.stream.deadline = past.UnixNano()
+			return nil
+		}, want: want{Written: frame}},
 		{name: "listen projecting or renewing", setup: func(s *subscription, _ *flight) func() {
 			s.pmu.Lock()
 			return s.pmu.Unlock

@@ -214,6 +214,10 @@ func (st *responseStream) tryNotifyTask(prefix, id, suffix string) tryResult {
 	b = append(b, '}')
 	b = append(b, sseEventEnd...)
 	*bp = append(b, "\r\n"...)
+	// A write deadline that has passed (set by an earlier blocking write)
+	// would refuse the write; renewing it costs a clock read, and a call
+	// into the poller about once per eighth of WriteTimeout.
+	st.setWriteDeadlineLocked()
 	st.wbuf, st.wn, st.werr = *bp, 0, nil
 	err := st.raw.Write(st.rawWrite)
 	st.wbuf = nil
