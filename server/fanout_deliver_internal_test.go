@@ -23,8 +23,14 @@ func directSub(t *testing.T) (*subscription, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return directSubOn(t, ln)
+}
+
+// directSubOn is directSub on a connection accepted from ln.
+func directSubOn(t *testing.T, ln net.Listener) (*subscription, net.Conn) {
+	t.Helper()
 	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err := net.Dial(ln.Addr().Network(), ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +45,7 @@ func directSub(t *testing.T) (*subscription, net.Conn) {
 	st := &responseStream{sse: true, writeTimeout: time.Minute}
 	st.takeOverLocked(conn)
 	if st.raw == nil {
-		t.Fatal("a TCP connection has no descriptor")
+		t.Fatal("the connection has no descriptor")
 	}
 	s := newTestSubscription("a")
 	s.c = &call{srv: &Server{opts: Options{now: time.Now}}, stream: st}
@@ -200,12 +206,18 @@ func TestDeliver(t *testing.T) {
 
 // TestDeliverPartialWrite: a frame the socket takes only in part is not
 // waited for: its tail is kept, the listen is woken to write it under the
-// write deadline, and nothing else is written before it.
+// write deadline, and nothing else is written before it. (On a Unix
+// socket, whose writer resumes as soon as the reader reads: a loopback TCP
+// connection filled this way can crawl on zero-window probes.)
 func TestDeliverPartialWrite(t *testing.T) {
-	s, client := directSub(t)
+	ln, err := net.Listen("unix", t.TempDir()+"/s")
+	if err != nil {
+		t.Skipf("no Unix socket: %v", err)
+	}
+	s, client := directSubOn(t, ln)
 	st := s.c.stream
-	if tc, ok := st.conn.(*net.TCPConn); ok {
-		tc.SetWriteBuffer(4 << 10)
+	if uc, ok := st.conn.(*net.UnixConn); ok {
+		uc.SetWriteBuffer(4 << 10)
 	}
 	// Larger than what the connection can hold unread.
 	big := testPrefix[:len(testPrefix)-len(`,"_meta":{"io.modelcontextprotocol/subscriptionId":`)] +
