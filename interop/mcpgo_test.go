@@ -1,0 +1,165 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	mcpgo "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// TestMCPGoClient drives `taskwire serve` with the mcp-go v1.2.1 client
+// pinned to each 2025-era revision, without the tasks capability: the
+// same flow as TestGoSDKClient, plus the rule that such a client never
+// sees execution.taskSupport "required".
+func TestMCPGoClient(t *testing.T) {
+	p := startServe(t)
+	for _, version := range legacyVersions {
+		t.Run(version, func(t *testing.T) { mcpGoFlow(t, p, version) })
+	}
+}
+
+// mcpGoElicitor answers every elicitation with the flow's approval.
+type mcpGoElicitor struct{ rec *elicitRecorder }
+
+func (e mcpGoElicitor) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	e.rec.record(req.Params.Mode, req.Params.Message, req.Params.RequestedSchema)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: approvalAnswer,
+	}}, nil
+}
+
+func mcpGoFlow(t *testing.T, p *serveProc, version string) {
+	pending(t, "session")
+	rec := &elicitRecorder{}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	trans, err := transport.NewStreamableHTTP(p.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpgo.NewClient(trans,
+		mcpgo.WithProtocolVersion(version),
+		mcpgo.WithElicitationHandler(mcpGoElicitor{rec}),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.Close()
+		}
+	}()
+	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: version,
+		ClientInfo:      mcp.Implementation{Name: "interop-mcpgo", Version: "1.0.0"},
+	}})
+	if err != nil {
+		t.Fatalf("initialize %s: %v", version, err)
+	}
+	sessionID := c.GetSessionId()
+
+	t.Run("initialize", func(t *testing.T) {
+		if init.ProtocolVersion != version {
+			t.Errorf("negotiated %q, want %q", init.ProtocolVersion, version)
+		}
+		if init.ServerInfo.Name != serverName {
+			t.Errorf("serverInfo = %+v, want name %q", init.ServerInfo, serverName)
+		}
+		if init.Capabilities.Tools == nil {
+			t.Errorf("capabilities = %+v, want tools", init.Capabilities)
+		}
+		if init.Capabilities.Tasks != nil {
+			t.Errorf("capabilities.tasks = %+v: offered to a client that declared no tasks", marshal(t, init.Capabilities.Tasks))
+		}
+		if sessionID == "" {
+			t.Error("no Mcp-Session-Id on the initialize response")
+		}
+	})
+
+	t.Run("tools/list", func(t *testing.T) {
+		pending(t, "tools/list")
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+			if tool.Execution != nil && tool.Execution.TaskSupport == mcp.TaskSupportRequired {
+				t.Errorf("%s: execution.taskSupport required, shown to a client without tasks", tool.Name)
+			}
+		}
+		if d := cmp.Diff(wantTools, sortedNames(names)); d != "" {
+			t.Errorf("tools (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run(toolTextStats, func(t *testing.T) {
+		raw := mcpGoCall(t, ctx, c, toolTextStats, textStatsIn)
+		var got textStats
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(textStatsWant, got); d != "" {
+			t.Errorf("text.stats (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run(toolReports, func(t *testing.T) {
+		pending(t, toolReports)
+		account := "mcpgo-" + version
+		checkReport(t, p.Dir, account, mcpGoCall(t, ctx, c, toolReports, reportArgs(account)))
+	})
+
+	t.Run(toolApprovals, func(t *testing.T) {
+		pending(t, toolApprovals)
+		checkApproval(t, mcpGoCall(t, ctx, c, toolApprovals, approvalArgs))
+		if d := cmp.Diff([]elicitation{wantElicitation}, rec.take()); d != "" {
+			t.Errorf("elicitation requests (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		closed = true
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if got := pingStatus(t, p.URL, version, sessionID); got != http.StatusNotFound {
+			t.Errorf("ping in the closed session: HTTP %d, want 404", got)
+		}
+	})
+	checkNoLeaks(t, p, sessionID)
+}
+
+// mcpGoCall calls a tool and returns its structured content, failing the
+// test on an error or on a result in 2026 shape.
+func mcpGoCall(t *testing.T, ctx context.Context, c *mcpgo.Client, name string, args any) []byte {
+	t.Helper()
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("tools/call %s: isError, content %s", name, marshal(t, res.Content))
+	}
+	if res.ResultType != "" {
+		t.Errorf("tools/call %s: resultType %q in a 2025 result", name, res.ResultType)
+	}
+	if res.Meta != nil {
+		if _, ok := res.Meta.AdditionalFields["io.modelcontextprotocol/serverInfo"]; ok {
+			t.Errorf("tools/call %s: a 2025 result carries the 2026 serverInfo _meta", name)
+		}
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("tools/call %s: no structuredContent; content %s", name, marshal(t, res.Content))
+	}
+	return marshal(t, res.StructuredContent)
+}

@@ -1,0 +1,35 @@
+package interop
+
+import (
+	"os"
+	"testing"
+)
+
+// pendingOn names the steps of the client flows that wait for a part of
+// issue 10 still being built on another branch, and what they wait for.
+// Outside CI such a step is skipped with a loud PENDING message, so that a
+// branch without the feature stays green; under CI=true (or with
+// TASKWIRE_INTEROP_PENDING=run) it runs, and fails until the feature lands.
+// Remove an entry when its feature is merged.
+var pendingOn = map[string]string{
+	"session": "the 2025-era session layer (h/core: server/legacy*.go, server/session*.go)",
+	// A client without tasks sees the durable demo tools only once they
+	// opt in to waiting inline, and calls them through it.
+	"tools/list":  waitInline,
+	toolReports:   waitInline,
+	toolApprovals: waitInline,
+}
+
+// waitInline is what the durable tools' steps wait for.
+const waitInline = "waiting inline (h/tasks: server/waitinline*.go, and the demo's durable tools opting in with " +
+	"server.WithWaitInline in cmd/taskwire/durable.go)"
+
+// pending skips the step outside CI while its feature is pending.
+func pending(t *testing.T, step string) {
+	t.Helper()
+	reason, ok := pendingOn[step]
+	if !ok || os.Getenv("CI") == "true" || os.Getenv("TASKWIRE_INTEROP_PENDING") == "run" {
+		return
+	}
+	t.Skipf("PENDING on %s: runs under CI=true or TASKWIRE_INTEROP_PENDING=run", reason)
+}
