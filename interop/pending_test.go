@@ -15,9 +15,10 @@ var pendingOn = map[string]string{
 	"session": "the 2025-era session layer (h/core: server/legacy*.go, server/session*.go)",
 	// A client without tasks sees the durable demo tools only once they
 	// opt in to waiting inline, and calls them through it.
-	"tools/list":  waitInline,
-	toolReports:   waitInline,
-	toolApprovals: waitInline,
+	"tools/list":   waitInline,
+	toolReports:    waitInline,
+	toolApprovals:  waitInline,
+	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go)",
 }
 
 // waitInline is what the durable tools' steps wait for.
