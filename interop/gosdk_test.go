@@ -23,7 +23,6 @@ func TestGoSDKClient(t *testing.T) {
 }
 
 func goSDKFlow(t *testing.T, p *serveProc, version string) {
-	pending(t, "session")
 	rec := &elicitRecorder{}
 	client := gosdk.NewClient(&gosdk.Implementation{Name: "interop-gosdk", Version: "1.0.0"}, &gosdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {

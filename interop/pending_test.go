@@ -12,7 +12,6 @@ import (
 // TASKWIRE_INTEROP_PENDING=run) it runs, and fails until the feature lands.
 // Remove an entry when its feature is merged.
 var pendingOn = map[string]string{
-	"session": "the 2025-era session layer (h/core: server/legacy*.go, server/session*.go)",
 	// A client without tasks sees the durable demo tools only once they
 	// opt in to waiting inline, and calls them through it.
 	"tools/list":   waitInline,
