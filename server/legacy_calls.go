@@ -197,18 +197,25 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	p.Meta = meta
 	ctx, cancelCall := context.WithCancel(r.Context())
 	defer cancelCall()
+	// A client may reuse an ID once it has read the response, which can
+	// come before this call has deregistered: the newest call holds it.
 	reqKey := string(req.ID.Raw())
+	me := &inflightCall{cancel: cancelCall}
 	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
-		if _, dup := ls.inflight[reqKey]; dup || len(ls.inflight) >= maxInflightPerSession {
+		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
 			return errTooManyInflight
 		}
-		ls.inflight[reqKey] = cancelCall
+		ls.inflight[reqKey] = me
 		return nil
 	}); perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { delete(ls.inflight, reqKey) })
+	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+		if ls.inflight[reqKey] == me {
+			delete(ls.inflight, reqKey)
+		}
+	})
 	r = r.WithContext(ctx) // a canceled call abandons its response
 
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
@@ -246,18 +253,29 @@ func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 		res, outcome, perr := method(ctx, c)
 		ir, ok := res.(*mcp.InputRequiredResult)
 		if !ok || perr != nil {
-			return c.respond(ctx, res, outcome, legacyStatus(perr))
+			return lc.respond(ctx, res, outcome, perr)
 		}
 		if round >= maxStateRounds || ir.RequestState == "" {
-			return c.respond(ctx, nil, OutcomeInternalError, errInternal)
+			return lc.respond(ctx, nil, OutcomeInternalError, errInternal)
 		}
 		answers, perr := lc.ask(ctx, ir.InputRequests)
 		if perr != nil {
-			return c.respond(ctx, nil, outcomeOf(perr), legacyStatus(perr))
+			return lc.respond(ctx, nil, outcomeOf(perr), perr)
 		}
 		state := ir.RequestState
 		c.params.InputResponses, c.params.RequestState = answers, &state
 	}
+}
+
+// respond writes the call's response, or nothing for a call the client
+// canceled (notifications/cancelled, DELETE of its session, or leaving):
+// the 2025 transport sends no response to a canceled request.
+func (lc *legacyCall) respond(ctx context.Context, res any, outcome Outcome, perr *protocolError) Outcome {
+	if lc.c.r.Context().Err() != nil {
+		lc.c.stream.abandon()
+		return OutcomeCanceled
+	}
+	return lc.c.respond(ctx, res, outcome, legacyStatus(perr))
 }
 
 // legacyStatus is the HTTP status a JSON-RPC error of a method has in a

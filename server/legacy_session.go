@@ -51,9 +51,12 @@ type liveSession struct {
 	mu       sync.Mutex
 	get      *getStream // nil when no GET stream is open
 	subs     map[string]bool
-	inflight map[string]context.CancelFunc // by request ID spelling
+	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
 	ended    bool
 }
+
+// inflightCall is a request running in a session on this node.
+type inflightCall struct{ cancel context.CancelFunc }
 
 // getStream is a session's standalone SSE stream: notifications queue in
 // ch (bounded; a full queue drops the notification) and the GET handler,
@@ -113,7 +116,7 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 			t.mu.Unlock()
 			return errSessionsFull
 		}
-		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]context.CancelFunc{}}
+		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]*inflightCall{}}
 		t.sessions[key] = ls
 	}
 	ls.mu.Lock()
@@ -172,8 +175,8 @@ func (ls *liveSession) endAll() {
 		close(ls.get.done)
 		ls.get = nil
 	}
-	for _, cancel := range ls.inflight {
-		cancel()
+	for _, ic := range ls.inflight {
+		ic.cancel()
 	}
 	clear(ls.inflight)
 	clear(ls.subs)

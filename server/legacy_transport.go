@@ -222,8 +222,8 @@ func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawP
 		return
 	}
 	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-		if cancel, ok := ls.inflight[string(cp.RequestID.Raw())]; ok {
-			cancel()
+		if ic, ok := ls.inflight[string(cp.RequestID.Raw())]; ok {
+			ic.cancel()
 		}
 	})
 }
