@@ -193,7 +193,7 @@ func (c *legacyClient) request(method, params string) *legacyReply {
 
 // legacyServer builds the catalog server with 2025 sessions on and the
 // development admission (Bearer names are identities).
-func newLegacyCatalog(t *testing.T, mutate func(*server.Options, *server.Endpoint)) *server.Server {
+func newLegacyCatalog(t testing.TB, mutate func(*server.Options, *server.Endpoint)) *server.Server {
 	t.Helper()
 	return newCatalogServer(t, func(o *server.Options, ep *server.Endpoint) {
 		o.Admission = server.DevAdmission()
