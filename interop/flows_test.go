@@ -208,6 +208,14 @@ func sortedNames(names []string) []string {
 // returns the HTTP status: 404 once the session has ended.
 func pingStatus(t *testing.T, url, version, sessionID string) int {
 	t.Helper()
+	status, _ := ping(t, url, version, sessionID, "")
+	return status
+}
+
+// ping sends a ping inside the session sessionID over plain HTTP, as the
+// caller named by token ("" for none), and returns the status and body.
+func ping(t *testing.T, url, version, sessionID, token string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url,
@@ -219,11 +227,52 @@ func pingStatus(t *testing.T, url, version, sessionID string) int {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", version)
 	req.Header.Set("Mcp-Session-Id", sessionID)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("ping: %v", err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// deleteSession ends the session sessionID with a DELETE as the caller
+// named by token and returns the HTTP status.
+func deleteSession(t *testing.T, url, version, sessionID, token string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("MCP-Protocol-Version", version)
+	req.Header.Set("Mcp-Session-Id", sessionID)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// otherID returns an ID of the same length and alphabet as id that differs
+// from it in its first character, so that no server issued it.
+func otherID(id string) string {
+	first := byte('A')
+	if id != "" && id[0] == 'A' {
+		first = 'B'
+	}
+	if id == "" {
+		return "A"
+	}
+	return string(first) + id[1:]
 }

@@ -37,7 +37,13 @@ func mcpGoFlow(t *testing.T, p *serveProc, version string) {
 	rec := &elicitRecorder{}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	trans, err := transport.NewStreamableHTTP(p.URL, transport.WithHTTPBasicClient(&http.Client{Transport: tr}))
+	// This client is a named caller: serve admits a Bearer token as the
+	// caller's development identity.
+	const caller = "interop-alice"
+	trans, err := transport.NewStreamableHTTP(p.URL,
+		transport.WithHTTPBasicClient(&http.Client{Transport: tr}),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + caller}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +132,36 @@ func mcpGoFlow(t *testing.T, p *serveProc, version string) {
 		}
 	})
 
+	t.Run("another caller", func(t *testing.T) {
+		if status, _ := ping(t, p.URL, version, sessionID, caller); status != http.StatusOK {
+			t.Fatalf("ping as the session's caller: HTTP %d, want 200", status)
+		}
+		// The session's ID sent by anyone else gets exactly what an
+		// unknown ID gets.
+		otherStatus, otherBody := ping(t, p.URL, version, sessionID, "interop-mallory")
+		unknownStatus, unknownBody := ping(t, p.URL, version, otherID(sessionID), "interop-mallory")
+		if otherStatus != http.StatusNotFound || otherStatus != unknownStatus || otherBody != unknownBody {
+			t.Errorf("another caller: HTTP %d %q; unknown session: HTTP %d %q; want the same 404",
+				otherStatus, otherBody, unknownStatus, unknownBody)
+		}
+	})
+
 	t.Run("close", func(t *testing.T) {
 		closed = true
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		if got := pingStatus(t, p.URL, version, sessionID); got != http.StatusNotFound {
-			t.Errorf("ping in the closed session: HTTP %d, want 404", got)
+		// mcp-go v1.2.1 sends its DELETE without the headers it was given,
+		// so the DELETE comes from no caller at all: it must not end
+		// another caller's session.
+		if got, _ := ping(t, p.URL, version, sessionID, caller); got != http.StatusOK {
+			t.Errorf("ping after a DELETE without the caller's token: HTTP %d, want 200 (the session stays)", got)
+		}
+		if got := deleteSession(t, p.URL, version, sessionID, caller); got < 200 || got > 299 {
+			t.Errorf("DELETE as the session's caller: HTTP %d, want 2xx", got)
+		}
+		if got, _ := ping(t, p.URL, version, sessionID, caller); got != http.StatusNotFound {
+			t.Errorf("ping in the ended session: HTTP %d, want 404", got)
 		}
 	})
 	checkNoLeaks(t, p, sessionID)
