@@ -14,15 +14,16 @@ import (
 var pendingOn = map[string]string{
 	// A client without tasks sees the durable demo tools only once they
 	// opt in to waiting inline, and calls them through it.
-	"tools/list":   waitInline,
-	toolReports:    waitInline,
-	toolApprovals:  waitInline,
-	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go)",
+	"tools/list":  waitInline,
+	toolReports:   waitInline,
+	toolApprovals: waitInline,
+	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go; tasks/list also needs " +
+		"store/sqlite's task.Lister from h/stores)",
 }
 
 // waitInline is what the durable tools' steps wait for.
-const waitInline = "waiting inline (h/tasks: server/waitinline*.go, and the demo's durable tools opting in with " +
-	"server.WithWaitInline in cmd/taskwire/durable.go)"
+const waitInline = "waiting inline (h/tasks: server/waitinline*.go, and the demo's durable tools opting in: " +
+	"server.WithWaitInline() added to both AddTaskTool calls in cmd/taskwire/durable.go)"
 
 // pending skips the step outside CI while its feature is pending.
 func pending(t *testing.T, step string) {
