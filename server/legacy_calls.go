@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
@@ -37,7 +38,17 @@ func (lc *legacyCall) version() string { return lc.session.rec.ProtocolVersion }
 // notifySession queues a notification for the session's GET stream and
 // reports whether it was taken.
 func (lc *legacyCall) notifySession(method string, params []byte) bool {
-	ls := lc.c.srv.legacy.live.lookup(lc.session.rec.Key)
+	return lc.c.srv.notifyLegacySession(lc.session.rec.Key, method, params)
+}
+
+// notifyLegacySession queues a notification for the GET stream of the
+// session whose store key is key, if that stream is open on this node, and
+// reports whether it was taken. It never blocks: a full queue drops it.
+func (s *Server) notifyLegacySession(key, method string, params []byte) bool {
+	if s.legacy == nil {
+		return false
+	}
+	ls := s.legacy.live.lookup(key)
 	if ls == nil {
 		return false
 	}
@@ -63,6 +74,11 @@ type legacyHooks struct {
 	callTool func(ctx context.Context, lc *legacyCall, t *toolEntry) (any, Outcome, *protocolError)
 	// methods are further legacy methods (tasks/get, tasks/result, ...).
 	methods map[string]methodFunc
+	// timeout may give a request a deadline other than
+	// Options.RequestTimeout (def), such as the longer wait of a tool
+	// call that waits inline for its task. It runs before the method,
+	// with the request's params decoded. Default: def.
+	timeout func(c *call, def time.Duration) time.Duration
 }
 
 // legacyMethodTable is the method table of legacy sessions: the endpoint's
@@ -95,17 +111,18 @@ func (ep *Endpoint) legacyMethodTable() map[string]methodFunc {
 	return m
 }
 
-// legacyCapabilities are what an initialize result offers.
+// legacyCapabilities are what an initialize result offers. List changes
+// are announced on the GET stream (Server.NotifyListChanged).
 func (ep *Endpoint) legacyCapabilities(version string, client *mcp.LegacyClientCapabilities) *mcp.LegacyServerCapabilities {
 	c := &mcp.LegacyServerCapabilities{Logging: mcp.Object{}}
 	if len(ep.tools) > 0 {
-		c.Tools = &mcp.ToolsCapability{}
+		c.Tools = &mcp.ToolsCapability{ListChanged: true}
 	}
 	if len(ep.resources) > 0 || len(ep.templates) > 0 {
-		c.Resources = &mcp.ResourcesCapability{Subscribe: true}
+		c.Resources = &mcp.ResourcesCapability{Subscribe: true, ListChanged: true}
 	}
 	if len(ep.prompts) > 0 {
-		c.Prompts = &mcp.PromptsCapability{}
+		c.Prompts = &mcp.PromptsCapability{ListChanged: true}
 	}
 	if ep.completion != nil {
 		c.Completions = mcp.Object{}
@@ -129,7 +146,8 @@ var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams
 
 // legacyInitialize opens a session: it negotiates the revision, stores the
 // session bound to the admitted identity and answers with its ID in
-// Mcp-Session-Id.
+// Mcp-Session-Id. It charges the request limiter like any admitted
+// request, which bounds how fast one caller can open sessions.
 func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
 	var ip mcp.InitializeParams
 	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
@@ -141,22 +159,39 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	start := s.opts.now()
+	s.opts.Observer.RequestStarted(r.Context(), info)
+	outcome := OutcomeProtocolError
+	defer func() {
+		elapsed := s.opts.now().Sub(start)
+		s.opts.Observer.RequestFinished(r.Context(), info, outcome, elapsed)
+		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+	}()
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			outcome = OutcomeRateLimited
+			writeError(w, req.ID, rateLimited(wait))
+			return
+		}
+	}
 	if ip.Capabilities == nil {
 		ip.Capabilities = &mcp.LegacyClientCapabilities{}
 	}
 	caps, err := json.Marshal(ip.Capabilities)
-	info, err2 := json.Marshal(ip.ClientInfo)
-	if err != nil || err2 != nil || len(caps)+len(info) > maxCapabilityJSON {
-		s.reject(ep, w, req.ID, errBadInitialize)
+	clientInfo, err2 := json.Marshal(ip.ClientInfo)
+	if err != nil || err2 != nil || len(caps)+len(clientInfo) > maxCapabilityJSON {
+		writeError(w, req.ID, errBadInitialize)
 		return
 	}
 	version := ep.negotiate(ip.ProtocolVersion)
 	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
-		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: info,
+		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
 	}, ip.Capabilities)
 	if perr != nil {
-		s.reject(ep, w, req.ID, perr)
+		outcome = outcomeOf(perr)
+		writeError(w, req.ID, perr)
 		return
 	}
 	res, err := json.Marshal(&mcp.InitializeResult{
@@ -166,9 +201,11 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		Instructions:    ep.opts.Instructions,
 	})
 	if err != nil {
-		s.reject(ep, w, req.ID, errInternal)
+		outcome = OutcomeInternalError
+		writeError(w, req.ID, errInternal)
 		return
 	}
+	outcome = OutcomeComplete
 	w.Header().Set(mcp.HeaderSessionID, sid)
 	writeResult(w, req.ID, res)
 }
@@ -185,16 +222,25 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
+	// Until logging/setLevel, a session receives every log message, as
+	// 2025 clients expect (the suite's tools-call-with-logging sets none).
+	level := mcp.LoggingLevel(cs.rec.LogLevel)
+	if level == "" {
+		level = mcp.LevelDebug
+	}
 	meta := &mcp.RequestMeta{
 		ProtocolVersion:    cs.rec.ProtocolVersion,
 		ClientCapabilities: cs.caps,
-		LogLevel:           mcp.LoggingLevel(cs.rec.LogLevel),
+		LogLevel:           level,
 	}
 	if p.Meta != nil {
 		meta.ProgressToken = p.Meta.ProgressToken
 		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
 	}
 	p.Meta = meta
+	// Input answers come only as responses to this server's own requests
+	// (legacyCall.run), never from the params of a 2025 request.
+	p.InputResponses, p.RequestState = nil, nil
 	ctx, cancelCall := context.WithCancel(r.Context())
 	defer cancelCall()
 	// A client may reuse an ID once it has read the response, which can
@@ -205,7 +251,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
 			return errTooManyInflight
 		}
-		ls.inflight[reqKey] = me
+		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
 		s.reject(ep, w, req.ID, perr)
@@ -237,7 +283,11 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	timeout := s.opts.RequestTimeout
+	if h := ep.legacyHooks.timeout; h != nil {
+		timeout = h(c, timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outcome = c.legacy.run(ctx, method)
 }
@@ -293,6 +343,14 @@ func legacyStatus(perr *protocolError) *protocolError {
 // io.modelcontextprotocol/serverInfo in _meta (withMeta is not applied),
 // and none of the 2026 cache members.
 func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		// The common shapes without reflection, as on the modern path.
+		if b, ok := mcp.AppendToolResult(nil, r, nil); ok && bytes.HasPrefix(b, completePrefix) {
+			b = b[len(completePrefix)-1:]
+			b[0] = '{'
+			return c.checkLimits(b)
+		}
+	}
 	b, ok := res.(json.RawMessage)
 	if !ok {
 		var err error
@@ -303,6 +361,9 @@ func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
 	}
 	return c.checkLimits(legacyShape(b))
 }
+
+// completePrefix starts every result mcp.AppendToolResult encodes.
+var completePrefix = []byte(`{"resultType":"complete",`)
 
 // modernOnlyMembers are the result members of the 2026 revision alone.
 var modernOnlyMembers = [][]byte{[]byte(`"resultType"`), []byte(`"ttlMs"`), []byte(`"cacheScope"`)}
@@ -330,8 +391,7 @@ func legacyShape(b []byte) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		q, _ := json.Marshal(string(name))
-		out = append(out, q...)
+		out = mcp.AppendString(out, string(name))
 		out = append(out, ':')
 		out = append(out, raw...)
 		return nil
@@ -380,7 +440,7 @@ func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) 
 		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
 			return invalidParams("Invalid params: too many subscriptions in this session")
 		}
-		ls.subs[uri] = true
+		ls.addSubLocked(uri)
 		return nil
 	})
 	if perr != nil {

@@ -49,10 +49,27 @@ type liveSession struct {
 	key string
 
 	mu       sync.Mutex
+	endpoint string     // the session's endpoint, set with its GET stream
 	get      *getStream // nil when no GET stream is open
 	subs     map[string]bool
 	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
 	ended    bool
+}
+
+// addInflight registers a request under its ID spelling, under ls.mu.
+func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
+	if ls.inflight == nil {
+		ls.inflight = map[string]*inflightCall{}
+	}
+	ls.inflight[id] = ic
+}
+
+// addSubLocked records a resource subscription, under ls.mu.
+func (ls *liveSession) addSubLocked(uri string) {
+	if ls.subs == nil {
+		ls.subs = map[string]bool{}
+	}
+	ls.subs[uri] = true
 }
 
 // inflightCall is a request running in a session on this node.
@@ -101,22 +118,18 @@ func newLiveSessions(max int) *liveSessions {
 	return &liveSessions{max: max, sessions: map[string]*liveSession{}}
 }
 
-// acquire returns the live state of key, creating it, and runs fn on it
+// with returns the live state of key, creating it, and runs fn on it
 // under its lock; fn's error is returned. It fails with errSessionsFull
 // when the table is full.
 func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError) *protocolError {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return errSessionsFull
-	}
 	ls := t.sessions[key]
 	if ls == nil {
 		if len(t.sessions) >= t.max {
 			t.mu.Unlock()
 			return errSessionsFull
 		}
-		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]*inflightCall{}}
+		ls = &liveSession{key: key}
 		t.sessions[key] = ls
 	}
 	ls.mu.Lock()
@@ -128,6 +141,25 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 	}
 	t.mu.Unlock()
 	return perr
+}
+
+// openStream registers gs as the GET stream of key: errStreamOpen when the
+// session has one on this node, errSessionsFull once the server is closed
+// (Close ends GET streams; requests keep being served).
+func (t *liveSessions) openStream(key, endpoint string, gs *getStream) *protocolError {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return errSessionsFull
+	}
+	return t.with(key, func(ls *liveSession) *protocolError {
+		if ls.get != nil {
+			return errStreamOpen
+		}
+		ls.get, ls.endpoint = gs, endpoint
+		return nil
+	})
 }
 
 // release runs fn on the live state of key, if any, and drops the state
@@ -182,16 +214,20 @@ func (ls *liveSession) endAll() {
 	clear(ls.subs)
 }
 
-// close ends every live session's GET stream and requests (Server.Close).
+// close ends every GET stream (Server.Close); later GETs are refused.
+// Requests in flight and subscriptions are left alone.
 func (t *liveSessions) close() {
 	t.mu.Lock()
 	t.closed = true
-	all := t.sessions
-	t.sessions = map[string]*liveSession{}
 	t.mu.Unlock()
-	for _, ls := range all {
-		ls.endAll()
-	}
+	t.each(func(ls *liveSession) {
+		ls.mu.Lock()
+		if ls.get != nil {
+			close(ls.get.done)
+			ls.get = nil
+		}
+		ls.mu.Unlock()
+	})
 }
 
 // each calls fn for every live session (a snapshot).
@@ -227,6 +263,49 @@ func (s *Server) NotifyResourceUpdated(uri string) {
 		sub := ls.subs[uri]
 		ls.mu.Unlock()
 		if sub {
+			ls.enqueue(msg)
+		}
+	})
+}
+
+// ListKind names a catalog list whose change NotifyListChanged announces.
+type ListKind int
+
+// The lists of an endpoint.
+const (
+	ListTools ListKind = iota
+	ListPrompts
+	ListResources
+)
+
+// NotifyListChanged sends notifications/tools/list_changed (or the prompts
+// or resources one) to every 2025-era session of the named endpoint that
+// has its GET stream open on this node, for example after a CatalogPolicy
+// starts showing a caller other tools. Delivery is best effort as with
+// NotifyResourceUpdated, and node-local: in a fleet call it on every node.
+// Modern clients learn of list changes through subscriptions/listen. An
+// unknown kind does nothing.
+func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
+	if s.legacy == nil {
+		return
+	}
+	var method string
+	switch kind {
+	case ListTools:
+		method = mcp.NotificationToolsListChanged
+	case ListPrompts:
+		method = mcp.NotificationPromptsListChanged
+	case ListResources:
+		method = mcp.NotificationResourcesListChanged
+	default:
+		return
+	}
+	msg := mcp.AppendNotification(nil, method, nil)
+	s.legacy.live.each(func(ls *liveSession) {
+		ls.mu.Lock()
+		match := ls.get != nil && ls.endpoint == endpoint
+		ls.mu.Unlock()
+		if match {
 			ls.enqueue(msg)
 		}
 	})
