@@ -234,3 +234,24 @@ func TestUniqueIDsNeedAnIDMember(t *testing.T) {
 		t.Error("a unique-id script was written for a body without an id")
 	}
 }
+
+func TestRoundRatios(t *testing.T) {
+	res := func(name string, rounds []float64, err error) targetResult {
+		return targetResult{Target: target{Name: name}, Rounds: rounds, Err: err}
+	}
+	results := []targetResult{
+		res("a", []float64{100, 300, 200}, nil),
+		res("b", []float64{200, 300, 100}, nil),
+		res("c", []float64{100, 100}, nil),
+		res("d", []float64{100, 100, 100}, errors.New("x")),
+	}
+	if got, want := fmtRatios(roundRatios(results, "a", "b")), "0.50 1.00 2.00 (median 1.00x)"; got != want {
+		t.Errorf("a/b: %q, want %q", got, want)
+	}
+	if got := roundRatios(results, "a", "c"); got != nil {
+		t.Errorf("a/c with different round counts: %v, want nil", got)
+	}
+	if got := roundRatios(results, "a", "d"); got != nil {
+		t.Errorf("a/d with a failed target: %v, want nil", got)
+	}
+}
