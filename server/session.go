@@ -123,7 +123,7 @@ type cachedSession struct {
 	caps       *mcp.ClientCapabilities
 	legacyCaps *mcp.LegacyClientCapabilities
 	clientInfo *mcp.Implementation // nil when the client sent none
-	read       time.Time // when rec was read from (or written to) the store
+	read       time.Time           // when rec was read from (or written to) the store
 }
 
 func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionManager, error) {

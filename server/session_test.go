@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/session/memory"
+	"github.com/taskwire/taskwire/store/sqlite"
 )
 
 func TestSessionOptionsValidation(t *testing.T) {
@@ -357,5 +359,42 @@ func TestSessionNodeStateEndsWithSession(t *testing.T) {
 		if rep := cl.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.status != http.StatusOK || rep.final(t).Error != nil {
 			t.Errorf("subscribe on a node that held an abandoned session: %d %s", rep.status, rep.body)
 		}
+	}
+}
+
+// TestSessionSurvivesRestartOnSQLite: with a durable store a session (its
+// version, capabilities and log level) outlives the node that opened it.
+func TestSessionSurvivesRestartOnSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	quiet := slog.New(slog.DiscardHandler)
+	open := func() (*sqlite.Store, *legacyClient) {
+		st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+			addInputTools(ep)
+			o.Sessions = &server.SessionOptions{Store: st.Sessions()}
+		})
+		return st, newLegacyRig(t, srv)
+	}
+	st, c := open()
+	c.mustInitialize("2025-06-18", `{"roots":{}}`)
+	if rep := c.request("logging/setLevel", `{"level":"error"}`); rep.final(t).Error != nil {
+		t.Fatalf("setLevel: %s", rep.body)
+	}
+	st.Close()
+
+	st2, c2 := open()
+	defer st2.Close()
+	c2.sid = c.sid
+	c2.answer = answerAll
+	rep := c2.request("tools/call", `{"name":"roots","arguments":{}}`)
+	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "root file:///work") {
+		t.Errorf("call after a restart: %d %s", rep.status, rep.body)
+	}
+	rep = c2.request("tools/list", "")
+	if strings.Contains(string(rep.final(t).Result), "execution") {
+		t.Errorf("a 2025-06-18 session became another version after a restart: %s", rep.body)
 	}
 }
