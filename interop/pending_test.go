@@ -17,6 +17,8 @@ var pendingOn = map[string]string{
 	"tools/list":  waitInline,
 	toolReports:   waitInline,
 	toolApprovals: waitInline,
+	"restart": "serve keeping legacy sessions in its durable store (cmd/taskwire/node.go: server.Options.Sessions " +
+		"= &server.SessionOptions{Store: st}, with the SQLite and PostgreSQL stores implementing session.Store)",
 	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go; tasks/list also needs " +
 		"store/sqlite's task.Lister from h/stores)",
 }

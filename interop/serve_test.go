@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,9 +100,15 @@ type serveProc struct {
 // variables, so that the default store (sqlite:taskwire.db) applies.
 func startServe(t *testing.T) *serveProc {
 	t.Helper()
-	dir := t.TempDir()
+	return startServeIn(t, t.TempDir(), "127.0.0.1:0")
+}
+
+// startServeIn is startServe in the working directory dir, listening on
+// addr.
+func startServeIn(t *testing.T, dir, addr string) *serveProc {
+	t.Helper()
 	p := &serveProc{Dir: dir, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(taskwireBin, "serve", "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(taskwireBin, "serve", "--addr", addr)
 	p.cmd.Dir = dir
 	p.cmd.Env = cleanEnv()
 	p.cmd.Stderr = p.stderr
@@ -186,6 +193,23 @@ func (p *serveProc) stop(t *testing.T) {
 	if t.Failed() {
 		t.Logf("taskwire serve stderr:\n%s", p.stderr)
 	}
+}
+
+// restart stops the process (failing the test unless it exits cleanly)
+// and starts serve again in the same working directory on the same
+// address, so that a client keeps its URL.
+func (p *serveProc) restart(t *testing.T) *serveProc {
+	t.Helper()
+	p.stop(t)
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		t.Fatalf("parse %q: %v", p.URL, err)
+	}
+	q := startServeIn(t, p.Dir, u.Host)
+	if q.URL != p.URL {
+		t.Fatalf("restarted at %s, want %s", q.URL, p.URL)
+	}
+	return q
 }
 
 // Stderr returns what the process has logged so far.
