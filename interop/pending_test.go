@@ -18,9 +18,8 @@ var pendingOn = map[string]string{
 	toolReports:   waitInline,
 	toolApprovals: waitInline,
 	"restart": "serve keeping legacy sessions in its durable store (cmd/taskwire/node.go: server.Options.Sessions " +
-		"= &server.SessionOptions{Store: st}, with the SQLite and PostgreSQL stores implementing session.Store)",
-	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go; tasks/list also needs " +
-		"store/sqlite's task.Lister from h/stores)",
+		"= &server.SessionOptions{Store: st.Sessions()}, which both stores' Store types offer)",
+	"legacy tasks": "the 2025-11-25 experimental tasks (h/tasks: server/legacytasks*.go)",
 }
 
 // waitInline is what the durable tools' steps wait for.
