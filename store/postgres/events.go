@@ -205,9 +205,11 @@ func (l *listener) connect(ctx context.Context) error {
 	if err != nil {
 		return wrapErr("listen: connect", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.s.channel}.Sanitize()); err != nil {
-		conn.Close(context.Background())
-		return wrapErr("listen", err)
+	for _, ch := range []string{l.s.channel, l.s.answers} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			conn.Close(context.Background())
+			return wrapErr("listen", err)
+		}
 	}
 	l.conn = conn
 	if h := l.s.hooks.connected; h != nil {
@@ -248,6 +250,12 @@ func (l *listener) receive(ctx context.Context) error {
 		n, err := l.conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == l.s.answers {
+			if r := l.s.relay.Load(); r != nil {
+				r.notified(n.Payload)
+			}
+			continue
 		}
 		node, evs, ok := parsePayload(n.Payload)
 		if !ok {
@@ -297,6 +305,9 @@ func (l *listener) reconnect(ctx context.Context) bool {
 			continue
 		}
 		l.s.log.Info("postgres: task event listener reconnected")
+		if r := l.s.relay.Load(); r != nil {
+			r.reconnected()
+		}
 		return true
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -98,6 +99,12 @@ type Store struct {
 	bc        *task.Broadcaster
 	pub       *publisher
 
+	// answers is the channel of forwarded answers (relay.go), and relay
+	// the AnswerRelay of the store, if one was made; the listener hands it
+	// that channel's notifications.
+	answers string
+	relay   atomic.Pointer[AnswerRelay]
+
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -156,6 +163,7 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 		node:      hex.EncodeToString(node[:]),
 		listenCfg: poolCfg.ConnConfig.Copy(),
 		channel:   opts.Schema + channelSuffix,
+		answers:   opts.Schema + answersSuffix,
 		bc:        task.NewBroadcaster(),
 		hooks:     hooks,
 	}
