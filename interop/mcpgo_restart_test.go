@@ -16,8 +16,6 @@ import (
 // upgrade: the client keeps its session, and tasks/get in that session
 // reads the task it created before the restart.
 func TestMCPGoSessionSurvivesRestart(t *testing.T) {
-	pending(t, "legacy tasks")
-	pending(t, "restart")
 	const version = "2025-11-25"
 	p := startServe(t)
 	tr := &http.Transport{}

@@ -24,7 +24,6 @@ import (
 // so the task-augmented call goes through the client's transport, also
 // public API; everything else uses the client's own methods.
 func TestMCPGoTasksClient(t *testing.T) {
-	pending(t, "legacy tasks")
 	const version = "2025-11-25"
 	p := startServe(t)
 	rec := &elicitRecorder{}

@@ -22,7 +22,6 @@ import (
 // a retry with the same idempotency key attaches to the same task, which
 // completes once and writes one report.
 func TestMCPGoWaitInlineSurvivesDisconnect(t *testing.T) {
-	pending(t, toolReports)
 	const version = "2025-11-25"
 	p := startServe(t)
 	tr := &http.Transport{}
