@@ -8,12 +8,15 @@ PKGS      := ./...
 
 all: vet test
 
-## test: vet, then every package with the race detector.
+## test: vet, then every package with the race detector, then the interop
+## module: real go-sdk and mcp-go clients against a real `taskwire serve`.
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
+	cd interop && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet $(PKGS)
+	cd interop && $(GO) vet ./...
 
 ## conformance: the official MCP conformance suite against the fixture server.
 conformance:
