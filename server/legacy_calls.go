@@ -250,8 +250,17 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	// Input answers come only as responses to this server's own requests
 	// (legacyCall.run), never from the params of a 2025 request.
 	p.InputResponses, p.RequestState = nil, nil
-	ctx, cancelCall := context.WithCancel(r.Context())
-	defer cancelCall()
+	// A request of a 2025-11-25 session has a resumable stream: it runs on
+	// a goroutine of its own (owned by the call, ended by its deadline), so
+	// that the server can end the POST's response while it goes on.
+	var rw *resumeWriter
+	base := r.Context()
+	if cs.rec.ProtocolVersion >= mcp.ProtocolVersion20251125 {
+		if rw = s.legacy.newResumeWriter(w, cs.rec.Key); rw != nil {
+			base = context.WithoutCancel(base)
+		}
+	}
+	ctx, cancelCall := context.WithCancel(base)
 	// A client may reuse an ID once it has read the response, which can
 	// come before this call has deregistered: the newest call holds it.
 	reqKey := string(req.ID.Raw())
@@ -263,16 +272,56 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
+		cancelCall()
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-		if ls.inflight[reqKey] == me {
-			delete(ls.inflight, reqKey)
-		}
-	})
-	r = r.WithContext(ctx) // a canceled call abandons its response
+	out := w
+	if rw != nil {
+		out = rw
+	}
+	st := newResponseStream(out, s.opts.KeepAliveInterval)
+	c := &call{srv: s, ep: ep, r: r.WithContext(ctx), req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
+	c.legacy = &legacyCall{c: c, session: cs}
+	body := func() {
+		defer cancelCall()
+		defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+			if ls.inflight[reqKey] == me {
+				delete(ls.inflight, reqKey)
+			}
+		})
+		ep.runLegacy(s, ctx, c, method)
+	}
+	if rw == nil {
+		body()
+		return
+	}
+	st.onFinish = rw.ended
+	defer rw.release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body()
+	}()
+	select {
+	case <-done:
+		return
+	case <-rw.post.gone:
+	case <-r.Context().Done():
+	}
+	if rw.releasedByServer() {
+		return // closed by the server or resumed by GET: the call goes on
+	}
+	// The client left the POST (a canceled call abandons its response).
+	cancelCall()
+	<-done
+}
 
+// runLegacy runs an admitted call of a session under the request limiter,
+// the deadline, the observer and metrics; ctx is canceled by
+// notifications/cancelled, DELETE of the session, or the client leaving.
+func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method methodFunc) {
+	req, st := c.req, c.stream
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
 	s.opts.Observer.RequestStarted(ctx, info)
@@ -282,9 +331,6 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
-	st := newResponseStream(w, s.opts.KeepAliveInterval)
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
-	c.legacy = &legacyCall{c: c, session: cs}
 	if !chargesAfterLookup[req.Method] {
 		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited

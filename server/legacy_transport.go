@@ -297,6 +297,10 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if lastID, ok := r.Header["Last-Event-Id"]; ok {
+		s.serveResume(ep, w, r, cs, lastID)
+		return
+	}
 	s.serveGetStream(ep, w, r, cs)
 }
 
