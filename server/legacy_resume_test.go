@@ -71,12 +71,20 @@ type pollRig struct {
 
 func newPollRig(t *testing.T, ro *server.ResumeOptions) *pollRig {
 	t.Helper()
+	return newPollRigWith(t, ro, nil)
+}
+
+func newPollRigWith(t *testing.T, ro *server.ResumeOptions, mutate func(*server.Options)) *pollRig {
+	t.Helper()
 	pr := &pollRig{
 		closed: make(chan error, 1), proceed: make(chan int, 1), after: make(chan struct{}, 1),
 		finish: make(chan struct{}), ctxErr: make(chan error, 1), calls: make(chan struct{}, 4),
 	}
 	srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
 		o.Sessions = &server.SessionOptions{Resume: ro}
+		if mutate != nil {
+			mutate(o)
+		}
 		server.AddTool(ep, &mcp.Tool{Name: "poll", Description: "Closes its stream mid-call."},
 			func(ctx context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
 				pr.calls <- struct{}{}

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// closedPoll starts the poll call, waits for its close and returns the
+// stream token.
+func (pr *pollRig) closedPoll(t *testing.T) string {
+	t.Helper()
+	postDone := make(chan []sseBlock)
+	go func() { postDone <- pr.post(t, pr.c) }()
+	if err := <-pr.closed; err != nil {
+		t.Fatalf("CloseSSEStream: %v", err)
+	}
+	return tokenOf(t, <-postDone)
+}
+
+// TestLegacyResumeRetention: an ended stream's events are kept for
+// Retention (server clock), then a resumption is refused.
+func TestLegacyResumeRetention(t *testing.T) {
+	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	pr := newPollRigWith(t, &server.ResumeOptions{Retention: time.Minute}, func(o *server.Options) {
+		server.SetClockForTest(o, clock.Now)
+	})
+	pr.c.mustInitialize(mcp.ProtocolVersion20251125, `{}`)
+	tok := pr.closedPoll(t)
+	pr.proceed <- 0
+	<-pr.after
+	close(pr.finish)
+	if status, blocks, body := resume(t, pr.c, tok+".1"); status != http.StatusOK || len(blocks) != 1 {
+		t.Fatalf("GET: status %d, %d blocks, body %s", status, len(blocks), body)
+	}
+	clock.Advance(59 * time.Second)
+	if status, _, body := resume(t, pr.c, tok+".1"); status != http.StatusOK {
+		t.Fatalf("GET within Retention: status %d, body %s", status, body)
+	}
+	clock.Advance(time.Second)
+	if status, _, body := resume(t, pr.c, tok+".1"); status != http.StatusBadRequest {
+		t.Errorf("GET after Retention: status %d, body %s; want 400", status, body)
+	}
+}
+
+// TestLegacyResumeCancel: after the server closed the stream, the call
+// still ends with notifications/cancelled (and the resumed stream ends
+// without a result), and DELETE of the session ends a resumed stream.
+func TestLegacyResumeCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(c *legacyClient)
+	}{
+		{"cancelled", func(c *legacyClient) {
+			if rep := c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`); rep.status != http.StatusAccepted {
+				t.Errorf("cancel: status %d", rep.status)
+			}
+		}},
+		{"delete", func(c *legacyClient) {
+			r, _ := http.NewRequest(http.MethodDelete, c.url, nil)
+			r.Header.Set("Mcp-Session-Id", c.sid)
+			res, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := newPollRig(t, nil)
+			pr.c.mustInitialize(mcp.ProtocolVersion20251125, `{}`)
+			tok := pr.closedPoll(t)
+			pr.proceed <- 0
+			<-pr.after
+			getDone := make(chan []sseBlock)
+			r, _ := http.NewRequest(http.MethodGet, pr.c.url, nil)
+			r.Header.Set("Accept", "text/event-stream")
+			r.Header.Set("Mcp-Session-Id", pr.c.sid)
+			r.Header.Set("Last-Event-ID", tok+".1")
+			res, err := http.DefaultClient.Do(r)
+			if err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("GET: %v %v", res, err)
+			}
+			go func() {
+				defer res.Body.Close()
+				getDone <- readBlocks(t, res.Body)
+			}()
+			tc.end(pr.c)
+			close(pr.finish)
+			if err := <-pr.ctxErr; err != context.Canceled {
+				t.Errorf("the call's ctx.Err() = %v, want Canceled", err)
+			}
+			if got := summary(t, <-getDone, tok); len(got) != 0 {
+				t.Errorf("resumed stream carried %v, want nothing", got)
+			}
+		})
+	}
+}
+
+// TestLegacyResumeTakeover: a GET that resumes while the POST still
+// carries the stream takes it over: the POST ends, the call goes on, and
+// the rest comes on the GET only.
+func TestLegacyResumeTakeover(t *testing.T) {
+	pr := newPollRig(t, nil)
+	c := pr.c
+	c.mustInitialize(mcp.ProtocolVersion20251125, `{}`)
+	// A stream closed once, resumed, and resumed again from the same ID
+	// while the first GET is open: the first GET ends, the second carries
+	// the rest.
+	tok := pr.closedPoll(t)
+	first, err := openResume(c, tok+".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDone := make(chan []sseBlock)
+	go func() { defer first.Body.Close(); firstDone <- readBlocks(t, first.Body) }()
+	second, err := openResume(c, tok+".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(t, <-firstDone, tok); len(got) != 0 {
+		t.Errorf("the first GET carried %v", got)
+	}
+	pr.proceed <- 1
+	<-pr.after
+	close(pr.finish)
+	defer second.Body.Close()
+	got := summary(t, readBlocks(t, second.Body), tok)
+	want := []string{"2||notifications/message after 0", "3||" + doneResult}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("the second GET carried %v, want %v", got, want)
+	}
+	if err := <-pr.ctxErr; err != nil {
+		t.Errorf("the takeover canceled the call: %v", err)
+	}
+}
+
+func openResume(c *legacyClient, lastID string) (*http.Response, error) {
+	r, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	r.Header.Set("Accept", "text/event-stream")
+	r.Header.Set("Mcp-Session-Id", c.sid)
+	r.Header.Set("Last-Event-ID", lastID)
+	res, err := http.DefaultClient.Do(r)
+	if err == nil && res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		return nil, &statusError{res.StatusCode}
+	}
+	return res, err
+}
+
+type statusError struct{ status int }
+
+func (e *statusError) Error() string { return http.StatusText(e.status) }
