@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,3 +156,53 @@ func openResume(c *legacyClient, lastID string) (*http.Response, error) {
 type statusError struct{ status int }
 
 func (e *statusError) Error() string { return http.StatusText(e.status) }
+
+// TestLegacyResumeInlinePoll: with InlinePollInterval, an inline wait
+// closes each connection of its stream after the interval; the client
+// follows with GETs and Last-Event-ID and gets the task's result exactly
+// once, and the wait (and the task) go on across the closes.
+func TestLegacyResumeInlinePoll(t *testing.T) {
+	r := newLTRig(t, func(o *server.Options) {
+		o.Sessions = &server.SessionOptions{Resume: &server.ResumeOptions{InlinePollInterval: 20 * time.Millisecond}}
+	})
+	c := r.client(ltV11, ltNoCaps, "")
+	res, err := httpDo(c, inlineCall(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := readBlocks(t, res.Body) // ends at the first polling close
+	res.Body.Close()
+	tok := tokenOf(t, post)
+	id := r.nextCreated()
+	got := summary(t, post, tok)
+	if n := len(got); n < 2 || got[n-1] != "-|1000|" {
+		t.Fatalf("POST blocks %v: want a retry field last", got)
+	}
+	last := post[0].ID
+	for _, b := range post {
+		if b.ID != "" {
+			last = b.ID
+		}
+	}
+	r.mem.Complete(id, ltResult(9), "")
+	results := 0
+	for i := 0; results == 0 && i < 1000; i++ {
+		status, blocks, body := resume(t, c, last)
+		if status != http.StatusOK {
+			t.Fatalf("GET after %s: status %d, body %s", last, status, body)
+		}
+		for _, s := range summary(t, blocks, tok) {
+			if strings.Contains(s, `"sum":9`) {
+				results++
+			}
+		}
+		for _, b := range blocks {
+			if b.ID != "" {
+				last = b.ID
+			}
+		}
+	}
+	if results != 1 {
+		t.Errorf("the result arrived %d times, want once", results)
+	}
+}
