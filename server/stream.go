@@ -17,6 +17,11 @@ import (
 // final response. Exactly one final response is written; later writes are
 // dropped. Safe for concurrent use.
 type responseStream struct {
+	// sink, when set, carries every message whole instead of an HTTP
+	// response (a transport without HTTP framing, such as stdio; see
+	// newMessageStream); w and rc are then nil.
+	sink messageSink
+
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	keepAlive time.Duration
@@ -51,6 +56,21 @@ type responseStream struct {
 
 func newResponseStream(w http.ResponseWriter, keepAlive time.Duration) *responseStream {
 	return &responseStream{w: w, rc: http.NewResponseController(w), keepAlive: keepAlive}
+}
+
+// messageSink is the message half of a transport that frames messages
+// itself (stdio): send writes, or queues in order, one complete encoded
+// JSON-RPC message; msg is reused once send returns. It fails once the
+// transport can carry no more.
+type messageSink interface {
+	send(msg []byte) error
+}
+
+// newMessageStream returns a stream whose messages all go to sink: the
+// notifications, server-to-client requests and final response of one
+// request, with no HTTP status, headers, SSE framing or keep-alives.
+func newMessageStream(sink messageSink) *responseStream {
+	return &responseStream{sink: sink, sse: true}
 }
 
 // notify sends a notification related to the request, switching the
@@ -99,6 +119,9 @@ func (st *responseStream) notifyTask(parts ...string) error {
 	if st.finished {
 		return errStreamClosed
 	}
+	if st.sink != nil {
+		return st.sink.send((*bp)[len(sseData) : len(*bp)-len(sseEventEnd)])
+	}
 	if !st.sse {
 		st.startSSELocked()
 	}
@@ -127,6 +150,9 @@ func (st *responseStream) comment() error {
 	defer st.mu.Unlock()
 	if st.finished || !st.sse {
 		return errStreamClosed
+	}
+	if st.sink != nil {
+		return nil // a message transport has nothing to keep alive
 	}
 	return st.writeLocked(sseKeepAlive)
 }
@@ -203,6 +229,9 @@ func (st *responseStream) keepAliveLoop() {
 }
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
+	if st.sink != nil {
+		return st.sink.send(msg)
+	}
 	if st.conn != nil {
 		bp := getBuf()
 		defer putBuf(bp)
@@ -315,7 +344,7 @@ func (st *responseStream) abandon() bool {
 func (st *responseStream) hijack(left func()) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.finished || !st.sse || st.stop != nil {
+	if st.finished || !st.sse || st.stop != nil || st.sink != nil {
 		return false
 	}
 	conn, _, err := st.rc.Hijack() // flushes what net/http still buffers
