@@ -19,6 +19,7 @@ type legacyServer struct {
 	nodeID    string
 	relay     AnswerRelay
 	stopRelay func()
+	tasks     legacyTaskState // the 2025-11-25 tasks layer (legacytasks_status.go)
 }
 
 // getStreamWriteTimeout bounds each write to a GET stream, so that a
@@ -67,6 +68,7 @@ func (l *legacyServer) start(s *Server) error {
 // being served.
 func (l *legacyServer) close() {
 	l.live.close()
+	l.tasks.close()
 	if l.stopRelay != nil {
 		l.stopRelay()
 	}

@@ -29,7 +29,8 @@ func (o *Options) validate() error {
 		named{"RequestTimeout", int64(o.RequestTimeout)},
 		named{"BodyReadTimeout", int64(o.BodyReadTimeout)},
 		named{"KeepAliveInterval", int64(o.KeepAliveInterval)},
-		named{"RequestStateTTL", int64(o.RequestStateTTL)})
+		named{"RequestStateTTL", int64(o.RequestStateTTL)},
+		named{"InlineTaskWait", int64(o.InlineTaskWait)})
 	// Bounds that can never take effect. The checks that involve defaults
 	// run after them, in New.
 	if o.TaskConcurrency > 0 && o.HandlerConcurrency > 0 && o.TaskConcurrency > o.HandlerConcurrency {

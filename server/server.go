@@ -63,6 +63,11 @@ type Options struct {
 	// the nodes of a fleet. Nil means a single node: an answer naming
 	// another node is accepted (202) and dropped.
 	AnswerRelay AnswerRelay
+	// InlineTaskWait bounds how long a 2025-era request waits for a durable
+	// task: tasks/result, and tools/call of a tool that waits inline
+	// (WithWaitInline). The task goes on when the wait ends. Zero means
+	// DefaultInlineTaskWait (10 minutes).
+	InlineTaskWait time.Duration
 
 	// Subscriptions, if set, enable subscriptions/listen; task
 	// notifications then reach listeners of endpoints that serve Tasks

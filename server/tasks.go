@@ -154,6 +154,9 @@ func (ep *Endpoint) buildTasks(s *Server) error {
 		if t.mode != taskNever && !ep.tasks {
 			return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks", t.tool.Name)
 		}
+		if t.waitInline && t.mode != taskRequired {
+			return fmt.Errorf("tool %q: WithWaitInline applies only to task-required tools (AddTaskTool)", t.tool.Name)
+		}
 		for _, k := range t.inputKinds {
 			switch k {
 			case task.InputElicitationForm, task.InputElicitationURL, task.InputSampling, task.InputRoots:
@@ -182,7 +185,7 @@ func (c *call) requestContext(taskID string) task.RequestContext {
 // limits first.
 func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.CreationContext, *protocolError) {
 	meta := c.params.Meta
-	if t.mode == taskNever || !c.ep.servesTasks(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
+	if t.mode == taskNever || !c.servesTasksFor(meta.ProtocolVersion) || !meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
 		return nil, nil
 	}
 	args := c.params.Arguments

@@ -77,6 +77,7 @@ type toolEntry struct {
 	mode       taskMode
 	mirror     bool     // structured output is mirrored as text
 	inputKinds []string // task input kinds the tool declared
+	waitInline bool     // legacy clients without tasks wait for the task (WithWaitInline)
 
 	input        *jsonschema.Resolved
 	inputIsOpen  bool // the schema accepts any object: skip validation

@@ -123,7 +123,8 @@ func (in ApprovalInput) message() string {
 
 // addDurableTools registers the task-required demo tools on ep. Their
 // handlers only validate the input and enqueue a job in st; the workers
-// (registerWorkers) do the work, in this process or another.
+// (registerWorkers) do the work, in this process or another. Both wait
+// inline for 2025-era clients without tasks (server.WithWaitInline).
 func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logger) {
 	server.AddTaskTool[ReportInput, Report](ep, &mcp.Tool{
 		Name:  toolReports,
@@ -135,7 +136,7 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 			return task.Handle{}, err
 		}
 		return enqueue(ctx, st, cc, toolReports, in.IdempotencyKey, logger)
-	})
+	}, server.WithWaitInline())
 	server.AddTaskTool[ApprovalInput, Approval](ep, &mcp.Tool{
 		Name:  toolApprovals,
 		Title: "Request an approval",
@@ -146,7 +147,7 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 			return task.Handle{}, err
 		}
 		return enqueue(ctx, st, cc, toolApprovals, in.IdempotencyKey, logger)
-	}, server.WithTaskInput(task.InputElicitationForm))
+	}, server.WithTaskInput(task.InputElicitationForm), server.WithWaitInline())
 }
 
 // enqueue creates the task and its job in one transaction. A plain error

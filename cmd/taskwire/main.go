@@ -7,6 +7,7 @@
 //	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
 //	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
 //	                 [--task-burst 100] [--max-active-tasks 1000]
+//	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
@@ -41,6 +42,15 @@
 // given. Each caller may start --task-rate task-creating calls a second
 // (bursts of --task-burst) and have --max-active-tasks tasks working or
 // waiting for input; beyond either, calls get HTTP 429 with Retry-After.
+//
+// The endpoint serves clients of protocol revision 2026-07-28 statelessly
+// and clients of 2025-06-18 and 2025-11-25 in sessions opened by
+// initialize. Sessions are kept in the store, so they survive a restart and
+// work on every node of a fleet (on PostgreSQL, a client's answer to an
+// elicitation that reaches another node is forwarded to the node holding
+// the call). A session ends after --session-idle without a request, or
+// --session-lifetime after it opened; each caller may hold
+// --sessions-per-caller sessions at once.
 package main
 
 import (
@@ -181,10 +191,17 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
 	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
 	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
+	sessionIdle := fs.Duration("session-idle", 30*time.Minute, "how long a 2025-era session lives without a request")
+	sessionLifetime := fs.Duration("session-lifetime", 24*time.Hour, "how long a 2025-era session lives at most")
+	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -199,8 +216,23 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits,
+		TaskLimits: limits, Sessions: sessions,
 	}, "serve", stdout)
+}
+
+// sessionFlags turns --session-idle, --session-lifetime and
+// --sessions-per-caller into server.SessionOptions (without a store, which
+// the node adds).
+func sessionFlags(idle, lifetime time.Duration, perCaller int) (server.SessionOptions, error) {
+	switch {
+	case idle <= 0 || lifetime <= 0:
+		return server.SessionOptions{}, errors.New("--session-idle and --session-lifetime must be positive")
+	case idle > lifetime:
+		return server.SessionOptions{}, errors.New("--session-idle must not exceed --session-lifetime")
+	case perCaller < 1:
+		return server.SessionOptions{}, errors.New("--sessions-per-caller must be at least 1")
+	}
+	return server.SessionOptions{IdleTimeout: idle, MaxLifetime: lifetime, MaxPerPrincipal: perCaller}, nil
 }
 
 // taskLimitFlags turns --task-rate, --task-burst and --max-active-tasks

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/store/postgres"
+	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -106,6 +110,9 @@ type nodeConfig struct {
 	// TaskLimits bound each caller's task creation. The zero value means
 	// the server's defaults.
 	TaskLimits server.TaskLimits
+	// Sessions bound 2025-era sessions; the node keeps them in its store.
+	// The zero value means the server's defaults.
+	Sessions server.SessionOptions
 
 	// workerMetrics and workerPoll are for tests: zero values are the
 	// runtime's defaults.
@@ -166,6 +173,8 @@ type node struct {
 	url       string
 	serveDone chan struct{} // closed when hs.Serve has returned
 
+	relay io.Closer // the answer relay of a PostgreSQL node, or nil
+
 	rt       *worker.Runtime
 	rtCancel context.CancelFunc
 	rtDone   chan struct{} // closed when rt.Run has returned
@@ -186,9 +195,13 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	nd := &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	n = nd
 	defer func() {
-		if err != nil {
+		if err != nil { // n is nil by now; nd is what was started
+			if nd.relay != nil {
+				nd.relay.Close()
+			}
 			st.Close()
 		}
 	}()
@@ -216,7 +229,15 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	if cfg.Addr != "" {
 		ep := demoEndpoint()
 		addDurableTools(ep, st, cfg.Logger)
+		sessions := cfg.Sessions
+		var relay server.AnswerRelay
+		sessions.Store, relay, err = n.sessionStore(ctx)
+		if err != nil {
+			return nil, err
+		}
 		n.srv, err = server.New(server.Options{
+			Sessions:        &sessions,
+			AnswerRelay:     relay,
 			Endpoints:       []*server.Endpoint{ep},
 			Logger:          cfg.Logger,
 			Admission:       server.DevAdmission(),
@@ -274,6 +295,24 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 }
 
 // URL returns the demo endpoint's URL, or "" on a node without HTTP.
+// sessionStore returns the store's session store and, on PostgreSQL, an
+// answer relay so that a client's answer reaching another node of the fleet
+// is forwarded to the node holding the call.
+func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRelay, error) {
+	switch st := n.store.(type) {
+	case *sqlite.Store:
+		return st.Sessions(), nil, nil
+	case *postgres.Store:
+		relay, err := postgres.NewAnswerRelay(ctx, st, postgres.AnswerRelayOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("answer relay: %w", err)
+		}
+		n.relay = relay
+		return st.Sessions(), relay, nil
+	}
+	return nil, nil, fmt.Errorf("store %T keeps no sessions", n.store)
+}
+
 func (n *node) URL() string { return n.url }
 
 // Failed delivers an error when the HTTP server or the worker runtime
@@ -304,6 +343,11 @@ func (n *node) Shutdown() error {
 		if n.rt != nil {
 			n.rtCancel()
 			<-n.rtDone
+		}
+		if n.relay != nil {
+			if err := n.relay.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing the answer relay: %w", err))
+			}
 		}
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the store: %w", err))

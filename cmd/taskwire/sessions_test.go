@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/internal/pgtest"
+	"github.com/taskwire/taskwire/server"
+)
+
+// legacyPost sends one 2025-11-25 message to url, inside session sid when
+// it is not empty, and returns the response.
+func legacyPost(t *testing.T, url, sid, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	c := &http.Client{Timeout: waitFor}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// initialize opens a 2025-11-25 session on the node at url.
+func initialize(t *testing.T, url string) string {
+	t.Helper()
+	resp, body := legacyPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, sid, body)
+	}
+	if resp, body := legacyPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d: %s", resp.StatusCode, body)
+	}
+	return sid
+}
+
+// callStats calls text.stats inside session sid and returns the HTTP
+// status and the JSON-RPC response (an SSE response is reduced to its
+// last data line).
+func callStats(t *testing.T, url, sid string) (int, map[string]any) {
+	t.Helper()
+	resp, body := legacyPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"text.stats","arguments":{"text":"a b"}}}`)
+	if i := bytes.LastIndex(body, []byte("data: ")); i >= 0 {
+		body = bytes.TrimSpace(body[i+len("data: "):])
+	}
+	var msg map[string]any
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatalf("tools/call response %q: %v", body, err)
+		}
+	}
+	return resp.StatusCode, msg
+}
+
+// TestSessionsSurviveRestart: serve keeps 2025-era sessions in its SQLite
+// store, so a client's session goes on after the node restarts (with the
+// server's in-process default it would get 404 and have to initialize
+// again, losing its place).
+func TestSessionsSurviveRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	a := start(t, testConfig(db, 0))
+	sid := initialize(t, a.URL())
+	if code, msg := callStats(t, a.URL(), sid); code != http.StatusOK || msg["result"] == nil {
+		t.Fatalf("tools/call before the restart: %d %v", code, msg)
+	}
+	if err := a.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, testConfig(db, 0))
+	if code, msg := callStats(t, b.URL(), sid); code != http.StatusOK || msg["result"] == nil {
+		t.Fatalf("tools/call after the restart: %d %v, want the session to live on", code, msg)
+	}
+}
+
+// TestSessionsAcrossPostgresNodes: on PostgreSQL, a session opened on one
+// node of a fleet is served by another.
+func TestSessionsAcrossPostgresNodes(t *testing.T) {
+	raw := pgtest.URL(t)
+	schema := testSchema(t, raw)
+	cfg := nodeConfig{
+		Addr:          "127.0.0.1:0",
+		Store:         storeSpec{Backend: backendPostgres, URL: raw, Schema: schema},
+		ShutdownGrace: 200 * time.Millisecond,
+	}
+	a, b := start(t, cfg), start(t, cfg)
+	sid := initialize(t, a.URL())
+	if code, msg := callStats(t, b.URL(), sid); code != http.StatusOK || msg["result"] == nil {
+		t.Fatalf("tools/call on the other node: %d %v", code, msg)
+	}
+	// DELETE on B ends the session for A as well.
+	req, _ := http.NewRequest(http.MethodDelete, b.URL(), nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		code, _ := callStats(t, a.URL(), sid)
+		if code == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools/call on A after DELETE on B: %d, want 404", code)
+		}
+		time.Sleep(100 * time.Millisecond) // A trusts its cache of the record for a short while
+	}
+}
+
+func TestSessionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		idle, life time.Duration
+		per        int
+		ok         bool
+	}{
+		{30 * time.Minute, 24 * time.Hour, 100, true},
+		{0, time.Hour, 1, false},
+		{time.Minute, 0, 1, false},
+		{2 * time.Hour, time.Hour, 1, false},
+		{time.Minute, time.Hour, 0, false},
+	} {
+		got, err := sessionFlags(tc.idle, tc.life, tc.per)
+		if (err == nil) != tc.ok {
+			t.Errorf("sessionFlags(%v, %v, %d): err = %v, want ok %v", tc.idle, tc.life, tc.per, err, tc.ok)
+		}
+		if tc.ok && got != (server.SessionOptions{IdleTimeout: tc.idle, MaxLifetime: tc.life, MaxPerPrincipal: tc.per}) {
+			t.Errorf("sessionFlags = %+v", got)
+		}
+	}
+}

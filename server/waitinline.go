@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// DefaultInlineTaskWait is the default of Options.InlineTaskWait.
+const DefaultInlineTaskWait = 10 * time.Minute
+
+// WithWaitInline lets a task-required tool serve 2025-era clients that do
+// not use tasks (2025-06-18 sessions, and 2025-11-25 clients that did not
+// declare the tasks capability). Such a client sees the tool as an ordinary
+// one; its tools/call creates the task exactly as a task-aware call does
+// (same handler, manager, origin and workers) and then waits for the task to
+// end, streaming server-sent events on the POST: keep-alives, progress when
+// the client sent a progressToken, and the task's input requests as real
+// elicitation/sampling/roots requests. The wait is bounded by
+// Options.InlineTaskWait; a client that disconnects, or a wait that times
+// out, leaves the task running, and a retry that the handler maps to the same
+// task (an idempotency key) waits for it again.
+//
+// Without this option, such clients do not see a task-required tool in
+// tools/list, and calling it anyway fails with an error that names the
+// reason. The option applies only to task-required tools (AddTaskTool); New
+// fails for any other tool.
+func WithWaitInline() ToolOption {
+	return func(t *toolEntry) { t.waitInline = true }
+}
+
+// inlineTaskWait is Options.InlineTaskWait with its default.
+func (s *Server) inlineTaskWait() time.Duration {
+	if d := s.opts.InlineTaskWait; d > 0 {
+		return d
+	}
+	return DefaultInlineTaskWait
+}
+
+// waitInline runs tools/call of a task-required tool that waits inline, for
+// a legacy client without tasks: the task is created exactly as a
+// task-aware call creates it, then the POST streams server-sent events
+// until the task ends: keep-alives, notifications/progress when the client
+// sent a progressToken (one per change of the task's status or status
+// message), and the task's input requests as real server-to-client
+// requests. The answer is what the tool call would have returned: the
+// task's result, or the JSON-RPC error of a failed task.
+//
+// The wait ends, leaving the task running, when the client leaves or
+// cancels the request, when the server closes, or after
+// Options.InlineTaskWait; a client still connected then gets a tool error
+// saying so, and a retry that reaches the same task (an
+// idempotency key) waits again.
+func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcome, *protocolError) {
+	c := lc.c
+	c.withTaskCreation()
+	res, outcome, perr := ep.callTool(ctx, c)
+	created, ok := res.(*mcp.CreateTaskResult)
+	if perr != nil || !ok {
+		return res, outcome, perr // an input round before the task, a tool error, or an error
+	}
+	id := created.TaskID
+	wctx, stop := c.waitContext()
+	defer stop()
+	if err := c.stream.beginSSE(); err != nil {
+		return nil, OutcomeCanceled, errStreamGone
+	}
+	progress := newInlineProgress(c)
+	progress.report(created.Status, created.StatusMessage)
+	maxWait := c.srv.inlineTaskWait()
+	t, err := c.awaitTerminal(wctx, id, maxWait, lc.asker(), func(t task.Task) {
+		progress.report(t.Status(), t.StatusMessage())
+	})
+	if err != nil {
+		if errors.Is(err, errWaitEnded) && c.r.Context().Err() == nil {
+			return stillRunning(maxWait), OutcomeToolError, nil
+		}
+		return c.waitFailure(err)
+	}
+	dctx, cancel := context.WithTimeout(wctx, c.srv.opts.RequestTimeout)
+	defer cancel()
+	out, perr := c.terminalOutcome(dctx, t, nil)
+	if perr != nil {
+		return nil, outcomeOf(perr), perr
+	}
+	return out, outcomeOfResult(out), nil
+}
+
+// stillRunning is the tool result of an inline wait that ran out.
+func stillRunning(waited time.Duration) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+		"The task is still running after %s and goes on without this call. Call the tool again with the same "+
+			"arguments (and the same idempotencyKey, if the tool takes one) to wait for it again.", waited)}}}
+}
+
+// inlineProgress sends notifications/progress for an inline wait whose
+// request carried a progress token: one per change of the task's status or
+// status message, with a progress count that only grows.
+type inlineProgress struct {
+	c     *call
+	token json.RawMessage
+	n     float64
+	last  string
+}
+
+func newInlineProgress(c *call) *inlineProgress {
+	p := &inlineProgress{c: c}
+	if m := c.params.Meta; m != nil {
+		p.token = m.ProgressToken
+	}
+	return p
+}
+
+func (p *inlineProgress) report(status mcp.TaskStatus, message string) {
+	if p.token == nil {
+		return
+	}
+	if message == "" {
+		message = "Task " + strings.ReplaceAll(string(status), "_", " ")
+	}
+	if message == p.last {
+		return
+	}
+	p.last = message
+	p.n++
+	b, err := json.Marshal(mcp.ProgressParams{ProgressToken: p.token, Progress: p.n, Message: message})
+	if err == nil {
+		p.c.stream.notify(mcp.NotificationProgress, b)
+	}
+}
+
+// beginSSE switches the response to SSE, if it is not already, with a
+// first keep-alive comment, so that keep-alives flow while the request
+// waits.
+func (st *responseStream) beginSSE() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return errStreamClosed
+	}
+	if !st.sse {
+		st.startSSELocked()
+	}
+	return st.writeLocked(sseKeepAlive)
+}
