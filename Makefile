@@ -11,6 +11,7 @@ all: vet test
 ## test: vet, then every package with the race detector.
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
+	cd stdiotest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet $(PKGS)
