@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"strconv"
@@ -131,9 +132,6 @@ func (st *responseStream) notifyTask(parts ...string) error {
 	if st.finished {
 		return errStreamClosed
 	}
-	if st.sink != nil {
-		return st.sink.send((*bp)[len(sseData) : len(*bp)-len(sseEventEnd)])
-	}
 	if !st.sse {
 		st.startSSELocked()
 	}
@@ -163,15 +161,20 @@ func (st *responseStream) comment() error {
 	if st.finished || !st.sse {
 		return errStreamClosed
 	}
-	if st.sink != nil {
-		return nil // a message transport has nothing to keep alive
-	}
 	return st.writeLocked(sseKeepAlive)
 }
 
 // writeLocked writes b at once under the write deadline and flushes it:
 // through net/http, or as one chunk straight to a hijacked connection.
 func (st *responseStream) writeLocked(b []byte) error {
+	if st.sink != nil {
+		// A message transport carries messages, not SSE: a comment
+		// (keep-alive) is dropped, an event's data is sent whole.
+		if msg, ok := bytes.CutPrefix(b, sseData); ok {
+			return st.sink.send(bytes.TrimSuffix(msg, sseEventEnd))
+		}
+		return nil
+	}
 	st.setWriteDeadlineLocked()
 	if st.conn == nil {
 		if _, err := st.w.Write(b); err != nil {
