@@ -147,7 +147,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sc := &stdioConn{
-		srv: s, ep: ep, opts: opts, ctx: rctx,
+		srv: s, ep: ep, opts: opts, ctx: rctx, reading: cctx.Done(),
 		w:        newStdioWriter(out, opts.WriteQueue),
 		slots:    make(chan struct{}, opts.MaxInflight),
 		inflight: map[string]*stdioInflight{},
@@ -263,6 +263,13 @@ type stdioConn struct {
 	ep   *Endpoint
 	opts StdioOptions
 	ctx  context.Context // ends with ServeStdio
+	// reading is closed when ServeStdio stops taking input (ctx ended or
+	// the output failed); a request waiting for a slot is then dropped.
+	reading <-chan struct{}
+	// charged is what the line being handled charged to the server's body
+	// budget: taken by the request started for it (refunded when it ends),
+	// else refunded by handleLine. Used by the reading goroutine only.
+	charged int64
 
 	w     *stdioWriter
 	slots chan struct{} // one per request running
@@ -305,6 +312,21 @@ func (sc *stdioConn) sendError(id mcp.ID, pe *protocolError) {
 // notification or delivers its response.
 func (sc *stdioConn) handleLine(line []byte) {
 	s := sc.srv
+	// A line beyond the free allowance is charged to the same budget as
+	// HTTP bodies while its request runs (the request's params point into
+	// it), so that MaxInflight long lines cannot hold more than
+	// Options.MaxBufferedBodyBytes.
+	if n := int64(len(line)); n > freeBodyBytes {
+		if !s.budget.take(n) {
+			sc.sendError(mcp.ID{}, errBodyBudget)
+			return
+		}
+		sc.charged = n
+		defer func() {
+			s.budget.give(sc.charged) // not taken by a request
+			sc.charged = 0
+		}()
+	}
 	if !jsonlimit.Valid(line, s.opts.MaxJSONDepth) {
 		if json.Valid(line) {
 			sc.sendError(mcp.ID{}, errTooDeep)
@@ -370,9 +392,11 @@ func (sc *stdioConn) modern(req *mcp.Request, p *rawParams) {
 func (sc *stdioConn) start(req *mcp.Request, listen bool, serve func(in inbound)) {
 	select {
 	case sc.slots <- struct{}{}:
-	case <-sc.ctx.Done():
+	case <-sc.reading:
 		return
 	}
+	charged := sc.charged
+	sc.charged = 0
 	ctx, cancel := context.WithCancel(sc.ctx)
 	key := string(req.ID.Raw())
 	me := &stdioInflight{cancel: cancel, listen: listen}
@@ -383,6 +407,7 @@ func (sc *stdioConn) start(req *mcp.Request, listen bool, serve func(in inbound)
 	go func() { // owned by the connection: shutdown waits for it
 		defer sc.wg.Done()
 		defer func() { <-sc.slots }()
+		defer sc.srv.budget.give(charged)
 		defer cancel()
 		defer func() {
 			sc.mu.Lock()

@@ -299,3 +299,44 @@ func TestStdioOptionsValidated(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioLongLinesShareTheBodyBudget: lines beyond the free allowance
+// charge Options.MaxBufferedBodyBytes while their requests run, and give it
+// back when they end.
+func TestStdioLongLinesShareTheBodyBudget(t *testing.T) {
+	var g *gateTools
+	srv := newCatalogServer(t, func(o *server.Options, ep *server.Endpoint) {
+		g = newGateTools(ep)
+		o.MaxBodyBytes, o.MaxBufferedBodyBytes = 8<<10, 8<<10
+	})
+	rig := newStdioRig(t, srv, server.StdioOptions{})
+	long := func(id, key string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` +
+			modernParams(`"name":"gate","arguments":{"text":"`+key+strings.Repeat(" ", 6000)+`"}`) + `}`
+	}
+	rig.send(long("1", "a"))
+	held := stdioWait(t, g.started)
+	rig.send(long("2", "b"))
+	if m := rig.recv(); m.Error == nil || m.Error.Code != mcp.CodeInternalError || !strings.Contains(m.Error.Message, "busy") {
+		t.Fatalf("got %s, want busy while the first line is held", m.line)
+	}
+	g.release(held)
+	if m := rig.recv(); string(m.ID) != "1" || m.Error != nil {
+		t.Fatalf("got %s, want the first call's result", m.line)
+	}
+	// The refund follows the response: the line is held until the
+	// request's goroutine has ended, just after it answered. A busy answer
+	// in that window is retried; the budget must come back.
+	g.release("c" + strings.Repeat(" ", 6000))
+	for {
+		rig.send(long("3", "c"))
+		m := rig.recv()
+		if m.Error != nil && strings.Contains(m.Error.Message, "busy") {
+			continue
+		}
+		if string(m.ID) != "3" || m.Error != nil {
+			t.Fatalf("got %s, want the third call's result (the budget was given back)", m.line)
+		}
+		break
+	}
+}
