@@ -542,6 +542,16 @@ var errNeedsTasks = invalidParams("Invalid params: this tool runs only as a task
 // legacyCallTool is tools/call in a session; tools that may create tasks
 // go to the tasks layer's hook (see legacyHooks.callTool).
 func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode == taskNever && ep.legacyHooks.callTool != nil {
+		// 2025-11-25: a tool whose taskSupport is forbidden, called as a
+		// task by a client that has tasks, is -32601.
+		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+		if perr := ep.refuseForbiddenTask(c.legacy); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+	}
 	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode != taskNever {
 		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
 			return nil, OutcomeProtocolError, perr
