@@ -58,7 +58,8 @@ func ExampleServer_ServeStdio_main() {
 	srv, err := server.New(server.Options{
 		Endpoints:   []*server.Endpoint{ep},
 		TaskManager: store, // a durable store, such as store/sqlite
-		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)), // never stdout
+		// Logs go to stderr: stdout carries protocol messages only.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
 	if err != nil {
 		log.Fatal(err)
