@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -338,5 +340,28 @@ func TestStdioLongLinesShareTheBodyBudget(t *testing.T) {
 			t.Fatalf("got %s, want the third call's result (the budget was given back)", m.line)
 		}
 		break
+	}
+}
+
+// failingWriter fails every write, as a stdout whose reader has gone.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// TestStdioOutputFailureEnds: when the output fails (the host closed its
+// end), ServeStdio ends with the write error although its input is still
+// open.
+func TestStdioOutputFailureEnds(t *testing.T) {
+	srv := newCatalogServer(t, nil)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), inR, failingWriter{}, server.StdioOptions{}) }()
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":`+modernParams("")+"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	err := stdioWait(t, done)
+	if err == nil || !strings.Contains(err.Error(), "stdio output") {
+		t.Fatalf("ServeStdio = %v, want the output's error", err)
 	}
 }
