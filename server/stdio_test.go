@@ -221,6 +221,38 @@ func TestStdioProgressAndLogs(t *testing.T) {
 	}
 }
 
+// TestStdioLogNotifications: a handler's log messages reach a modern
+// client that asked for them in _meta, and a 2025 session, which gets
+// every level until logging/setLevel, as notifications/message before the
+// result.
+func TestStdioLogNotifications(t *testing.T) {
+	srv := newCatalogServer(t, func(o *server.Options, ep *server.Endpoint) {
+		server.AddTool(ep, &mcp.Tool{Name: "logs"}, func(ctx context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if err := req.Log(ctx, mcp.LevelInfo, "build", "step one"); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: textContent("logged")}, nil, nil
+		})
+	})
+	for _, era := range []string{"modern", "2025"} {
+		t.Run(era, func(t *testing.T) {
+			rig := newStdioRig(t, srv, server.StdioOptions{})
+			params := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"},"name":"logs"}`
+			if era == "2025" {
+				stdioInitialize(t, rig, "2025-11-25", `{}`)
+				params = `{"name":"logs"}`
+			}
+			rig.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+			if m := rig.recv(); m.Method != mcp.NotificationMessage || !strings.Contains(string(m.Params), `"data":"step one"`) {
+				t.Fatalf("got %s, want the log message", m.line)
+			}
+			if m := rig.recv(); string(m.ID) != "1" || m.Error != nil {
+				t.Fatalf("got %s, want the result", m.line)
+			}
+		})
+	}
+}
+
 // TestStdioOutputCarriesOnlyMessages: a handler panic makes the server log
 // (with a stack); the log goes to the logger, and every line of the output
 // is a JSON-RPC message.

@@ -260,4 +260,17 @@ func TestDurableTaskOutlivesProcesses(t *testing.T) {
 	if err := json.Unmarshal(got, &task); err != nil || task.Status != "completed" || !strings.Contains(string(task.Result), `"acct-stdio"`) {
 		t.Fatalf("tasks/get after the restart: %s", got)
 	}
+
+	// Another --principal on the same store does not see the task.
+	c3 := dialRaw(t, serveCmd(t, db, "--principal", "someone-else", "--workers", "0"))
+	defer c3.conn.Close()
+	id := c3.send("tasks/get", map[string]any{"taskId": created.TaskID})
+	for {
+		if r, ok := c3.read().(*jsonrpc.Response); ok && r.ID == id {
+			if r.Error == nil {
+				t.Fatalf("another principal read the task: %s", r.Result)
+			}
+			break
+		}
+	}
 }
