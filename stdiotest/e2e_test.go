@@ -1,6 +1,7 @@
 package stdiotest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +22,9 @@ import (
 var taskwireBin string
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(clientModeEnv); db != "" {
+		os.Exit(clientMain(db))
+	}
 	dir, err := os.MkdirTemp("", "stdiotest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -199,33 +203,102 @@ func (c *rawConn) call(method string, params map[string]any) json.RawMessage {
 	}
 }
 
-// TestDurableTaskOutlivesProcesses creates a reports.generate task over
-// stdio, kills the server process (SIGKILL, mid-job) and drops the client
-// connection, then starts a new `taskwire serve --stdio` on the same store:
-// its worker takes the job over once the dead process's lease expires,
-// a listen on the new connection reports the completion, and tasks/get
-// answers with the completed result.
+// Client mode: the test binary re-run as an MCP client process of its own
+// (clientMain), so that the test can kill the client as well as the server.
+const (
+	clientModeEnv = "STDIOTEST_CLIENT_DB"
+	clientBinEnv  = "STDIOTEST_TASKWIRE"
+)
+
+// clientCreated is what the client process prints once its task exists.
+type clientCreated struct {
+	TaskID     string `json:"taskId"`
+	ResultType string `json:"resultType"`
+	ServerPID  int    `json:"serverPid"`
+}
+
+// clientMain starts `taskwire serve --stdio` on db through the go-sdk
+// CommandTransport, creates a reports.generate task, prints a
+// clientCreated line and waits to be killed.
+func clientMain(db string) int {
+	cmd := exec.Command(os.Getenv(clientBinEnv), "serve", "--stdio", "--store", "sqlite:"+db, "--lease", "1s")
+	cmd.Stderr = os.Stderr
+	conn, err := (&mcp.CommandTransport{Command: cmd}).Connect(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "client: connect:", err)
+		return 1
+	}
+	params, _ := json.Marshal(map[string]any{
+		"_meta": tasksMeta, "name": "reports.generate",
+		"arguments": map[string]any{"accountId": "acct-stdio", "rows": 5, "seconds": 1.5},
+	})
+	id, _ := jsonrpc.MakeID(float64(1))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}); err != nil {
+		fmt.Fprintln(os.Stderr, "client: write:", err)
+		return 1
+	}
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "client: read:", err)
+			return 1
+		}
+		if r, ok := m.(*jsonrpc.Response); ok && r.ID == id {
+			var out clientCreated
+			if r.Error != nil || json.Unmarshal(r.Result, &out) != nil {
+				fmt.Fprintln(os.Stderr, "client: tools/call:", r.Error)
+				return 1
+			}
+			out.ServerPID = cmd.Process.Pid
+			b, _ := json.Marshal(out)
+			fmt.Println(string(b))
+			break
+		}
+	}
+	select {} // until the test kills this process
+}
+
+// TestDurableTaskOutlivesProcesses runs a client process that starts
+// `taskwire serve --stdio` through the go-sdk CommandTransport and creates
+// a reports.generate task; then it kills the server (SIGKILL, mid-job) and
+// the client. A new `taskwire serve --stdio` on the same store takes the
+// job over once the dead process's lease expires, a listen on the new
+// connection reports the completion, and tasks/get answers with the
+// completed result. A process for another --principal cannot read it.
 func TestDurableTaskOutlivesProcesses(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 
-	first := serveCmd(t, db, "--lease", "1s")
-	c1 := dialRaw(t, first)
-	var created struct {
-		ResultType string `json:"resultType"`
-		TaskID     string `json:"taskId"`
-		Status     string `json:"status"`
+	client := exec.Command(os.Args[0], "-test.run=^$")
+	client.Env = append(os.Environ(), clientModeEnv+"="+db, clientBinEnv+"="+taskwireBin,
+		"HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir())
+	stderr := &lockedBuffer{}
+	client.Stderr = stderr
+	stdout, err := client.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	res := c1.call("tools/call", map[string]any{
-		"name": "reports.generate", "arguments": map[string]any{"accountId": "acct-stdio", "rows": 5, "seconds": 1.5},
-	})
-	if err := json.Unmarshal(res, &created); err != nil || created.ResultType != "task" || created.TaskID == "" {
-		t.Fatalf("tools/call result %s, want a task", res)
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if err := first.Process.Kill(); err != nil {
-		t.Fatalf("kill: %v", err)
+	defer client.Process.Kill()
+	var created clientCreated
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &created) != nil || created.ResultType != "task" || created.TaskID == "" || created.ServerPID == 0 {
+		t.Fatalf("client printed %q (%v); stderr:\n%s", line, err, stderr.String())
 	}
-	first.Wait()
-	c1.conn.Close()
+	server, err := os.FindProcess(created.ServerPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Kill(); err != nil {
+		t.Fatalf("kill the server: %v", err)
+	}
+	if err := client.Process.Kill(); err != nil {
+		t.Fatalf("kill the client: %v", err)
+	}
+	client.Wait()
 
 	second := serveCmd(t, db, "--lease", "1s")
 	c2 := dialRaw(t, second)
