@@ -29,6 +29,10 @@ var ErrNotFound = errors.New("session: not found")
 // number of live sessions.
 var ErrLimit = errors.New("session: too many live sessions for this owner")
 
+// ErrFull is returned by Create when the store cannot hold another
+// session at all (a bounded in-process store at its capacity).
+var ErrFull = errors.New("session: store is full")
+
 // KeyLength is the length of a Key: the lower-case hex SHA-256 of a session ID.
 const KeyLength = 64
 
@@ -77,7 +81,8 @@ func (r *Record) Live(now time.Time) bool {
 type Store interface {
 	// Create stores r. It returns ErrLimit, storing nothing, when
 	// maxPerOwner > 0 and live records with r's Endpoint, Tenant and
-	// Principal already number maxPerOwner or more at now. Creating a Key
+	// Principal already number maxPerOwner or more at now, and ErrFull
+	// when the store has no room for another record. Creating a Key
 	// that exists is an error (keys are random; a collision is a bug).
 	Create(ctx context.Context, r Record, maxPerOwner int, now time.Time) error
 	// Load returns the record for key if it is live at now, else

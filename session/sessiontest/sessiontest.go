@@ -1,0 +1,266 @@
+// Package sessiontest is the behavioural suite every session.Store must
+// pass. A backend's test calls Run with a function that returns a new,
+// empty store for each subtest.
+package sessiontest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/session"
+)
+
+// Run runs the suite. newStore must return an empty store that no other
+// subtest uses; it may register cleanups on t.
+func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+// base is a fixed time with millisecond precision, the precision stores
+// must keep.
+var base = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+
+// Key returns the key of a made-up session ID: the digest a server would
+// compute.
+func Key(id string) string {
+	d := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(d[:])
+}
+
+// record returns a live record for owner p created at base.
+func record(id, p string) session.Record {
+	return session.Record{
+		Key: Key(id), Endpoint: "mcp", Tenant: "t1", Principal: p,
+		ProtocolVersion:    "2025-11-25",
+		ClientCapabilities: []byte(`{"elicitation":{}}`),
+		ClientInfo:         []byte(`{"name":"c","version":"1"}`),
+		CreatedAt:          base, LastUsedAt: base,
+		ExpiresAt: base.Add(24 * time.Hour), IdleTimeout: 30 * time.Minute,
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, s session.Store)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustCreate(t *testing.T, s session.Store, r session.Record, max int, now time.Time) {
+	t.Helper()
+	if err := s.Create(ctx(t), r, max, now); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("%s: err = %v, want session.ErrNotFound", what, err)
+	}
+}
+
+// normalize makes records comparable across backends: times in UTC at
+// millisecond precision, empty JSON as nil.
+func normalize(r session.Record) session.Record {
+	for _, p := range []*time.Time{&r.CreatedAt, &r.LastUsedAt, &r.ExpiresAt} {
+		*p = p.UTC().Truncate(time.Millisecond)
+	}
+	if len(r.ClientCapabilities) == 0 {
+		r.ClientCapabilities = nil
+	}
+	if len(r.ClientInfo) == 0 {
+		r.ClientInfo = nil
+	}
+	return r
+}
+
+func load(t *testing.T, s session.Store, key string, now time.Time) (session.Record, error) {
+	t.Helper()
+	r, err := s.Load(ctx(t), key, now)
+	return normalize(r), err
+}
+
+var cases = []testCase{
+	{"RoundTrip", func(t *testing.T, s session.Store) {
+		want := record("a", "alice")
+		mustCreate(t, s, want, 0, base)
+		got, err := load(t, s, want.Key, base.Add(time.Second))
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		if diff := cmp.Diff(normalize(want), got); diff != "" {
+			t.Errorf("Load (-want +got):\n%s", diff)
+		}
+	}},
+	{"UnknownKey", func(t *testing.T, s session.Store) {
+		mustCreate(t, s, record("a", "alice"), 0, base)
+		_, err := s.Load(ctx(t), Key("b"), base)
+		wantNotFound(t, "Load", err)
+		wantNotFound(t, "Touch", s.Touch(ctx(t), Key("b"), base))
+		wantNotFound(t, "SetLogLevel", s.SetLogLevel(ctx(t), Key("b"), "debug", base))
+		wantNotFound(t, "Delete", s.Delete(ctx(t), Key("b"), base))
+	}},
+	{"DuplicateKey", func(t *testing.T, s session.Store) {
+		mustCreate(t, s, record("a", "alice"), 0, base)
+		if err := s.Create(ctx(t), record("a", "bob"), 0, base); err == nil {
+			t.Fatal("second Create with the same key succeeded")
+		}
+		got, err := load(t, s, Key("a"), base)
+		if err != nil || got.Principal != "alice" {
+			t.Errorf("after duplicate Create: principal %q, err %v; want alice", got.Principal, err)
+		}
+	}},
+	{"Delete", func(t *testing.T, s session.Store) {
+		mustCreate(t, s, record("a", "alice"), 0, base)
+		if err := s.Delete(ctx(t), Key("a"), base); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		_, err := s.Load(ctx(t), Key("a"), base)
+		wantNotFound(t, "Load after Delete", err)
+		wantNotFound(t, "second Delete", s.Delete(ctx(t), Key("a"), base))
+		wantNotFound(t, "Touch after Delete", s.Touch(ctx(t), Key("a"), base))
+	}},
+	{"AbsoluteExpiry", func(t *testing.T, s session.Store) {
+		r := record("a", "alice")
+		r.IdleTimeout = 48 * time.Hour
+		mustCreate(t, s, r, 0, base)
+		if _, err := load(t, s, r.Key, r.ExpiresAt.Add(-time.Millisecond)); err != nil {
+			t.Fatalf("Load just before ExpiresAt: %v", err)
+		}
+		_, err := s.Load(ctx(t), r.Key, r.ExpiresAt)
+		wantNotFound(t, "Load at ExpiresAt", err)
+		wantNotFound(t, "Touch at ExpiresAt", s.Touch(ctx(t), r.Key, r.ExpiresAt))
+		wantNotFound(t, "Delete at ExpiresAt", s.Delete(ctx(t), r.Key, r.ExpiresAt))
+	}},
+	{"IdleExpiryAndTouch", func(t *testing.T, s session.Store) {
+		r := record("a", "alice")
+		mustCreate(t, s, r, 0, base)
+		later := base.Add(r.IdleTimeout - time.Minute)
+		if err := s.Touch(ctx(t), r.Key, later); err != nil {
+			t.Fatalf("Touch: %v", err)
+		}
+		// Without the touch the session would have idled out here.
+		got, err := load(t, s, r.Key, base.Add(r.IdleTimeout+time.Minute))
+		if err != nil {
+			t.Fatalf("Load after Touch: %v", err)
+		}
+		if !got.LastUsedAt.Equal(later) {
+			t.Errorf("LastUsedAt = %v, want %v", got.LastUsedAt, later)
+		}
+		_, err = s.Load(ctx(t), r.Key, later.Add(r.IdleTimeout))
+		wantNotFound(t, "Load one idle timeout after the touch", err)
+	}},
+	{"SetLogLevel", func(t *testing.T, s session.Store) {
+		r := record("a", "alice")
+		mustCreate(t, s, r, 0, base)
+		if err := s.SetLogLevel(ctx(t), r.Key, "warning", base); err != nil {
+			t.Fatalf("SetLogLevel: %v", err)
+		}
+		got, err := load(t, s, r.Key, base)
+		if err != nil || got.LogLevel != "warning" {
+			t.Errorf("LogLevel = %q, err %v; want warning", got.LogLevel, err)
+		}
+	}},
+	{"PerOwnerLimit", func(t *testing.T, s session.Store) {
+		for i := range 3 {
+			mustCreate(t, s, record(fmt.Sprint("a", i), "alice"), 3, base)
+		}
+		if err := s.Create(ctx(t), record("a3", "alice"), 3, base); !errors.Is(err, session.ErrLimit) {
+			t.Fatalf("fourth Create: err = %v, want ErrLimit", err)
+		}
+		_, err := s.Load(ctx(t), Key("a3"), base)
+		wantNotFound(t, "Load of the refused session", err)
+		// Other owners are not affected: another principal, tenant or endpoint.
+		mustCreate(t, s, record("b0", "bob"), 3, base)
+		other := record("c0", "alice")
+		other.Tenant = "t2"
+		mustCreate(t, s, other, 3, base)
+		other = record("d0", "alice")
+		other.Endpoint = "admin"
+		mustCreate(t, s, other, 3, base)
+		// A deleted session frees its place; so does an expired one.
+		if err := s.Delete(ctx(t), Key("a0"), base); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, s, record("a4", "alice"), 3, base)
+		short := record("a5", "alice")
+		if err := s.Create(ctx(t), short, 3, base); !errors.Is(err, session.ErrLimit) {
+			t.Fatalf("Create at the limit again: err = %v, want ErrLimit", err)
+		}
+		after := base.Add(31 * time.Minute) // every alice session has idled out
+		mustCreate(t, s, record("a6", "alice"), 3, after)
+	}},
+	{"ConcurrentCreateAtLimit", func(t *testing.T, s session.Store) {
+		const limit, tries = 5, 40
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, tries)
+		for i := range tries {
+			wg.Go(func() {
+				err := s.Create(ctx(t), record(fmt.Sprint("c", i), "carol"), limit, base)
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case !errors.Is(err, session.ErrLimit):
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("Create: %v", err)
+		}
+		if got := ok.Load(); got != limit {
+			t.Errorf("%d concurrent creates succeeded, want exactly %d", got, limit)
+		}
+	}},
+	{"Sweep", func(t *testing.T, s session.Store) {
+		for i := range 5 {
+			r := record(fmt.Sprint("old", i), "alice")
+			r.ExpiresAt = base.Add(time.Minute)
+			mustCreate(t, s, r, 0, base)
+		}
+		mustCreate(t, s, record("new", "alice"), 0, base)
+		now := base.Add(2 * time.Minute)
+		n, err := s.Sweep(ctx(t), now, 3)
+		if err != nil || n != 3 {
+			t.Fatalf("first Sweep = %d, %v; want 3 (the limit)", n, err)
+		}
+		n, err = s.Sweep(ctx(t), now, 100)
+		if err != nil || n != 2 {
+			t.Fatalf("second Sweep = %d, %v; want the 2 left", n, err)
+		}
+		if _, err := s.Load(ctx(t), Key("new"), now); err != nil {
+			t.Errorf("the live session was swept: %v", err)
+		}
+	}},
+	{"CanceledContext", func(t *testing.T, s session.Store) {
+		c, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := s.Create(c, record("a", "alice"), 0, base); err == nil {
+			t.Error("Create with a canceled context succeeded")
+		}
+		if _, err := s.Load(c, Key("a"), base); err == nil {
+			t.Error("Load with a canceled context succeeded")
+		}
+	}},
+}
