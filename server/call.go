@@ -26,6 +26,8 @@ type call struct {
 	// finish with the request's outcome when it really ends.
 	detached bool
 	finish   func(Outcome)
+	// legacy is set for a request of a 2025-era session (legacy_calls.go).
+	legacy *legacyCall
 }
 
 // handle runs the admitted half of the pipeline: method lookup, admission,
@@ -164,6 +166,9 @@ func (c *call) lateOutcome(ctx context.Context) Outcome {
 
 // encode renders a result with the server info and checks the result limits.
 func (c *call) encode(res any) ([]byte, *protocolError) {
+	if c.legacy != nil {
+		return c.encodeLegacy(res)
+	}
 	if raw, ok := res.(json.RawMessage); ok {
 		return c.checkLimits(raw)
 	}

@@ -31,7 +31,12 @@ type EndpointOptions struct {
 	// server/discover.
 	Instructions string
 	// ProtocolVersions lists the protocol revisions the endpoint accepts.
-	// Nil means mcp.LatestProtocolVersion only.
+	// Nil means DefaultProtocolVersions: 2025-06-18, 2025-11-25 and
+	// 2026-07-28. The 2025 revisions are served with sessions (see
+	// Options.Sessions) on the same path; list mcp.LatestProtocolVersion
+	// alone for an endpoint without them, which answers a 2025 initialize
+	// with HTTP 400 and -32022 naming its versions. server/discover and the
+	// modern pipeline's -32022 name the 2026 revisions only.
 	ProtocolVersions []string
 	// TaskProtocolVersions lists the revisions under which the endpoint serves
 	// the Tasks extension. It takes effect only with a task manager.
@@ -42,6 +47,12 @@ type EndpointOptions struct {
 	// PageSize bounds list results; larger catalogs are paginated with opaque
 	// cursors. Zero means 100.
 	PageSize int
+}
+
+// DefaultProtocolVersions returns the revisions an endpoint serves when
+// EndpointOptions.ProtocolVersions is nil.
+func DefaultProtocolVersions() []string {
+	return []string{mcp.ProtocolVersion20250618, mcp.ProtocolVersion20251125, mcp.LatestProtocolVersion}
 }
 
 // Endpoint is one MCP endpoint: a path with its own identity, versions and
@@ -77,12 +88,17 @@ type Endpoint struct {
 	discoverJSON   []byte
 	cacheScope     mcp.CacheScope
 	methods        map[string]methodFunc
+
+	modernVersions []string // the 2026-era members of ProtocolVersions
+	legacyVersions []string // the 2025 revisions served with sessions
+	legacyMethods  map[string]methodFunc
+	legacyHooks    legacyHooks // filled by the 2025-11-25 tasks layer
 }
 
 // NewEndpoint returns an empty endpoint. Invalid options are reported by New.
 func NewEndpoint(opts EndpointOptions) *Endpoint {
 	if opts.ProtocolVersions == nil {
-		opts.ProtocolVersions = []string{mcp.LatestProtocolVersion}
+		opts.ProtocolVersions = DefaultProtocolVersions()
 	}
 	if opts.PageSize == 0 {
 		opts.PageSize = 100
@@ -111,8 +127,20 @@ func (ep *Endpoint) mustBeOpen() {
 	}
 }
 
+// supportsVersion reports whether the modern pipeline serves v.
 func (ep *Endpoint) supportsVersion(v string) bool {
-	return slices.Contains(ep.opts.ProtocolVersions, v)
+	return slices.Contains(ep.modernVersions, v)
+}
+
+// servesLegacy reports whether the endpoint's options name a 2025 revision
+// it serves with sessions.
+func (ep *Endpoint) servesLegacy() bool {
+	return slices.ContainsFunc(ep.opts.ProtocolVersions, negotiable)
+}
+
+// negotiable reports whether a 2025 session may negotiate v.
+func negotiable(v string) bool {
+	return v == mcp.ProtocolVersion20250618 || v == mcp.ProtocolVersion20251125
 }
 
 // build freezes the endpoint for s.
@@ -131,10 +159,23 @@ func (ep *Endpoint) build(s *Server) error {
 	case o.PageSize < 0 || o.CacheTTL < 0:
 		ep.fail(errors.New("page size and cache TTL must not be negative"))
 	}
+	ep.modernVersions, ep.legacyVersions = nil, nil
 	for _, v := range o.ProtocolVersions {
-		if v != mcp.LatestProtocolVersion {
+		switch {
+		case v == mcp.LatestProtocolVersion:
+			ep.modernVersions = append(ep.modernVersions, v)
+		case negotiable(v):
+			ep.legacyVersions = append(ep.legacyVersions, v)
+		default:
 			ep.fail(fmt.Errorf("protocol version %q is not implemented", v))
 		}
+	}
+	if len(ep.legacyVersions) > 0 {
+		hooks, err := ep.legacyTaskHooks(s)
+		if err != nil {
+			ep.fail(err)
+		}
+		ep.legacyHooks = hooks
 	}
 	if err := ep.buildTasks(s); err != nil {
 		ep.fail(err)
@@ -157,8 +198,11 @@ func (ep *Endpoint) build(s *Server) error {
 		ep.cacheScope = mcp.CachePrivate
 	}
 	ep.methods = ep.methodTable()
+	if len(ep.legacyVersions) > 0 {
+		ep.legacyMethods = ep.legacyMethodTable()
+	}
 	disc, err := json.Marshal(ep.withMeta(&mcp.DiscoverResult{
-		SupportedVersions: o.ProtocolVersions,
+		SupportedVersions: ep.modernVersions,
 		Capabilities:      ep.capabilities(),
 		Instructions:      o.Instructions,
 		TTLMs:             o.CacheTTL.Milliseconds(),

@@ -8,8 +8,10 @@ import (
 
 // validate reports every problem of the options as given (before defaults:
 // zero means the documented default), joined into one error, or nil. It
-// checks every numeric option of Options and SubscriptionOptions for
-// negative values and for bounds that can never take effect.
+// checks every numeric option of Options, SubscriptionOptions and
+// SessionOptions for
+// negative values and for bounds that can never take effect, and the node
+// ID.
 func (o *Options) validate() error {
 	var c optionChecker
 	if len(o.Endpoints) == 0 {
@@ -41,6 +43,12 @@ func (o *Options) validate() error {
 	}
 	if o.Subscriptions != nil {
 		c.errs = append(c.errs, o.Subscriptions.validate())
+	}
+	if o.Sessions != nil {
+		c.errs = append(c.errs, o.Sessions.validate())
+	}
+	if o.NodeID != "" && !validNodeID(o.NodeID) {
+		c.bad("Options.NodeID must be 1 to %d characters of [A-Za-z0-9_-]", maxNodeIDLen)
 	}
 	return errors.Join(c.errs...)
 }

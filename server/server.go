@@ -50,6 +50,20 @@ type Options struct {
 	// closes it. An endpoint that declares Tasks without a manager fails New.
 	TaskManager task.Manager
 
+	// Sessions configure the sessions of 2025-era clients, served by every
+	// endpoint whose ProtocolVersions name a 2025 revision (the default).
+	// Nil means the defaults of SessionOptions: an in-process store.
+	Sessions *SessionOptions
+	// NodeID names this node in the IDs of server-to-client requests of
+	// 2025-era sessions, so that a client's answer reaching another node
+	// can be forwarded here (AnswerRelay). 1 to 32 characters of
+	// [A-Za-z0-9_-], unique in the fleet. Empty means a random ID.
+	NodeID string
+	// AnswerRelay forwards answers to server-to-client requests between
+	// the nodes of a fleet. Nil means a single node: an answer naming
+	// another node is accepted (202) and dropped.
+	AnswerRelay AnswerRelay
+
 	// Subscriptions, if set, enable subscriptions/listen; task
 	// notifications then reach listeners of endpoints that serve Tasks
 	// with a manager that publishes events. Its Authorizer is required.
@@ -141,6 +155,8 @@ type Server struct {
 
 	taskLimits *taskLimits // resolved Options.TaskLimits
 
+	legacy *legacyServer // nil when no endpoint serves a 2025 revision
+
 	subs        *registry     // nil without Subscriptions
 	maintenance chan struct{} // bounds subscription lookups and renewals
 	unsubscribe func()        // ends the server's subscription to task events
@@ -205,6 +221,13 @@ func New(opts Options) (*Server, error) {
 		s.subs.maxPrincipal = c.MaxPerPrincipal
 		s.maintenance = make(chan struct{}, max(1, opts.HandlerConcurrency/2))
 	}
+	for _, ep := range opts.Endpoints {
+		if ep != nil && ep.servesLegacy() && s.legacy == nil {
+			if s.legacy, err = newLegacyServer(opts); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var errs []error
 	for _, ep := range opts.Endpoints {
 		if ep == nil {
@@ -222,6 +245,11 @@ func New(opts Options) (*Server, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if s.legacy != nil {
+		if err := s.legacy.start(s); err != nil {
+			return nil, err
+		}
+	}
 	if s.subs != nil && opts.TaskManager != nil {
 		if pub := opts.TaskManager.EventPublisher(); pub != nil {
 			s.unsubscribe = pub.Subscribe(s.subs.hint)
@@ -230,7 +258,9 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close ends every subscriptions/listen stream gracefully (each receives its
+// Close ends every GET stream and request in flight of 2025-era sessions
+// on this node (the sessions themselves stay in their store) and every
+// subscriptions/listen stream gracefully (each receives its
 // final result) and stops following the task manager's events. It does not
 // close the manager or its publisher. Call it before http.Server.Shutdown,
 // which otherwise waits for listen streams to end on their own. Requests
@@ -239,6 +269,9 @@ func New(opts Options) (*Server, error) {
 // written their final result and closed their connection when Close
 // returns; each of those writes is bounded by WriteTimeout.
 func (s *Server) Close() error {
+	if s.legacy != nil {
+		s.legacy.close()
+	}
 	if s.subs != nil {
 		s.subs.close()
 		s.subs.waitDetached()

@@ -142,7 +142,7 @@ func (ep *Endpoint) servesTasks(version string) bool {
 func (ep *Endpoint) buildTasks(s *Server) error {
 	versions := ep.opts.TaskProtocolVersions
 	for _, v := range versions {
-		if !slices.Contains(ep.opts.ProtocolVersions, v) {
+		if !slices.Contains(ep.modernVersions, v) {
 			return fmt.Errorf("task protocol version %q is not one of the endpoint's protocol versions", v)
 		}
 	}

@@ -101,6 +101,12 @@ func putBuf(b *[]byte) {
 // architecture) and hands a well-formed request to the endpoint.
 func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = noStore
+	if r.Method != http.MethodPost && ep.legacyMethods != nil {
+		if _, ok := r.Header[mcp.HeaderSessionID]; ok {
+			s.serveLegacyStream(ep, w, r)
+			return
+		}
+	}
 	if perr := s.checkTransport(r); perr != nil {
 		abandonBody(w, r)
 		s.reject(ep, w, mcp.ID{}, perr)
@@ -129,6 +135,11 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// The era classifier (legacy_transport.go): the header half first, so
+	// that a modern request pays one header lookup.
+	if ep.legacyMethods != nil && !modernByHeader(r.Header) && s.serveLegacy(ep, w, r, body) {
+		return
+	}
 	req, err := mcp.DecodeValidRequest(body)
 	if err != nil {
 		var id mcp.ID
@@ -137,6 +148,12 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 		}
 		s.reject(ep, w, id, newProtocolError(http.StatusBadRequest, err.(*mcp.Error)))
 		return
+	}
+	if req.Method == mcp.MethodInitialize && ep.legacyMethods == nil && !modernByHeader(r.Header) {
+		if perr := refuseLegacyInitialize(ep, req); perr != nil {
+			s.reject(ep, w, req.ID, perr)
+			return
+		}
 	}
 	if req.IsNotification() {
 		// The 2026-07-28 revision defines no client notifications over HTTP;
@@ -164,13 +181,21 @@ func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	ep.handle(s, w, r, req, &p)
 }
 
-// checkTransport applies the Host, Origin, method and media-type rules.
-func (s *Server) checkTransport(r *http.Request) *protocolError {
+// checkHostOrigin applies the Host and Origin rules.
+func (s *Server) checkHostOrigin(r *http.Request) *protocolError {
 	if !s.hostAllowed(r.Host) {
 		return newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Forbidden: host not allowed"))
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
 		return newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Forbidden: origin not allowed"))
+	}
+	return nil
+}
+
+// checkTransport applies the Host, Origin, method and media-type rules.
+func (s *Server) checkTransport(r *http.Request) *protocolError {
+	if perr := s.checkHostOrigin(r); perr != nil {
+		return perr
 	}
 	if r.Method != http.MethodPost {
 		pe := newProtocolError(http.StatusMethodNotAllowed, mcp.NewError(mcp.CodeInvalidRequest, "Method not allowed: use POST"))
@@ -271,7 +296,11 @@ func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p
 		return headerMismatch("Header mismatch: MCP-Protocol-Version does not match _meta")
 	}
 	if !ep.supportsVersion(hv) {
-		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv))
+		supported := ep.modernVersions
+		if len(supported) == 0 {
+			supported = ep.opts.ProtocolVersions
+		}
+		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(supported, hv))
 	}
 	if want, ok := expectedName(req.Method, p); ok {
 		hn, present, err := singleHeader(r.Header, headerName)

@@ -1,0 +1,461 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
+)
+
+// legacyCall is what a 2025-era request carries besides its call: the
+// session it runs in and the server-to-client channel of its POST. It is
+// the seam the 2025-11-25 tasks layer (server/legacytasks*.go) builds on:
+//
+//   - session: the session record (negotiated version, log level, owner)
+//     and the client's capabilities as declared in initialize
+//     (session.legacyCaps, including the experimental tasks capability);
+//   - c.stream: the POST's response stream; notifications and
+//     server-to-client requests go there (c.stream.sendMessage);
+//   - request / ask: send server-to-client requests on that stream and wait,
+//     under ctx, for the client's answers (separate POSTs, or forwarded by
+//     the AnswerRelay from another node);
+//   - notifySession: an unsolicited notification on the session's GET
+//     stream (best effort: dropped when no GET stream is open on this node
+//     or its queue is full).
+type legacyCall struct {
+	c       *call
+	session *cachedSession
+}
+
+// version returns the revision the session negotiated.
+func (lc *legacyCall) version() string { return lc.session.rec.ProtocolVersion }
+
+// notifySession queues a notification for the session's GET stream and
+// reports whether it was taken.
+func (lc *legacyCall) notifySession(method string, params []byte) bool {
+	ls := lc.c.srv.legacy.live.lookup(lc.session.rec.Key)
+	if ls == nil {
+		return false
+	}
+	return ls.enqueue(mcp.AppendNotification(nil, method, params))
+}
+
+// legacyHooks are the seams the 2025-11-25 tasks layer fills in
+// (Endpoint.legacyTaskHooks, server/legacytasks.go); a nil member keeps the
+// default behaviour described on it.
+type legacyHooks struct {
+	// capabilities may add to the capabilities of an initialize result
+	// (such as tasks) for a session of version whose client declared
+	// client. Default: nothing added.
+	capabilities func(version string, client *mcp.LegacyClientCapabilities, caps *mcp.LegacyServerCapabilities)
+	// toolView decides how tools/list shows a tool that may create tasks
+	// (optional or required) in the session: its execution member and
+	// whether it is listed at all. Default: task-optional tools are listed
+	// as ordinary ones; task-required tools are left out.
+	toolView func(lc *legacyCall, t *toolEntry) (exec *mcp.ToolExecution, visible bool)
+	// callTool runs tools/call of a tool that may create tasks in the
+	// session. Default: a task-optional tool runs inline like any other; a
+	// task-required one is refused with -32602 naming the reason.
+	callTool func(ctx context.Context, lc *legacyCall, t *toolEntry) (any, Outcome, *protocolError)
+	// methods are further legacy methods (tasks/get, tasks/result, ...).
+	methods map[string]methodFunc
+}
+
+// legacyMethodTable is the method table of legacy sessions: the endpoint's
+// own methods (results re-encoded in 2025 shape) minus those of the modern
+// era only, and the methods of the 2025 era.
+func (ep *Endpoint) legacyMethodTable() map[string]methodFunc {
+	m := map[string]methodFunc{
+		mcp.MethodPing:            legacyPing,
+		mcp.MethodLoggingSetLevel: legacySetLevel,
+	}
+	for name, f := range ep.methods {
+		switch name {
+		case mcp.MethodServerDiscover, mcp.MethodSubscriptionsListen,
+			mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
+			continue
+		}
+		m[name] = f
+	}
+	if len(ep.tools) > 0 {
+		m[mcp.MethodToolsList] = ep.legacyListTools
+		m[mcp.MethodToolsCall] = ep.legacyCallTool
+	}
+	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+		m[mcp.MethodResourcesSubscribe] = legacySubscribe
+		m[mcp.MethodResourcesUnsubscribe] = legacyUnsubscribe
+	}
+	for name, f := range ep.legacyHooks.methods {
+		m[name] = f
+	}
+	return m
+}
+
+// legacyCapabilities are what an initialize result offers.
+func (ep *Endpoint) legacyCapabilities(version string, client *mcp.LegacyClientCapabilities) *mcp.LegacyServerCapabilities {
+	c := &mcp.LegacyServerCapabilities{Logging: mcp.Object{}}
+	if len(ep.tools) > 0 {
+		c.Tools = &mcp.ToolsCapability{}
+	}
+	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+		c.Resources = &mcp.ResourcesCapability{Subscribe: true}
+	}
+	if len(ep.prompts) > 0 {
+		c.Prompts = &mcp.PromptsCapability{}
+	}
+	if ep.completion != nil {
+		c.Completions = mcp.Object{}
+	}
+	if h := ep.legacyHooks.capabilities; h != nil {
+		h(version, client, c)
+	}
+	return c
+}
+
+// negotiate picks the revision of a new session: the requested one when
+// the endpoint serves it, else the endpoint's latest 2025 revision.
+func (ep *Endpoint) negotiate(requested string) string {
+	if slices.Contains(ep.legacyVersions, requested) {
+		return requested
+	}
+	return slices.Max(ep.legacyVersions)
+}
+
+var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: initialize needs protocolVersion, capabilities and clientInfo"))
+
+// legacyInitialize opens a session: it negotiates the revision, stores the
+// session bound to the admitted identity and answers with its ID in
+// Mcp-Session-Id.
+func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
+	var ip mcp.InitializeParams
+	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
+		s.reject(ep, w, req.ID, errBadInitialize)
+		return
+	}
+	id, perr := s.admit(ep, r, req.Method)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return
+	}
+	if ip.Capabilities == nil {
+		ip.Capabilities = &mcp.LegacyClientCapabilities{}
+	}
+	caps, err := json.Marshal(ip.Capabilities)
+	info, err2 := json.Marshal(ip.ClientInfo)
+	if err != nil || err2 != nil || len(caps)+len(info) > maxCapabilityJSON {
+		s.reject(ep, w, req.ID, errBadInitialize)
+		return
+	}
+	version := ep.negotiate(ip.ProtocolVersion)
+	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
+		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
+		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: info,
+	}, ip.Capabilities)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return
+	}
+	res, err := json.Marshal(&mcp.InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    ep.legacyCapabilities(version, ip.Capabilities),
+		ServerInfo:      ep.serverInfo,
+		Instructions:    ep.opts.Instructions,
+	})
+	if err != nil {
+		s.reject(ep, w, req.ID, errInternal)
+		return
+	}
+	w.Header().Set(mcp.HeaderSessionID, sid)
+	writeResult(w, req.ID, res)
+}
+
+// handleLegacy runs a request inside a session through the same admitted
+// pipeline as handle: the method table, the request limiter, the request
+// deadline, the observer and metrics. Admission has already run (the
+// session is bound to its identity). The request's context is canceled by
+// notifications/cancelled naming it, by DELETE of the session, or when the
+// client leaves.
+func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
+	method, ok := ep.legacyMethods[req.Method]
+	if !ok {
+		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
+		return
+	}
+	meta := &mcp.RequestMeta{
+		ProtocolVersion:    cs.rec.ProtocolVersion,
+		ClientCapabilities: cs.caps,
+		LogLevel:           mcp.LoggingLevel(cs.rec.LogLevel),
+	}
+	if p.Meta != nil {
+		meta.ProgressToken = p.Meta.ProgressToken
+		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
+	}
+	p.Meta = meta
+	ctx, cancelCall := context.WithCancel(r.Context())
+	defer cancelCall()
+	// A client may reuse an ID once it has read the response, which can
+	// come before this call has deregistered: the newest call holds it.
+	reqKey := string(req.ID.Raw())
+	me := &inflightCall{cancel: cancelCall}
+	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
+		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
+			return errTooManyInflight
+		}
+		ls.inflight[reqKey] = me
+		return nil
+	}); perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return
+	}
+	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+		if ls.inflight[reqKey] == me {
+			delete(ls.inflight, reqKey)
+		}
+	})
+	r = r.WithContext(ctx) // a canceled call abandons its response
+
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	start := s.opts.now()
+	s.opts.Observer.RequestStarted(ctx, info)
+	outcome := OutcomeProtocolError
+	defer func() {
+		elapsed := s.opts.now().Sub(start)
+		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
+		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+	}()
+	st := newResponseStream(w, s.opts.KeepAliveInterval)
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
+	c.legacy = &legacyCall{c: c, session: cs}
+	if !chargesAfterLookup[req.Method] {
+		if perr := c.chargeRequestLimiter(); perr != nil {
+			outcome = OutcomeRateLimited
+			st.finishError(req.ID, perr)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	outcome = c.legacy.run(ctx, method)
+}
+
+// run executes method and writes its response. A handler's request for
+// input becomes real server-to-client requests on the POST's stream; the
+// handler is run again with the client's answers and its sealed state,
+// exactly as a modern client's retry would run it, so handlers are written
+// once for both eras.
+func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
+	c := lc.c
+	for round := 0; ; round++ {
+		res, outcome, perr := method(ctx, c)
+		ir, ok := res.(*mcp.InputRequiredResult)
+		if !ok || perr != nil {
+			return lc.respond(ctx, res, outcome, perr)
+		}
+		if round >= maxStateRounds || ir.RequestState == "" {
+			return lc.respond(ctx, nil, OutcomeInternalError, errInternal)
+		}
+		answers, perr := lc.ask(ctx, ir.InputRequests)
+		if perr != nil {
+			return lc.respond(ctx, nil, outcomeOf(perr), perr)
+		}
+		state := ir.RequestState
+		c.params.InputResponses, c.params.RequestState = answers, &state
+	}
+}
+
+// respond writes the call's response, or nothing for a call the client
+// canceled (notifications/cancelled, DELETE of its session, or leaving):
+// the 2025 transport sends no response to a canceled request.
+func (lc *legacyCall) respond(ctx context.Context, res any, outcome Outcome, perr *protocolError) Outcome {
+	if lc.c.r.Context().Err() != nil {
+		lc.c.stream.abandon()
+		return OutcomeCanceled
+	}
+	return lc.c.respond(ctx, res, outcome, legacyStatus(perr))
+}
+
+// legacyStatus is the HTTP status a JSON-RPC error of a method has in a
+// session: 200, so that a 2025 client reads the error rather than taking a
+// 404 for the end of its session. Busy, rate-limit, deadline and size
+// errors keep their status.
+func legacyStatus(perr *protocolError) *protocolError {
+	if perr == nil || (perr.status != http.StatusBadRequest && perr.status != http.StatusNotFound) {
+		return perr
+	}
+	return perr.asStatus(http.StatusOK)
+}
+
+// encodeLegacy renders a result in 2025 shape: no resultType, no
+// io.modelcontextprotocol/serverInfo in _meta (withMeta is not applied),
+// and none of the 2026 cache members.
+func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
+	b, ok := res.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(res); err != nil {
+			c.srv.logger.Error("result could not be encoded", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", err)
+			return nil, errInternal
+		}
+	}
+	return c.checkLimits(legacyShape(b))
+}
+
+// modernOnlyMembers are the result members of the 2026 revision alone.
+var modernOnlyMembers = [][]byte{[]byte(`"resultType"`), []byte(`"ttlMs"`), []byte(`"cacheScope"`)}
+
+// legacyShape drops the 2026-only members from the top level of an
+// encoded result object.
+func legacyShape(b []byte) []byte {
+	found := false
+	for _, m := range modernOnlyMembers {
+		if bytes.Contains(b, m) {
+			found = true
+			break
+		}
+	}
+	if !found || len(b) == 0 || b[0] != '{' {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	err := mcp.EachMember(b, func(name, raw []byte) error {
+		switch string(name) {
+		case "resultType", "ttlMs", "cacheScope":
+			return nil
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		q, _ := json.Marshal(string(name))
+		out = append(out, q...)
+		out = append(out, ':')
+		out = append(out, raw...)
+		return nil
+	})
+	if err != nil {
+		return b
+	}
+	return append(out, '}')
+}
+
+// emptyResult is the {} result of ping and the other acknowledgements.
+var emptyResult = json.RawMessage(`{}`)
+
+func legacyPing(context.Context, *call) (any, Outcome, *protocolError) {
+	return emptyResult, OutcomeComplete, nil
+}
+
+func legacySetLevel(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	var p mcp.SetLevelParams
+	if c.req.Params == nil || json.Unmarshal(c.req.Params, &p) != nil {
+		return nil, OutcomeProtocolError, invalidParams("Invalid params: level is required")
+	}
+	if _, ok := p.Level.Severity(); !ok {
+		return nil, OutcomeProtocolError, invalidParams("Invalid params: unknown log level")
+	}
+	if perr := c.srv.legacy.sessions.setLogLevel(ctx, c.legacy.session, string(p.Level)); perr != nil {
+		return nil, outcomeOf(perr), perr
+	}
+	return emptyResult, OutcomeComplete, nil
+}
+
+func subscribeURI(c *call) (string, *protocolError) {
+	uri := c.params.URI
+	if uri == "" || len(uri) > maxSubscriptionURI {
+		return "", invalidParams("Invalid params: uri is required")
+	}
+	return uri, nil
+}
+
+func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) {
+	uri, perr := subscribeURI(c)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	perr = c.srv.legacy.live.with(c.legacy.session.rec.Key, func(ls *liveSession) *protocolError {
+		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
+			return invalidParams("Invalid params: too many subscriptions in this session")
+		}
+		ls.subs[uri] = true
+		return nil
+	})
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	return emptyResult, OutcomeComplete, nil
+}
+
+func legacyUnsubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) {
+	uri, perr := subscribeURI(c)
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	c.srv.legacy.live.release(c.legacy.session.rec.Key, func(ls *liveSession) { delete(ls.subs, uri) })
+	return emptyResult, OutcomeComplete, nil
+}
+
+// legacyListTools is tools/list in a session: the tools the caller may see,
+// in 2025 shape, with execution for 2025-11-25 sessions.
+func (ep *Endpoint) legacyListTools(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	lc := c.legacy
+	withExecution := lc.version() >= mcp.ProtocolVersion20251125
+	visible := make([]mcp.LegacyTool, 0, len(ep.tools))
+	for _, t := range ep.tools {
+		if p := c.srv.opts.CatalogPolicy; p != nil {
+			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
+			if err != nil {
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+				return nil, OutcomeInternalError, errInternal
+			}
+			if !ok {
+				continue
+			}
+		}
+		var exec *mcp.ToolExecution
+		if t.mode != taskNever {
+			if h := ep.legacyHooks.toolView; h != nil {
+				var ok bool
+				if exec, ok = h(lc, t); !ok {
+					continue
+				}
+			} else if t.mode == taskRequired {
+				continue
+			}
+		}
+		if exec == nil && withExecution {
+			exec = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportForbidden}
+		}
+		if !withExecution {
+			exec = nil
+		}
+		visible = append(visible, mcp.LegacyTool{Tool: t.tool, Execution: exec})
+	}
+	items, next, perr := pageOf(ep, c.params.Cursor, visible, func(t mcp.LegacyTool) mcp.LegacyTool { return t })
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
+	return &mcp.LegacyListToolsResult{Tools: items, NextCursor: next}, OutcomeComplete, nil
+}
+
+var errNeedsTasks = invalidParams("Invalid params: this tool runs only as a task, which this session cannot receive")
+
+// legacyCallTool is tools/call in a session; tools that may create tasks
+// go to the tasks layer's hook (see legacyHooks.callTool).
+func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode != taskNever {
+		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+		if h := ep.legacyHooks.callTool; h != nil {
+			return h(ctx, c.legacy, t)
+		}
+		if t.mode == taskRequired {
+			return nil, OutcomeProtocolError, errNeedsTasks
+		}
+	}
+	return ep.callTool(ctx, c)
+}

@@ -1,0 +1,350 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Server-to-client requests of 2025-era sessions (elicitation/create,
+// sampling/createMessage, roots/list). They go out on the response stream
+// of the POST that needs them; the client answers each with a JSON-RPC
+// response in a POST of its own, which may reach any node. Request IDs are
+// strings "tw.<node>.<128 random bits in hex>": the node that waits for
+// the answer, and a token only the client that received the request knows.
+
+// AnswerRelay forwards a client's JSON-RPC response to a server-to-client
+// request to the node that holds the request.
+type AnswerRelay interface {
+	// Forward delivers one encoded JSON-RPC response (≤ 1 MiB) to node. It
+	// returns once the response is durably handed over or ctx ends;
+	// delivery to a node that is gone is silently dropped.
+	Forward(ctx context.Context, node string, response []byte) error
+	// Receive registers fn for responses forwarded to node and returns
+	// stop. fn must not block. At most one Receive per node ID per relay.
+	Receive(node string, fn func(response []byte)) (stop func(), err error)
+}
+
+// localRelay is the default AnswerRelay of a single node: answers naming
+// another node are dropped.
+type localRelay struct{}
+
+func (localRelay) Forward(context.Context, string, []byte) error { return nil }
+
+func (localRelay) Receive(string, func([]byte)) (func(), error) { return func() {}, nil }
+
+// Bounds of server-to-client requests.
+const (
+	maxPendingAnswers   = 4096    // requests waiting for an answer on this node
+	maxInputRequests    = 16      // requests of one input round
+	maxForwardedAnswer  = 1 << 20 // bytes of a response the relay carries
+	requestIDPrefix     = "tw."
+	maxNodeIDLen        = 32
+	requestIDTokenBytes = 16
+)
+
+// validNodeID reports whether a node ID may appear in request IDs.
+func validNodeID(s string) bool {
+	if s == "" || len(s) > maxNodeIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func randomNodeID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// answer is a client's response to a server-to-client request.
+type answer struct {
+	result json.RawMessage
+	err    *mcp.Error
+}
+
+// pendingAnswer is one server-to-client request waiting for its answer.
+type pendingAnswer struct {
+	sessionKey string
+	ch         chan answer // buffered 1; written once
+}
+
+// pendingTable holds this node's server-to-client requests by ID.
+type pendingTable struct {
+	mu   sync.Mutex
+	byID map[string]*pendingAnswer
+}
+
+func (t *pendingTable) add(id string, p *pendingAnswer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byID) >= maxPendingAnswers {
+		return false
+	}
+	t.byID[id] = p
+	return true
+}
+
+func (t *pendingTable) remove(id string) {
+	t.mu.Lock()
+	delete(t.byID, id)
+	t.mu.Unlock()
+}
+
+// deliver hands a to the request id names, if it waits and (when
+// sessionKey is not empty) belongs to that session. It reports whether it
+// did; otherwise nothing changes.
+func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
+	t.mu.Lock()
+	p := t.byID[id]
+	if p == nil || sessionKey != "" && p.sessionKey != sessionKey {
+		t.mu.Unlock()
+		return false
+	}
+	delete(t.byID, id)
+	t.mu.Unlock()
+	p.ch <- a
+	return true
+}
+
+// dropSession forgets the requests of a deleted session (their calls are
+// canceled with it).
+func (t *pendingTable) dropSession(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, p := range t.byID {
+		if p.sessionKey == key {
+			delete(t.byID, id)
+		}
+	}
+}
+
+// newRequestID returns a fresh server-to-client request ID of this node.
+func (l *legacyServer) newRequestID() string {
+	b := make([]byte, requestIDTokenBytes)
+	rand.Read(b)
+	return requestIDPrefix + l.nodeID + "." + hex.EncodeToString(b)
+}
+
+// requestIDNode returns the node a server-to-client request ID names.
+func requestIDNode(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, requestIDPrefix)
+	if !ok {
+		return "", false
+	}
+	node, token, ok := strings.Cut(rest, ".")
+	if !ok || !validNodeID(node) || len(token) != 2*requestIDTokenBytes {
+		return "", false
+	}
+	return node, true
+}
+
+var (
+	errUnknownAnswer = invalidRequest("Invalid Request: no server request with this id is waiting for an answer")
+	errAnswerTooBig  = invalidRequest("Invalid Request: response too large")
+)
+
+// decodeAnswer reads the result or error of an encoded response.
+func decodeAnswer(body []byte) (answer, bool) {
+	var a answer
+	err := mcp.EachMember(body, func(name, raw []byte) error {
+		switch string(name) {
+		case "result":
+			a.result = append(json.RawMessage(nil), raw...)
+		case "error":
+			a.err = &mcp.Error{}
+			return json.Unmarshal(raw, a.err)
+		}
+		return nil
+	})
+	return a, err == nil && (a.result != nil) != (a.err != nil)
+}
+
+// legacyResponse takes a client's JSON-RPC response to a server-to-client
+// request: 202 when it is delivered here or forwarded to the node that
+// waits for it, 400 (changing nothing) for an ID no request of this
+// session waits for.
+func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Request, body []byte, id mcp.ID) {
+	key, present, valid := presentedKey(r.Header)
+	if !present {
+		s.reject(ep, w, mcp.ID{}, errSessionRequired)
+		return
+	}
+	ident, perr := s.admit(ep, r, "")
+	if perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	if !valid {
+		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
+		return
+	}
+	if _, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, ident); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	var sid string
+	if json.Unmarshal(id.Raw(), &sid) != nil {
+		s.reject(ep, w, mcp.ID{}, errUnknownAnswer)
+		return
+	}
+	node, ok := requestIDNode(sid)
+	if !ok {
+		s.reject(ep, w, mcp.ID{}, errUnknownAnswer)
+		return
+	}
+	if node != s.legacy.nodeID {
+		if len(body) > maxForwardedAnswer {
+			s.reject(ep, w, mcp.ID{}, errAnswerTooBig)
+			return
+		}
+		ctx, cancel := storeCtx(r.Context())
+		err := s.legacy.relay.Forward(ctx, node, body)
+		cancel()
+		if err != nil {
+			s.logger.Warn("answer relay failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+			s.reject(ep, w, mcp.ID{}, errQueueFull)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	a, ok := decodeAnswer(body)
+	if !ok {
+		s.reject(ep, w, mcp.ID{}, invalidRequest("Invalid Request: malformed response"))
+		return
+	}
+	if !s.legacy.pending.deliver(sid, key, a) {
+		s.reject(ep, w, mcp.ID{}, errUnknownAnswer)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// receiveForwarded takes a response another node forwarded through the
+// AnswerRelay. The forwarding node checked its session; the request ID's
+// random token binds it to the request.
+func (s *Server) receiveForwarded(body []byte) {
+	env, perr := decodeLegacyEnvelope(body)
+	if perr != nil || !env.response {
+		return
+	}
+	var sid string
+	if json.Unmarshal(env.id.Raw(), &sid) != nil {
+		return
+	}
+	if a, ok := decodeAnswer(body); ok {
+		s.legacy.pending.deliver(sid, "", a)
+	}
+}
+
+// sendMessage writes one encoded JSON-RPC message (a server-to-client
+// request) as an SSE event, switching the response to SSE if needed.
+func (st *responseStream) sendMessage(msg []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return errStreamClosed
+	}
+	if !st.sse {
+		st.startSSELocked()
+	}
+	return st.writeEventLocked(msg)
+}
+
+// errInputFailed is the answer to a call whose client answered a
+// server-to-client request with an error.
+func errInputFailed(e *mcp.Error) *protocolError {
+	return newProtocolError(http.StatusOK, mcp.NewError(e.Code, "Input request failed: the client answered with an error"))
+}
+
+// request sends one server-to-client request on the call's POST stream and
+// waits for the client's answer under ctx. params is the encoded params
+// object, or nil.
+func (lc *legacyCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *protocolError) {
+	answers, perr := lc.ask(ctx, mcp.InputRequests{"": {Method: method, Params: params}})
+	if perr != nil {
+		return nil, perr
+	}
+	return answers[""], nil
+}
+
+// ask sends each input request as a real server-to-client request on the
+// call's POST stream and waits for all the answers under ctx, returning
+// them under the input requests' keys. A client error answer fails the
+// call; the deadline gives errDeadline.
+func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, *protocolError) {
+	if len(reqs) == 0 || len(reqs) > maxInputRequests {
+		return nil, errInternal
+	}
+	l := lc.c.srv.legacy
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	ids := make([]string, len(keys))
+	waits := make([]chan answer, len(keys))
+	defer func() {
+		for _, id := range ids {
+			if id != "" {
+				l.pending.remove(id)
+			}
+		}
+	}()
+	for i, k := range keys {
+		ir := reqs[k]
+		if ir == nil || ir.Method == "" {
+			return nil, errInternal
+		}
+		id := l.newRequestID()
+		waits[i] = make(chan answer, 1)
+		if !l.pending.add(id, &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}) {
+			return nil, errQueueFull
+		}
+		ids[i] = id
+		msg, err := encodeServerRequest(id, ir.Method, ir.Params)
+		if err != nil {
+			return nil, errInternal
+		}
+		if err := lc.c.stream.sendMessage(msg); err != nil {
+			return nil, errStreamGone
+		}
+	}
+	out := make(mcp.InputResponses, len(keys))
+	for i, k := range keys {
+		select {
+		case a := <-waits[i]:
+			if a.err != nil {
+				return nil, errInputFailed(a.err)
+			}
+			out[k] = a.result
+		case <-ctx.Done():
+			return nil, errDeadline
+		}
+	}
+	return out, nil
+}
+
+// encodeServerRequest encodes a JSON-RPC request of the server.
+func encodeServerRequest(id, method string, params json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{mcp.JSONRPCVersion, id, method, params})
+}

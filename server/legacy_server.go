@@ -1,0 +1,137 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// legacyServer is the server's 2025-era state: sessions, their node-local
+// live state, the server-to-client requests waiting for answers and the
+// relay that carries answers between nodes. It exists when an endpoint
+// serves a 2025 revision.
+type legacyServer struct {
+	sessions  *sessionManager
+	live      *liveSessions
+	pending   *pendingTable
+	nodeID    string
+	relay     AnswerRelay
+	stopRelay func()
+}
+
+// getStreamWriteTimeout bounds each write to a GET stream, so that a
+// client that stops reading ends its own stream only.
+const getStreamWriteTimeout = 30 * time.Second
+
+func newLegacyServer(o Options) (*legacyServer, error) {
+	m, err := newSessionManager(o.Sessions, o.now)
+	if err != nil {
+		return nil, err
+	}
+	l := &legacyServer{
+		sessions: m,
+		live:     newLiveSessions(m.opts.MaxSessions),
+		pending:  &pendingTable{byID: map[string]*pendingAnswer{}},
+		nodeID:   o.NodeID,
+		relay:    o.AnswerRelay,
+	}
+	if l.nodeID == "" {
+		l.nodeID = randomNodeID()
+	}
+	if l.relay == nil {
+		l.relay = localRelay{}
+	}
+	return l, nil
+}
+
+// start registers the node for forwarded answers.
+func (l *legacyServer) start(s *Server) error {
+	stop, err := l.relay.Receive(l.nodeID, s.receiveForwarded)
+	if err != nil {
+		return fmt.Errorf("server: answer relay: %w", err)
+	}
+	l.stopRelay = stop
+	return nil
+}
+
+// close ends every GET stream and request in flight of the node's
+// sessions and stops receiving forwarded answers. Sessions stay in the
+// store.
+func (l *legacyServer) close() {
+	l.live.close()
+	if l.stopRelay != nil {
+		l.stopRelay()
+	}
+}
+
+// serveGetStream holds a session's standalone SSE stream open: one per
+// session on this node (a second GET is 409). It carries the
+// notifications queued for the session (notifications/resources/updated,
+// list changes) and keep-alive comments, and it keeps the session alive
+// (and notices its end through another node) by naming it in the store
+// every touch interval. It ends when the client leaves, the session is
+// deleted or reaches its absolute end, or the server closes.
+func (s *Server) serveGetStream(ep *Endpoint, w http.ResponseWriter, r *http.Request, cs *cachedSession) {
+	key := cs.rec.Key
+	gs := &getStream{ch: make(chan []byte, getStreamQueue), done: make(chan struct{})}
+	perr := s.legacy.live.with(key, func(ls *liveSession) *protocolError {
+		if ls.get != nil {
+			return errStreamOpen
+		}
+		ls.get = gs
+		return nil
+	})
+	if perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	defer s.legacy.live.release(key, func(ls *liveSession) {
+		if ls.get == gs {
+			ls.get = nil
+		}
+	})
+	st := newResponseStream(w, s.opts.KeepAliveInterval)
+	st.ownKeepAlive = true
+	st.writeTimeout = getStreamWriteTimeout
+	st.mu.Lock()
+	st.startSSELocked()
+	err := st.rc.Flush()
+	st.mu.Unlock()
+	if err != nil {
+		st.abandon()
+		return
+	}
+	defer st.abandon()
+	keepAlive := time.NewTicker(s.opts.KeepAliveInterval)
+	defer keepAlive.Stop()
+	end := time.NewTimer(cs.rec.ExpiresAt.Sub(s.opts.now()))
+	defer end.Stop()
+	lastTouch := s.opts.now()
+	id := Identity{Tenant: cs.rec.Tenant, Principal: cs.rec.Principal}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-gs.done:
+			return
+		case <-end.C:
+			return
+		case msg := <-gs.ch:
+			if st.sendMessage(msg) != nil {
+				return
+			}
+		case <-keepAlive.C:
+			if st.comment() != nil {
+				return
+			}
+			if now := s.opts.now(); now.Sub(lastTouch) >= s.legacy.sessions.touchInterval() {
+				lastTouch = now
+				if _, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id); perr == errSessionNotFound {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Bounds of a session's node-local state.
+const (
+	maxSubscriptionsPerSession = 64
+	maxSubscriptionURI         = 2048
+	maxInflightPerSession      = 256
+	getStreamQueue             = 64 // notifications waiting for a GET stream's writer
+)
+
+var (
+	// errSessionNotFound is the one answer for an unknown, expired,
+	// malformed or another identity's session ID: the same bytes always.
+	errSessionNotFound = newProtocolError(http.StatusNotFound, mcp.NewError(-32001, "Session not found"))
+	errSessionRequired = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required"))
+	errBatch           = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported"))
+	errStreamOpen      = newProtocolError(http.StatusConflict, mcp.NewError(mcp.CodeInvalidRequest, "Conflict: the session already has a GET stream"))
+	errTooManyInflight = newProtocolError(http.StatusTooManyRequests, mcp.NewError(CodeRateLimited, "Too many requests in flight for this session"))
+)
+
+// decodeLegacyCaps decodes the capabilities stored with a session; a
+// record it cannot read grants nothing.
+func decodeLegacyCaps(raw []byte) *mcp.LegacyClientCapabilities {
+	c := &mcp.LegacyClientCapabilities{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, c); err != nil {
+			return &mcp.LegacyClientCapabilities{}
+		}
+	}
+	return c
+}
+
+// liveSession is the node-local state of a session: its GET stream, its
+// resource subscriptions and its requests in flight. It exists only on the
+// node that holds them and only while it holds any (see liveSessions); the
+// session itself lives in the store. In a fleet, a client's GET stream,
+// subscriptions and cancellations therefore reach only the node that
+// received them; NotifyResourceUpdated must be called on every node.
+type liveSession struct {
+	key string
+
+	mu       sync.Mutex
+	get      *getStream // nil when no GET stream is open
+	subs     map[string]bool
+	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
+	ended    bool
+}
+
+// inflightCall is a request running in a session on this node.
+type inflightCall struct{ cancel context.CancelFunc }
+
+// getStream is a session's standalone SSE stream: notifications queue in
+// ch (bounded; a full queue drops the notification) and the GET handler,
+// which owns the stream, writes them.
+type getStream struct {
+	ch   chan []byte
+	done chan struct{} // closed to end the stream (DELETE, server close)
+}
+
+// empty reports whether ls holds nothing, under ls.mu.
+func (ls *liveSession) emptyLocked() bool {
+	return ls.get == nil && len(ls.subs) == 0 && len(ls.inflight) == 0
+}
+
+// enqueue offers an encoded notification to the GET stream; it reports
+// whether the stream took it.
+func (ls *liveSession) enqueue(msg []byte) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.get == nil {
+		return false
+	}
+	select {
+	case ls.get.ch <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
+// liveSessions is the node's table of live session state, bounded by
+// SessionOptions.MaxSessions.
+type liveSessions struct {
+	max int
+
+	mu       sync.Mutex
+	sessions map[string]*liveSession
+	closed   bool
+}
+
+func newLiveSessions(max int) *liveSessions {
+	return &liveSessions{max: max, sessions: map[string]*liveSession{}}
+}
+
+// acquire returns the live state of key, creating it, and runs fn on it
+// under its lock; fn's error is returned. It fails with errSessionsFull
+// when the table is full.
+func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError) *protocolError {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errSessionsFull
+	}
+	ls := t.sessions[key]
+	if ls == nil {
+		if len(t.sessions) >= t.max {
+			t.mu.Unlock()
+			return errSessionsFull
+		}
+		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]*inflightCall{}}
+		t.sessions[key] = ls
+	}
+	ls.mu.Lock()
+	perr := fn(ls)
+	empty := ls.emptyLocked()
+	ls.mu.Unlock()
+	if empty {
+		delete(t.sessions, key)
+	}
+	t.mu.Unlock()
+	return perr
+}
+
+// release runs fn on the live state of key, if any, and drops the state
+// once it holds nothing.
+func (t *liveSessions) release(key string, fn func(ls *liveSession)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ls := t.sessions[key]
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	fn(ls)
+	empty := ls.emptyLocked()
+	ls.mu.Unlock()
+	if empty {
+		delete(t.sessions, key)
+	}
+}
+
+// lookup returns the live state of key or nil.
+func (t *liveSessions) lookup(key string) *liveSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessions[key]
+}
+
+// end drops the live state of a deleted session: its GET stream ends and
+// its requests in flight are canceled.
+func (t *liveSessions) end(key string) {
+	t.mu.Lock()
+	ls := t.sessions[key]
+	delete(t.sessions, key)
+	t.mu.Unlock()
+	if ls != nil {
+		ls.endAll()
+	}
+}
+
+func (ls *liveSession) endAll() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.ended = true
+	if ls.get != nil {
+		close(ls.get.done)
+		ls.get = nil
+	}
+	for _, ic := range ls.inflight {
+		ic.cancel()
+	}
+	clear(ls.inflight)
+	clear(ls.subs)
+}
+
+// close ends every live session's GET stream and requests (Server.Close).
+func (t *liveSessions) close() {
+	t.mu.Lock()
+	t.closed = true
+	all := t.sessions
+	t.sessions = map[string]*liveSession{}
+	t.mu.Unlock()
+	for _, ls := range all {
+		ls.endAll()
+	}
+}
+
+// each calls fn for every live session (a snapshot).
+func (t *liveSessions) each(fn func(ls *liveSession)) {
+	t.mu.Lock()
+	all := make([]*liveSession, 0, len(t.sessions))
+	for _, ls := range t.sessions {
+		all = append(all, ls)
+	}
+	t.mu.Unlock()
+	for _, ls := range all {
+		fn(ls)
+	}
+}
+
+// NotifyResourceUpdated sends notifications/resources/updated for uri to
+// every 2025-era session on this node that subscribed to it
+// (resources/subscribe), on the session's GET stream. Sessions without an
+// open GET stream, or whose stream's queue is full, miss it: delivery is
+// best effort, as the 2025 transport allows. Subscriptions are node-local,
+// so in a fleet call it on every node. It never blocks on a client.
+func (s *Server) NotifyResourceUpdated(uri string) {
+	if s.legacy == nil {
+		return
+	}
+	params, err := json.Marshal(&mcp.ResourceUpdatedParams{URI: uri})
+	if err != nil {
+		return
+	}
+	msg := mcp.AppendNotification(nil, mcp.NotificationResourcesUpdated, params)
+	s.legacy.live.each(func(ls *liveSession) {
+		ls.mu.Lock()
+		sub := ls.subs[uri]
+		ls.mu.Unlock()
+		if sub {
+			ls.enqueue(msg)
+		}
+	})
+}

@@ -1,0 +1,313 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// The 2025-era Streamable HTTP transport (revisions 2025-06-18 and
+// 2025-11-25), served on the same endpoint URL as the 2026-07-28 pipeline.
+//
+// The era classifier runs in serve after the transport limits: a POST is
+// modern when its MCP-Protocol-Version header names 2026-07-28 or later
+// (modernByHeader, a map lookup and a ten-byte check: the modern path pays
+// nothing else) or when its params._meta carries
+// io.modelcontextprotocol/protocolVersion; any other POST to an endpoint
+// that serves a 2025 revision is legacy. GET and DELETE carrying
+// Mcp-Session-Id on such an endpoint are legacy too; every other GET and
+// DELETE is 405 as before. The modern path ignores Mcp-Session-Id.
+
+// modernByHeader reports whether the header half of the classifier names
+// the modern era.
+func modernByHeader(h http.Header) bool {
+	vs := h[headerProtocolVersion]
+	return len(vs) == 1 && mcp.IsModernVersion(strings.Trim(vs[0], " \t"))
+}
+
+// legacyEnvelope is one message of a legacy POST: a request, a
+// notification or a response to a server-to-client request.
+type legacyEnvelope struct {
+	req      *mcp.Request // set for requests and notifications
+	response bool         // a JSON-RPC response
+	id       mcp.ID       // the response's id (or the request's, on failure)
+}
+
+// decodeLegacyEnvelope reads one JSON-RPC message (data is valid JSON
+// within the depth limit). Batches are refused.
+func decodeLegacyEnvelope(data []byte) (legacyEnvelope, *protocolError) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		return legacyEnvelope{}, errBatch
+	}
+	var hasMethod, hasResult, hasError bool
+	var rawID, version []byte
+	if len(data) == 0 || data[0] != '{' {
+		return legacyEnvelope{}, invalidRequest("Invalid Request: the body must be one JSON-RPC message object")
+	}
+	err := mcp.EachMember(data, func(name, value []byte) error {
+		switch string(name) {
+		case "method":
+			hasMethod = true
+		case "result":
+			hasResult = true
+		case "error":
+			hasError = true
+		case "id":
+			rawID = value
+		case "jsonrpc":
+			version = value
+		}
+		return nil
+	})
+	if err != nil {
+		return legacyEnvelope{}, invalidRequest("Invalid Request: malformed envelope")
+	}
+	if hasMethod {
+		req, err := mcp.DecodeValidRequest(data)
+		if err != nil {
+			var env legacyEnvelope
+			if req != nil {
+				env.id = req.ID
+			}
+			return env, newProtocolError(http.StatusBadRequest, err.(*mcp.Error))
+		}
+		return legacyEnvelope{req: req}, nil
+	}
+	if string(version) != `"2.0"` {
+		return legacyEnvelope{}, invalidRequest(`Invalid Request: "jsonrpc" must be "2.0"`)
+	}
+	if hasResult == hasError || rawID == nil {
+		return legacyEnvelope{}, invalidRequest("Invalid Request: a response needs an id and exactly one of result and error")
+	}
+	var id mcp.ID
+	if err := id.UnmarshalJSON(rawID); err != nil || id.IsZero() {
+		return legacyEnvelope{}, invalidRequest("Invalid Request: id must be a string or an integer")
+	}
+	return legacyEnvelope{response: true, id: id}, nil
+}
+
+// serveLegacy handles a POST the header half of the classifier did not
+// claim for the modern era. It reports false, having written nothing, when
+// the body's _meta claims the modern era: the caller then runs the modern
+// pipeline. p receives the decoded params of a request.
+func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Request, body []byte) bool {
+	env, perr := decodeLegacyEnvelope(body)
+	if perr != nil {
+		s.reject(ep, w, env.id, perr)
+		return true
+	}
+	if env.response {
+		s.legacyResponse(ep, w, r, body, env.id)
+		return true
+	}
+	req := env.req
+	var p rawParams
+	if req.Params != nil {
+		if err := p.decode(req.Params); err != nil {
+			s.reject(ep, w, req.ID, invalidParams("Invalid params: malformed params").asStatus(http.StatusBadRequest))
+			return true
+		}
+		if p.Meta != nil && p.Meta.ProtocolVersion != "" {
+			return false // modern by its _meta
+		}
+	}
+	if perr := checkLegacyHeaders(ep, r, req, &p); perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return true
+	}
+	if req.Method == mcp.MethodInitialize && !req.IsNotification() {
+		ep.legacyInitialize(s, w, r, req)
+		return true
+	}
+	key, present, valid := presentedKey(r.Header)
+	if !present {
+		s.reject(ep, w, req.ID, errSessionRequired)
+		return true
+	}
+	id, perr := s.admit(ep, r, req.Method)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
+		return true
+	}
+	if !valid {
+		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
+		return true
+	}
+	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
+	if perr != nil {
+		if perr == errSessionNotFound {
+			s.reject(ep, w, mcp.ID{}, perr)
+		} else {
+			s.reject(ep, w, req.ID, perr)
+		}
+		return true
+	}
+	if req.IsNotification() {
+		s.legacyNotification(cs, req, &p)
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	ep.handleLegacy(s, w, r, req, &p, cs, id)
+	return true
+}
+
+// asStatus returns a copy of pe sent with another HTTP status.
+func (pe *protocolError) asStatus(status int) *protocolError {
+	c := *pe
+	c.status = status
+	return &c
+}
+
+// checkLegacyHeaders applies the header rules of a legacy POST: a
+// MCP-Protocol-Version value must name a known 2025 revision (inside a
+// session any of them is accepted, whatever was negotiated; absent means
+// the negotiated one), and the 2026 mirrored headers, when a client sends
+// them anyway, must agree with the body.
+func checkLegacyHeaders(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawParams) *protocolError {
+	if hv, present, err := singleHeader(r.Header, headerProtocolVersion); err != nil {
+		return headerMismatch("Header mismatch: invalid MCP-Protocol-Version header")
+	} else if present && !mcp.IsLegacyVersion(hv) {
+		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv))
+	}
+	if hm, present, err := singleHeader(r.Header, headerMethod); err != nil || present && hm != req.Method {
+		return headerMismatch("Header mismatch: Mcp-Method does not match the request method")
+	}
+	if want, ok := expectedName(req.Method, p); ok {
+		if hn, present, err := singleHeader(r.Header, headerName); err != nil {
+			return headerMismatch("Header mismatch: invalid Mcp-Name header")
+		} else if present {
+			if got, err := decodeHeaderValue(hn); err != nil || got != want {
+				return headerMismatch("Header mismatch: Mcp-Name does not match the request")
+			}
+		}
+	}
+	return nil
+}
+
+// admit runs the admission controller for a legacy message.
+func (s *Server) admit(ep *Endpoint, r *http.Request, method string) (Identity, *protocolError) {
+	id, err := s.opts.Admission.Admit(r.Context(), &AdmissionRequest{
+		Endpoint: ep.opts.Name, Method: method, Header: r.Header, RemoteAddr: r.RemoteAddr,
+	})
+	if err != nil {
+		var (
+			rej *Rejection
+			me  *mcp.Error
+		)
+		if !errors.As(err, &rej) && !errors.As(err, &me) {
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+		}
+		return Identity{}, asProtocolError(err)
+	}
+	return id, nil
+}
+
+// legacyNotification acts on a client notification inside a session:
+// notifications/cancelled cancels that request if it runs on this node;
+// every other notification (notifications/initialized included) is
+// accepted and ignored.
+func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawParams) {
+	if req.Method != mcp.NotificationCancelled || req.Params == nil {
+		return
+	}
+	var cp struct {
+		RequestID mcp.ID `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
+		return
+	}
+	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+		if ic, ok := ls.inflight[string(cp.RequestID.Raw())]; ok {
+			ic.cancel()
+		}
+	})
+}
+
+// refuseLegacyInitialize answers a legacy initialize sent to an endpoint
+// that serves no 2025 revision: HTTP 400 with -32022 naming the revisions
+// it serves. It returns nil for an initialize whose _meta claims the
+// modern era (which the modern pipeline answers -32601).
+func refuseLegacyInitialize(ep *Endpoint, req *mcp.Request) *protocolError {
+	var ip struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Meta            *struct {
+			ProtocolVersion *json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if req.Params != nil {
+		if json.Unmarshal(req.Params, &ip) == nil && ip.Meta != nil && ip.Meta.ProtocolVersion != nil {
+			return nil
+		}
+	}
+	return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, ip.ProtocolVersion))
+}
+
+// serveLegacyStream handles GET (the session's standalone SSE stream) and
+// DELETE (the end of the session) carrying Mcp-Session-Id; other methods
+// are 405.
+func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
+	abandonBody(w, r)
+	if perr := s.checkHostOrigin(r); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodDelete {
+		pe := newProtocolError(http.StatusMethodNotAllowed, mcp.NewError(mcp.CodeInvalidRequest, "Method not allowed"))
+		pe.header = http.Header{"Allow": {"GET, POST, DELETE"}}
+		s.reject(ep, w, mcp.ID{}, pe)
+		return
+	}
+	if r.Method == http.MethodGet && !acceptsSSE(r.Header.Values("Accept")) {
+		s.reject(ep, w, mcp.ID{}, newProtocolError(http.StatusNotAcceptable, mcp.NewError(mcp.CodeInvalidRequest, "Not acceptable: Accept must list text/event-stream")))
+		return
+	}
+	if hv, present, err := singleHeader(r.Header, headerProtocolVersion); err != nil || present && !mcp.IsLegacyVersion(hv) {
+		s.reject(ep, w, mcp.ID{}, newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv)))
+		return
+	}
+	key, _, valid := presentedKey(r.Header)
+	id, perr := s.admit(ep, r, "")
+	if perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	if !valid {
+		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
+		return
+	}
+	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
+	if perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		if perr := s.legacy.sessions.delete(r.Context(), key); perr != nil {
+			s.reject(ep, w, mcp.ID{}, perr)
+			return
+		}
+		s.legacy.live.end(key)
+		s.legacy.pending.dropSession(key)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	s.serveGetStream(ep, w, r, cs)
+}
+
+// acceptsSSE reports whether the Accept values admit an SSE response.
+func acceptsSSE(values []string) bool {
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "*/*", "text/event-stream", "text/*":
+				return true
+			}
+		}
+	}
+	return false
+}

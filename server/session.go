@@ -1,0 +1,334 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/memory"
+)
+
+// SessionOptions configure the sessions of 2025-era clients (revisions
+// 2025-06-18 and 2025-11-25), which an endpoint serves when its
+// ProtocolVersions name them. The 2026-07-28 revision has no sessions and
+// never touches them.
+type SessionOptions struct {
+	// Store keeps the session records. Nil means an in-process
+	// session/memory store bounded by MaxSessions, which suits one node; a
+	// fleet (or a node whose clients must keep their sessions across
+	// restarts) passes a durable store shared by every node.
+	Store session.Store
+	// MaxSessions bounds the sessions of the in-process store and the
+	// records this node keeps in its cache and live state (GET streams,
+	// subscriptions, requests in flight). Zero means 10,000.
+	MaxSessions int
+	// MaxPerPrincipal bounds the live sessions of one identity (endpoint,
+	// tenant and principal) across the fleet. Zero means 100. An
+	// initialize beyond it is refused with HTTP 429.
+	MaxPerPrincipal int
+	// IdleTimeout ends a session that no request names for that long. Zero
+	// means 30 min.
+	IdleTimeout time.Duration
+	// MaxLifetime ends a session that long after initialize, however busy.
+	// Zero means 24 h.
+	MaxLifetime time.Duration
+}
+
+// validate reports every problem of the options as given (before defaults).
+func (o *SessionOptions) validate() error {
+	var c optionChecker
+	c.counts("SessionOptions",
+		named{"MaxSessions", int64(o.MaxSessions)},
+		named{"MaxPerPrincipal", int64(o.MaxPerPrincipal)})
+	c.durations("SessionOptions",
+		named{"IdleTimeout", int64(o.IdleTimeout)},
+		named{"MaxLifetime", int64(o.MaxLifetime)})
+	if o.MaxPerPrincipal > 0 && o.MaxSessions > 0 && o.MaxPerPrincipal > o.MaxSessions {
+		c.bad("SessionOptions.MaxPerPrincipal (%d) exceeds MaxSessions (%d)", o.MaxPerPrincipal, o.MaxSessions)
+	}
+	if o.IdleTimeout > 0 && o.MaxLifetime > 0 && o.IdleTimeout > o.MaxLifetime {
+		c.bad("SessionOptions.IdleTimeout (%v) exceeds MaxLifetime (%v)", o.IdleTimeout, o.MaxLifetime)
+	}
+	return errors.Join(c.errs...)
+}
+
+func (o *SessionOptions) setDefaults() {
+	if o.MaxSessions == 0 {
+		o.MaxSessions = 10_000
+	}
+	if o.MaxPerPrincipal == 0 {
+		o.MaxPerPrincipal = 100
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 30 * time.Minute
+	}
+	if o.MaxLifetime == 0 {
+		o.MaxLifetime = 24 * time.Hour
+	}
+}
+
+// Bounds of session handling.
+const (
+	sessionIDBytes    = 24  // random bytes of a minted ID: 192 bits
+	maxSessionIDLen   = 128 // longer presented IDs are unknown, unread
+	storeCallTimeout  = 5 * time.Second
+	sessionCacheTTL   = 2 * time.Second // how stale a cached record may be
+	sweepEvery        = time.Minute
+	sweepBatch        = 1000
+	maxTouchInterval  = time.Minute
+	maxCapabilityJSON = 64 << 10
+)
+
+// sessionManager mints, finds and ends sessions. It keeps a bounded
+// node-local cache of records so that most requests read no store: a
+// record is trusted for sessionCacheTTL after it was read, so a session
+// deleted (or whose log level was set) through another node may still be
+// served as before here for up to that long. A cached record that looks
+// expired is always read again before a request is refused. LastUsedAt is
+// written coarsely (see touchInterval), so a session's idle expiry may
+// come up to that interval early.
+type sessionManager struct {
+	store session.Store
+	opts  SessionOptions
+	now   func() time.Time
+
+	mu        sync.Mutex
+	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
+	lastSweep time.Time
+}
+
+// cachedSession is a record as this node last read it, with its
+// capabilities decoded once.
+type cachedSession struct {
+	rec        session.Record
+	caps       *mcp.ClientCapabilities
+	legacyCaps *mcp.LegacyClientCapabilities
+	read       time.Time // when rec was read from (or written to) the store
+}
+
+func newSessionManager(o *SessionOptions, now func() time.Time) (*sessionManager, error) {
+	c := SessionOptions{}
+	if o != nil {
+		c = *o
+	}
+	c.setDefaults()
+	if c.Store == nil {
+		st, err := memory.New(memory.Options{MaxSessions: c.MaxSessions})
+		if err != nil {
+			return nil, fmt.Errorf("server: session store: %w", err)
+		}
+		c.Store = st
+	}
+	return &sessionManager{store: c.Store, opts: c, now: now, cache: map[string]*cachedSession{}}, nil
+}
+
+// touchInterval is how often LastUsedAt is written for a busy session.
+func (m *sessionManager) touchInterval() time.Duration {
+	return min(m.opts.IdleTimeout/8, maxTouchInterval)
+}
+
+// mintSessionID returns a new session ID (visible ASCII, 192 random bits)
+// and its store key.
+func mintSessionID() (id, key string) {
+	b := make([]byte, sessionIDBytes)
+	rand.Read(b)
+	id = base64.RawURLEncoding.EncodeToString(b)
+	return id, sessionKey(id)
+}
+
+// sessionKey is what a Store sees of a session ID: its hex SHA-256.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// presentedKey checks a presented Mcp-Session-Id header, reading no more
+// than its length and bytes, and returns its key. ok is false for a
+// missing header; valid is false for a repeated, empty, overlong or
+// non-visible-ASCII value, which the caller treats as an unknown session.
+func presentedKey(h http.Header) (key string, ok, valid bool) {
+	vs := h[mcp.HeaderSessionID]
+	if len(vs) == 0 {
+		return "", false, false
+	}
+	if len(vs) != 1 || len(vs[0]) == 0 || len(vs[0]) > maxSessionIDLen {
+		return "", true, false
+	}
+	v := vs[0]
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return "", true, false
+		}
+	}
+	return sessionKey(v), true, true
+}
+
+var (
+	errSessionLimit = newProtocolError(http.StatusTooManyRequests, mcp.NewError(CodeRateLimited, "Too many sessions"))
+	errSessionsFull = newProtocolError(http.StatusServiceUnavailable, mcp.NewError(mcp.CodeInternalError, "Server busy"))
+)
+
+func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, storeCallTimeout)
+}
+
+// create stores a new session for the identity and returns its ID.
+func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities) (string, *protocolError) {
+	now := m.now()
+	m.sweepMaybe(ctx, now)
+	id, key := mintSessionID()
+	rec.Key = key
+	rec.CreatedAt, rec.LastUsedAt = now, now
+	rec.ExpiresAt = now.Add(m.opts.MaxLifetime)
+	rec.IdleTimeout = m.opts.IdleTimeout
+	sctx, cancel := storeCtx(ctx)
+	defer cancel()
+	switch err := m.store.Create(sctx, rec, m.opts.MaxPerPrincipal, now); {
+	case errors.Is(err, session.ErrLimit):
+		return "", errSessionLimit
+	case errors.Is(err, session.ErrFull):
+		return "", errSessionsFull
+	case err != nil:
+		return "", errStore(err)
+	}
+	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, read: now})
+	return id, nil
+}
+
+// errStore maps a failed store call: a deadline is the busy error, the
+// rest the fixed internal error.
+func errStore(err error) *protocolError {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errQueueFull
+	}
+	return errInternal
+}
+
+// sweepMaybe removes a batch of expired records at most once per
+// sweepEvery, on the initialize that comes along (no goroutine of its own).
+func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
+	m.mu.Lock()
+	due := now.Sub(m.lastSweep) >= sweepEvery
+	if due {
+		m.lastSweep = now
+		for k, cs := range m.cache {
+			if !cs.rec.Live(now) {
+				delete(m.cache, k)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if due {
+		sctx, cancel := storeCtx(ctx)
+		defer cancel()
+		m.store.Sweep(sctx, now, sweepBatch)
+	}
+}
+
+// put caches cs, dropping an arbitrary entry when the cache is full.
+func (m *sessionManager) put(cs *cachedSession) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.cache[cs.rec.Key]; !ok && len(m.cache) >= m.opts.MaxSessions {
+		for k := range m.cache {
+			delete(m.cache, k)
+			break
+		}
+	}
+	m.cache[cs.rec.Key] = cs
+}
+
+func (m *sessionManager) forget(key string) {
+	m.mu.Lock()
+	delete(m.cache, key)
+	m.mu.Unlock()
+}
+
+// find returns the live session key names if it belongs to the identity on
+// endpoint; any other case (unknown, expired, another identity's) is
+// errSessionNotFound, the same bytes every time.
+func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Identity) (*cachedSession, *protocolError) {
+	now := m.now()
+	m.mu.Lock()
+	cs := m.cache[key]
+	m.mu.Unlock()
+	if cs == nil || now.Sub(cs.read) >= sessionCacheTTL || !cs.rec.Live(now) {
+		sctx, cancel := storeCtx(ctx)
+		rec, err := m.store.Load(sctx, key, now)
+		cancel()
+		if errors.Is(err, session.ErrNotFound) {
+			m.forget(key)
+			return nil, errSessionNotFound
+		}
+		if err != nil {
+			return nil, errStore(err)
+		}
+		cs = &cachedSession{rec: rec, read: now}
+		cs.legacyCaps = decodeLegacyCaps(rec.ClientCapabilities)
+		cs.caps = cs.legacyCaps.ClientCapabilities()
+		m.put(cs)
+	}
+	if cs.rec.Endpoint != endpoint || cs.rec.Tenant != id.Tenant || cs.rec.Principal != id.Principal {
+		return nil, errSessionNotFound
+	}
+	if now.Sub(cs.rec.LastUsedAt) >= m.touchInterval() {
+		sctx, cancel := storeCtx(ctx)
+		err := m.store.Touch(sctx, key, now)
+		cancel()
+		if errors.Is(err, session.ErrNotFound) {
+			m.forget(key)
+			return nil, errSessionNotFound
+		}
+		if err != nil {
+			return nil, errStore(err)
+		}
+		c := *cs
+		c.rec.LastUsedAt = now
+		cs = &c
+		m.put(cs)
+	}
+	return cs, nil
+}
+
+// setLogLevel records the session's log level in the store and the cache.
+func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, level string) *protocolError {
+	now := m.now()
+	sctx, cancel := storeCtx(ctx)
+	err := m.store.SetLogLevel(sctx, cs.rec.Key, level, now)
+	cancel()
+	if errors.Is(err, session.ErrNotFound) {
+		m.forget(cs.rec.Key)
+		return errSessionNotFound
+	}
+	if err != nil {
+		return errStore(err)
+	}
+	c := *cs
+	c.rec.LogLevel = level
+	m.put(&c)
+	return nil
+}
+
+// delete ends the session key names.
+func (m *sessionManager) delete(ctx context.Context, key string) *protocolError {
+	m.forget(key)
+	sctx, cancel := storeCtx(ctx)
+	defer cancel()
+	err := m.store.Delete(sctx, key, m.now())
+	if errors.Is(err, session.ErrNotFound) {
+		return errSessionNotFound
+	}
+	if err != nil {
+		return errStore(err)
+	}
+	return nil
+}

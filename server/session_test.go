@@ -1,0 +1,203 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/session/memory"
+)
+
+func TestSessionOptionsValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		opts server.Options
+		want string
+	}{
+		{"negative MaxSessions", server.Options{Sessions: &server.SessionOptions{MaxSessions: -1}}, "SessionOptions.MaxSessions must not be negative"},
+		{"negative IdleTimeout", server.Options{Sessions: &server.SessionOptions{IdleTimeout: -time.Second}}, "SessionOptions.IdleTimeout must not be negative"},
+		{"per principal above the node cap", server.Options{Sessions: &server.SessionOptions{MaxSessions: 5, MaxPerPrincipal: 6}}, "MaxPerPrincipal (6) exceeds MaxSessions (5)"},
+		{"idle above lifetime", server.Options{Sessions: &server.SessionOptions{IdleTimeout: 2 * time.Hour, MaxLifetime: time.Hour}}, "IdleTimeout (2h0m0s) exceeds MaxLifetime (1h0m0s)"},
+		{"bad node ID", server.Options{NodeID: "a.b"}, "Options.NodeID must be 1 to 32 characters"},
+		{"long node ID", server.Options{NodeID: strings.Repeat("n", 33)}, "Options.NodeID must be 1 to 32 characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Endpoints = []*server.Endpoint{server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "e", Version: "1"})}
+			_, err := server.New(tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "e", Version: "1", ProtocolVersions: []string{"2025-03-26"}})
+	if _, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}}); err == nil || !strings.Contains(err.Error(), `"2025-03-26" is not implemented`) {
+		t.Errorf("New with 2025-03-26: %v", err)
+	}
+}
+
+// testClock is an injected clock.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newClockedLegacy(t *testing.T, so *server.SessionOptions) (*legacyClient, *testClock) {
+	t.Helper()
+	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+		o.Sessions = so
+		server.SetClockForTest(o, clock.Now)
+	})
+	return newLegacyRig(t, srv), clock
+}
+
+func TestSessionExpiry(t *testing.T) {
+	c, clock := newClockedLegacy(t, &server.SessionOptions{IdleTimeout: 10 * time.Minute, MaxLifetime: time.Hour})
+	ping := func() int { return c.request("ping", "").status }
+	c.mustInitialize("2025-11-25", `{}`)
+	steps := []struct {
+		advance time.Duration
+		want    int
+	}{
+		{0, 200},
+		{0, 200}, // from the node's cache
+		{9 * time.Minute, 200},
+		{9 * time.Minute, 200}, // idle expiry counts from the last use
+		{11 * time.Minute, 404},
+	}
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		if got := ping(); got != s.want {
+			t.Fatalf("step %d (+%v): status %d, want %d", i, s.advance, got, s.want)
+		}
+	}
+	c.mustInitialize("2025-11-25", `{}`)
+	for elapsed := time.Duration(0); elapsed < 55*time.Minute; elapsed += 9 * time.Minute {
+		if got := ping(); got != 200 {
+			t.Fatalf("busy session at +%v: %d", elapsed, got)
+		}
+		clock.Advance(9 * time.Minute)
+	}
+	clock.Advance(10 * time.Minute) // past MaxLifetime, though used 9 minutes ago
+	if got := ping(); got != 404 {
+		t.Errorf("session past its lifetime: %d, want 404", got)
+	}
+}
+
+func TestSessionCaps(t *testing.T) {
+	c, _ := newClockedLegacy(t, &server.SessionOptions{MaxSessions: 3, MaxPerPrincipal: 2})
+	alice := func() *legacyClient { d := c.clone(); d.auth = "Bearer alice"; return d }
+	a1, a2, a3 := alice(), alice(), alice()
+	a1.mustInitialize("2025-11-25", `{}`)
+	a2.mustInitialize("2025-11-25", `{}`)
+	if rep := a3.initialize("2025-11-25", `{}`); rep.status != http.StatusTooManyRequests || rep.header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("third session of a principal: %d %s, want 429", rep.status, rep.body)
+	}
+	bob := c.clone()
+	bob.auth = "Bearer bob"
+	bob.mustInitialize("2025-11-25", `{}`)
+	carol := c.clone()
+	carol.auth = "Bearer carol"
+	if rep := carol.initialize("2025-11-25", `{}`); rep.status != http.StatusServiceUnavailable {
+		t.Errorf("session beyond the node's cap: %d %s, want 503", rep.status, rep.body)
+	}
+	r, _ := http.NewRequest(http.MethodDelete, a1.url, nil)
+	r.Header.Set("Mcp-Session-Id", a1.sid)
+	r.Header.Set("Authorization", "Bearer alice")
+	if res, err := http.DefaultClient.Do(r); err != nil || res.StatusCode != 200 {
+		t.Fatalf("DELETE: %v", err)
+	}
+	a3.mustInitialize("2025-11-25", `{}`)
+}
+
+// memRelay is an in-process AnswerRelay between the servers of one test.
+type memRelay struct {
+	mu  sync.Mutex
+	fns map[string]func([]byte)
+}
+
+func (m *memRelay) Forward(_ context.Context, node string, b []byte) error {
+	m.mu.Lock()
+	fn := m.fns[node]
+	m.mu.Unlock()
+	if fn != nil {
+		fn(append([]byte(nil), b...))
+	}
+	return nil
+}
+
+func (m *memRelay) Receive(node string, fn func([]byte)) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fns[node] = fn
+	return func() { m.mu.Lock(); delete(m.fns, node); m.mu.Unlock() }, nil
+}
+
+// TestSessionFleet runs two nodes over one store and relay: a session
+// opened on one works on the other, an answer posted to the other node
+// reaches the call waiting on the first, and a DELETE through one node is
+// seen by the other once its cache entry is stale.
+func TestSessionFleet(t *testing.T) {
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := &memRelay{fns: map[string]func([]byte){}}
+	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	node := func(id string) (*server.Server, *legacyClient) {
+		srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+			o.Sessions = &server.SessionOptions{Store: store}
+			o.NodeID, o.AnswerRelay = id, relay
+			server.SetClockForTest(o, clock.Now)
+		})
+		return srv, newLegacyRig(t, srv)
+	}
+	srvA, a := node("n1")
+	_, b := node("n2")
+	a.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	b.sid = a.sid
+	if rep := b.request("ping", ""); rep.status != http.StatusOK {
+		t.Fatalf("session of node A on node B: %d", rep.status)
+	}
+	a.answer = func(m legacyMsg) string {
+		ack := b.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"ok":true}}}`)
+		if ack.status != http.StatusAccepted {
+			t.Errorf("answer through node B: %d %s", ack.status, ack.body)
+		}
+		return ""
+	}
+	rep := a.request("tools/call", `{"name":"confirm","arguments":{"target":"db"}}`)
+	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "deleted db") {
+		t.Errorf("call answered through another node: %s", rep.body)
+	}
+	r, _ := http.NewRequest(http.MethodDelete, b.url, nil)
+	r.Header.Set("Mcp-Session-Id", b.sid)
+	if res, err := http.DefaultClient.Do(r); err != nil || res.StatusCode != 200 {
+		t.Fatalf("DELETE on node B: %v", err)
+	}
+	clock.Advance(3 * time.Second) // beyond the node cache's staleness bound
+	if rep := a.request("ping", ""); rep.status != http.StatusNotFound {
+		t.Errorf("session deleted on node B, on node A: %d, want 404", rep.status)
+	}
+	srvA.Close()
+	if len(relay.fns) != 1 {
+		t.Errorf("Close left %d relay receivers, want 1", len(relay.fns))
+	}
+}
