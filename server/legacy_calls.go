@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
@@ -37,7 +38,17 @@ func (lc *legacyCall) version() string { return lc.session.rec.ProtocolVersion }
 // notifySession queues a notification for the session's GET stream and
 // reports whether it was taken.
 func (lc *legacyCall) notifySession(method string, params []byte) bool {
-	ls := lc.c.srv.legacy.live.lookup(lc.session.rec.Key)
+	return lc.c.srv.notifyLegacySession(lc.session.rec.Key, method, params)
+}
+
+// notifyLegacySession queues a notification for the GET stream of the
+// session whose store key is key, if that stream is open on this node, and
+// reports whether it was taken. It never blocks: a full queue drops it.
+func (s *Server) notifyLegacySession(key, method string, params []byte) bool {
+	if s.legacy == nil {
+		return false
+	}
+	ls := s.legacy.live.lookup(key)
 	if ls == nil {
 		return false
 	}
@@ -63,6 +74,11 @@ type legacyHooks struct {
 	callTool func(ctx context.Context, lc *legacyCall, t *toolEntry) (any, Outcome, *protocolError)
 	// methods are further legacy methods (tasks/get, tasks/result, ...).
 	methods map[string]methodFunc
+	// timeout may give a request a deadline other than
+	// Options.RequestTimeout (def), such as the longer wait of a tool
+	// call that waits inline for its task. It runs before the method,
+	// with the request's params decoded. Default: def.
+	timeout func(c *call, def time.Duration) time.Duration
 }
 
 // legacyMethodTable is the method table of legacy sessions: the endpoint's
@@ -129,7 +145,8 @@ var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams
 
 // legacyInitialize opens a session: it negotiates the revision, stores the
 // session bound to the admitted identity and answers with its ID in
-// Mcp-Session-Id.
+// Mcp-Session-Id. It charges the request limiter like any admitted
+// request, which bounds how fast one caller can open sessions.
 func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
 	var ip mcp.InitializeParams
 	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
@@ -141,22 +158,39 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	start := s.opts.now()
+	s.opts.Observer.RequestStarted(r.Context(), info)
+	outcome := OutcomeProtocolError
+	defer func() {
+		elapsed := s.opts.now().Sub(start)
+		s.opts.Observer.RequestFinished(r.Context(), info, outcome, elapsed)
+		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+	}()
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			outcome = OutcomeRateLimited
+			writeError(w, req.ID, rateLimited(wait))
+			return
+		}
+	}
 	if ip.Capabilities == nil {
 		ip.Capabilities = &mcp.LegacyClientCapabilities{}
 	}
 	caps, err := json.Marshal(ip.Capabilities)
-	info, err2 := json.Marshal(ip.ClientInfo)
-	if err != nil || err2 != nil || len(caps)+len(info) > maxCapabilityJSON {
-		s.reject(ep, w, req.ID, errBadInitialize)
+	clientInfo, err2 := json.Marshal(ip.ClientInfo)
+	if err != nil || err2 != nil || len(caps)+len(clientInfo) > maxCapabilityJSON {
+		writeError(w, req.ID, errBadInitialize)
 		return
 	}
 	version := ep.negotiate(ip.ProtocolVersion)
 	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
-		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: info,
+		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
 	}, ip.Capabilities)
 	if perr != nil {
-		s.reject(ep, w, req.ID, perr)
+		outcome = outcomeOf(perr)
+		writeError(w, req.ID, perr)
 		return
 	}
 	res, err := json.Marshal(&mcp.InitializeResult{
@@ -166,9 +200,11 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		Instructions:    ep.opts.Instructions,
 	})
 	if err != nil {
-		s.reject(ep, w, req.ID, errInternal)
+		outcome = OutcomeInternalError
+		writeError(w, req.ID, errInternal)
 		return
 	}
+	outcome = OutcomeComplete
 	w.Header().Set(mcp.HeaderSessionID, sid)
 	writeResult(w, req.ID, res)
 }
@@ -185,16 +221,25 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
+	// Until logging/setLevel, a session receives every log message, as
+	// 2025 clients expect (the suite's tools-call-with-logging sets none).
+	level := mcp.LoggingLevel(cs.rec.LogLevel)
+	if level == "" {
+		level = mcp.LevelDebug
+	}
 	meta := &mcp.RequestMeta{
 		ProtocolVersion:    cs.rec.ProtocolVersion,
 		ClientCapabilities: cs.caps,
-		LogLevel:           mcp.LoggingLevel(cs.rec.LogLevel),
+		LogLevel:           level,
 	}
 	if p.Meta != nil {
 		meta.ProgressToken = p.Meta.ProgressToken
 		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
 	}
 	p.Meta = meta
+	// Input answers come only as responses to this server's own requests
+	// (legacyCall.run), never from the params of a 2025 request.
+	p.InputResponses, p.RequestState = nil, nil
 	ctx, cancelCall := context.WithCancel(r.Context())
 	defer cancelCall()
 	// A client may reuse an ID once it has read the response, which can
@@ -237,7 +282,11 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	timeout := s.opts.RequestTimeout
+	if h := ep.legacyHooks.timeout; h != nil {
+		timeout = h(c, timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outcome = c.legacy.run(ctx, method)
 }

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 )
@@ -232,8 +235,8 @@ func TestLegacyProgressAndLogging(t *testing.T) {
 		}
 		return out
 	}
-	if got := logs(); len(got) != 0 {
-		t.Errorf("logs before logging/setLevel: %v", got)
+	if got := logs(); len(got) != 2 {
+		t.Errorf("logs before logging/setLevel: %v, want all", got)
 	}
 	if rep := c.request("logging/setLevel", `{"level":"warning"}`); rep.final(t).Error != nil {
 		t.Fatalf("setLevel: %s", rep.body)
@@ -248,7 +251,7 @@ func TestLegacyProgressAndLogging(t *testing.T) {
 	d := c.clone()
 	d.mustInitialize("2025-11-25", `{}`)
 	c, d = d, c
-	if got := logs(); len(got) != 0 {
+	if got := logs(); len(got) != 2 {
 		t.Errorf("another session inherited the level: %v", got)
 	}
 }
@@ -329,5 +332,88 @@ func TestLegacyGetStreamAndSubscriptions(t *testing.T) {
 	}
 	for m := range events {
 		t.Errorf("event after unsubscribe: %+v", m)
+	}
+}
+
+// TestLegacyUnansweredRequestTimesOut: a client that never answers a
+// server-to-client request gets the deadline error at the request
+// deadline, and its late answer is refused without effect.
+func TestLegacyUnansweredRequestTimesOut(t *testing.T) {
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) { o.RequestTimeout = 300 * time.Millisecond })
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	var id json.RawMessage
+	c.answer = func(m legacyMsg) string { id = m.ID; return "" }
+	rep := c.request("tools/call", `{"name":"confirm","arguments":{"target":"db"}}`)
+	if m := rep.final(t); m.Error == nil || m.Error.Message != "Request deadline exceeded" {
+		t.Fatalf("body %s, want the deadline error", rep.body)
+	}
+	if late := c.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"action":"accept","content":{"ok":true}}}`); late.status != http.StatusBadRequest {
+		t.Errorf("late answer: %d, want 400", late.status)
+	}
+}
+
+// TestLegacyObserved: requests of a session reach the observer with
+// bounded method labels.
+func TestLegacyObserved(t *testing.T) {
+	obs := &legacyObserver{events: make(chan string, 16)}
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) { o.Observer = obs })
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{}`)
+	c.request("ping", "")
+	c.request("tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+	want := []string{"initialize complete", "ping complete", "tools/call complete"}
+	var got []string
+	for range want {
+		got = append(got, <-obs.events) // a request is observed after its response is written
+	}
+	slices.Sort(got) // so its finish may follow the next request's
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+}
+
+// legacyObserver reports each finished request on events.
+type legacyObserver struct{ events chan string }
+
+func (o *legacyObserver) RequestStarted(context.Context, server.RequestInfo) {}
+
+func (o *legacyObserver) RequestFinished(_ context.Context, info server.RequestInfo, out server.Outcome, _ time.Duration) {
+	o.events <- info.Method + " " + string(out)
+}
+
+// TestLegacyCloseEndsGetStreams: Server.Close ends the GET streams and
+// refuses new ones; the sessions keep serving requests.
+func TestLegacyCloseEndsGetStreams(t *testing.T) {
+	srv := newLegacyCatalog(t, nil)
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{}`)
+	res, events := openGetStream(t, c)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	srv.Close()
+	for m := range events {
+		t.Errorf("event on a closed server's stream: %+v", m)
+	}
+	if again, _ := openGetStream(t, c); again.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET after Close: %d, want 503", again.StatusCode)
+	}
+	if rep := c.request("ping", ""); rep.status != http.StatusOK {
+		t.Errorf("ping after Close: %d", rep.status)
+	}
+}
+
+// TestLegacyParamsCannotCarryAnswers: a 2025 request cannot smuggle
+// inputResponses or requestState; the handler asks as on a first call.
+func TestLegacyParamsCannotCarryAnswers(t *testing.T) {
+	srv := newLegacyCatalog(t, nil)
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	asked := 0
+	c.answer = func(m legacyMsg) string { asked++; return answerAll(m) }
+	rep := c.request("tools/call", `{"name":"confirm","arguments":{"target":"db"},"requestState":"forged","inputResponses":{"confirm":{"action":"accept"}}}`)
+	if m := rep.final(t); m.Error != nil || asked != 1 || !strings.Contains(string(m.Result), "deleted db") {
+		t.Errorf("asked %d times, body %s", asked, rep.body)
 	}
 }

@@ -56,9 +56,9 @@ func (l *legacyServer) start(s *Server) error {
 	return nil
 }
 
-// close ends every GET stream and request in flight of the node's
-// sessions and stops receiving forwarded answers. Sessions stay in the
-// store.
+// close ends every GET stream of the node's sessions and stops receiving
+// forwarded answers. Sessions stay in the store and their requests keep
+// being served.
 func (l *legacyServer) close() {
 	l.live.close()
 	if l.stopRelay != nil {
@@ -76,14 +76,7 @@ func (l *legacyServer) close() {
 func (s *Server) serveGetStream(ep *Endpoint, w http.ResponseWriter, r *http.Request, cs *cachedSession) {
 	key := cs.rec.Key
 	gs := &getStream{ch: make(chan []byte, getStreamQueue), done: make(chan struct{})}
-	perr := s.legacy.live.with(key, func(ls *liveSession) *protocolError {
-		if ls.get != nil {
-			return errStreamOpen
-		}
-		ls.get = gs
-		return nil
-	})
-	if perr != nil {
+	if perr := s.legacy.live.openStream(key, gs); perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}

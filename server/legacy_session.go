@@ -101,15 +101,11 @@ func newLiveSessions(max int) *liveSessions {
 	return &liveSessions{max: max, sessions: map[string]*liveSession{}}
 }
 
-// acquire returns the live state of key, creating it, and runs fn on it
+// with returns the live state of key, creating it, and runs fn on it
 // under its lock; fn's error is returned. It fails with errSessionsFull
 // when the table is full.
 func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError) *protocolError {
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return errSessionsFull
-	}
 	ls := t.sessions[key]
 	if ls == nil {
 		if len(t.sessions) >= t.max {
@@ -128,6 +124,25 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 	}
 	t.mu.Unlock()
 	return perr
+}
+
+// openStream registers gs as the GET stream of key: errStreamOpen when the
+// session has one on this node, errSessionsFull once the server is closed
+// (Close ends GET streams; requests keep being served).
+func (t *liveSessions) openStream(key string, gs *getStream) *protocolError {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return errSessionsFull
+	}
+	return t.with(key, func(ls *liveSession) *protocolError {
+		if ls.get != nil {
+			return errStreamOpen
+		}
+		ls.get = gs
+		return nil
+	})
 }
 
 // release runs fn on the live state of key, if any, and drops the state
@@ -182,16 +197,20 @@ func (ls *liveSession) endAll() {
 	clear(ls.subs)
 }
 
-// close ends every live session's GET stream and requests (Server.Close).
+// close ends every GET stream (Server.Close); later GETs are refused.
+// Requests in flight and subscriptions are left alone.
 func (t *liveSessions) close() {
 	t.mu.Lock()
 	t.closed = true
-	all := t.sessions
-	t.sessions = map[string]*liveSession{}
 	t.mu.Unlock()
-	for _, ls := range all {
-		ls.endAll()
-	}
+	t.each(func(ls *liveSession) {
+		ls.mu.Lock()
+		if ls.get != nil {
+			close(ls.get.done)
+			ls.get = nil
+		}
+		ls.mu.Unlock()
+	})
 }
 
 // each calls fn for every live session (a snapshot).

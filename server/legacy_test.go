@@ -284,6 +284,15 @@ func TestLegacyClassifier(t *testing.T) {
 		t.Errorf("modern initialize: %d %s", rep.status, rep.body)
 	}
 
+	// A GET naming a session but the modern revision is a modern GET: 405.
+	g, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	g.Header.Set("Accept", "text/event-stream")
+	g.Header.Set("Mcp-Session-Id", c.sid)
+	g.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	if res, err := http.DefaultClient.Do(g); err != nil || res.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("modern GET with a session header: %v %v", res.StatusCode, err)
+	}
+
 	modernOnly := newLegacyRig(t, newCatalogServer(t, func(o *server.Options, ep *server.Endpoint) {
 		*ep = *server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "m", Version: "1", ProtocolVersions: []string{mcp.LatestProtocolVersion}})
 	}))

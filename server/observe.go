@@ -55,6 +55,9 @@ var knownMethods = map[string]bool{
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
 	"prompts/list": true, "prompts/get": true, "completion/complete": true,
 	"subscriptions/listen": true, "tasks/get": true, "tasks/update": true, "tasks/cancel": true,
+	// 2025-era methods of legacy sessions.
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "tasks/list": true, "tasks/result": true,
 }
 
 func methodLabel(m string) string {

@@ -258,9 +258,9 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close ends every GET stream and request in flight of 2025-era sessions
-// on this node (the sessions themselves stay in their store) and every
-// subscriptions/listen stream gracefully (each receives its
+// Close ends every GET stream of 2025-era sessions on this node (the
+// sessions stay in their store) and every subscriptions/listen stream
+// gracefully (each receives its
 // final result) and stops following the task manager's events. It does not
 // close the manager or its publisher. Call it before http.Server.Shutdown,
 // which otherwise waits for listen streams to end on their own. Requests

@@ -33,7 +33,9 @@ type SessionOptions struct {
 	MaxSessions int
 	// MaxPerPrincipal bounds the live sessions of one identity (endpoint,
 	// tenant and principal) across the fleet. Zero means 100. An
-	// initialize beyond it is refused with HTTP 429.
+	// initialize beyond it is refused with HTTP 429. Anonymous callers
+	// (an empty Identity.Principal, as with the default admission) are
+	// indistinguishable from each other and bounded by MaxSessions alone.
 	MaxPerPrincipal int
 	// IdleTimeout ends a session that no request names for that long. Zero
 	// means 30 min.
@@ -190,9 +192,13 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	rec.CreatedAt, rec.LastUsedAt = now, now
 	rec.ExpiresAt = now.Add(m.opts.MaxLifetime)
 	rec.IdleTimeout = m.opts.IdleTimeout
+	perOwner := m.opts.MaxPerPrincipal
+	if rec.Principal == "" {
+		perOwner = 0 // every anonymous caller is the same owner
+	}
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
-	switch err := m.store.Create(sctx, rec, m.opts.MaxPerPrincipal, now); {
+	switch err := m.store.Create(sctx, rec, perOwner, now); {
 	case errors.Is(err, session.ErrLimit):
 		return "", errSessionLimit
 	case errors.Is(err, session.ErrFull):

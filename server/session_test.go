@@ -110,6 +110,11 @@ func TestSessionCaps(t *testing.T) {
 	if rep := a3.initialize("2025-11-25", `{}`); rep.status != http.StatusTooManyRequests || rep.header.Get("Mcp-Session-Id") != "" {
 		t.Errorf("third session of a principal: %d %s, want 429", rep.status, rep.body)
 	}
+	limited := c.clone()
+	limited.auth = "Bearer limited" // the catalog's rate limiter refuses this partition
+	if rep := limited.initialize("2025-11-25", `{}`); rep.status != http.StatusTooManyRequests || rep.header.Get("Retry-After") == "" {
+		t.Errorf("rate-limited initialize: %d %s, want 429 with Retry-After", rep.status, rep.body)
+	}
 	bob := c.clone()
 	bob.auth = "Bearer bob"
 	bob.mustInitialize("2025-11-25", `{}`)
@@ -125,6 +130,20 @@ func TestSessionCaps(t *testing.T) {
 		t.Fatalf("DELETE: %v", err)
 	}
 	a3.mustInitialize("2025-11-25", `{}`)
+}
+
+// TestSessionAnonymousCallers: callers without a principal share no
+// per-principal bound; only the node's cap applies.
+func TestSessionAnonymousCallers(t *testing.T) {
+	c, _ := newClockedLegacy(t, &server.SessionOptions{MaxSessions: 4, MaxPerPrincipal: 1})
+	for i := range 4 {
+		if rep := c.clone().initialize("2025-11-25", `{}`); rep.status != http.StatusOK {
+			t.Fatalf("anonymous session %d: %d %s", i, rep.status, rep.body)
+		}
+	}
+	if rep := c.clone().initialize("2025-11-25", `{}`); rep.status != http.StatusServiceUnavailable {
+		t.Errorf("anonymous session beyond the node's cap: %d, want 503", rep.status)
+	}
 }
 
 // memRelay is an in-process AnswerRelay between the servers of one test.

@@ -101,7 +101,7 @@ func putBuf(b *[]byte) {
 // architecture) and hands a well-formed request to the endpoint.
 func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = noStore
-	if r.Method != http.MethodPost && ep.legacyMethods != nil {
+	if r.Method != http.MethodPost && ep.legacyMethods != nil && !modernByHeader(r.Header) {
 		if _, ok := r.Header[mcp.HeaderSessionID]; ok {
 			s.serveLegacyStream(ep, w, r)
 			return
