@@ -111,17 +111,18 @@ func (ep *Endpoint) legacyMethodTable() map[string]methodFunc {
 	return m
 }
 
-// legacyCapabilities are what an initialize result offers.
+// legacyCapabilities are what an initialize result offers. List changes
+// are announced on the GET stream (Server.NotifyListChanged).
 func (ep *Endpoint) legacyCapabilities(version string, client *mcp.LegacyClientCapabilities) *mcp.LegacyServerCapabilities {
 	c := &mcp.LegacyServerCapabilities{Logging: mcp.Object{}}
 	if len(ep.tools) > 0 {
-		c.Tools = &mcp.ToolsCapability{}
+		c.Tools = &mcp.ToolsCapability{ListChanged: true}
 	}
 	if len(ep.resources) > 0 || len(ep.templates) > 0 {
-		c.Resources = &mcp.ResourcesCapability{Subscribe: true}
+		c.Resources = &mcp.ResourcesCapability{Subscribe: true, ListChanged: true}
 	}
 	if len(ep.prompts) > 0 {
-		c.Prompts = &mcp.PromptsCapability{}
+		c.Prompts = &mcp.PromptsCapability{ListChanged: true}
 	}
 	if ep.completion != nil {
 		c.Completions = mcp.Object{}

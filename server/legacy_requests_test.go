@@ -320,6 +320,11 @@ func TestLegacyGetStreamAndSubscriptions(t *testing.T) {
 	if m.Method != mcp.NotificationResourcesUpdated || !strings.Contains(string(m.Params), "file:///readme.md") {
 		t.Errorf("GET stream event %+v", m)
 	}
+	srv.NotifyListChanged("other-endpoint", server.ListTools)
+	srv.NotifyListChanged("catalog", server.ListTools)
+	if m := <-events; m.Method != mcp.NotificationToolsListChanged {
+		t.Errorf("GET stream event %+v, want tools/list_changed", m)
+	}
 	if rep := c.request("resources/unsubscribe", `{"uri":"file:///readme.md"}`); rep.final(t).Error != nil {
 		t.Fatalf("unsubscribe: %s", rep.body)
 	}

@@ -26,7 +26,7 @@ type legacyServer struct {
 const getStreamWriteTimeout = 30 * time.Second
 
 func newLegacyServer(o Options) (*legacyServer, error) {
-	m, err := newSessionManager(o.Sessions, o.now)
+	m, err := newSessionManager(o.Sessions, o.now, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (l *legacyServer) close() {
 func (s *Server) serveGetStream(ep *Endpoint, w http.ResponseWriter, r *http.Request, cs *cachedSession) {
 	key := cs.rec.Key
 	gs := &getStream{ch: make(chan []byte, getStreamQueue), done: make(chan struct{})}
-	if perr := s.legacy.live.openStream(key, gs); perr != nil {
+	if perr := s.legacy.live.openStream(key, cs.rec.Endpoint, gs); perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}

@@ -49,6 +49,7 @@ type liveSession struct {
 	key string
 
 	mu       sync.Mutex
+	endpoint string     // the session's endpoint, set with its GET stream
 	get      *getStream // nil when no GET stream is open
 	subs     map[string]bool
 	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
@@ -129,7 +130,7 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 // openStream registers gs as the GET stream of key: errStreamOpen when the
 // session has one on this node, errSessionsFull once the server is closed
 // (Close ends GET streams; requests keep being served).
-func (t *liveSessions) openStream(key string, gs *getStream) *protocolError {
+func (t *liveSessions) openStream(key, endpoint string, gs *getStream) *protocolError {
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()
@@ -140,7 +141,7 @@ func (t *liveSessions) openStream(key string, gs *getStream) *protocolError {
 		if ls.get != nil {
 			return errStreamOpen
 		}
-		ls.get = gs
+		ls.get, ls.endpoint = gs, endpoint
 		return nil
 	})
 }
@@ -246,6 +247,49 @@ func (s *Server) NotifyResourceUpdated(uri string) {
 		sub := ls.subs[uri]
 		ls.mu.Unlock()
 		if sub {
+			ls.enqueue(msg)
+		}
+	})
+}
+
+// ListKind names a catalog list whose change NotifyListChanged announces.
+type ListKind int
+
+// The lists of an endpoint.
+const (
+	ListTools ListKind = iota
+	ListPrompts
+	ListResources
+)
+
+// NotifyListChanged sends notifications/tools/list_changed (or the prompts
+// or resources one) to every 2025-era session of the named endpoint that
+// has its GET stream open on this node, for example after a CatalogPolicy
+// starts showing a caller other tools. Delivery is best effort as with
+// NotifyResourceUpdated, and node-local: in a fleet call it on every node.
+// Modern clients learn of list changes through subscriptions/listen. An
+// unknown kind does nothing.
+func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
+	if s.legacy == nil {
+		return
+	}
+	var method string
+	switch kind {
+	case ListTools:
+		method = mcp.NotificationToolsListChanged
+	case ListPrompts:
+		method = mcp.NotificationPromptsListChanged
+	case ListResources:
+		method = mcp.NotificationResourcesListChanged
+	default:
+		return
+	}
+	msg := mcp.AppendNotification(nil, method, nil)
+	s.legacy.live.each(func(ls *liveSession) {
+		ls.mu.Lock()
+		match := ls.get != nil && ls.endpoint == endpoint
+		ls.mu.Unlock()
+		if match {
 			ls.enqueue(msg)
 		}
 	})

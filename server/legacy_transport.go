@@ -282,12 +282,12 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 	}
 	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
 	if perr != nil {
-		s.reject(ep, w, mcp.ID{}, perr)
+		s.reject(ep, w, mcp.ID{}, streamStatus(perr))
 		return
 	}
 	if r.Method == http.MethodDelete {
 		if perr := s.legacy.sessions.delete(r.Context(), key); perr != nil {
-			s.reject(ep, w, mcp.ID{}, perr)
+			s.reject(ep, w, mcp.ID{}, streamStatus(perr))
 			return
 		}
 		s.legacy.live.end(key)
@@ -296,6 +296,16 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		return
 	}
 	s.serveGetStream(ep, w, r, cs)
+}
+
+// streamStatus gives the fixed internal error, sent with HTTP 200 inside a
+// POST's JSON-RPC exchange, HTTP 500 on a GET or DELETE, which have no
+// JSON-RPC exchange of their own.
+func streamStatus(perr *protocolError) *protocolError {
+	if perr == errInternal {
+		return perr.asStatus(http.StatusInternalServerError)
+	}
+	return perr
 }
 
 // acceptsSSE reports whether the Accept values admit an SSE response.

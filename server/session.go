@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -99,9 +100,10 @@ const (
 // written coarsely (see touchInterval), so a session's idle expiry may
 // come up to that interval early.
 type sessionManager struct {
-	store session.Store
-	opts  SessionOptions
-	now   func() time.Time
+	store  session.Store
+	opts   SessionOptions
+	now    func() time.Time
+	logger *slog.Logger
 
 	mu        sync.Mutex
 	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
@@ -117,7 +119,7 @@ type cachedSession struct {
 	read       time.Time // when rec was read from (or written to) the store
 }
 
-func newSessionManager(o *SessionOptions, now func() time.Time) (*sessionManager, error) {
+func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionManager, error) {
 	c := SessionOptions{}
 	if o != nil {
 		c = *o
@@ -130,7 +132,7 @@ func newSessionManager(o *SessionOptions, now func() time.Time) (*sessionManager
 		}
 		c.Store = st
 	}
-	return &sessionManager{store: c.Store, opts: c, now: now, cache: map[string]*cachedSession{}}, nil
+	return &sessionManager{store: c.Store, opts: c, now: now, logger: logger, cache: map[string]*cachedSession{}}, nil
 }
 
 // touchInterval is how often LastUsedAt is written for a busy session.
@@ -204,15 +206,16 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	case errors.Is(err, session.ErrFull):
 		return "", errSessionsFull
 	case err != nil:
-		return "", errStore(err)
+		return "", m.errStore("create", err)
 	}
 	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, read: now})
 	return id, nil
 }
 
-// errStore maps a failed store call: a deadline is the busy error, the
-// rest the fixed internal error.
-func errStore(err error) *protocolError {
+// errStore logs a failed store call (never the key or the record) and
+// maps it: a deadline is the busy error, the rest the fixed internal error.
+func (m *sessionManager) errStore(op string, err error) *protocolError {
+	m.logger.Error("session store failed", "op", op, "err", redactErr(err))
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errQueueFull
 	}
@@ -276,7 +279,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 			return nil, errSessionNotFound
 		}
 		if err != nil {
-			return nil, errStore(err)
+			return nil, m.errStore("load", err)
 		}
 		cs = &cachedSession{rec: rec, read: now}
 		cs.legacyCaps = decodeLegacyCaps(rec.ClientCapabilities)
@@ -295,7 +298,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 			return nil, errSessionNotFound
 		}
 		if err != nil {
-			return nil, errStore(err)
+			return nil, m.errStore("touch", err)
 		}
 		c := *cs
 		c.rec.LastUsedAt = now
@@ -316,7 +319,7 @@ func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, lev
 		return errSessionNotFound
 	}
 	if err != nil {
-		return errStore(err)
+		return m.errStore("set log level", err)
 	}
 	c := *cs
 	c.rec.LogLevel = level
@@ -334,7 +337,7 @@ func (m *sessionManager) delete(ctx context.Context, key string) *protocolError 
 		return errSessionNotFound
 	}
 	if err != nil {
-		return errStore(err)
+		return m.errStore("delete", err)
 	}
 	return nil
 }

@@ -2,13 +2,19 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/session/memory"
 )
 
@@ -219,4 +225,79 @@ func TestSessionFleet(t *testing.T) {
 	if len(relay.fns) != 1 {
 		t.Errorf("Close left %d relay receivers, want 1", len(relay.fns))
 	}
+}
+
+// failingStore is a real in-process store whose reads can be made to fail.
+type failingStore struct {
+	*memory.Store
+	mu   sync.Mutex
+	fail error
+}
+
+func (f *failingStore) setFail(err error) { f.mu.Lock(); f.fail = err; f.mu.Unlock() }
+
+func (f *failingStore) Load(ctx context.Context, key string, now time.Time) (session.Record, error) {
+	f.mu.Lock()
+	err := f.fail
+	f.mu.Unlock()
+	if err != nil {
+		return session.Record{}, err
+	}
+	return f.Store.Load(ctx, key, now)
+}
+
+// TestSessionStoreFailure: a failing store gives the fixed internal error
+// (HTTP 500 on GET and DELETE), a store deadline the busy error, and the
+// log names neither the session ID nor its key.
+func TestSessionStoreFailure(t *testing.T) {
+	mem, _ := memory.New(memory.Options{})
+	store := &failingStore{Store: mem}
+	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+		o.Sessions = &server.SessionOptions{Store: store}
+		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+		server.SetClockForTest(o, clock.Now)
+	})
+	c := newLegacyRig(t, srv)
+	c.mustInitialize("2025-11-25", `{}`)
+	clock.Advance(3 * time.Second) // past the cache, so the store is read
+	store.setFail(errors.New("disk on fire"))
+	rep := c.request("ping", "")
+	if m := rep.final(t); rep.status != http.StatusOK || m.Error == nil || m.Error.Code != mcp.CodeInternalError || m.Error.Message != "Internal error" {
+		t.Errorf("POST with a failing store: %d %s", rep.status, rep.body)
+	}
+	if res, _ := openGetStream(t, c); res.StatusCode != http.StatusInternalServerError {
+		t.Errorf("GET with a failing store: %d, want 500", res.StatusCode)
+	}
+	store.setFail(context.DeadlineExceeded)
+	if rep := c.request("ping", ""); rep.status != http.StatusServiceUnavailable {
+		t.Errorf("POST with a store past its deadline: %d, want 503", rep.status)
+	}
+	store.setFail(nil)
+	if rep := c.request("ping", ""); rep.status != http.StatusOK {
+		t.Errorf("POST after the store recovered: %d", rep.status)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	out := logs.String()
+	if !strings.Contains(out, "session store failed") {
+		t.Errorf("store failure not logged: %q", out)
+	}
+	sum := sha256.Sum256([]byte(c.sid))
+	if strings.Contains(out, c.sid) || strings.Contains(out, hex.EncodeToString(sum[:])) || strings.Contains(out, "disk on fire") {
+		t.Errorf("log carries the session ID, its key or the store's error text: %q", out)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
