@@ -165,6 +165,7 @@ write_evaluator() {
 //   node evaluate.cjs legacy-list     <suite list output> <out file>
 //   node evaluate.cjs legacy-check    <revision> <scenario list> [scenario]
 //   node evaluate.cjs legacy-evaluate <revision> <scenario list> <results-dir> <suite-exit> <scenario|-> <strict 0|1> <log>
+//   node evaluate.cjs self-test <requirements.yaml>
 // A legacy (2025-era) run holds every scenario of its revision to passing:
 // no FAILURE check, and a checks.json for each. Nothing may be baselined.
 const fs = require('fs');
@@ -351,6 +352,67 @@ if (command === 'check') {
   if (scenario && !req.all.has(scenario)) {
     fatal(`'${scenario}' is not a server scenario of the ${path.basename(requirementsPath, '.yaml')} requirement set; choose one of:\n  ${[...req.all].join('\n  ')}`);
   }
+  process.exit(0);
+}
+
+// Checks this evaluator's verdicts on synthetic results before a real run
+// trusts them: a failing check, a missing checks.json, warnings with and
+// without strict mode, a suite exit status that disagrees with the results,
+// and the 2026-07-28 baseline and pending rules. Prints nothing on success.
+if (command === 'self-test') {
+  const { spawnSync } = require('child_process');
+  const os = require('os');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'conformance-selftest-'));
+  let n = 0;
+  const write = (dir, results) => {
+    for (const [name, statuses] of Object.entries(results)) {
+      const d = path.join(dir, `server-${name}-2026-01-01T00-00-00-000Z`);
+      fs.mkdirSync(d, { recursive: true });
+      const checks = statuses.map((status, i) => ({ id: `${name}-check-${i}`, status, errorMessage: `${status} ${i}` }));
+      fs.writeFileSync(path.join(d, 'checks.json'), JSON.stringify(checks));
+    }
+  };
+  const problems = [];
+  const run = (label, args, results, wantStatus, wantOutput) => {
+    const dir = path.join(tmp, String(n++));
+    write(dir, results);
+    const r = spawnSync(process.execPath, [__filename, ...args(dir)], { encoding: 'utf8', env: process.env });
+    const out = `${r.stdout}${r.stderr}`;
+    if (r.status !== wantStatus) problems.push(`${label}: exit ${r.status}, want ${wantStatus}:\n${out}`);
+    for (const w of wantOutput) if (!out.includes(w)) problems.push(`${label}: output lacks ${JSON.stringify(w)}:\n${out}`);
+  };
+  const list = path.join(tmp, 'list.txt');
+  fs.writeFileSync(list, 'a\nb\n');
+  const legacy = (exit, strict = '0') => (dir) => ['legacy-evaluate', 'R', list, dir, String(exit), '-', strict, 'LOG'];
+  const S = 'SUCCESS', F = 'FAILURE', W = 'WARNING', I = 'INFO';
+  run('legacy pass', legacy(0), { a: [S], b: [I] }, 0, ['CONFORMANCE PASS (MCP R with sessions, 2/2 scenarios passed, 1 of them only skipped checks']);
+  run('legacy failure', legacy(1), { a: [S, F], b: [S] }, 1, ['FAILURE a-check-1: FAILURE 1', '1 failed [a]']);
+  run('legacy missing', legacy(0), { a: [S] }, 1, ['✗ b: no checks.json', 'no results for [b]']);
+  run('legacy warning', legacy(0), { a: [S, W], b: [S] }, 0, ['WARNING a-check-1', 'CONFORMANCE PASS']);
+  run('legacy strict', legacy(0, '1'), { a: [S, W], b: [S] }, 1, ['warnings in [a]']);
+  run('legacy exit mismatch', legacy(1), { a: [S], b: [S] }, 1, ['the suite exited with status 1 although']);
+  run('legacy silent failure', legacy(0), { a: [F], b: [S] }, 1, ['the suite exited 0 although']);
+  run('legacy stray', legacy(0), { a: [S], b: [S], c: [S] }, 1, ['outside the R list [c]']);
+
+  const req = loadRequirements();
+  const all = {};
+  for (const name of req.all) all[name] = [S];
+  const task = [...req.notScored.keys()].find((k) => k.startsWith('tasks-'));
+  const pending = [...req.notScored.keys()].find((k) => !k.startsWith('tasks-'));
+  const empty = path.join(tmp, 'empty-baseline');
+  const withTask = path.join(tmp, 'task-baseline');
+  fs.writeFileSync(empty, '');
+  fs.writeFileSync(withTask, `${task}\n`);
+  const modern = (exit, base) => (dir) => ['evaluate', requirementsPath, base, dir, String(exit), '-', '0', 'LOG'];
+  run('modern pass', modern(0, empty), all, 0, ['CONFORMANCE PASS (MCP 2026-07-28']);
+  run('modern scored failure', modern(1, empty), { ...all, [req.scored[0]]: [F] }, 1, [`${req.scored[0]}-check-0`]);
+  if (task) {
+    run('modern tasks failure', modern(0, empty), { ...all, [task]: [F] }, 1, ['unbaselined tasks-* failed']);
+    run('modern tasks baselined', modern(0, withTask), { ...all, [task]: [F] }, 0, ['failing as expected (baselined)']);
+  }
+  if (pending) run('modern pending failure', modern(0, empty), { ...all, [pending]: [F] }, 0, ['CONFORMANCE PASS']);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  if (problems.length > 0) fatal(`the verdict logic failed its self-test:\n${problems.join('\n')}`);
   process.exit(0);
 }
 
@@ -624,7 +686,9 @@ main() {
 	write_evaluator "$EVALUATOR"
 	EVAL_ENV=(env "NODE_PATH=$CACHE_DIR/node_modules")
 
-	# Validate the baseline, the revisions and the scenario name before building anything.
+	# Check the verdict logic itself, then validate the baseline, the revisions
+	# and the scenario name, before building anything.
+	"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" self-test "$REQUIREMENTS_FILE" || exit 2
 	"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" check "$REQUIREMENTS_FILE" "$BASELINE" || exit 2
 	for rev in $LEGACY_REVISIONS; do
 		list_legacy "$rev" "$OUT_DIR/scenarios-$rev.txt"
