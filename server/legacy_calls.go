@@ -26,7 +26,15 @@ import (
 //     the AnswerRelay from another node);
 //   - notifySession: an unsolicited notification on the session's GET
 //     stream (best effort: dropped when no GET stream is open on this node
-//     or its queue is full).
+//     or its queue is full); Server.notifyLegacySession does the same by
+//     session key, outside any call (task status events);
+//   - c.id, c.params, c.req: the admitted identity and the request, as for
+//     modern calls; c.params.Meta is synthesized from the session
+//     (ProtocolVersion, ClientCapabilities, LogLevel) with the request's
+//     progressToken and trace context.
+//
+// The tasks layer plugs in through legacyHooks (capabilities, tools/list
+// view, tools/call of task tools, extra methods, the request deadline).
 type legacyCall struct {
 	c       *call
 	session *cachedSession
@@ -188,7 +196,7 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
 		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
-	}, ip.Capabilities)
+	}, ip.Capabilities, ip.ClientInfo)
 	if perr != nil {
 		outcome = outcomeOf(perr)
 		writeError(w, req.ID, perr)
@@ -231,6 +239,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	meta := &mcp.RequestMeta{
 		ProtocolVersion:    cs.rec.ProtocolVersion,
 		ClientCapabilities: cs.caps,
+		ClientInfo:         cs.clientInfo,
 		LogLevel:           level,
 	}
 	if p.Meta != nil {
@@ -251,7 +260,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
 			return errTooManyInflight
 		}
-		ls.inflight[reqKey] = me
+		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
 		s.reject(ep, w, req.ID, perr)
@@ -331,9 +340,11 @@ func (lc *legacyCall) respond(ctx context.Context, res any, outcome Outcome, per
 // legacyStatus is the HTTP status a JSON-RPC error of a method has in a
 // session: 200, so that a 2025 client reads the error rather than taking a
 // 404 for the end of its session. Busy, rate-limit, deadline and size
-// errors keep their status.
+// errors keep their status, and so does a header that disagrees with the
+// body (400, as the transport's own checks send it).
 func legacyStatus(perr *protocolError) *protocolError {
-	if perr == nil || (perr.status != http.StatusBadRequest && perr.status != http.StatusNotFound) {
+	if perr == nil || (perr.status != http.StatusBadRequest && perr.status != http.StatusNotFound) ||
+		perr.err.Code == mcp.CodeHeaderMismatch {
 		return perr
 	}
 	return perr.asStatus(http.StatusOK)
@@ -343,6 +354,14 @@ func legacyStatus(perr *protocolError) *protocolError {
 // io.modelcontextprotocol/serverInfo in _meta (withMeta is not applied),
 // and none of the 2026 cache members.
 func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
+	if r, ok := res.(*mcp.CallToolResult); ok {
+		// The common shapes without reflection, as on the modern path.
+		if b, ok := mcp.AppendToolResult(nil, r, nil); ok && bytes.HasPrefix(b, completePrefix) {
+			b = b[len(completePrefix)-1:]
+			b[0] = '{'
+			return c.checkLimits(b)
+		}
+	}
 	b, ok := res.(json.RawMessage)
 	if !ok {
 		var err error
@@ -353,6 +372,9 @@ func (c *call) encodeLegacy(res any) ([]byte, *protocolError) {
 	}
 	return c.checkLimits(legacyShape(b))
 }
+
+// completePrefix starts every result mcp.AppendToolResult encodes.
+var completePrefix = []byte(`{"resultType":"complete",`)
 
 // modernOnlyMembers are the result members of the 2026 revision alone.
 var modernOnlyMembers = [][]byte{[]byte(`"resultType"`), []byte(`"ttlMs"`), []byte(`"cacheScope"`)}
@@ -380,8 +402,7 @@ func legacyShape(b []byte) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		q, _ := json.Marshal(string(name))
-		out = append(out, q...)
+		out = mcp.AppendString(out, string(name))
 		out = append(out, ':')
 		out = append(out, raw...)
 		return nil
@@ -430,7 +451,7 @@ func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) 
 		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
 			return invalidParams("Invalid params: too many subscriptions in this session")
 		}
-		ls.subs[uri] = true
+		ls.addSubLocked(uri)
 		return nil
 	})
 	if perr != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
 )
 
 // Server-to-client requests of 2025-era sessions (elicitation/create,
@@ -21,7 +23,10 @@ import (
 // the answer, and a token only the client that received the request knows.
 
 // AnswerRelay forwards a client's JSON-RPC response to a server-to-client
-// request to the node that holds the request.
+// request to the node that holds the request. The bytes are opaque to the
+// relay: the server adds the store key of the session the answer came in
+// (never the session ID), and the receiving node delivers it only to a
+// request of that session.
 type AnswerRelay interface {
 	// Forward delivers one encoded JSON-RPC response (≤ 1 MiB) to node. It
 	// returns once the response is durably handed over or ctx ends;
@@ -104,13 +109,13 @@ func (t *pendingTable) remove(id string) {
 	t.mu.Unlock()
 }
 
-// deliver hands a to the request id names, if it waits and (when
-// sessionKey is not empty) belongs to that session. It reports whether it
-// did; otherwise nothing changes.
+// deliver hands a to the request id names, if it waits and belongs to the
+// session sessionKey names. It reports whether it did; otherwise nothing
+// changes.
 func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
 	t.mu.Lock()
 	p := t.byID[id]
-	if p == nil || sessionKey != "" && p.sessionKey != sessionKey {
+	if p == nil || p.sessionKey != sessionKey {
 		t.mu.Unlock()
 		return false
 	}
@@ -207,12 +212,13 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		return
 	}
 	if node != s.legacy.nodeID {
-		if len(body) > maxForwardedAnswer {
+		fwd, ok := withSessionKey(body, key)
+		if !ok || len(fwd) > maxForwardedAnswer {
 			s.reject(ep, w, mcp.ID{}, errAnswerTooBig)
 			return
 		}
 		ctx, cancel := storeCtx(r.Context())
-		err := s.legacy.relay.Forward(ctx, node, body)
+		err := s.legacy.relay.Forward(ctx, node, fwd)
 		cancel()
 		if err != nil {
 			s.logger.Warn("answer relay failed", "endpoint", ep.opts.Name, "err", redactErr(err))
@@ -234,20 +240,49 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 	w.WriteHeader(http.StatusAccepted)
 }
 
+// forwardedSessionMember carries, in a forwarded response, the store key
+// of the session the forwarding node admitted it in, so that the node
+// holding the request accepts only an answer from that request's session.
+// The key is what session stores see; the session ID never travels.
+const forwardedSessionMember = "io.taskwire/sessionKey"
+
+// withSessionKey appends the session key member to an encoded response
+// object.
+func withSessionKey(body []byte, key string) ([]byte, bool) {
+	body = bytes.TrimSpace(body)
+	if len(body) < 2 || body[len(body)-1] != '}' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(body)+len(forwardedSessionMember)+len(key)+8)
+	out = append(out, body[:len(body)-1]...)
+	out = append(out, `,"`+forwardedSessionMember+`":"`...)
+	out = append(out, key...)
+	return append(out, `"}`...), true
+}
+
 // receiveForwarded takes a response another node forwarded through the
-// AnswerRelay. The forwarding node checked its session; the request ID's
-// random token binds it to the request.
+// AnswerRelay: it is delivered only to a request of the session named by
+// the forwarded session key; anything else is dropped.
 func (s *Server) receiveForwarded(body []byte) {
 	env, perr := decodeLegacyEnvelope(body)
 	if perr != nil || !env.response {
 		return
 	}
-	var sid string
+	var sid, key string
 	if json.Unmarshal(env.id.Raw(), &sid) != nil {
 		return
 	}
+	err := mcp.EachMember(bytes.TrimSpace(body), func(name, raw []byte) error {
+		if string(name) == forwardedSessionMember {
+			return json.Unmarshal(raw, &key)
+		}
+		return nil
+	})
+	if err != nil || len(key) != session.KeyLength {
+		return
+	}
 	if a, ok := decodeAnswer(body); ok {
-		s.legacy.pending.deliver(sid, "", a)
+		s.legacy.pending.deliver(sid, key, a)
 	}
 }
 

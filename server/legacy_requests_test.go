@@ -208,6 +208,9 @@ func TestLegacyProgressAndLogging(t *testing.T) {
 	srv := newLegacyCatalog(t, func(_ *server.Options, ep *server.Endpoint) {
 		server.AddTool(ep, &mcp.Tool{Name: "chatty"},
 			func(ctx context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
+				if req.Meta.ClientInfo == nil || req.Meta.ClientInfo.Name != "legacy-test" || req.Meta.ProtocolVersion != "2025-11-25" {
+					return nil, nil, mcp.NewError(mcp.CodeInvalidParams, "session view missing")
+				}
 				req.Log(ctx, mcp.LevelDebug, "t", "debug line")
 				req.Log(ctx, mcp.LevelWarning, "t", "warning line")
 				return &mcp.CallToolResult{Content: textContent("ok")}, nil, nil

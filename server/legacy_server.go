@@ -32,7 +32,7 @@ func newLegacyServer(o Options) (*legacyServer, error) {
 	}
 	l := &legacyServer{
 		sessions: m,
-		live:     newLiveSessions(m.opts.MaxSessions),
+		live:     newLiveSessions(m.opts.MaxSessions, o.now),
 		pending:  &pendingTable{byID: map[string]*pendingAnswer{}},
 		nodeID:   o.NodeID,
 		relay:    o.AnswerRelay,
@@ -43,6 +43,12 @@ func newLegacyServer(o Options) (*legacyServer, error) {
 	if l.relay == nil {
 		l.relay = localRelay{}
 	}
+	m.gone = func(key string) {
+		l.live.end(key)
+		l.pending.dropSession(key)
+	}
+	idle := m.opts.IdleTimeout
+	m.swept = func(now time.Time) { l.live.sweep(now, idle) }
 	return l, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -39,21 +40,53 @@ func decodeLegacyCaps(raw []byte) *mcp.LegacyClientCapabilities {
 	return c
 }
 
+// decodeClientInfo decodes the clientInfo stored with a session; nil when
+// absent or unreadable.
+func decodeClientInfo(raw []byte) *mcp.Implementation {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var info mcp.Implementation
+	if json.Unmarshal(raw, &info) != nil {
+		return nil
+	}
+	return &info
+}
+
 // liveSession is the node-local state of a session: its GET stream, its
 // resource subscriptions and its requests in flight. It exists only on the
-// node that holds them and only while it holds any (see liveSessions); the
-// session itself lives in the store. In a fleet, a client's GET stream,
+// node that holds them and only while it holds any (see liveSessions); it
+// ends when the store no longer has the session, and state held by
+// subscriptions alone is swept once idle. The session itself lives in the
+// store. In a fleet, a client's GET stream,
 // subscriptions and cancellations therefore reach only the node that
 // received them; NotifyResourceUpdated must be called on every node.
 type liveSession struct {
 	key string
 
 	mu       sync.Mutex
+	lastSeen time.Time  // when a request last used this state (server clock)
 	endpoint string     // the session's endpoint, set with its GET stream
 	get      *getStream // nil when no GET stream is open
 	subs     map[string]bool
 	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
 	ended    bool
+}
+
+// addInflight registers a request under its ID spelling, under ls.mu.
+func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
+	if ls.inflight == nil {
+		ls.inflight = map[string]*inflightCall{}
+	}
+	ls.inflight[id] = ic
+}
+
+// addSubLocked records a resource subscription, under ls.mu.
+func (ls *liveSession) addSubLocked(uri string) {
+	if ls.subs == nil {
+		ls.subs = map[string]bool{}
+	}
+	ls.subs[uri] = true
 }
 
 // inflightCall is a request running in a session on this node.
@@ -92,14 +125,15 @@ func (ls *liveSession) enqueue(msg []byte) bool {
 // SessionOptions.MaxSessions.
 type liveSessions struct {
 	max int
+	now func() time.Time
 
 	mu       sync.Mutex
 	sessions map[string]*liveSession
 	closed   bool
 }
 
-func newLiveSessions(max int) *liveSessions {
-	return &liveSessions{max: max, sessions: map[string]*liveSession{}}
+func newLiveSessions(max int, now func() time.Time) *liveSessions {
+	return &liveSessions{max: max, now: now, sessions: map[string]*liveSession{}}
 }
 
 // with returns the live state of key, creating it, and runs fn on it
@@ -113,10 +147,11 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 			t.mu.Unlock()
 			return errSessionsFull
 		}
-		ls = &liveSession{key: key, subs: map[string]bool{}, inflight: map[string]*inflightCall{}}
+		ls = &liveSession{key: key}
 		t.sessions[key] = ls
 	}
 	ls.mu.Lock()
+	ls.lastSeen = t.now()
 	perr := fn(ls)
 	empty := ls.emptyLocked()
 	ls.mu.Unlock()
@@ -212,6 +247,22 @@ func (t *liveSessions) close() {
 		}
 		ls.mu.Unlock()
 	})
+}
+
+// sweep drops the state that only subscriptions hold (no GET stream, no
+// request in flight) and that no request has used for idle: its session
+// has expired idle by then, whether or not this node has noticed.
+func (t *liveSessions) sweep(now time.Time, idle time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for key, ls := range t.sessions {
+		ls.mu.Lock()
+		stale := ls.get == nil && len(ls.inflight) == 0 && now.Sub(ls.lastSeen) > idle
+		ls.mu.Unlock()
+		if stale {
+			delete(t.sessions, key)
+		}
+	}
 }
 
 // each calls fn for every live session (a snapshot).

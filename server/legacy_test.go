@@ -309,3 +309,25 @@ func TestLegacyClassifier(t *testing.T) {
 		t.Error("a refused initialize minted a session")
 	}
 }
+
+// TestLegacyMirroredParams: tools that declare x-mcp-header serve 2025
+// clients, which mirror nothing; a mirrored header that is sent anyway
+// must agree with the arguments.
+func TestLegacyMirroredParams(t *testing.T) {
+	c := newLegacyRig(t, newTestServer(t, nil))
+	c.mustInitialize("2025-11-25", `{}`)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"headers","arguments":{"region":"eu","count":3}}}`
+	if rep := c.send(body); rep.status != http.StatusOK || rep.final(t).Error != nil {
+		t.Errorf("call without mirrored headers: %d %s", rep.status, rep.body)
+	}
+	r := c.newPost(t.Context(), body)
+	r.Header.Set("Mcp-Param-Region", "us")
+	if rep := c.do(r); rep.status != http.StatusBadRequest || rep.final(t).Error == nil || rep.final(t).Error.Code != mcp.CodeHeaderMismatch {
+		t.Errorf("call with a disagreeing mirrored header: %d %s", rep.status, rep.body)
+	}
+	r = c.newPost(t.Context(), body)
+	r.Header.Set("Mcp-Param-Region", "eu")
+	if rep := c.do(r); rep.final(t).Error != nil {
+		t.Errorf("call with an agreeing mirrored header: %s", rep.body)
+	}
+}

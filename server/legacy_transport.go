@@ -94,7 +94,9 @@ func decodeLegacyEnvelope(data []byte) (legacyEnvelope, *protocolError) {
 // serveLegacy handles a POST the header half of the classifier did not
 // claim for the modern era. It reports false, having written nothing, when
 // the body's _meta claims the modern era: the caller then runs the modern
-// pipeline. p receives the decoded params of a request.
+// pipeline. Otherwise it answers: initialize opens a session; anything
+// else needs one (400 without Mcp-Session-Id, 404 for one that is not the
+// admitted identity's live session); notifications and responses are 202.
 func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Request, body []byte) bool {
 	env, perr := decodeLegacyEnvelope(body)
 	if perr != nil {
@@ -320,4 +322,20 @@ func acceptsSSE(values []string) bool {
 		}
 	}
 	return false
+}
+
+// checkLegacyParamHeaders is checkParamHeaders for a 2025-era request:
+// 2025 clients send no Mcp-Param headers, so a missing one is fine, but one
+// that is sent must agree with the arguments like on the modern path.
+func checkLegacyParamHeaders(h http.Header, decls []mirroredHeader, args map[string]any) *protocolError {
+	var present []mirroredHeader
+	for _, d := range decls {
+		if _, ok := h[d.header]; ok {
+			present = append(present, d)
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	return checkParamHeaders(h, present, args)
 }

@@ -105,6 +105,12 @@ type sessionManager struct {
 	now    func() time.Time
 	logger *slog.Logger
 
+	// gone, if set, is told of a session the store no longer has
+	// (deleted or expired), so that its node-local state ends with it;
+	// swept, of each periodic sweep.
+	gone  func(key string)
+	swept func(now time.Time)
+
 	mu        sync.Mutex
 	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
 	lastSweep time.Time
@@ -116,7 +122,8 @@ type cachedSession struct {
 	rec        session.Record
 	caps       *mcp.ClientCapabilities
 	legacyCaps *mcp.LegacyClientCapabilities
-	read       time.Time // when rec was read from (or written to) the store
+	clientInfo *mcp.Implementation // nil when the client sent none
+	read       time.Time           // when rec was read from (or written to) the store
 }
 
 func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionManager, error) {
@@ -186,7 +193,7 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // create stores a new session for the identity and returns its ID.
-func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities) (string, *protocolError) {
+func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
 	now := m.now()
 	m.sweepMaybe(ctx, now)
 	id, key := mintSessionID()
@@ -208,7 +215,7 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	case err != nil:
 		return "", m.errStore("create", err)
 	}
-	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, read: now})
+	m.put(&cachedSession{rec: rec, caps: caps.ClientCapabilities(), legacyCaps: caps, clientInfo: info, read: now})
 	return id, nil
 }
 
@@ -237,9 +244,14 @@ func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
 	}
 	m.mu.Unlock()
 	if due {
+		if m.swept != nil {
+			m.swept(now)
+		}
 		sctx, cancel := storeCtx(ctx)
 		defer cancel()
-		m.store.Sweep(sctx, now, sweepBatch)
+		if _, err := m.store.Sweep(sctx, now, sweepBatch); err != nil {
+			m.logger.Warn("session sweep failed", "err", redactErr(err))
+		}
 	}
 }
 
@@ -262,6 +274,15 @@ func (m *sessionManager) forget(key string) {
 	m.mu.Unlock()
 }
 
+// lost forgets a session the store no longer has and ends its node-local
+// state.
+func (m *sessionManager) lost(key string) {
+	m.forget(key)
+	if m.gone != nil {
+		m.gone(key)
+	}
+}
+
 // find returns the live session key names if it belongs to the identity on
 // endpoint; any other case (unknown, expired, another identity's) is
 // errSessionNotFound, the same bytes every time.
@@ -275,7 +296,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 		rec, err := m.store.Load(sctx, key, now)
 		cancel()
 		if errors.Is(err, session.ErrNotFound) {
-			m.forget(key)
+			m.lost(key)
 			return nil, errSessionNotFound
 		}
 		if err != nil {
@@ -284,6 +305,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 		cs = &cachedSession{rec: rec, read: now}
 		cs.legacyCaps = decodeLegacyCaps(rec.ClientCapabilities)
 		cs.caps = cs.legacyCaps.ClientCapabilities()
+		cs.clientInfo = decodeClientInfo(rec.ClientInfo)
 		m.put(cs)
 	}
 	if cs.rec.Endpoint != endpoint || cs.rec.Tenant != id.Tenant || cs.rec.Principal != id.Principal {
@@ -294,7 +316,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 		err := m.store.Touch(sctx, key, now)
 		cancel()
 		if errors.Is(err, session.ErrNotFound) {
-			m.forget(key)
+			m.lost(key)
 			return nil, errSessionNotFound
 		}
 		if err != nil {
@@ -315,7 +337,7 @@ func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, lev
 	err := m.store.SetLogLevel(sctx, cs.rec.Key, level, now)
 	cancel()
 	if errors.Is(err, session.ErrNotFound) {
-		m.forget(cs.rec.Key)
+		m.lost(cs.rec.Key)
 		return errSessionNotFound
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/session/memory"
+	"github.com/taskwire/taskwire/store/sqlite"
 )
 
 func TestSessionOptionsValidation(t *testing.T) {
@@ -187,7 +189,8 @@ func TestSessionFleet(t *testing.T) {
 	relay := &memRelay{fns: map[string]func([]byte){}}
 	clock := &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	node := func(id string) (*server.Server, *legacyClient) {
-		srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+		srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+			addInputTools(ep)
 			o.Sessions = &server.SessionOptions{Store: store}
 			o.NodeID, o.AnswerRelay = id, relay
 			server.SetClockForTest(o, clock.Now)
@@ -196,7 +199,7 @@ func TestSessionFleet(t *testing.T) {
 	}
 	srvA, a := node("n1")
 	_, b := node("n2")
-	a.mustInitialize("2025-11-25", `{"elicitation":{}}`)
+	a.mustInitialize("2025-11-25", `{"elicitation":{},"roots":{}}`)
 	b.sid = a.sid
 	if rep := b.request("ping", ""); rep.status != http.StatusOK {
 		t.Fatalf("session of node A on node B: %d", rep.status)
@@ -211,6 +214,23 @@ func TestSessionFleet(t *testing.T) {
 	rep := a.request("tools/call", `{"name":"confirm","arguments":{"target":"db"}}`)
 	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "deleted db") {
 		t.Errorf("call answered through another node: %s", rep.body)
+	}
+	// Another session of the same caller, on node B, cannot answer it: B
+	// forwards (it cannot tell), A drops the answer, the real one counts.
+	intruder := b.clone()
+	intruder.mustInitialize("2025-11-25", `{}`)
+	a.answer = func(m legacyMsg) string {
+		if ack := intruder.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[{"uri":"file:///evil"}]}}`); ack.status != http.StatusAccepted {
+			t.Errorf("foreign answer through node B: %d", ack.status)
+		}
+		if ack := b.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"roots":[{"uri":"file:///work"}]}}`); ack.status != http.StatusAccepted {
+			t.Errorf("answer through node B: %d %s", ack.status, ack.body)
+		}
+		return ""
+	}
+	rep = a.request("tools/call", `{"name":"roots","arguments":{}}`)
+	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "root file:///work") {
+		t.Errorf("forwarded answers: %s", rep.body)
 	}
 	r, _ := http.NewRequest(http.MethodDelete, b.url, nil)
 	r.Header.Set("Mcp-Session-Id", b.sid)
@@ -300,4 +320,81 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// TestSessionNodeStateEndsWithSession: a session the store no longer has
+// takes its GET stream with it, and node-local state that only
+// subscriptions hold is swept once idle, so abandoned sessions cannot
+// fill the node.
+func TestSessionNodeStateEndsWithSession(t *testing.T) {
+	c, clock := newClockedLegacy(t, &server.SessionOptions{MaxSessions: 2, MaxPerPrincipal: 2, IdleTimeout: 30 * time.Minute})
+	a := c.clone()
+	a.mustInitialize("2025-11-25", `{}`)
+	res, events := openGetStream(t, a)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", res.StatusCode)
+	}
+	if rep := a.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.final(t).Error != nil {
+		t.Fatalf("subscribe: %s", rep.body)
+	}
+	clock.Advance(31 * time.Minute)
+	if rep := a.request("ping", ""); rep.status != http.StatusNotFound {
+		t.Fatalf("expired session: %d", rep.status)
+	}
+	for m := range events {
+		t.Errorf("event on an expired session's stream: %+v", m)
+	}
+
+	b := c.clone()
+	b.mustInitialize("2025-11-25", `{}`)
+	if rep := b.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.final(t).Error != nil {
+		t.Fatalf("subscribe: %s", rep.body)
+	}
+	clock.Advance(31 * time.Minute) // b is abandoned with its subscription
+	d := c.clone()
+	d.mustInitialize("2025-11-25", `{}`) // sweeps
+	e := c.clone()
+	e.mustInitialize("2025-11-25", `{}`)
+	for _, cl := range []*legacyClient{d, e} {
+		if rep := cl.request("resources/subscribe", `{"uri":"file:///readme.md"}`); rep.status != http.StatusOK || rep.final(t).Error != nil {
+			t.Errorf("subscribe on a node that held an abandoned session: %d %s", rep.status, rep.body)
+		}
+	}
+}
+
+// TestSessionSurvivesRestartOnSQLite: with a durable store a session (its
+// version, capabilities and log level) outlives the node that opened it.
+func TestSessionSurvivesRestartOnSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	quiet := slog.New(slog.DiscardHandler)
+	open := func() (*sqlite.Store, *legacyClient) {
+		st, err := sqlite.Open(t.Context(), sqlite.Options{Path: path, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+			addInputTools(ep)
+			o.Sessions = &server.SessionOptions{Store: st.Sessions()}
+		})
+		return st, newLegacyRig(t, srv)
+	}
+	st, c := open()
+	c.mustInitialize("2025-06-18", `{"roots":{}}`)
+	if rep := c.request("logging/setLevel", `{"level":"error"}`); rep.final(t).Error != nil {
+		t.Fatalf("setLevel: %s", rep.body)
+	}
+	st.Close()
+
+	st2, c2 := open()
+	defer st2.Close()
+	c2.sid = c.sid
+	c2.answer = answerAll
+	rep := c2.request("tools/call", `{"name":"roots","arguments":{}}`)
+	if m := rep.final(t); m.Error != nil || !strings.Contains(string(m.Result), "root file:///work") {
+		t.Errorf("call after a restart: %d %s", rep.status, rep.body)
+	}
+	rep = c2.request("tools/list", "")
+	if strings.Contains(string(rep.final(t).Result), "execution") {
+		t.Errorf("a 2025-06-18 session became another version after a restart: %s", rep.body)
+	}
 }

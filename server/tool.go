@@ -361,7 +361,11 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		}
 	}
 	if len(t.headers) > 0 {
-		if perr := checkParamHeaders(c.r.Header, t.headers, decoded); perr != nil {
+		check := checkParamHeaders
+		if c.legacy != nil {
+			check = checkLegacyParamHeaders // 2025 clients mirror nothing
+		}
+		if perr := check(c.r.Header, t.headers, decoded); perr != nil {
 			return nil, OutcomeProtocolError, perr
 		}
 	}

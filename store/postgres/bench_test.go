@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -51,5 +52,70 @@ func BenchmarkClaimComplete(b *testing.B) {
 				done += len(jobs)
 			}
 		})
+	}
+}
+
+// BenchmarkSessions measures the session calls a legacy request makes:
+// Create (at a per-owner limit of 100, so with the owner lock and count),
+// Load, Touch, and the table's size per session (bytes/session, heap,
+// indexes and TOAST, with the default capabilities and client info of a
+// few dozen bytes).
+func BenchmarkSessions(b *testing.B) {
+	s := openStore(b, newSchema(b), nil)
+	ss := s.Sessions()
+	ctx := ctxT(b)
+	b.Run("Create", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			r := sessionRecord(fmt.Sprint("bench", i), fmt.Sprint("p", i%1000))
+			if err := ss.Create(ctx, r, 100, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		var size int64
+		if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size($1)`, s.q.ident+".sessions").Scan(&size); err == nil {
+			var n int64
+			s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.q.ident+`.sessions`).Scan(&n)
+			b.ReportMetric(float64(size)/float64(n), "bytes/session")
+		}
+	})
+	key := sessionKey("bench0")
+	b.Run("Load", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ss.Load(ctx, key, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Touch", func(b *testing.B) {
+		for b.Loop() {
+			if err := ss.Touch(ctx, key, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkListTasks measures one page of 20 of a tenant's tasks, with
+// 2,000 tasks of other tenants beside them.
+func BenchmarkListTasks(b *testing.B) {
+	s := openStore(b, newSchema(b), nil)
+	ctx := ctxT(b)
+	for i := range 2100 {
+		tenant := fmt.Sprint("other", i%10)
+		if i%21 == 0 {
+			tenant = "acme"
+		}
+		if _, err := s.Enqueue(ctx, creation(b, tenant, "echo", `{"n":1}`), worker.EnqueueOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.pool.Exec(ctx, `ANALYZE `+s.q.ident+`.tasks`)
+	for b.Loop() {
+		page, err := s.ListTasks(ctx, task.ListQuery{Request: rc("", "acme"), Limit: 20})
+		if err != nil || len(page.Tasks) != 20 {
+			b.Fatalf("ListTasks: %d tasks, %v", len(page.Tasks), err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -95,6 +96,24 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 		}},
 		{"RescueExpired", func(ctx context.Context) error {
 			_, err := s.RescueExpired(ctx, worker.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
+			return err
+		}},
+		{"ListTasks", func(ctx context.Context) error {
+			_, err := s.ListTasks(ctx, task.ListQuery{Request: rc("", "acme"), Limit: 10})
+			return err
+		}},
+		{"Sessions.Create", func(ctx context.Context) error {
+			return s.Sessions().Create(ctx, sessionRecord("frozen", "alice"), 5, sessionBase)
+		}},
+		{"Sessions.Load", func(ctx context.Context) error {
+			_, err := s.Sessions().Load(ctx, sessionKey("frozen"), sessionBase)
+			return err
+		}},
+		{"Sessions.Touch", func(ctx context.Context) error {
+			return s.Sessions().Touch(ctx, sessionKey("frozen"), sessionBase)
+		}},
+		{"Sessions.Sweep", func(ctx context.Context) error {
+			_, err := s.Sessions().Sweep(ctx, sessionBase, 10)
 			return err
 		}},
 	}

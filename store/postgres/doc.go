@@ -72,6 +72,19 @@
 // the time they are given. A task whose TTL has passed is not found, not
 // claimable, and removed by DeleteExpired.
 //
+// # Listing and sessions
+//
+// The store implements task.Lister for the 2025-11-25 tasks/list: a
+// caller's unexpired tasks, newest first, in one statement along an index
+// that leads with the endpoint and tenant, with keyset cursors
+// authenticated by a key kept in the schema's secrets table (shared by
+// every node). Store.Sessions returns a session.Store over the schema's
+// sessions table, which every node shares, for 2025-era sessions: digests
+// of session IDs, never the IDs, with their owner, negotiated version,
+// client capabilities and times; its per-owner limit holds across nodes
+// under an advisory lock per owner (see sql.go). Both are described in
+// migrations/005_sessions_and_listing.sql and docs/production.md.
+//
 // # Events
 //
 // The store's EventPublisher carries task-change hints across the fleet.

@@ -170,7 +170,7 @@ func (p *schemaPool) put(schema string) {
 	defer cancel()
 	// Jobs go with their tasks. A failure leaves the schema out of the
 	// pool; it is dropped with the others.
-	if _, err := p.admin.Exec(ctx, "DELETE FROM "+ident+".tasks; DELETE FROM "+ident+".outbox"); err == nil {
+	if _, err := p.admin.Exec(ctx, "DELETE FROM "+ident+".tasks; DELETE FROM "+ident+".outbox; DELETE FROM "+ident+".sessions"); err == nil {
 		p.free = append(p.free, schema)
 	}
 }

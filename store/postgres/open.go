@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -90,6 +91,8 @@ type Store struct {
 	q    queries
 	node string // random ID of this Store in notification payloads
 
+	cursors *listcursor.Codec // the schema's tasks/list cursors
+
 	listenCfg *pgx.ConnConfig
 	channel   string
 	bc        *task.Broadcaster
@@ -163,6 +166,10 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 	}
 	s.pool = &boundedPool{Pool: pool, timeout: opts.Timeout}
 	if err := s.checkSchema(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	if err := s.loadCursors(ctx); err != nil {
 		s.pool.Close()
 		return nil, err
 	}

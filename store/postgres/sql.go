@@ -267,6 +267,80 @@ const (
 	sqlOutboxAfter = `SELECT id, task_id, coalesce(task_ids, '{}') FROM {{schema}}.outbox WHERE id > $1 ORDER BY id LIMIT $2`
 
 	sqlOutboxLast = `SELECT coalesce(max(id), 0) FROM {{schema}}.outbox`
+
+	// $2 endpoint, $3 tenant, $4 position's created_at, $5 position's ID,
+	// $6 limit. tasks_list (endpoint, tenant, created_at, id), scanned
+	// backwards from the row comparison, yields the page in listing order
+	// without a sort and never visits another endpoint's or tenant's rows;
+	// the caller's own expired rows are read and skipped.
+	sqlListTasks = `SELECT ` + taskColumns + ` FROM {{schema}}.tasks
+		WHERE endpoint = $2 AND tenant = $3 AND ` + live + ` AND (created_at, id) < ($4::timestamptz, $5::text)
+		ORDER BY created_at DESC, id DESC LIMIT $6`
+
+	sqlCursorKey = `SELECT value FROM {{schema}}.secrets WHERE name = 'list_cursor'`
+)
+
+// Sessions (migration 005). Times are Unix milliseconds passed by the
+// caller (the server's clock), not {{now}}; a session is live while
+// $now < ends_at.
+//
+// The per-owner limit of Create must hold under concurrency: N nodes
+// creating sessions for one owner at once must never leave more than the
+// limit live. Counting and inserting in one READ COMMITTED transaction is
+// not enough (two transactions both count limit-1 and both insert), so
+// Create first takes a transaction-scoped advisory lock on a 64-bit hash of
+// the schema and the owner (sqlLockOwner), then counts and inserts in a
+// statement of its own, whose snapshot is taken after the lock, so it sees
+// every session committed by the creates it waited for. Chosen over:
+//   - a counting row per owner (UPDATE ... SET n = n + 1): sessions end by
+//     time, not by a write, so the count drifts until a sweep and would
+//     need recounting anyway; and the rows add churn and bloat per owner;
+//   - SERIALIZABLE: correct, but concurrent creates of one owner abort
+//     with serialization failures that every caller must retry.
+//
+// The lock is held only for two short statements and the commit, is
+// released on commit, rollback or a lost connection, and serializes only
+// creates of the same owner (or, rarely, of owners whose hashes collide,
+// which only makes them wait for each other). The hash is computed in Go
+// (ownerLockKey) so that it does not depend on the server's hash function.
+const (
+	sessionColumns = `key, endpoint, tenant, principal, protocol_version, client_capabilities, client_info,
+		log_level, created_at, last_used_at, expires_at, idle_timeout_ms`
+
+	// $1 lock key.
+	sqlLockOwner = `SELECT pg_advisory_xact_lock($1::bigint)`
+
+	// $1..$12 the record's columns, $13 ends_at, $14 now, $15 the limit
+	// (0: none). Inserts nothing when the owner has $15 live sessions;
+	// the count stops at the limit, reading sessions_owner only.
+	sqlCreateSession = `INSERT INTO {{schema}}.sessions (` + sessionColumns + `, ends_at)
+		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::bytea, $8::text, $9::bigint,
+			$10::bigint, $11::bigint, $12::bigint, $13::bigint
+		WHERE $15::integer <= 0 OR (SELECT count(*) FROM (SELECT 1 FROM {{schema}}.sessions
+			WHERE endpoint = $2 AND tenant = $3 AND principal = $4 AND ends_at > $14::bigint
+			LIMIT $15::integer) c) < $15::integer`
+
+	// $1 key, $2 now.
+	sqlLoadSession = `SELECT ` + sessionColumns + ` FROM {{schema}}.sessions WHERE key = $1 AND ends_at > $2`
+
+	// $1 key, $2 now. LastUsedAt never goes backwards, so a node whose
+	// clock lags never shortens a session.
+	sqlTouchSession = `UPDATE {{schema}}.sessions SET last_used_at = GREATEST(last_used_at, $2::bigint),
+		ends_at = LEAST(expires_at, GREATEST(last_used_at, $2::bigint) + idle_timeout_ms)
+		WHERE key = $1 AND ends_at > $2::bigint`
+
+	// $1 key, $2 now, $3 level.
+	sqlSetSessionLevel = `UPDATE {{schema}}.sessions SET log_level = $3 WHERE key = $1 AND ends_at > $2`
+
+	// $1 key; returns when the deleted session ended.
+	sqlDeleteSession = `DELETE FROM {{schema}}.sessions WHERE key = $1 RETURNING ends_at`
+
+	// Deletes up to $2 sessions that ended at or before $1, oldest ends
+	// first along sessions_ends, skipping rows another sweep (or a Touch)
+	// holds, so that concurrent sweeps of several nodes never wait for
+	// each other.
+	sqlSweepSessions = `DELETE FROM {{schema}}.sessions WHERE key IN (
+		SELECT key FROM {{schema}}.sessions WHERE ends_at <= $1 ORDER BY ends_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
 )
 
 // queries are the statements of one schema.
@@ -281,6 +355,10 @@ type queries struct {
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
 	pruneOutbox, outboxAfter, outboxLast                     string
 	completeBatch, enqueueBatch                              string
+	listTasks, cursorKey                                     string
+
+	lockOwner, createSession, loadSession, touchSession string
+	setSessionLevel, deleteSession, sweepSessions       string
 }
 
 func newQueries(schema string) queries {
@@ -318,6 +396,15 @@ func newQueries(schema string) queries {
 	q.pruneOutbox = q.expand(sqlPruneOutbox)
 	q.outboxAfter = q.expand(sqlOutboxAfter)
 	q.outboxLast = q.expand(sqlOutboxLast)
+	q.listTasks = q.expand(sqlListTasks)
+	q.cursorKey = q.expand(sqlCursorKey)
+	q.lockOwner = sqlLockOwner
+	q.createSession = q.expand(sqlCreateSession)
+	q.loadSession = q.expand(sqlLoadSession)
+	q.touchSession = q.expand(sqlTouchSession)
+	q.setSessionLevel = q.expand(sqlSetSessionLevel)
+	q.deleteSession = q.expand(sqlDeleteSession)
+	q.sweepSessions = q.expand(sqlSweepSessions)
 	return q
 }
 

@@ -62,4 +62,15 @@
 //
 // Times are Unix milliseconds from Options.Now. A task whose TTL has passed
 // is not found, not claimable, and removed by DeleteExpired.
+//
+// # Listing and sessions
+//
+// The store implements task.Lister for the 2025-11-25 tasks/list: a
+// caller's unexpired tasks, newest first, read along an index that leads
+// with the endpoint and tenant, with keyset cursors authenticated by a key
+// kept in the database's secrets table. Store.Sessions returns a
+// session.Store over the sessions table of the same file, for 2025-era
+// sessions: digests of session IDs, never the IDs, with their owner,
+// negotiated version, client capabilities and times. Both are described in
+// migrations/004_sessions_and_listing.sql and docs/production.md.
 package sqlite

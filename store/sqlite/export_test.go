@@ -44,3 +44,30 @@ func (s *Store) HoldReaders() (release func(), err error) {
 	}
 	return release, nil
 }
+
+// DebugQueryPlan returns the detail column of EXPLAIN QUERY PLAN for query
+// on the writer connection, one line per step.
+func (s *Store) DebugQueryPlan(query string, args ...any) ([]string, error) {
+	rows, err := s.w.Query("EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		plan = append(plan, detail)
+	}
+	return plan, rows.Err()
+}
+
+// Statements whose plans the tests check.
+const (
+	SQLListTasks          = sqlListTasks
+	SQLCountOwnerSessions = sqlCountOwnerSessions
+	SQLSweepSessions      = sqlSweepSessions
+)

@@ -17,6 +17,8 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/taskwire/taskwire/internal/listcursor"
+
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -90,9 +92,10 @@ type Store struct {
 	pub  *task.Broadcaster
 	log  *slog.Logger
 
-	writer string // random ID of this Store in the outbox rows it writes
-	stop   context.CancelFunc
-	polls  sync.WaitGroup // the outbox poller
+	writer  string            // random ID of this Store in the outbox rows it writes
+	cursors *listcursor.Codec // the database's tasks/list cursors
+	stop    context.CancelFunc
+	polls   sync.WaitGroup // the outbox poller
 }
 
 var (
@@ -146,6 +149,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
 	}
 	if err := s.checkSchema(ctx); err != nil {
+		s.w.Close()
+		return nil, err
+	}
+	if err := s.loadCursors(ctx); err != nil {
 		s.w.Close()
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func open(t *testing.T, opts sqlite.Options) *sqlite.Store {
+func open(t testing.TB, opts sqlite.Options) *sqlite.Store {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = quiet
@@ -53,7 +53,7 @@ func TestMemoryPath(t *testing.T) {
 	}
 }
 
-func creation(t *testing.T) *task.CreationContext {
+func creation(t testing.TB) *task.CreationContext {
 	o, err := task.NewOrigin(task.OriginParams{ProtocolVersion: "2026-07-28", Endpoint: "ep", Operation: "tools/call",
 		Tool: "tool", Arguments: json.RawMessage(`{"x": 1.0}`)})
 	if err != nil {

@@ -87,6 +87,19 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 	return st.QueryRowContext(ctx, args...)
 }
 
+// QueryContext runs a query on the pool, preparing the statement first
+// when it is new.
+func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, ok := c.lookup(query)
+	if !ok {
+		c.prepareWanted(ctx)
+		if st, ok = c.lookup(query); !ok {
+			return c.db.QueryContext(ctx, query, args...)
+		}
+	}
+	return st.QueryContext(ctx, args...)
+}
+
 // wtx is a write transaction whose statements reuse the writer's prepared
 // statements. It has the methods of sql.Tx the store uses.
 type wtx struct {

@@ -36,6 +36,10 @@
 //     the task is deleted.
 //   - lastUpdatedAt is the time of the last change a client can see, and
 //     never goes backwards.
+//   - ListTasks lists what FindTask finds, unexpired, newest first, ties
+//     by descending ID, in pages of at most 100, with keyset cursors bound
+//     to the caller (see list.go). RunLister runs these cases alone, for
+//     managers that are not durable backends.
 //
 // Run the suite with -race. -short shrinks the model test and the hammer.
 package storetest
@@ -55,9 +59,10 @@ import (
 )
 
 // Backend is what a durable store implements: the server-facing manager and
-// the worker-facing store and enqueuer, over the same data.
+// lister and the worker-facing store and enqueuer, over the same data.
 type Backend interface {
 	task.Manager
+	task.Lister
 	worker.Store
 	worker.Enqueuer
 }
@@ -89,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"Text", testText},
 		{"CountActive", testCountActive},
 		{"FormAnswers", testFormAnswers},
+		{"List", testList},
 		{"Model", testModel},
 		{"Hammer", testHammer},
 	}

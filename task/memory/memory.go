@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -64,6 +65,7 @@ type Options struct {
 type Manager struct {
 	opts      Options
 	publisher *task.Broadcaster
+	cursors   *listcursor.Codec
 
 	mu    sync.Mutex
 	tasks map[string]*entry
@@ -103,7 +105,11 @@ func New(opts Options) (*Manager, error) {
 		opts.TTL%time.Millisecond != 0 || opts.PollInterval%time.Millisecond != 0 {
 		return nil, errors.New("memory: capacity must be positive and durations whole milliseconds")
 	}
-	return &Manager{opts: opts, publisher: task.NewBroadcaster(), tasks: map[string]*entry{}}, nil
+	cursors, err := newCursors()
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{opts: opts, publisher: task.NewBroadcaster(), cursors: cursors, tasks: map[string]*entry{}}, nil
 }
 
 // EventPublisher implements task.Manager. The publisher is the manager's own

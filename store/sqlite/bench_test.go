@@ -1,0 +1,89 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// BenchmarkSessions measures the session calls on a real file: Create (at
+// a per-owner limit of 100, so with the count), Load and Touch, and the
+// file's growth per session (bytes/session, after a checkpoint).
+func BenchmarkSessions(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "tasks.db")
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: path, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ss := s.Sessions()
+	ctx := context.Background()
+	b.Run("Create", func(b *testing.B) {
+		before := fileSize(b, s, path)
+		n := 0
+		for b.Loop() {
+			if err := ss.Create(ctx, sessionRecord(fmt.Sprint("bench", n), fmt.Sprint("p", n%1000)), 100, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		b.ReportMetric(float64(fileSize(b, s, path)-before)/float64(n), "bytes/session")
+	})
+	key := sessionKey("bench0")
+	b.Run("Load", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ss.Load(ctx, key, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Touch", func(b *testing.B) {
+		for b.Loop() {
+			if err := ss.Touch(ctx, key, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// fileSize checkpoints the WAL into the database file and returns its size.
+func fileSize(b *testing.B, s *sqlite.Store, path string) int64 {
+	var busy, log, done int
+	if err := s.DebugQueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &log, &done); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// BenchmarkListTasks measures one page of 20 of a tenant's tasks, with
+// 2,000 tasks of other tenants beside them.
+func BenchmarkListTasks(b *testing.B) {
+	s := open(b, sqlite.Options{Path: filepath.Join(b.TempDir(), "tasks.db")})
+	ctx := context.Background()
+	for i := range 2100 {
+		cc := creation(b)
+		if i%21 != 0 {
+			cc.Request.Tenant = fmt.Sprint("other", i%10)
+		}
+		if _, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rc := reqCtx("")
+	for b.Loop() {
+		page, err := s.ListTasks(ctx, task.ListQuery{Request: rc, Limit: 20})
+		if err != nil || len(page.Tasks) != 20 {
+			b.Fatalf("ListTasks: %d tasks, %v", len(page.Tasks), err)
+		}
+	}
+}
