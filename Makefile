@@ -20,7 +20,7 @@ vet:
 	$(GO) vet $(PKGS)
 	cd interop && $(GO) vet ./...
 
-## conformance: the official MCP conformance suite against the fixture server.
+## conformance: the official MCP conformance suite against one fixture server: 2025-06-18, 2025-11-25 and 2026-07-28 runs.
 conformance:
 	bash scripts/conformance.sh
 
