@@ -157,9 +157,9 @@ var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams
 // Mcp-Session-Id. It charges the request limiter like any admitted
 // request, which bounds how fast one caller can open sessions.
 func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
-	var ip mcp.InitializeParams
-	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
-		s.reject(ep, w, req.ID, errBadInitialize)
+	ip, perr := decodeInitialize(req)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
 		return
 	}
 	id, perr := s.admit(ep, r, req.Method)
@@ -167,20 +167,42 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	sid, res, perr := ep.openSession(r.Context(), s, ip, id)
+	if perr != nil {
+		writeError(w, req.ID, perr)
+		return
+	}
+	w.Header().Set(mcp.HeaderSessionID, sid)
+	writeResult(w, req.ID, res)
+}
+
+// decodeInitialize reads the params of an initialize request.
+func decodeInitialize(req *mcp.Request) (*mcp.InitializeParams, *protocolError) {
+	var ip mcp.InitializeParams
+	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
+		return nil, errBadInitialize
+	}
+	return &ip, nil
+}
+
+// openSession runs an admitted initialize for every transport: the
+// observer and metrics, the request limiter, the negotiation and the new
+// session in the store. It returns the session's ID and the encoded
+// initialize result, or the error to answer with.
+func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.InitializeParams, id Identity) (sid string, res []byte, perr *protocolError) {
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(mcp.MethodInitialize)}
 	start := s.opts.now()
-	s.opts.Observer.RequestStarted(r.Context(), info)
+	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
 	defer func() {
 		elapsed := s.opts.now().Sub(start)
-		s.opts.Observer.RequestFinished(r.Context(), info, outcome, elapsed)
+		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
 	if lim := s.opts.RequestLimiter; lim != nil {
 		if ok, wait := lim.Allow(id.rateKey()); !ok {
 			outcome = OutcomeRateLimited
-			writeError(w, req.ID, rateLimited(wait))
-			return
+			return "", nil, rateLimited(wait)
 		}
 	}
 	if ip.Capabilities == nil {
@@ -189,20 +211,18 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	caps, err := json.Marshal(ip.Capabilities)
 	clientInfo, err2 := json.Marshal(ip.ClientInfo)
 	if err != nil || err2 != nil || len(caps)+len(clientInfo) > maxCapabilityJSON {
-		writeError(w, req.ID, errBadInitialize)
-		return
+		return "", nil, errBadInitialize
 	}
 	version := ep.negotiate(ip.ProtocolVersion)
-	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
+	sid, perr = s.legacy.sessions.create(ctx, session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
 		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
 	}, ip.Capabilities, ip.ClientInfo)
 	if perr != nil {
 		outcome = outcomeOf(perr)
-		writeError(w, req.ID, perr)
-		return
+		return "", nil, perr
 	}
-	res, err := json.Marshal(&mcp.InitializeResult{
+	res, err = json.Marshal(&mcp.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    ep.legacyCapabilities(version, ip.Capabilities),
 		ServerInfo:      ep.serverInfo,
@@ -210,12 +230,10 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	})
 	if err != nil {
 		outcome = OutcomeInternalError
-		writeError(w, req.ID, errInternal)
-		return
+		return "", nil, errInternal
 	}
 	outcome = OutcomeComplete
-	w.Header().Set(mcp.HeaderSessionID, sid)
-	writeResult(w, req.ID, res)
+	return sid, res, nil
 }
 
 // handleLegacy runs a request inside a session through the same admitted
@@ -225,9 +243,22 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 // notifications/cancelled naming it, by DELETE of the session, or when the
 // client leaves.
 func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
+	out := w
+	if cs.rec.ProtocolVersion >= mcp.ProtocolVersion20251125 {
+		if rw := s.legacy.newResumeWriter(w, cs.rec.Key); rw != nil {
+			out = rw // a resumable stream (legacy_resume.go)
+		}
+	}
+	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(out, s.opts.KeepAliveInterval)}, req, p, cs, id)
+}
+
+// dispatchLegacy is handleLegacy for a request any transport decoded (see
+// inbound; in.identity is not used: the session is bound to id).
+func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
+	r := in.r
 	method, ok := ep.legacyMethods[req.Method]
 	if !ok {
-		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
+		s.rejectOn(ep, in.stream, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
 	// Until logging/setLevel, a session receives every log message, as
@@ -250,15 +281,14 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	// Input answers come only as responses to this server's own requests
 	// (legacyCall.run), never from the params of a 2025 request.
 	p.InputResponses, p.RequestState = nil, nil
-	// A request of a 2025-11-25 session has a resumable stream: it runs on
-	// a goroutine of its own (owned by the call, ended by its deadline), so
+	// A request with a resumable stream (2025-11-25 over HTTP) runs on a
+	// goroutine of its own (owned by the call, ended by its deadline), so
 	// that the server can end the POST's response while it goes on.
-	var rw *resumeWriter
+	st := in.stream
+	rw := st.resumable()
 	base := r.Context()
-	if cs.rec.ProtocolVersion >= mcp.ProtocolVersion20251125 {
-		if rw = s.legacy.newResumeWriter(w, cs.rec.Key); rw != nil {
-			base = context.WithoutCancel(base)
-		}
+	if rw != nil {
+		base = context.WithoutCancel(base)
 	}
 	ctx, cancelCall := context.WithCancel(base)
 	// A client may reuse an ID once it has read the response, which can
@@ -273,14 +303,10 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		return nil
 	}); perr != nil {
 		cancelCall()
-		s.reject(ep, w, req.ID, perr)
+		s.rejectOn(ep, st, req.ID, perr)
 		return
 	}
-	out := w
-	if rw != nil {
-		out = rw
-	}
-	st := newResponseStream(out, s.opts.KeepAliveInterval)
+	// A canceled call abandons its response.
 	c := &call{srv: s, ep: ep, r: r.WithContext(ctx), req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
 	c.legacy = &legacyCall{c: c, session: cs}
 	body := func() {
@@ -312,7 +338,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 	if rw.releasedByServer() {
 		return // closed by the server or resumed by GET: the call goes on
 	}
-	// The client left the POST (a canceled call abandons its response).
+	// The client left the POST while it carried the stream.
 	cancelCall()
 	<-done
 }
@@ -563,6 +589,16 @@ var errNeedsTasks = invalidParams("Invalid params: this tool runs only as a task
 // legacyCallTool is tools/call in a session; tools that may create tasks
 // go to the tasks layer's hook (see legacyHooks.callTool).
 func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode == taskNever && ep.legacyHooks.callTool != nil {
+		// 2025-11-25: a tool whose taskSupport is forbidden, called as a
+		// task by a client that has tasks, is -32601.
+		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+		if perr := ep.refuseForbiddenTask(c.legacy); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+	}
 	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode != taskNever {
 		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
 			return nil, OutcomeProtocolError, perr

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +19,11 @@ import (
 // final response. Exactly one final response is written; later writes are
 // dropped. Safe for concurrent use.
 type responseStream struct {
+	// sink, when set, carries every message whole instead of an HTTP
+	// response (a transport without HTTP framing, such as stdio; see
+	// newMessageStream); w and rc are then nil.
+	sink messageSink
+
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	keepAlive time.Duration
@@ -63,6 +69,21 @@ type responseStream struct {
 
 func newResponseStream(w http.ResponseWriter, keepAlive time.Duration) *responseStream {
 	return &responseStream{w: w, rc: http.NewResponseController(w), keepAlive: keepAlive}
+}
+
+// messageSink is the message half of a transport that frames messages
+// itself (stdio): send writes, or queues in order, one complete encoded
+// JSON-RPC message; msg is reused once send returns. It fails once the
+// transport can carry no more.
+type messageSink interface {
+	send(msg []byte) error
+}
+
+// newMessageStream returns a stream whose messages all go to sink: the
+// notifications, server-to-client requests and final response of one
+// request, with no HTTP status, headers, SSE framing or keep-alives.
+func newMessageStream(sink messageSink) *responseStream {
+	return &responseStream{sink: sink, sse: true}
 }
 
 // notify sends a notification related to the request, switching the
@@ -146,6 +167,14 @@ func (st *responseStream) comment() error {
 // writeLocked writes b at once under the write deadline and flushes it:
 // through net/http, or as one chunk straight to a hijacked connection.
 func (st *responseStream) writeLocked(b []byte) error {
+	if st.sink != nil {
+		// A message transport carries messages, not SSE: a comment
+		// (keep-alive) is dropped, an event's data is sent whole.
+		if msg, ok := bytes.CutPrefix(b, sseData); ok {
+			return st.sink.send(bytes.TrimSuffix(msg, sseEventEnd))
+		}
+		return nil
+	}
 	st.setWriteDeadlineLocked()
 	if st.conn == nil {
 		if _, err := st.w.Write(b); err != nil {
@@ -301,6 +330,9 @@ func (st *responseStream) keepAliveLoop() {
 }
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
+	if st.sink != nil {
+		return st.sink.send(msg)
+	}
 	if st.conn != nil {
 		bp := getBuf()
 		defer putBuf(bp)
@@ -413,7 +445,7 @@ func (st *responseStream) abandon() bool {
 func (st *responseStream) hijack(left func()) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.finished || !st.sse || st.stop != nil {
+	if st.finished || !st.sse || st.stop != nil || st.sink != nil {
 		return false
 	}
 	conn, _, err := st.rc.Hijack() // flushes what net/http still buffers
