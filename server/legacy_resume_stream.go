@@ -230,7 +230,6 @@ func (rs *replayStream) attach(a *attachment, after uint64) *protocolError {
 	rs.detachLocked(true)
 	h := a.w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	a.w.WriteHeader(http.StatusOK)
 	rs.sink = a
@@ -289,7 +288,6 @@ func (rw *resumeWriter) WriteHeader(code int) {
 		return
 	}
 	rw.sse = true
-	rw.w.Header().Set("Cache-Control", "no-cache")
 	rw.w.WriteHeader(code)
 	rs := rw.open()
 	if rs == nil {

@@ -116,6 +116,9 @@ func (pr *pollRig) post(t *testing.T, c *legacyClient) []sseBlock {
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("POST: status %d, Content-Type %q", res.StatusCode, ct)
 	}
+	if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("POST: Cache-Control %q, want no-store", cc)
+	}
 	return readBlocks(t, res.Body)
 }
 
@@ -135,6 +138,9 @@ func resume(t *testing.T, c *legacyClient, lastID string) (int, []sseBlock, []by
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
+	if cc := res.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("GET: Cache-Control %q, want no-store", cc)
+	}
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, nil, b
