@@ -206,3 +206,31 @@ func TestLegacyResumeInlinePoll(t *testing.T) {
 		t.Errorf("the result arrived %d times, want once", results)
 	}
 }
+
+// TestLegacyResumeNodeBudget: an event beyond MaxNodeBytes still reaches
+// the connection that carries the stream, but is not kept: a later
+// resumption from before it is refused.
+func TestLegacyResumeNodeBudget(t *testing.T) {
+	pr := newPollRig(t, &server.ResumeOptions{MaxNodeBytes: 350})
+	c := pr.c
+	c.mustInitialize(mcp.ProtocolVersion20251125, `{}`)
+	tok := pr.closedPoll(t)
+	pr.proceed <- 1
+	<-pr.after // kept: "before" and "after 0", 311 bytes
+	res, err := openResume(c, tok+".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(pr.finish) // the result does not fit the node's budget
+	got := summary(t, readBlocks(t, res.Body), tok)
+	res.Body.Close()
+	want := []string{"1||notifications/message before", "2||notifications/message after 0", "3||" + doneResult}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("live GET carried %v, want %v", got, want)
+	}
+	for _, after := range []string{"0", "2"} {
+		if status, _, body := resume(t, c, tok+"."+after); status != http.StatusBadRequest {
+			t.Errorf("GET after %s: status %d, body %s; want 400", after, status, body)
+		}
+	}
+}
