@@ -245,7 +245,7 @@ func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.Initiali
 func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
 	out := w
 	if cs.rec.ProtocolVersion >= mcp.ProtocolVersion20251125 {
-		if rw := s.legacy.newResumeWriter(w, cs.rec.Key); rw != nil {
+		if rw := s.legacy.newResumeWriter(w, r, cs.rec.Key); rw != nil {
 			out = rw // a resumable stream (legacy_resume.go)
 		}
 	}
@@ -281,13 +281,16 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	// Input answers come only as responses to this server's own requests
 	// (legacyCall.run), never from the params of a 2025 request.
 	p.InputResponses, p.RequestState = nil, nil
-	// A request with a resumable stream (2025-11-25 over HTTP) runs on a
-	// goroutine of its own (owned by the call, ended by its deadline), so
-	// that the server can end the POST's response while it goes on.
+	// A request with a resumable stream over HTTP/2 (2025-11-25) runs on
+	// a goroutine of its own (owned by the call, ended by its deadline), so
+	// that the server can end the POST's response while it goes on; over
+	// HTTP/1 the close takes the connection over instead, whose request
+	// context stays valid until this handler returns.
 	st := in.stream
 	rw := st.resumable()
+	async := rw != nil && rw.async
 	base := r.Context()
-	if rw != nil {
+	if async {
 		base = context.WithoutCancel(base)
 	}
 	ctx, cancelCall := context.WithCancel(base)
@@ -318,12 +321,14 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		})
 		ep.runLegacy(s, ctx, c, method)
 	}
-	if rw == nil {
+	if rw != nil {
+		st.onFinish = rw.ended
+		defer rw.release()
+	}
+	if !async {
 		body()
 		return
 	}
-	st.onFinish = rw.ended
-	defer rw.release()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -133,7 +133,9 @@ var ErrNotResumable = errors.New("server: this request's response stream cannot 
 // context is not canceled by this close, nor by the client leaving the
 // closed connection; notifications/cancelled, DELETE of the session and
 // the request deadline still cancel it. It returns ErrNotResumable for
-// any other request (see ErrNotResumable), changing nothing.
+// any other request (see ErrNotResumable), and when the HTTP/1
+// connection cannot be taken over from net/http (a ResponseWriter that can
+// neither hijack nor unwrap), changing nothing.
 func (r *Request) CloseSSEStream(retry time.Duration) error {
 	if r.stream == nil {
 		return ErrNotResumable

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,52 @@ func TestLegacyResumeNodeBudget(t *testing.T) {
 		if status, _, body := resume(t, c, tok+"."+after); status != http.StatusBadRequest {
 			t.Errorf("GET after %s: status %d, body %s; want 400", after, status, body)
 		}
+	}
+}
+
+// TestLegacyResumeHTTP2: over HTTP/2, where a response cannot end before
+// its handler returns, the call runs on its own goroutine: the close ends
+// the POST, the call goes on, and the GET gets the result once.
+func TestLegacyResumeHTTP2(t *testing.T) {
+	pr := newPollRig(t, nil)
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	hs := httptest.NewUnstartedServer(pr.srv)
+	hs.Config.Protocols = &protos
+	hs.Start()
+	t.Cleanup(hs.Close)
+	hc := &http.Client{Transport: &http.Transport{Protocols: &protos}}
+	t.Cleanup(hc.CloseIdleConnections)
+	c := pr.c.clone()
+	c.url = hs.URL + "/mcp"
+	init := c.newPost(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h2","version":"1"}}}`)
+	res, err := hc.Do(init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.ProtoMajor != 2 || res.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %s %d", res.Proto, res.StatusCode)
+	}
+	c.sid = res.Header.Get("Mcp-Session-Id")
+	postDone := make(chan []sseBlock)
+	go func() { postDone <- postWith(t, hc, c) }()
+	if err := <-pr.closed; err != nil {
+		t.Fatalf("CloseSSEStream: %v", err)
+	}
+	tok := tokenOf(t, <-postDone)
+	pr.proceed <- 0
+	<-pr.after
+	close(pr.finish)
+	if err := <-pr.ctxErr; err != nil {
+		t.Errorf("the close canceled the call: %v", err)
+	}
+	status, blocks, body := resumeWith(t, hc, c, tok+".1")
+	if status != http.StatusOK {
+		t.Fatalf("GET: status %d, body %s", status, body)
+	}
+	got := summary(t, blocks, tok)
+	if len(got) != 1 || got[0] != "2||"+doneResult {
+		t.Errorf("GET carried %v", got)
 	}
 }

@@ -37,6 +37,12 @@ type attachment struct {
 	rc      *http.ResponseController
 	timeout time.Duration // bounds each write; zero: none
 	timer   *time.Timer   // the polling close, if armed
+	// closer, set for a POST whose handler runs the call itself (HTTP/1),
+	// ends its response while the handler goes on: it takes the
+	// connection over, writes tail and the end of the body, and closes
+	// it. It reports false, changing nothing, when the connection cannot
+	// be taken over.
+	closer func(tail []byte) bool
 	// gone is closed when the stream leaves this connection: byServer is
 	// set first when the server let it go (closed it, handed it to
 	// another connection, or the call ended); otherwise a write failed.
@@ -83,15 +89,34 @@ func (rs *replayStream) detachLocked(byServer bool) {
 }
 
 // closeLocked sends a retry field and lets the connection go, ending its
-// response (SEP-1699 polling). Under rs.mu.
-func (rs *replayStream) closeLocked(retry time.Duration) {
-	if rs.sink == nil {
-		return
+// response (SEP-1699 polling). It fails with ErrNotResumable, changing
+// nothing, when the connection's response cannot be ended early. Under
+// rs.mu.
+func (rs *replayStream) closeLocked(retry time.Duration) error {
+	a := rs.sink
+	if a == nil {
+		return nil
 	}
 	if retry <= 0 {
 		retry = rs.retry
 	}
-	rs.writeLocked(appendRetry(nil, retry))
+	if a.closer != nil {
+		if !a.closer(appendRetry(nil, retry)) {
+			return ErrNotResumable
+		}
+	} else {
+		rs.writeLocked(appendRetry(nil, retry))
+	}
+	rs.detachLocked(true)
+	return nil
+}
+
+// letGoLocked ends the current connection's response, if it can, and lets
+// it go, for a resumption that takes the stream over. Under rs.mu.
+func (rs *replayStream) letGoLocked() {
+	if a := rs.sink; a != nil && a.closer != nil {
+		a.closer(nil)
+	}
 	rs.detachLocked(true)
 }
 
@@ -227,7 +252,7 @@ func (rs *replayStream) attach(a *attachment, after uint64) *protocolError {
 	}
 	ended := rs.ended
 	sr.mu.Unlock()
-	rs.detachLocked(true)
+	rs.letGoLocked()
 	h := a.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
@@ -276,6 +301,7 @@ type resumeWriter struct {
 	open    func() *replayStream // registers the stream; nil when it cannot
 	post    *attachment
 	rs      atomic.Pointer[replayStream]
+	async   bool // the call runs on a goroutine of its own (HTTP/2)
 	sse     bool
 	pending []byte
 }
@@ -341,9 +367,8 @@ func (rw *resumeWriter) closeStream(st *responseStream, retry time.Duration) err
 		return ErrNotResumable
 	}
 	rs.mu.Lock()
-	rs.closeLocked(retry)
-	rs.mu.Unlock()
-	return nil
+	defer rs.mu.Unlock()
+	return rs.closeLocked(retry)
 }
 
 // ended runs when the call's responseStream finishes (onFinish).
@@ -381,13 +406,21 @@ func (st *responseStream) resumable() *resumeWriter {
 	return rw
 }
 
-// newResumeWriter returns the writer of a request of a 2025-11-25 session
-// whose store key is key, or nil when resumability is off.
-func (l *legacyServer) newResumeWriter(w http.ResponseWriter, key string) *resumeWriter {
+// newResumeWriter returns the writer of a request r of a 2025-11-25
+// session whose store key is key, or nil when resumability is off. Over
+// HTTP/1 the handler runs the call itself and a close takes the
+// connection over (see attachment.closer); over HTTP/2, which cannot end
+// a response before its handler returns, the call runs on a goroutine of
+// its own (async) and the handler returns at the close.
+func (l *legacyServer) newResumeWriter(w http.ResponseWriter, r *http.Request, key string) *resumeWriter {
 	if l.resume.opts.Disabled {
 		return nil
 	}
-	rw := &resumeWriter{w: w, rc: http.NewResponseController(w), post: newAttachment(w, 0)}
+	rw := &resumeWriter{w: w, rc: http.NewResponseController(w), post: newAttachment(w, 0), async: r.ProtoMajor >= 2}
+	if !rw.async {
+		chunked := r.ProtoAtLeast(1, 1)
+		rw.post.closer = func(tail []byte) bool { return endHijacked(rw.rc, tail, chunked) }
+	}
 	rw.open = func() *replayStream {
 		var sr *sessionReplay
 		if l.live.with(key, func(ls *liveSession) *protocolError {
@@ -467,4 +500,32 @@ func (c *call) pollInline() {
 			rs.setPoll(d)
 		}
 	}
+}
+
+// endHijacked takes an HTTP/1 response over from net/http (which flushes
+// what it buffers), writes tail and, for a chunked body, its end, and
+// closes the connection, under a write deadline. The request's context
+// stays valid until its handler returns. It reports false when the
+// response cannot be taken over.
+func endHijacked(rc *http.ResponseController, tail []byte, chunked bool) bool {
+	conn, buf, err := rc.Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	conn.SetWriteDeadline(time.Now().Add(getStreamWriteTimeout))
+	if buf.Flush() != nil {
+		return true
+	}
+	var out []byte
+	if chunked {
+		if len(tail) > 0 {
+			out = appendChunk(out, tail)
+		}
+		out = append(out, lastChunk...)
+	} else {
+		out = tail
+	}
+	conn.Write(out)
+	return true
 }

@@ -67,6 +67,7 @@ type pollRig struct {
 	finish  chan struct{} // the tool may return
 	ctxErr  chan error    // the tool's ctx.Err() as it returns
 	calls   chan struct{} // one per run of the tool
+	srv     http.Handler
 }
 
 func newPollRig(t *testing.T, ro *server.ResumeOptions) *pollRig {
@@ -99,6 +100,7 @@ func newPollRigWith(t *testing.T, ro *server.ResumeOptions, mutate func(*server.
 				return &mcp.CallToolResult{Content: textContent("done")}, nil, nil
 			})
 	})
+	pr.srv = srv
 	pr.c = newLegacyRig(t, srv)
 	return pr
 }
@@ -108,7 +110,12 @@ const pollCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name"
 // post sends the poll call and returns the blocks of its response.
 func (pr *pollRig) post(t *testing.T, c *legacyClient) []sseBlock {
 	t.Helper()
-	res, err := http.DefaultClient.Do(c.newPost(context.Background(), pollCall))
+	return postWith(t, http.DefaultClient, c)
+}
+
+func postWith(t *testing.T, hc *http.Client, c *legacyClient) []sseBlock {
+	t.Helper()
+	res, err := hc.Do(c.newPost(context.Background(), pollCall))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +133,11 @@ func (pr *pollRig) post(t *testing.T, c *legacyClient) []sseBlock {
 // 200, the blocks, else the body.
 func resume(t *testing.T, c *legacyClient, lastID string) (int, []sseBlock, []byte) {
 	t.Helper()
+	return resumeWith(t, http.DefaultClient, c, lastID)
+}
+
+func resumeWith(t *testing.T, hc *http.Client, c *legacyClient, lastID string) (int, []sseBlock, []byte) {
+	t.Helper()
 	r, err := http.NewRequest(http.MethodGet, c.url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +145,7 @@ func resume(t *testing.T, c *legacyClient, lastID string) (int, []sseBlock, []by
 	r.Header.Set("Accept", "text/event-stream")
 	r.Header.Set("Mcp-Session-Id", c.sid)
 	r.Header.Set("Last-Event-ID", lastID)
-	res, err := http.DefaultClient.Do(r)
+	res, err := hc.Do(r)
 	if err != nil {
 		t.Fatal(err)
 	}
