@@ -282,3 +282,37 @@ func TestLegacyResumeHTTP2(t *testing.T) {
 		t.Errorf("GET carried %v", got)
 	}
 }
+
+// TestLegacyResumeNoHijack: when the POST's connection cannot be taken
+// over (a ResponseWriter without Hijack), CloseSSEStream fails with
+// ErrNotResumable and the result comes on the POST, once.
+func TestLegacyResumeNoHijack(t *testing.T) {
+	pr := newPollRig(t, nil)
+	post := func(body, sid string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+		}
+		w := httptest.NewRecorder()
+		pr.srv.ServeHTTP(w, r)
+		return w
+	}
+	sid := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"r","version":"1"}}}`, "").Header().Get("Mcp-Session-Id")
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- post(pollCall, sid) }()
+	if err := <-pr.closed; err != server.ErrNotResumable {
+		t.Errorf("CloseSSEStream = %v, want ErrNotResumable", err)
+	}
+	pr.proceed <- 0
+	<-pr.after
+	close(pr.finish)
+	w := <-done
+	blocks := readBlocks(t, w.Body)
+	got := summary(t, blocks, tokenOf(t, blocks))
+	want := []string{"0|1000|empty", "1||notifications/message before", "2||" + doneResult}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("POST carried %v, want %v", got, want)
+	}
+}
