@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -314,5 +315,48 @@ func TestLegacyResumeNoHijack(t *testing.T) {
 	want := []string{"0|1000|empty", "1||notifications/message before", "2||" + doneResult}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("POST carried %v, want %v", got, want)
+	}
+}
+
+// TestLegacyResumeTakesOverPost: a GET with Last-Event-ID while the POST
+// still carries the stream (as after a connection the client lost but the
+// server has not noticed) ends the POST's response; the call goes on and
+// the rest comes on the GET.
+func TestLegacyResumeTakesOverPost(t *testing.T) {
+	pr := newPollRig(t, nil)
+	c := pr.c
+	c.mustInitialize(mcp.ProtocolVersion20251125, `{}`)
+	res, err := http.DefaultClient.Do(c.newPost(context.Background(),
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"poll","arguments":{"keep":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-pr.closed // "before" is written; the POST stays open
+	br := bufio.NewReader(res.Body)
+	first, err := br.ReadString('\n') // the priming event's id line
+	if err != nil || !strings.HasPrefix(first, "id: ") {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	tok, _, _ := strings.Cut(strings.TrimSpace(first[4:]), ".")
+	get, err := openResume(c, tok+".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	rest := summary(t, readBlocks(t, br), tok) // the POST ends
+	res.Body.Close()
+	if len(rest) > 0 && strings.HasSuffix(rest[len(rest)-1], doneResult) {
+		t.Errorf("the POST carried the result: %v", rest)
+	}
+	pr.proceed <- 1
+	<-pr.after
+	close(pr.finish)
+	got := summary(t, readBlocks(t, get.Body), tok)
+	want := []string{"1||notifications/message before", "2||notifications/message after 0", "3||" + doneResult}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("GET carried %v, want %v", got, want)
+	}
+	if err := <-pr.ctxErr; err != nil {
+		t.Errorf("the takeover canceled the call: %v", err)
 	}
 }

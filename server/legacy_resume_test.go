@@ -87,10 +87,16 @@ func newPollRigWith(t *testing.T, ro *server.ResumeOptions, mutate func(*server.
 			mutate(o)
 		}
 		server.AddTool(ep, &mcp.Tool{Name: "poll", Description: "Closes its stream mid-call."},
-			func(ctx context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
+			func(ctx context.Context, req *server.Request, in struct {
+				Keep bool `json:"keep,omitempty"`
+			}) (*mcp.CallToolResult, any, error) {
 				pr.calls <- struct{}{}
 				req.Log(ctx, mcp.LevelInfo, "poll", "before")
-				pr.closed <- req.CloseSSEStream(250 * time.Millisecond)
+				if in.Keep {
+					pr.closed <- nil
+				} else {
+					pr.closed <- req.CloseSSEStream(250 * time.Millisecond)
+				}
 				for i := range <-pr.proceed {
 					req.Log(ctx, mcp.LevelInfo, "poll", fmt.Sprint("after ", i))
 				}
