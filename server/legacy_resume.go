@@ -248,11 +248,14 @@ func (sr *sessionReplay) empty(now time.Time) bool {
 	return len(sr.streams) == 0
 }
 
-// expireLocked drops the streams that ended more than Retention ago.
+// expireLocked drops the streams that ended more than Retention ago, and
+// ended streams with no event left (nothing to replay: a resumption of
+// one is refused, as after its events were evicted). Running streams are
+// bounded by the session's requests in flight, ended ones by MaxEvents.
 func (sr *sessionReplay) expireLocked(now time.Time) {
 	keep := sr.streams[:0]
 	for _, rs := range sr.streams {
-		if rs.ended && now.Sub(rs.endedAt) >= sr.l.opts.Retention {
+		if rs.ended && (len(rs.events) == 0 || now.Sub(rs.endedAt) >= sr.l.opts.Retention) {
 			sr.dropLocked(rs, len(rs.events))
 			continue
 		}
