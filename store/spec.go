@@ -98,9 +98,9 @@ func (s Spec) Describe(schema string) string {
 	switch s.Kind {
 	case SQLite:
 		if s.Path == sqlite.MemoryPath {
-			return "SQLite in memory (tasks are lost when the process stops)"
+			return "SQLite in memory, tasks are lost when the process stops"
 		}
-		return "SQLite file " + s.Path + " (tasks survive restarts)"
+		return "SQLite file " + s.Path + ", tasks survive restarts"
 	case Postgres:
 		if schema == "" {
 			schema = postgres.DefaultSchema

@@ -19,7 +19,12 @@
 // names the PostgreSQL schema holding the tables (default taskwire), so that
 // several deployments can share one database. --store-timeout (default 5s)
 // bounds every store call, so that a database that stops answering fails
-// task operations after that long instead of holding them.
+// task operations after that long instead of holding them;
+// --connect-timeout (default 10s) bounds connecting to PostgreSQL. Every
+// command checks the store before it says it is ready (see store.Open: a
+// SQLite file must take a write, a PostgreSQL server must answer) and prints
+// what it resolved to: the file, or host, port, database and schema, never
+// a password. A postgres:// URL must name its database.
 //
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run
@@ -66,8 +71,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
-	"github.com/taskwire/taskwire/store/sqlite"
 )
 
 // version is the taskwire release, set at build time with -ldflags.
@@ -127,6 +132,7 @@ type commonFlags struct {
 	schema   *string
 	logLevel *string
 	timeout  *time.Duration
+	connect  *time.Duration
 }
 
 // addCommonFlags defines --store and --log-level on fs.
@@ -139,6 +145,8 @@ func addCommonFlags(fs *flag.FlagSet) commonFlags {
 		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
 		timeout: fs.Duration("store-timeout", postgres.DefaultTimeout, "bound of every store call, connecting and "+
 			"waiting for a connection included: a database that stops answering fails calls after this `duration`"),
+		connect: fs.Duration("connect-timeout", store.DefaultConnectTimeout, "how long connecting to PostgreSQL may take "+
+			"before the command fails"),
 	}
 }
 
@@ -148,15 +156,19 @@ func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (stor
 	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
 		return storeSpec{}, nil, fmt.Errorf("--log-level: %w", err)
 	}
-	spec, err := parseStoreSpec(resolveStore(*c.store, getenv))
+	parsed, err := store.ParseSpec(resolveStore(*c.store, getenv))
 	if err != nil {
 		return storeSpec{}, nil, err
 	}
+	spec := storeSpec{Spec: parsed}
 	if err := spec.withSchema(*c.schema); err != nil {
 		return storeSpec{}, nil, err
 	}
 	if spec.Timeout = *c.timeout; spec.Timeout <= 0 {
 		return storeSpec{}, nil, errors.New("--store-timeout must be positive")
+	}
+	if spec.ConnectTimeout = *c.connect; spec.ConnectTimeout <= 0 {
+		return storeSpec{}, nil, errors.New("--connect-timeout must be positive")
 	}
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
@@ -290,7 +302,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
 		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
 	}
-	fmt.Fprintf(stdout, "taskwire: store %s%s\n", n.cfg.Store, describeStore(n.cfg.Store))
+	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
 	if n.cfg.Workers > 0 {
 		plural := "s"
 		if n.cfg.Workers == 1 {
@@ -320,20 +332,6 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	return nil
 }
 
-// describeStore adds a note on durability to the printed store.
-func describeStore(s storeSpec) string {
-	switch {
-	case s.Backend == backendSQLite && s.Path == sqlite.MemoryPath:
-		return " (in memory: tasks are lost when the process stops)"
-	case s.Backend == backendSQLite:
-		return " (SQLite file: tasks survive restarts)"
-	}
-	if s.Schema != "" {
-		return " (PostgreSQL, schema " + s.Schema + ")"
-	}
-	return " (PostgreSQL)"
-}
-
 // migrateCmd runs `taskwire migrate`: apply pending migrations and exit.
 func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
@@ -361,6 +359,6 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if err != nil {
 		return fmt.Errorf("migrate: store %s: %w", spec, err)
 	}
-	fmt.Fprintf(stdout, "taskwire: store %s is at schema version %d\n", spec, schemaVersion(spec))
+	fmt.Fprintf(stdout, "taskwire: store %s (%s) is at schema version %d\n", spec, spec.describe(), schemaVersion(spec))
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
-	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -166,7 +166,7 @@ func (c *nodeConfig) validate() error {
 // stop it with Shutdown.
 type node struct {
 	cfg   nodeConfig
-	store durableStore
+	store store.Backend
 
 	srv       *server.Server
 	hs        *http.Server
@@ -299,10 +299,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 // answer relay so that a client's answer reaching another node of the fleet
 // is forwarded to the node holding the call.
 func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRelay, error) {
-	switch st := n.store.(type) {
-	case *sqlite.Store:
-		return st.Sessions(), nil, nil
-	case *postgres.Store:
+	if st, ok := n.store.(*postgres.Store); ok {
 		relay, err := postgres.NewAnswerRelay(ctx, st, postgres.AnswerRelayOptions{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("answer relay: %w", err)
@@ -310,7 +307,7 @@ func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRe
 		n.relay = relay
 		return st.Sessions(), relay, nil
 	}
-	return nil, nil, fmt.Errorf("store %T keeps no sessions", n.store)
+	return n.store.Sessions(), nil, nil
 }
 
 func (n *node) URL() string { return n.url }

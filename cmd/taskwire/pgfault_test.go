@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/taskwire/taskwire/store"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,7 +34,7 @@ func proxiedPostgres(t *testing.T) (storeSpec, *faultnet.Proxy) {
 	}
 	t.Cleanup(func() { p.Close() })
 	u.Host = p.Addr()
-	return storeSpec{Backend: backendPostgres, URL: u.String(), Schema: testSchema(t, raw)}, p
+	return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: u.String()}, Schema: testSchema(t, raw)}, p
 }
 
 // clients makes mcptest clients for a node's URL that share one HTTP

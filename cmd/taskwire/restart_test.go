@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/taskwire/taskwire/store"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func TestRestartKeepsTasks(t *testing.T) {
 
 	// Node C: workers only, as `taskwire worker --store sqlite:…` runs.
 	start(t, nodeConfig{
-		Store:         storeSpec{Backend: backendSQLite, Path: db},
+		Store:         storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
 		Workers:       1,
 		ShutdownGrace: 200 * time.Millisecond,
 		workerPoll:    20 * time.Millisecond,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/taskwire/taskwire/store"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestSessionsAcrossPostgresNodes(t *testing.T) {
 	schema := testSchema(t, raw)
 	cfg := nodeConfig{
 		Addr:          "127.0.0.1:0",
-		Store:         storeSpec{Backend: backendPostgres, URL: raw, Schema: schema},
+		Store:         storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: schema},
 		ShutdownGrace: 200 * time.Millisecond,
 	}
 	a, b := start(t, cfg), start(t, cfg)

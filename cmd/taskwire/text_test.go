@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/taskwire/taskwire/store"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -20,11 +21,11 @@ import (
 func TestUnstorableText(t *testing.T) {
 	stores := map[string]func(t *testing.T) storeSpec{
 		"sqlite": func(t *testing.T) storeSpec {
-			return storeSpec{Backend: backendSQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}
+			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
 		},
 		"postgres": func(t *testing.T) storeSpec {
 			raw := pgtest.URL(t)
-			return storeSpec{Backend: backendPostgres, URL: raw, Schema: testSchema(t, raw)}
+			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
 		},
 	}
 	keys := []string{`bad\u0000key`, "bad\xffkey", "bad\xfekey"}
