@@ -67,6 +67,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -290,11 +291,32 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 }
 
 // runNode starts a node, reports where it runs, and stops it on SIGINT,
-// SIGTERM or the end of ctx.
+// SIGTERM or the end of ctx: the first signal drains (in-flight requests
+// and running jobs get --shutdown-grace, which is printed), a second one
+// stops at once (running jobs are cancelled and released to run again).
 func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	n, err := startNode(ctx, cfg)
+	signals := cfg.signals
+	if signals == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		signals = ch
+	}
+	// A signal during start-up abandons it.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	started := make(chan struct{})
+	var startWG sync.WaitGroup
+	startWG.Go(func() {
+		select {
+		case <-signals:
+			cancelStart()
+		case <-started:
+		}
+	})
+	n, err := startNode(startCtx, cfg)
+	close(started)
+	startWG.Wait()
+	cancelStart()
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -312,23 +334,35 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	} else {
 		fmt.Fprintln(stdout, "taskwire: no workers (API only): tasks wait for `taskwire worker` on the same store")
 	}
-	cfg.Logger.Info("started", "command", cmd, "workers", n.cfg.Workers)
+	n.cfg.Logger.Info("started", "command", cmd, "workers", n.cfg.Workers)
 
 	var runErr error
 	select {
 	case <-ctx.Done():
+	case <-signals:
 	case runErr = <-n.Failed():
-		cfg.Logger.Error("stopping after a failure", "err", runErr)
+		n.cfg.Logger.Error("stopping after a failure", "err", runErr)
 	}
-	stop() // a second SIGINT ends the process at once
-	cfg.Logger.Info("shutting down")
-	if err := n.Shutdown(); err != nil {
-		runErr = errors.Join(runErr, err)
+	fmt.Fprintf(stdout, "taskwire: draining: in-flight requests and running jobs have up to %v each to finish "+
+		"(--shutdown-grace); press Ctrl-C again to stop at once\n", n.cfg.ShutdownGrace)
+	n.cfg.Logger.Info("shutting down")
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown() }()
+	var shutErr error
+	select {
+	case shutErr = <-done:
+	case <-signals:
+		fmt.Fprintln(stdout, "taskwire: stopping at once: running jobs are cancelled and will run again later")
+		n.StopNow()
+		shutErr = <-done
+	}
+	if shutErr != nil {
+		runErr = errors.Join(runErr, shutErr)
 	}
 	if runErr != nil {
 		return fmt.Errorf("%s: %w", cmd, runErr)
 	}
-	cfg.Logger.Info("stopped")
+	n.cfg.Logger.Info("stopped")
 	return nil
 }
 

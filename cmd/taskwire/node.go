@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -121,6 +122,8 @@ type nodeConfig struct {
 	// wrapListener, for tests, wraps the TCP listener before the
 	// connection limit.
 	wrapListener func(net.Listener) net.Listener
+	// signals, for tests, replaces SIGINT and SIGTERM in runNode.
+	signals <-chan os.Signal
 }
 
 // validate checks the configuration and fills in defaults.
@@ -311,6 +314,18 @@ func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRe
 }
 
 func (n *node) URL() string { return n.url }
+
+// StopNow cuts a Shutdown under way short: open HTTP connections are
+// closed and running jobs are cancelled, to be released and run again
+// later. Shutdown still returns only once everything has stopped.
+func (n *node) StopNow() {
+	if n.hs != nil {
+		n.hs.Close()
+	}
+	if n.rt != nil {
+		n.rt.StopRunning()
+	}
+}
 
 // Failed delivers an error when the HTTP server or the worker runtime
 // stops by itself.
