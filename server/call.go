@@ -52,7 +52,7 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 			me  *mcp.Error
 		)
 		if !errors.As(err, &rej) && !errors.As(err, &me) {
-			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err, credentials(r.Header)...))
 		}
 		s.reject(ep, w, req.ID, asProtocolError(err))
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskwire/taskwire/internal/logtext"
 	"maps"
 	"slices"
 	"time"
@@ -68,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		if err != nil {
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.
-			s.log.Error("postgres: failing a task whose stored data is unreadable", "task", j.TaskID, "err", err)
+			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
 			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON); err != nil &&
 				!errors.Is(err, worker.ErrLeaseLost) {
 				return nil, err
