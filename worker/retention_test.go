@@ -191,7 +191,9 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 		watch.await(t, "expired tasks deleted and the outbox pruned", func() bool {
 			tasksLeft, _, outboxLeft = stats()
 			return tasksLeft == 0 && outboxLeft == 0
-		}, func() string { return fmt.Sprintf("round %d: %d tasks, %d outbox rows left", round, tasksLeft, outboxLeft) })
+		}, func() string {
+			return fmt.Sprintf("round %d: %d tasks, %d outbox rows left", round, tasksLeft, outboxLeft)
+		})
 	}
 	if maxOutbox > 3*perRound {
 		t.Errorf("the outbox held %d rows in a round of %d tasks", maxOutbox, perRound)
