@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/taskwire/taskwire/store"
 	"io"
 	"log/slog"
 	"maps"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
 

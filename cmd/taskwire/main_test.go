@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/taskwire/taskwire/store"
 	"io"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/taskwire/taskwire/store"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 )
 
 // testSchema returns a fresh schema name, dropped when the test ends.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/taskwire/taskwire/store"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/taskwire/taskwire/store"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 )
 
 // legacyPost sends one 2025-11-25 message to url, inside session sid when

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/taskwire/taskwire/store"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/store"
 )
 
 func TestUserDataDir(t *testing.T) {

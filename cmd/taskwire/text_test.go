@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/taskwire/taskwire/store"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 )
 
 // TestUnstorableText sends idempotency keys that no store can keep as text
