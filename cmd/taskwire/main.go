@@ -365,8 +365,15 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	case runErr = <-n.Failed():
 		n.cfg.Logger.Error("stopping after a failure", "err", runErr)
 	}
-	fmt.Fprintf(stdout, "taskwire: draining: in-flight requests and running jobs have up to %v each to finish "+
-		"(--shutdown-grace); press Ctrl-C again to stop at once\n", n.cfg.ShutdownGrace)
+	what := "in-flight requests and running jobs have"
+	switch {
+	case n.hs == nil:
+		what = "running jobs have"
+	case n.rt == nil:
+		what = "in-flight requests have"
+	}
+	fmt.Fprintf(stdout, "taskwire: draining: %s up to %v each to finish (--shutdown-grace); "+
+		"press Ctrl-C again to stop at once\n", what, n.cfg.ShutdownGrace)
 	n.cfg.Logger.Info("shutting down")
 	done := make(chan error, 1)
 	go func() { done <- n.Shutdown() }()
