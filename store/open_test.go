@@ -188,6 +188,7 @@ func TestMigrateFrozenAfterConnect(t *testing.T) {
 	start := time.Now()
 	err = s.Migrate(context.Background())
 	elapsed := time.Since(start)
+	p.Unfreeze() // let the store's listener reconnect and Close promptly
 	p.Drop()
 	s.Close()
 	if err == nil || !strings.Contains(err.Error(), "within 400ms") {
