@@ -15,11 +15,12 @@ type Pruner interface {
 	// PruneOutbox deletes at most limit outbox rows created before the
 	// given time, oldest first, and returns how many.
 	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
-	// PruneJobs deletes at most limit job rows of finished tasks (job state
-	// done), and returns how many. The task rows, which hold what clients
-	// read, stay until their TTL passes; a finished job is read by
-	// nothing.
-	PruneJobs(ctx context.Context, limit int) (int, error)
+	// PruneJobs deletes at most limit job rows of tasks that finished
+	// (job state done) before the given time, by the task's last update,
+	// and returns how many. The task rows, which hold what clients read,
+	// stay until their TTL passes; a finished job is read by operators
+	// only (its attempt, failure and interrupted-run counts).
+	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Maintenance transitions of pruning, as reported to Metrics.Maintenance.
@@ -27,13 +28,17 @@ const (
 	// TransitionOutboxPruned: outbox rows older than
 	// Options.OutboxRetention were deleted by Pruner.PruneOutbox.
 	TransitionOutboxPruned Transition = "outbox_pruned"
-	// TransitionJobPruned: job rows of finished tasks were deleted by
-	// Pruner.PruneJobs.
+	// TransitionJobPruned: job rows of tasks finished longer than
+	// Options.JobRetention ago were deleted by Pruner.PruneJobs.
 	TransitionJobPruned Transition = "job_pruned"
 )
 
-// defaultOutboxRetention is the default Options.OutboxRetention.
-const defaultOutboxRetention = time.Hour
+// defaultOutboxRetention and defaultJobRetention are the defaults of
+// Options.OutboxRetention and Options.JobRetention.
+const (
+	defaultOutboxRetention = time.Hour
+	defaultJobRetention    = time.Hour
+)
 
 // pruneOutbox is one Pruner.PruneOutbox call, with the retention horizon.
 func (rt *Runtime) pruneOutbox(p Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
@@ -42,7 +47,9 @@ func (rt *Runtime) pruneOutbox(p Pruner) func(ctx context.Context, now time.Time
 	}
 }
 
-// pruneJobs is one Pruner.PruneJobs call.
-func pruneJobs(p Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
-	return func(ctx context.Context, _ time.Time, limit int) (int, error) { return p.PruneJobs(ctx, limit) }
+// pruneJobs is one Pruner.PruneJobs call, with the retention horizon.
+func (rt *Runtime) pruneJobs(p Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
+	return func(ctx context.Context, now time.Time, limit int) (int, error) {
+		return p.PruneJobs(ctx, now.Add(-rt.opts.JobRetention), limit)
+	}
 }

@@ -142,7 +142,7 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 	rt, err := worker.New(worker.Options{
 		Store: st, Events: st.EventPublisher(), Concurrency: 8, Now: now, Metrics: watch,
 		PollInterval: 5 * time.Millisecond, CleanupEvery: time.Millisecond, CleanupBatch: batch,
-		OutboxRetention: ttl, ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler),
+		OutboxRetention: ttl, JobRetention: ttl / 2, ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler),
 	})
 	must(t, err)
 	must(t, worker.Handle(rt, "noop", func(context.Context, *worker.JobContext, struct{}) (struct{}, error) {
@@ -171,7 +171,12 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 		watch.await(t, "the round's completions", func() bool {
 			return watch.count(worker.TransitionCompleted) == (round+1)*perRound
 		})
-		// Finished jobs go at once; their tasks stay readable.
+		// Finished jobs stay for JobRetention, then go; their tasks stay
+		// readable.
+		if _, jobs, _ := stats(); jobs != perRound {
+			t.Fatalf("round %d: %d jobs within their retention, want %d", round, jobs, perRound)
+		}
+		clock.Add(int64(ttl/2 + time.Second))
 		watch.await(t, "finished jobs pruned", func() bool { _, jobs, _ := stats(); return jobs == 0 })
 		tasks, _, outbox := stats()
 		if tasks != perRound {
@@ -181,7 +186,7 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 
 		// Past the TTL the tasks are invisible at once, then deleted; past
 		// the retention the outbox rows go.
-		clock.Add(int64(2 * ttl))
+		clock.Add(int64(2*ttl - ttl/2 - time.Second))
 		r := rc
 		r.TaskID = last
 		if _, found, err := st.FindTask(ctx, r); err != nil || found {

@@ -72,6 +72,11 @@ type Options struct {
 	// bridge by catching up from the outbox. Default 1 h; negative keeps
 	// the outbox unpruned.
 	OutboxRetention time.Duration
+	// JobRetention is how long the job rows of finished tasks are kept
+	// when the store is a Pruner, for operators to inspect their attempt,
+	// failure and interrupted-run counts. Default 1 h; negative keeps
+	// them unpruned.
+	JobRetention time.Duration
 
 	// Backoff returns the delay before the next attempt after the given
 	// number of failures (1 after the first). It must be safe for
@@ -180,6 +185,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OutboxRetention == 0 {
 		o.OutboxRetention = defaultOutboxRetention
+	}
+	if o.JobRetention == 0 {
+		o.JobRetention = defaultJobRetention
 	}
 	if o.CleanupBatch == 0 {
 		o.CleanupBatch = defaultCleanupBatch
@@ -301,9 +309,11 @@ func (rt *Runtime) Run(ctx context.Context) error {
 				rt.maintain(ctx, rt.opts.CleanupEvery, TransitionOutboxPruned, rt.opts.CleanupBatch, rt.pruneOutbox(p))
 			})
 		}
-		maint.Go(func() {
-			rt.maintain(ctx, rt.opts.CleanupEvery, TransitionJobPruned, rt.opts.CleanupBatch, pruneJobs(p))
-		})
+		if rt.opts.JobRetention > 0 {
+			maint.Go(func() {
+				rt.maintain(ctx, rt.opts.CleanupEvery, TransitionJobPruned, rt.opts.CleanupBatch, rt.pruneJobs(p))
+			})
+		}
 	}
 
 	if bc, ok := rt.opts.Store.(BatchCompleter); ok {

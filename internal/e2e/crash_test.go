@@ -281,6 +281,20 @@ func sqliteJobs(t *testing.T, db, state string) map[string]string {
 	return out
 }
 
+// sqliteCompleted returns the IDs of the completed tasks. It reads the task
+// rows, not the jobs: the workers' retention prunes done jobs as they go.
+func sqliteCompleted(t *testing.T, db string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	queryFile(t, db, "SELECT id FROM tasks WHERE status = 'completed'", nil, func(rows *sql.Rows) error {
+		var id string
+		err := rows.Scan(&id)
+		out[id] = true
+		return err
+	})
+	return out
+}
+
 // sqliteAttempts returns the attempt number of every job.
 func sqliteAttempts(t *testing.T, db string) map[string]int64 {
 	t.Helper()

@@ -94,7 +94,7 @@ func TestRepeatedWorkerCrashes(t *testing.T) {
 	victims := map[string]bool{} // runs the kills interrupted, but the long task's
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		done := sqliteJobs(t, db, "done")
+		done := sqliteCompleted(t, db)
 		if len(done) == n+1 {
 			break
 		}

@@ -67,8 +67,13 @@ func TestListUpgradeAndNodes(t *testing.T) {
 		t.Errorf("listing across nodes (-want +got):\n%s", diff)
 	}
 	var indexes int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND tablename = 'tasks'
-		AND indexdef LIKE '%(endpoint, tenant, created_at, id)%'`, schema).Scan(&indexes); err != nil || indexes != 1 {
+	// pg_index of this schema's tasks table only: pg_indexes would render
+	// the definition of every index in the database, and fail when another
+	// test drops its schema meanwhile ("could not open relation").
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_index i
+		JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+		WHERE n.nspname = $1 AND t.relname = 'tasks'
+		AND pg_get_indexdef(i.indexrelid) LIKE '%(endpoint, tenant, created_at, id)%'`, schema).Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("listing indexes after the upgrade: %d, %v; want the one built beforehand", indexes, err)
 	}
 	other := openStore(t, newSchema(t), nil)

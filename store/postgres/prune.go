@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/taskwire/taskwire/worker"
 )
@@ -14,12 +15,13 @@ var _ worker.Pruner = (*Store)(nil)
 // Autovacuum makes the space of deleted rows reusable, so the table stops
 // growing once pruning keeps up. A fenced write for a pruned job finds no
 // row and fails with worker.ErrLeaseLost, as for any finished job.
-func (s *Store) PruneJobs(ctx context.Context, limit int) (int, error) {
+func (s *Store) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit < 1 {
 		return 0, nil
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.q.ident+`.jobs WHERE task_id IN (
-		SELECT task_id FROM `+s.q.ident+`.jobs WHERE state = 'done' LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
+		SELECT j.task_id FROM `+s.q.ident+`.jobs j JOIN `+s.q.ident+`.tasks t ON t.id = j.task_id
+		WHERE j.state = 'done' AND t.updated_at < $1 LIMIT $2 FOR UPDATE OF j SKIP LOCKED)`, before, limit)
 	if err != nil {
 		return 0, wrapErr("prune jobs", err)
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"time"
 
 	"github.com/taskwire/taskwire/worker"
 )
@@ -14,14 +15,15 @@ var _ worker.Pruner = (*Store)(nil)
 // so the file stops growing once pruning keeps up; it does not shrink
 // (VACUUM does that). A fenced write for a pruned job finds no row and
 // fails with worker.ErrLeaseLost, as for any finished job.
-func (s *Store) PruneJobs(ctx context.Context, limit int) (int, error) {
+func (s *Store) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit < 1 {
 		return 0, nil
 	}
 	var n int
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE task_id IN (
-			SELECT task_id FROM jobs WHERE state = 'done' LIMIT ?)`, limit)
+			SELECT j.task_id FROM jobs j JOIN tasks t ON t.id = j.task_id
+			WHERE j.state = 'done' AND t.updated_at < ? LIMIT ?)`, before.UnixMilli(), limit)
 		if err != nil {
 			return nil, wrapErr("prune jobs", err)
 		}

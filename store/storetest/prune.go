@@ -30,13 +30,19 @@ func testPrune(t *testing.T, open opener) {
 	live := claimOne(t, b, c, running.ID())
 	waiting := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
 
+	// Nothing finished before the horizon: nothing is pruned.
+	if n, err := p.PruneJobs(bg, c.Now().Add(-time.Second), 100); err != nil || n != 0 {
+		t.Fatalf("PruneJobs before the tasks finished = %d, %v; want 0", n, err)
+	}
+	c.Advance(time.Second)
+	now := c.Now()
 	for _, want := range []int{2, 2, 1, 0} {
-		if n, err := p.PruneJobs(bg, 2); err != nil || n != want {
-			t.Fatalf("PruneJobs(2) = %d, %v; want %d", n, err, want)
+		if n, err := p.PruneJobs(bg, now, 2); err != nil || n != want {
+			t.Fatalf("PruneJobs(now, 2) = %d, %v; want %d", n, err, want)
 		}
 	}
-	if n, err := p.PruneJobs(bg, 0); err != nil || n != 0 {
-		t.Fatalf("PruneJobs(0) = %d, %v", n, err)
+	if n, err := p.PruneJobs(bg, now, 0); err != nil || n != 0 {
+		t.Fatalf("PruneJobs(now, 0) = %d, %v", n, err)
 	}
 	for _, j := range finished {
 		got := mustFind(t, b, j.TaskID)
