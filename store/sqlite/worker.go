@@ -312,6 +312,9 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 			if err != nil {
 				return nil, err
 			}
+			if err := setCompletionProgress(ctx, tx, it); err != nil {
+				return nil, err
+			}
 			if err := setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs); err != nil {
 				return nil, err
 			}
