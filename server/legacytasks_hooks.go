@@ -119,6 +119,28 @@ func (ep *Endpoint) legacyTaskCallTool(ctx context.Context, lc *legacyCall, t *t
 	return nil, OutcomeProtocolError, errNeedsTaskClient
 }
 
+// errTaskForbidden is a tool that never runs as a task, called with
+// params.task by a client that has tasks (2025-11-25: SHOULD be -32601).
+var errTaskForbidden = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeMethodNotFound,
+	"Method not found: this tool cannot be called as a task (its taskSupport is forbidden)"))
+
+// refuseForbiddenTask returns errTaskForbidden when the session has tasks
+// and the call carries params.task, and nil otherwise: a client without
+// tasks has its params.task ignored.
+func (ep *Endpoint) refuseForbiddenTask(lc *legacyCall) *protocolError {
+	if !ep.sessionHasTasks(lc) {
+		return nil
+	}
+	augmented, perr := taskParam(lc.c.req.Params)
+	if perr != nil {
+		return perr
+	}
+	if augmented {
+		return errTaskForbidden
+	}
+	return nil
+}
+
 // taskParam reports whether tools/call params carry a "task" member, which
 // must be a TaskMetadata object. Its ttl is a request the server may
 // override: the task's lifetime is the manager's (the tool's enqueue

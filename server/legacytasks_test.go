@@ -194,6 +194,11 @@ func TestLegacyTaskCallRules(t *testing.T) {
 		// A 2026 capability in a legacy request's _meta offers nothing.
 		{without, `{"name":"opt","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`,
 			`{"content":[{"type":"text","text":"inline"}]}`},
+		// A tool that never runs as a task, called as one: -32601 for a
+		// client with tasks; a client without tasks has params.task ignored.
+		{withTasks, `{"name":"plain","arguments":{},"task":{}}`, `{"code":-32601,"message":"Method not found: this tool cannot be called as a task (its taskSupport is forbidden)"}`},
+		{without, `{"name":"plain","arguments":{},"task":{}}`, `{"content":[{"type":"text","text":"plain"}]}`},
+		{withTasks, `{"name":"nosuch","arguments":{},"task":{}}`, `{"code":-32602,"message":"Invalid params: unknown tool"}`},
 		{withTasks, `{"name":"build","arguments":{},"task":{"ttl":-1}}`, `{"code":-32602,"message":"Invalid params: task must be an object with an optional non-negative integer ttl"}`},
 	}
 	for _, tt := range tests {

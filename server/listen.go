@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -30,6 +31,11 @@ type subscription struct {
 	// taken over (see detach).
 	gone     <-chan struct{}
 	detached bool // taken over from net/http (see detach)
+	// direct is set once the stream can be written without waiting
+	// (see responseStream.tryNotifyTask): hints for it are then delivered
+	// by the fan-out (see registry.fanOut) instead of waking the listen's
+	// goroutine, which only takes over what the fan-out hands back.
+	direct atomic.Bool
 
 	// Guarded by the registry's mutex.
 	watching map[string]bool
@@ -40,10 +46,15 @@ type subscription struct {
 	accepted map[string]bool // nil while authorizing: keep every hint
 	wake     chan struct{}
 
-	// Owned by the listen goroutine.
+	// pmu guards the projection state below. The listen goroutine holds
+	// it while it projects or renews (and may then wait: for a lookup, a
+	// slow client, the authorizer); the fan-out only tries it, and hands
+	// the hint back to the listen when it is held.
+	pmu      sync.Mutex
 	last     map[string]sentState
 	terminal map[string]bool
 	inFlight chan struct{} // closed when the current lookup returns; nil when none
+	until    time.Time     // the current grant's end
 	// authorizing is closed when a renewal's authorizer that outlived
 	// AuthorizationTimeout returns; nil when none is running. The listen
 	// owns that goroutine: its request does not finish, nor give its
@@ -64,18 +75,57 @@ func (st sentState) body() string { return st.prefix + st.id + st.suffix }
 func (s *subscription) lock()   { s.mu.Lock() }
 func (s *subscription) unlock() { s.mu.Unlock() }
 
-// enqueue records a hint without blocking.
+// enqueue records a hint without blocking and wakes the listen.
 func (s *subscription) enqueue(id string) {
+	s.record(id)
+	s.poke()
+}
+
+// record queues a hint without waking the listen.
+func (s *subscription) record(id string) {
 	s.lock()
 	if (s.accepted == nil || s.accepted[id]) && !s.queued[id] {
 		s.queue = append(s.queue, id)
 		s.queued[id] = true
 	}
 	s.unlock()
+}
+
+// poke wakes the listen's goroutine without blocking.
+func (s *subscription) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// take is the fan-out's hint for id: it reports whether s accepts id,
+// and removes a copy of the hint still queued, which the fan-out's
+// projection covers. Before acceptance (authorizing), it queues the hint
+// instead and wakes s, as enqueue would, and reports false.
+func (s *subscription) take(id string) bool {
+	s.lock()
+	defer s.unlock()
+	switch {
+	case s.accepted == nil:
+		if !s.queued[id] {
+			s.queue = append(s.queue, id)
+			s.queued[id] = true
+		}
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		return false
+	case !s.accepted[id]:
+		return false
+	case len(s.queue) > 0 && s.queued[id]: // most often the queue is empty
+		delete(s.queued, id)
+		if i := slices.Index(s.queue, id); i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+		}
+	}
+	return true
 }
 
 // next pops the oldest queued ID.
@@ -180,6 +230,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if err != nil {
 		return nil, OutcomeProtocolError, errSubscriptionDenied
 	}
+	s.until = grant.Until
 	accepted := ep.reconcile(ctx, s, requested, grant, false)
 	s.accept(setOfIDs(accepted))
 	for _, id := range requested {
@@ -228,6 +279,9 @@ func (ep *Endpoint) detach(ctx context.Context, s *subscription) (context.Contex
 	}
 	s.gone = s.c.stream.gone
 	s.detached = true
+	if s.c.stream.raw != nil {
+		s.direct.Store(true)
+	}
 	s.c.srv.subs.detach()
 	s.c.detached = true
 	s.c.r = nil // nothing reads the request any more: let it go
@@ -430,20 +484,34 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 			grant = g
 			renew.Reset(renewalDelay(srv.opts.now(), grant.Until))
 		case <-s.wake:
-			for {
-				id, ok := s.next()
-				if !ok {
-					break
-				}
-				if !ep.project(ctx, s, id, grant) {
-					return false
-				}
-				if ctx.Err() != nil {
-					return !s.left()
-				}
+			if !ep.drain(ctx, s, grant) {
+				return false
+			}
+			if ctx.Err() != nil {
+				return !s.left()
 			}
 		}
 	}
+}
+
+// drain writes what the fan-out left pending and projects every queued
+// hint. It reports false when the stream failed.
+func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant SubscriptionGrant) bool {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.c.stream.flushPending() != nil {
+		return false
+	}
+	for ctx.Err() == nil {
+		id, ok := s.next()
+		if !ok {
+			break
+		}
+		if !ep.project(ctx, s, id, grant) {
+			return false
+		}
+	}
+	return true
 }
 
 // renewalDelay is half the remaining grant plus a stagger of up to
@@ -462,7 +530,9 @@ func renewalDelay(now, until time.Time) time.Duration {
 }
 
 // renew re-authorizes the listen and reconciles its accepted IDs, which can
-// only shrink. It reports false when the listen must end.
+// only shrink. It reports false when the listen must end. While the
+// authorizer decides, the current grant holds and the fan-out goes on
+// delivering; the reconciliation holds the projection lock.
 func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant SubscriptionGrant) (SubscriptionGrant, bool) {
 	s.lock()
 	current := make([]string, 0, len(s.accepted))
@@ -475,6 +545,9 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	if err != nil {
 		return grant, false
 	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.until = g.Until
 	kept := ep.reconcile(ctx, s, current, g, true)
 	keep := setOfIDs(kept)
 	s.accept(keep)

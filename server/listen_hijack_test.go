@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -252,5 +254,49 @@ func TestListenHTTP10NotTakenOver(t *testing.T) {
 	case <-hijacked:
 		t.Error("the HTTP/1.0 connection was taken over")
 	default:
+	}
+}
+
+// TestListenDeliversWhileRenewing, over real loopback HTTP/1.1: while a
+// listen's renewal waits for the authorizer, the current grant holds and
+// the fan-out keeps delivering its notifications; the renewal's end
+// (here: the authorizer's refusal) then ends the listen gracefully.
+func TestListenDeliversWhileRenewing(t *testing.T) {
+	renewing, release := make(chan struct{}), make(chan struct{})
+	auth := &testAuthorizer{fn: func(ctx context.Context, req *server.SubscriptionRequest) (server.SubscriptionGrant, error) {
+		if !req.Renewal {
+			return server.SubscriptionGrant{Until: time.Now().Add(6 * time.Second)}, nil
+		}
+		close(renewing)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return server.SubscriptionGrant{}, errors.New("no renewal")
+	}}
+	finished := make(chan server.Outcome, 4)
+	r, _ := newListenRig(t, &server.SubscriptionOptions{Authorizer: auth, AuthorizationTimeout: 10 * time.Second},
+		func(r *taskRig, o *server.Options) {
+			o.Observer = &listenObserver{taskObserver: r.obs, finished: finished}
+			o.KeepAliveInterval = time.Hour
+		})
+	id := r.createTask(t, `{"n":1}`, nil)
+	ts, hijacked := hijackRig(t, r.srv)
+	defer r.srv.Close() // before ts.Close
+	resp, br := openRawListen(t, ts.Client(), ts.URL+"/mcp", "7", "", id)
+	defer resp.Body.Close()
+	waitFor(t, "the listen's connection to be taken over", hijacked)
+	waitFor(t, "the renewal", renewing)
+
+	taskMust(t)(r.mem.MarkWorking(id, "during the renewal"))
+	if m := nextData(t, br); m.Method != mcp.NotificationTasks || m.Params.TaskID != id || m.Params.Status != "working" {
+		t.Fatalf("while renewing: %s", m.raw)
+	}
+	close(release)
+	if final := nextData(t, br); string(final.ID) != "7" || !strings.Contains(string(final.raw), `"result":`) {
+		t.Errorf("after the refused renewal: %s", final.raw)
+	}
+	if out := waitOutcome(t, finished); out != server.OutcomeComplete {
+		t.Errorf("the listen finished %s, want complete", out)
 	}
 }

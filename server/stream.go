@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -17,6 +19,11 @@ import (
 // final response. Exactly one final response is written; later writes are
 // dropped. Safe for concurrent use.
 type responseStream struct {
+	// sink, when set, carries every message whole instead of an HTTP
+	// response (a transport without HTTP framing, such as stdio; see
+	// newMessageStream); w and rc are then nil.
+	sink messageSink
+
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	keepAlive time.Duration
@@ -39,7 +46,18 @@ type responseStream struct {
 	// conn is the connection once the stream has been taken over from
 	// net/http (see hijack); w and rc are then nil, and every write is a
 	// chunk of the response's chunked body.
-	conn     net.Conn
+	conn net.Conn
+	// raw is conn's descriptor when it has one (plain TCP), for the
+	// fan-out's writes that must never wait (tryNotifyTask); rawWrite
+	// writes wbuf through it, leaving the result in wn and werr.
+	raw      syscall.RawConn
+	rawWrite func(fd uintptr) bool
+	wbuf     []byte
+	wn       int
+	werr     error
+	// pending is the unwritten tail of a frame tryNotifyTask could only
+	// partly write; every later write sends it first. At most one frame.
+	pending  []byte
 	gone     chan struct{} // closed by the reader when the client has left (hijacked streams)
 	read     chan struct{} // closed when the reader has ended
 	sse      bool
@@ -51,6 +69,21 @@ type responseStream struct {
 
 func newResponseStream(w http.ResponseWriter, keepAlive time.Duration) *responseStream {
 	return &responseStream{w: w, rc: http.NewResponseController(w), keepAlive: keepAlive}
+}
+
+// messageSink is the message half of a transport that frames messages
+// itself (stdio): send writes, or queues in order, one complete encoded
+// JSON-RPC message; msg is reused once send returns. It fails once the
+// transport can carry no more.
+type messageSink interface {
+	send(msg []byte) error
+}
+
+// newMessageStream returns a stream whose messages all go to sink: the
+// notifications, server-to-client requests and final response of one
+// request, with no HTTP status, headers, SSE framing or keep-alives.
+func newMessageStream(sink messageSink) *responseStream {
+	return &responseStream{sink: sink, sse: true}
 }
 
 // notify sends a notification related to the request, switching the
@@ -134,6 +167,14 @@ func (st *responseStream) comment() error {
 // writeLocked writes b at once under the write deadline and flushes it:
 // through net/http, or as one chunk straight to a hijacked connection.
 func (st *responseStream) writeLocked(b []byte) error {
+	if st.sink != nil {
+		// A message transport carries messages, not SSE: a comment
+		// (keep-alive) is dropped, an event's data is sent whole.
+		if msg, ok := bytes.CutPrefix(b, sseData); ok {
+			return st.sink.send(bytes.TrimSuffix(msg, sseEventEnd))
+		}
+		return nil
+	}
 	st.setWriteDeadlineLocked()
 	if st.conn == nil {
 		if _, err := st.w.Write(b); err != nil {
@@ -141,10 +182,96 @@ func (st *responseStream) writeLocked(b []byte) error {
 		}
 		return st.rc.Flush()
 	}
+	if len(st.pending) > 0 {
+		if _, err := st.conn.Write(st.pending); err != nil {
+			return err
+		}
+		st.pending = nil
+	}
 	bp := getBuf()
 	defer putBuf(bp)
 	*bp = appendChunk((*bp)[:0], b)
 	_, err := st.conn.Write(*bp)
+	return err
+}
+
+// tryResult is what tryNotifyTask did.
+type tryResult int
+
+const (
+	// tryRefused: nothing was written (the stream is busy, backed up, or
+	// cannot be written without waiting); the caller hands the
+	// notification to the listen's own goroutine.
+	tryRefused tryResult = iota
+	// trySent: the whole frame was written.
+	trySent
+	// tryPartial: the frame's head was written and its tail kept in
+	// pending; the listen's goroutine must be woken to write it
+	// (flushPending) under the write deadline.
+	tryPartial
+	// tryFinished: the final response is written; nothing more is sent.
+	tryFinished
+)
+
+// tryNotifyTask sends a notifications/tasks message whose params are
+// prefix, id and suffix, like notifyTask, but never waits: not for the
+// stream's lock (held by a keep-alive, a blocking write or the final
+// response), nor for room in the socket's send buffer. It writes only to
+// a stream taken over from net/http with a descriptor, and only when no
+// earlier frame's tail is pending, so frames never interleave.
+func (st *responseStream) tryNotifyTask(prefix, id, suffix string) tryResult {
+	if !st.mu.TryLock() {
+		return tryRefused
+	}
+	defer st.mu.Unlock()
+	if st.finished {
+		return tryFinished
+	}
+	if st.rawWrite == nil || len(st.pending) > 0 {
+		return tryRefused
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	n := len(sseData) + len(taskNotificationStart) + len(prefix) + len(id) + len(suffix) + 1 + len(sseEventEnd)
+	b := strconv.AppendInt((*bp)[:0], int64(n), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, sseData...)
+	b = append(b, taskNotificationStart...)
+	b = append(b, prefix...)
+	b = append(b, id...)
+	b = append(b, suffix...)
+	b = append(b, '}')
+	b = append(b, sseEventEnd...)
+	*bp = append(b, "\r\n"...)
+	// A write deadline that has passed (set by an earlier blocking write)
+	// would refuse the write; renewing it costs a clock read, and a call
+	// into the poller about once per eighth of WriteTimeout.
+	st.setWriteDeadlineLocked()
+	st.wbuf, st.wn, st.werr = *bp, 0, nil
+	err := st.raw.Write(st.rawWrite)
+	st.wbuf = nil
+	w := st.wn
+	if err != nil || st.werr != nil || w <= 0 {
+		return tryRefused
+	}
+	if w < len(*bp) {
+		st.pending = append([]byte(nil), (*bp)[w:]...)
+		return tryPartial
+	}
+	return trySent
+}
+
+// flushPending writes the tail tryNotifyTask left, under the write
+// deadline.
+func (st *responseStream) flushPending() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished || len(st.pending) == 0 {
+		return nil
+	}
+	st.setWriteDeadlineLocked()
+	_, err := st.conn.Write(st.pending)
+	st.pending = nil
 	return err
 }
 
@@ -203,6 +330,9 @@ func (st *responseStream) keepAliveLoop() {
 }
 
 func (st *responseStream) writeEventLocked(msg []byte) error {
+	if st.sink != nil {
+		return st.sink.send(msg)
+	}
 	if st.conn != nil {
 		bp := getBuf()
 		defer putBuf(bp)
@@ -315,18 +445,41 @@ func (st *responseStream) abandon() bool {
 func (st *responseStream) hijack(left func()) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.finished || !st.sse || st.stop != nil {
+	if st.finished || !st.sse || st.stop != nil || st.sink != nil {
 		return false
 	}
 	conn, _, err := st.rc.Hijack() // flushes what net/http still buffers
 	if err != nil {
 		return false
 	}
-	st.conn, st.w, st.rc = conn, nil, nil
+	st.takeOverLocked(conn)
 	st.deadline = 0 // Hijack cleared the connection's deadlines
 	st.gone, st.read = make(chan struct{}), make(chan struct{})
 	go st.readUntilGone(conn, left)
 	return true
+}
+
+// takeOverLocked makes conn the stream's connection, written without
+// net/http, and keeps its descriptor for tryNotifyTask when it has one.
+func (st *responseStream) takeOverLocked(conn net.Conn) {
+	st.conn, st.w, st.rc = conn, nil, nil
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return // TLS, or a wrapped connection: every write may wait
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	st.raw = raw
+	st.rawWrite = func(fd uintptr) bool { // runs under st.mu
+		for {
+			st.wn, st.werr = syscall.Write(int(fd), st.wbuf)
+			if st.werr != syscall.EINTR {
+				return true // EAGAIN too: never wait for the socket
+			}
+		}
+	}
 }
 
 // readUntilGone reads (and drops) whatever the client sends until the

@@ -136,6 +136,12 @@ type registry struct {
 	// closed when it reaches zero (Server.Close waits for it).
 	detached int
 	drained  chan struct{}
+	// writers bounds the goroutines that help a fan-out write its
+	// streams (see deliverAll), across every fan-out of the node.
+	writers chan struct{}
+	// fanouts counts the fan-outs started and not yet delivered; Add only
+	// under mu and before close.
+	fanouts sync.WaitGroup
 }
 
 func newRegistry(max, maxTenant int) *registry {
@@ -144,6 +150,7 @@ func newRegistry(max, maxTenant int) *registry {
 		max: max, maxTenant: maxTenant, perTenant: map[string]int{}, perPrincipal: map[string]int{},
 		byTask: map[string]map[*subscription]struct{}{}, closing: done.Done(), done: done, cancel: cancel,
 		flights: map[string]map[string]*flight{}, placeholder: newPlaceholder(),
+		writers: make(chan struct{}, fanOutHelpers()),
 	}
 }
 
@@ -254,29 +261,50 @@ func (r *registry) unwatchLocked(s *subscription, id string) {
 		delete(set, s)
 		if len(set) == 0 {
 			delete(r.byTask, id)
-			r.fmu.Lock()
-			delete(r.flights, id)
-			r.fmu.Unlock()
+			r.forgetFlightsLocked(id)
 		}
 	}
 	delete(s.watching, id)
 }
 
-// hint is the server's one subscriber of the manager's EventPublisher. It
-// never blocks: it forgets the task's flights, which started before this
-// hint, and queues the ID on each following subscription.
-func (r *registry) hint(taskID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	subs := r.byTask[taskID]
-	if len(subs) == 0 {
-		return
-	}
+// forgetFlightsLocked forgets (and marks superseded) every flight of
+// taskID; r.mu is held.
+func (r *registry) forgetFlightsLocked(taskID string) {
 	r.fmu.Lock()
+	for _, f := range r.flights[taskID] {
+		f.superseded.Store(true)
+	}
 	delete(r.flights, taskID)
 	r.fmu.Unlock()
+}
+
+// hint is the server's one subscriber of the manager's EventPublisher. It
+// never blocks: it forgets the task's flights, which started before this
+// hint. It queues the ID on each following subscription whose stream
+// cannot be written without waiting, and wakes it; the others it hands to
+// the fan-out, by view (see fanOut), which carries the hint to them.
+func (r *registry) hint(taskID string) {
+	r.mu.Lock()
+	subs := r.byTask[taskID]
+	if len(subs) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.forgetFlightsLocked(taskID)
+	var direct map[string][]*subscription
 	for s := range subs {
-		s.enqueue(taskID)
+		if !s.direct.Load() {
+			s.enqueue(taskID)
+			continue
+		}
+		if direct == nil {
+			direct = map[string][]*subscription{}
+		}
+		direct[s.view] = append(direct[s.view], s)
+	}
+	r.mu.Unlock()
+	for view, group := range direct {
+		r.fanOut(taskID, view, group)
 	}
 }
 
@@ -315,8 +343,11 @@ func (r *registry) undetach() {
 }
 
 // waitDetached waits until every listen stream taken over from net/http
-// has closed its connection.
+// has closed its connection, and every fan-out started before close has
+// written or handed back its streams (each within its flight's deadline,
+// which close ends).
 func (r *registry) waitDetached() {
+	defer r.fanouts.Wait()
 	r.mu.Lock()
 	if r.detached == 0 {
 		r.mu.Unlock()

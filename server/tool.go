@@ -361,7 +361,9 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 			return nil, OutcomeProtocolError, invalidParams("Invalid params: arguments must be an object")
 		}
 	}
-	if len(t.headers) > 0 {
+	// A transport without HTTP headers (stdio: a nil Header) mirrors
+	// nothing; the arguments are all there is.
+	if len(t.headers) > 0 && c.r.Header != nil {
 		check := checkParamHeaders
 		if c.legacy != nil {
 			check = checkLegacyParamHeaders // 2025 clients mirror nothing

@@ -283,24 +283,14 @@ func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p
 	if err != nil || !present || hv == "" {
 		return headerMismatch("Header mismatch: missing or invalid MCP-Protocol-Version header")
 	}
-	if req.Params == nil {
-		return errMissingMeta
-	}
-	if err := p.decode(req.Params); err != nil {
-		return newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed params"))
-	}
-	if p.Meta == nil || p.Meta.ProtocolVersion == "" || p.Meta.ClientCapabilities == nil {
-		return errMissingMeta
+	if perr := decodeMeta(req, p); perr != nil {
+		return perr
 	}
 	if p.Meta.ProtocolVersion != hv {
 		return headerMismatch("Header mismatch: MCP-Protocol-Version does not match _meta")
 	}
-	if !ep.supportsVersion(hv) {
-		supported := ep.modernVersions
-		if len(supported) == 0 {
-			supported = ep.opts.ProtocolVersions
-		}
-		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(supported, hv))
+	if perr := ep.checkVersion(hv); perr != nil {
+		return perr
 	}
 	if want, ok := expectedName(req.Method, p); ok {
 		hn, present, err := singleHeader(r.Header, headerName)
@@ -315,10 +305,47 @@ func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p
 	return nil
 }
 
+// decodeMeta decodes the params of a modern request into p and checks that
+// its _meta names a protocol version and client capabilities: the body
+// half of checkRequest, which every transport applies.
+func decodeMeta(req *mcp.Request, p *rawParams) *protocolError {
+	if req.Params == nil {
+		return errMissingMeta
+	}
+	if err := p.decode(req.Params); err != nil {
+		return newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed params"))
+	}
+	if p.Meta == nil || p.Meta.ProtocolVersion == "" || p.Meta.ClientCapabilities == nil {
+		return errMissingMeta
+	}
+	return nil
+}
+
+// checkVersion refuses a modern revision the endpoint does not serve with
+// -32022 naming those it does.
+func (ep *Endpoint) checkVersion(v string) *protocolError {
+	if !ep.supportsVersion(v) {
+		supported := ep.modernVersions
+		if len(supported) == 0 {
+			supported = ep.opts.ProtocolVersions
+		}
+		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(supported, v))
+	}
+	return nil
+}
+
 // reject writes a pipeline error and counts it.
 func (s *Server) reject(ep *Endpoint, w http.ResponseWriter, id mcp.ID, pe *protocolError) {
 	s.opts.Metrics.RequestRejected(ep.opts.Name, pe.status)
 	writeError(w, id, pe)
+}
+
+// rejectOn sends a pipeline error as the final response of st and counts
+// it. Over HTTP, before anything else was written, it sends the same bytes
+// as reject.
+func (s *Server) rejectOn(ep *Endpoint, st *responseStream, id mcp.ID, pe *protocolError) {
+	s.opts.Metrics.RequestRejected(ep.opts.Name, pe.status)
+	st.finishError(id, pe)
 }
 
 // writeError writes a complete JSON error response.

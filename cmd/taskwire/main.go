@@ -8,6 +8,7 @@
 //	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
 //	                 [--task-burst 100] [--max-active-tasks 1000]
 //	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
+//	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
@@ -30,6 +31,14 @@
 // schema migrations unless --no-migrate is given; migrate only migrates.
 // serve and worker shut down gracefully on SIGINT or SIGTERM: running jobs
 // are given --shutdown-grace to finish, then released to run again later.
+//
+// serve --stdio serves the same endpoint to one client over standard input
+// and output instead of HTTP, as MCP hosts start local servers (see
+// docs/stdio.md): nothing but protocol messages is written to stdout, logs
+// go to stderr, and every request acts for --principal. Its store defaults
+// to taskwire/taskwire.db in the user's data directory ($XDG_DATA_HOME,
+// else ~/.local/share; ~/Library/Application Support on macOS;
+// %LocalAppData% on Windows). The end of stdin drains and exits.
 //
 // serve bounds what a slow or hostile network can hold: at most --max-conns
 // connections are open at once (beyond them new clients wait in the
@@ -86,7 +95,7 @@ func main() {
 const usage = `taskwire runs MCP servers with durable tasks.
 
 Commands:
-  serve     serve the demo MCP endpoint over HTTP, with in-process workers
+  serve     serve the demo MCP endpoint over HTTP (or --stdio), with in-process workers
   worker    run workers only, against a shared store
   migrate   apply the store's schema migrations and exit
   version   print the version
@@ -194,6 +203,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	sessionIdle := fs.Duration("session-idle", 30*time.Minute, "how long a 2025-era session lives without a request")
 	sessionLifetime := fs.Duration("session-lifetime", 24*time.Hour, "how long a 2025-era session lives at most")
 	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
+	stdio := addStdioFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -205,9 +215,21 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if *stdio.on {
+		if err := stdio.defaultStore(common, getenv); err != nil {
+			return fmt.Errorf("serve --stdio: %w", err)
+		}
+	}
 	spec, logger, err := common.resolve(getenv, stderr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if *stdio.on {
+		return runStdio(ctx, stdio.config(nodeConfig{
+			Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+			ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+			TaskLimits: limits, Sessions: sessions,
+		}), os.Stdin, stdout)
 	}
 	if *addr == "" {
 		return errors.New("serve: --addr must not be empty")

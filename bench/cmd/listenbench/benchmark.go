@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,8 @@ type config struct {
 	CheckGoals  bool
 	MaxLifetime time.Duration
 	Profile     string
+	Each        bool
+	Reader      string
 	H2C         bool
 
 	Listeners    int
@@ -71,7 +74,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.CheckGoals, "check-goals", false, "also exit non-zero unless every p99 target is met")
 	fs.DurationVar(&c.MaxLifetime, "max-lifetime", 10*time.Minute, "stop the server subprocess after this long in any case")
 	fs.BoolVar(&c.H2C, "h2c", false, "serve and listen over unencrypted HTTP/2 (many streams per connection) instead of one HTTP/1.1 connection per stream")
-	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap")
+	fs.StringVar(&c.Reader, "reader", "goroutine", `how the harness reads HTTP/1.1 streams: "goroutine" (one per stream) or "epoll" (one for all, raw sockets; less harness CPU)`)
+	fs.BoolVar(&c.Each, "each", false, "also print each completion's last arrival, in commit order")
+	fs.StringVar(&c.Profile, "profile", "", "write the server's CPU and heap profiles to PREFIX.SCENARIO.cpu and .heap, and the harness's CPU profile of the drive to PREFIX.SCENARIO.harness.cpu")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -82,6 +87,10 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 		c.Listeners < 1 || c.FanoutTasks < 1 || c.FanoutRate < 1 || c.DistinctRate < 1,
 		c.ChurnStreams < 1 || c.ChurnRate < 1 || c.ChurnFor <= 0 || c.CreateRate < 0:
 		return c, usageError{"every count and duration must be positive"}
+	case c.Reader != "goroutine" && c.Reader != "epoll":
+		return c, usageError{fmt.Sprintf("-reader %q: want goroutine or epoll", c.Reader)}
+	case c.Reader == "epoll" && c.H2C:
+		return c, usageError{"-reader epoll reads HTTP/1.1 streams only, not -h2c"}
 	case c.PerClient > 256 || c.FanoutTasks > 256:
 		return c, usageError{"-tasks-per-client and -fanout-tasks are at most 256"}
 	case float64(c.ChurnRate)*c.ChurnFor.Seconds() > float64(c.ChurnStreams):
@@ -279,6 +288,39 @@ func (c *child) rssKB() (int, error) {
 	return 0, errors.New("no VmRSS")
 }
 
+// cpu reads the child's user and system CPU time from /proc.
+func (c *child) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name (which may hold spaces), from
+	// field 3 on: utime and stime are fields 14 and 15, in clock ticks.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(u+s) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
+
+// selfCPU returns the harness's own user and system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Close stops the child: EOF on its stdin, then SIGKILL if it lingers.
 func (c *child) Close() {
 	c.stdin.Close()
@@ -360,8 +402,15 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 		return fmt.Errorf("%s: RLIMIT_NOFILE %d is too low for %d streams", sc.name, limit, len(specs))
 	}
 	hc := newHTTPClient(cfg.H2C)
+	e, err := newReader(cfg)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		defer e.stop()
+	}
 	start := time.Now()
-	ls, err := openAll(ctx, hc, c.addr, specs, cfg.OpenConc)
+	ls, err := openAll(ctx, hc, e, c.addr, specs, cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
@@ -376,6 +425,12 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 	var load *creationLoad
 	if sc.createRate > 0 {
 		load = startCreationLoad(ctx, c.addr, sc.createRate, sc.duration)
+	}
+	serverCPU0, _ := c.cpu()
+	harnessCPU0 := selfCPU()
+	stopProfile, err := profileHarness(cfg, sc.name)
+	if err != nil {
+		return err
 	}
 	lines, err := c.do(fmt.Sprintf("drive %d %s", sc.rate, sc.duration), "driven ", sc.duration+time.Minute)
 	if load != nil {
@@ -419,6 +474,9 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 	for arrived() < expected && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	serverCPU1, _ := c.cpu()
+	harnessCPU := selfCPU() - harnessCPU0
+	stopProfile()
 	var lat []time.Duration
 	last := map[string]time.Duration{} // per completion: its last arrival
 	notes := 0
@@ -449,6 +507,10 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 		fmt.Fprintf(stdout, "  creation load              %s\n", load.report())
 	}
 	fmt.Fprintf(stdout, "  completions committed      %d\n", len(commits))
+	if n := len(commits); n > 0 {
+		fmt.Fprintf(stdout, "  CPU per completion         server %s, harness %s (from the drive to the last arrival)\n",
+			fmtDur((serverCPU1-serverCPU0)/time.Duration(n)), fmtDur(harnessCPU/time.Duration(n)))
+	}
 	fmt.Fprintf(stdout, "  notifications expected     %d (one completed snapshot per completed task and listener)\n", expected)
 	fmt.Fprintf(stdout, "  notifications arrived      %d (missing %d; notifications/tasks received in all: %d)\n", len(lat), expected-len(lat), notes)
 	if len(lat) > 0 {
@@ -462,6 +524,9 @@ func runLatency(ctx context.Context, cfg config, sc scenario, limit uint64, stdo
 		if cfg.CheckGoals && p99 > sc.goal {
 			err = errors.Join(err, fmt.Errorf("%s: p99 latency %v above the %v goal", sc.name, p99, sc.goal))
 		}
+	}
+	if cfg.Each && len(last) > 0 {
+		fmt.Fprintf(stdout, "  last arrival, in commit order: %s\n", inCommitOrder(commits, last))
 	}
 	if len(spans) > 0 {
 		fmt.Fprintf(stdout, "  last arrival per commit    p50 %s   p99 %s   max %s   (over %d completions)\n",
@@ -515,8 +580,15 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 		return err
 	}
 	hc := newHTTPClient(cfg.H2C)
+	e, err := newReader(cfg)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		defer e.stop()
+	}
 	start := time.Now()
-	ls, openErr := openAll(ctx, hc, c.addr, perClient(c.tasks), cfg.OpenConc)
+	ls, openErr := openAll(ctx, hc, e, c.addr, perClient(c.tasks), cfg.OpenConc)
 	defer func() {
 		for _, l := range ls {
 			l.Close()
@@ -559,6 +631,50 @@ func fmtStats(line string) string {
 	}
 	return fmt.Sprintf("%d goroutines, heap in use %.1f MB, stacks %.1f MB, %d open listens",
 		g, float64(heap)/(1<<20), float64(stack)/(1<<20), open)
+}
+
+// profileHarness writes the harness's own CPU profile, from the drive to
+// the last arrival, to PREFIX.SCENARIO.harness.cpu when -profile is set;
+// stop ends it.
+func profileHarness(cfg config, name string) (stop func(), err error) {
+	if cfg.Profile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(cfg.Profile + "." + name + ".harness.cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// newReader returns the epoll reader when cfg asks for it, else nil.
+func newReader(cfg config) (*epollReader, error) {
+	if cfg.Reader != "epoll" {
+		return nil, nil
+	}
+	return newEpollReader()
+}
+
+// inCommitOrder renders each completion's last arrival, in the order the
+// completions were committed, in milliseconds.
+func inCommitOrder(commits map[string]time.Time, last map[string]time.Duration) string {
+	ids := make([]string, 0, len(last))
+	for id := range last {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return commits[a].Compare(commits[b]) })
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%.1f", float64(last[id])/float64(time.Millisecond))
+	}
+	return strings.Join(parts, " ")
 }
 
 // quantile returns the q-quantile of sorted durations (nearest rank).

@@ -145,17 +145,26 @@ func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, clie
 		if !ok {
 			continue
 		}
-		var m sseMessage
-		if err := json.Unmarshal(data, &m); err != nil || m.Method != "notifications/subscriptions/acknowledged" {
-			return fail("first message %.200s", data)
-		}
-		if len(m.Params.Notifications.TaskIDs) != len(ids) {
-			return fail("acknowledged %d of %d tasks", len(m.Params.Notifications.TaskIDs), len(ids))
+		if err := checkAck(data, len(ids)); err != nil {
+			return fail("%v", err)
 		}
 		break
 	}
 	go l.read(br) // ends with the stream
 	return l, nil
+}
+
+// checkAck checks that data is the acknowledgement of a listen of n task
+// IDs, all accepted.
+func checkAck(data []byte, n int) error {
+	var m sseMessage
+	if err := json.Unmarshal(data, &m); err != nil || m.Method != "notifications/subscriptions/acknowledged" {
+		return fmt.Errorf("first message %.200s", data)
+	}
+	if len(m.Params.Notifications.TaskIDs) != n {
+		return fmt.Errorf("acknowledged %d of %d tasks", len(m.Params.Notifications.TaskIDs), n)
+	}
+	return nil
 }
 
 // read records each message's arrival. It only scans a message for its
@@ -178,21 +187,27 @@ func (l *listener) read(br *bufio.Reader) {
 		if !ok {
 			continue
 		}
-		l.mu.Lock()
-		l.raw = append(l.raw, data)
-		switch {
-		case bytes.Contains(data, []byte(`"method":"notifications/tasks"`)):
-			l.notes++
-			if bytes.Contains(data, []byte(`"status":"completed"`)) {
-				id := scanString(data, `"taskId":"`)
-				if _, seen := l.arrivals[id]; !seen {
-					l.arrivals[id] = arrived
-				}
+		l.record(data, arrived)
+	}
+}
+
+// record keeps one data line that arrived at arrived, and notes a
+// completed notification's arrival and the final result.
+func (l *listener) record(data []byte, arrived time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.raw = append(l.raw, data)
+	switch {
+	case bytes.Contains(data, []byte(`"method":"notifications/tasks"`)):
+		l.notes++
+		if bytes.Contains(data, []byte(`"status":"completed"`)) {
+			id := scanString(data, `"taskId":"`)
+			if _, seen := l.arrivals[id]; !seen {
+				l.arrivals[id] = arrived
 			}
-		case !bytes.Contains(data, []byte(`"method":`)) && bytes.Contains(data, []byte(`"result":`)):
-			l.graceful = true
 		}
-		l.mu.Unlock()
+	case !bytes.Contains(data, []byte(`"method":`)) && bytes.Contains(data, []byte(`"result":`)):
+		l.graceful = true
 	}
 }
 
@@ -269,9 +284,10 @@ func perClient(tasks [][]string) []listenSpec {
 	return out
 }
 
-// openAll opens every listen of specs, conc at a time. It returns the
-// listeners opened before the first failure, and that failure.
-func openAll(ctx context.Context, hc *http.Client, addr string, specs []listenSpec, conc int) ([]*listener, error) {
+// openAll opens every listen of specs, conc at a time, read by its own
+// goroutine or, with e, by e. It returns the listeners opened before the
+// first failure, and that failure.
+func openAll(ctx context.Context, hc *http.Client, e *epollReader, addr string, specs []listenSpec, conc int) ([]*listener, error) {
 	out := make([]*listener, len(specs))
 	var (
 		mu       sync.Mutex
@@ -291,7 +307,13 @@ func openAll(ctx context.Context, hc *http.Client, addr string, specs []listenSp
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := openListener(ctx, hc, addr, i+1, spec.client, spec.ids)
+			var l *listener
+			var err error
+			if e != nil {
+				l, err = e.openRaw(addr, i+1, spec.client, spec.ids)
+			} else {
+				l, err = openListener(ctx, hc, addr, i+1, spec.client, spec.ids)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

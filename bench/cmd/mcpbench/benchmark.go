@@ -57,7 +57,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	timeout := fs.Duration("timeout", 5*time.Second, "wrk per-request timeout (whole seconds); a timed-out request fails the run")
 	wrk := fs.String("wrk", "wrk", "wrk binary")
 	serverProcs := fs.Int("server-procs", 0, "GOMAXPROCS for server subprocesses (0 leaves the Go default)")
-	checkGoals := fs.Bool("check-goals", false, "also fail unless taskwire meets its throughput goals (>= 7x go-sdk, >= 70% of bare)")
+	checkGoals := fs.Bool("check-goals", false, "also fail unless taskwire meets the scenario's throughput goals (tools-call: >= 7x go-sdk, >= 70% of bare; "+
+		"legacy-tools-call: legacy >= 0.7x modern, >= 5x gosdk-stateful, modern >= 70% of bare)")
 	verbose := fs.Bool("v", false, "print the exact request and verified response per target, and wrk's own output")
 	if err := fs.Parse(args); err != nil {
 		return benchConfig{}, err
@@ -397,10 +398,26 @@ type scenarioSetup struct {
 	taskID string
 }
 
-// apply sets r's request and expectation for the scenario. In a tasks-get
-// run, the taskwire target first gets its task created (and completed);
-// every target then receives tasks/get of that task.
+// apply sets r's request and expectation for the scenario. A
+// session-bound target first gets its 2025-11-25 session opened, and its
+// request then carries that session. In a tasks-get run, the taskwire
+// target first gets its task created (and completed); every target then
+// receives tasks/get of that task.
 func (s *scenarioSetup) apply(ctx context.Context, client *http.Client, r *targetRun, stdout io.Writer) error {
+	if r.Target.Session {
+		id, err := openLegacySession(ctx, client, r.baseURL)
+		if err != nil {
+			return fmt.Errorf("set-up before load: %w", err)
+		}
+		r.Target.Request = legacySessionToolsCallRequest(id)
+		fmt.Fprintf(stdout, "   opened a %s session (initialize, notifications/initialized)\n", legacyProtocolVersion)
+	}
+	if s.scenario.Name == scenarioLegacyToolsCall {
+		// Every target of the run numbers its requests alike, so that the
+		// load generator's cost is the same for all of them.
+		r.Target.Request.UniqueIDs = true
+		return nil
+	}
 	if s.scenario.Name != scenarioTasksGet {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -67,6 +68,58 @@ func BenchmarkServeToolsCall(b *testing.B) {
 			for b.Loop() {
 				r := httptest.NewRequest(req.Method, "http://127.0.0.1:8080"+req.Path, strings.NewReader(req.Body))
 				for _, h := range req.Headers {
+					r.Header.Set(h.Name, h.Value)
+				}
+				w := httptest.NewRecorder()
+				tc.h.ServeHTTP(w, r)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkServeLegacyToolsCall measures, in process, the legacy-tools-call
+// scenario's requests: the 2025-11-25 call inside a session (taskwire's
+// legacy path and go-sdk's stateful server) and the modern call (taskwire
+// and bare), each request with its own id as under load.
+func BenchmarkServeLegacyToolsCall(b *testing.B) {
+	fx, err := fixture.New(fixture.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fx.Close()
+	stateful, _ := newGoSDKStatefulHandler()
+	bare, _ := newBareHandler()
+	session := func(h http.Handler) request {
+		ts := httptest.NewServer(h)
+		defer ts.Close()
+		id, err := openLegacySession(context.Background(), ts.Client(), ts.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return legacySessionToolsCallRequest(id)
+	}
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		req  request
+	}{
+		{"taskwire-legacy", fx, session(fx)},
+		{"taskwire", fx, toolsCallRequest()},
+		{"gosdk-stateful", stateful, session(stateful)},
+		{"bare", bare, toolsCallRequest()},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			prefix, suffix, _ := strings.Cut(tc.req.Body, idMember)
+			n := 0
+			for b.Loop() {
+				n++
+				body := prefix + `"id":` + strconv.Itoa(n) + "," + suffix
+				r := httptest.NewRequest(tc.req.Method, "http://127.0.0.1:8080"+tc.req.Path, strings.NewReader(body))
+				for _, h := range tc.req.Headers {
 					r.Header.Set(h.Name, h.Value)
 				}
 				w := httptest.NewRecorder()

@@ -13,6 +13,12 @@
 //   - bare: a plain net/http handler that decodes the JSON-RPC body with
 //     encoding/json and writes the expected result.
 //
+// In the legacy-tools-call scenario the same tools/call is sent by a
+// 2025-11-25 client inside the session it opened with initialize, to the
+// taskwire fixture (taskwire-legacy) and to go-sdk's stateful server
+// (gosdk-stateful), side by side with the modern request to taskwire and
+// bare; every request of that run carries its own JSON-RPC id.
+//
 // In the tasks-get scenario the harness first creates a task on the taskwire
 // fixture (slow_compute {"seconds":0} with the Tasks capability) and waits
 // for it to complete; then taskwire and bare both receive tasks/get of that

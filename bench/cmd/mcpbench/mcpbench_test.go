@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,20 @@ func requireWrk(t *testing.T) string {
 	return path
 }
 
+// targetRequest returns the request replayed against tg served at
+// baseURL: for a session-bound target, inside a session opened first.
+func targetRequest(t *testing.T, tg target, client *http.Client, baseURL string) request {
+	t.Helper()
+	if !tg.Session {
+		return tg.Request
+	}
+	id, err := openLegacySession(context.Background(), client, baseURL)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	return legacySessionToolsCallRequest(id)
+}
+
 func TestTargetsAnswerTheBenchmarkRequest(t *testing.T) {
 	for _, tg := range availableTargets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -65,7 +80,7 @@ func TestTargetsAnswerTheBenchmarkRequest(t *testing.T) {
 			}
 			ts := httptest.NewServer(h)
 			defer ts.Close()
-			body, err := verify(context.Background(), ts.Client(), ts.URL, tg.Request)
+			body, err := verifyExpect(context.Background(), ts.Client(), ts.URL, targetRequest(t, tg, ts.Client(), ts.URL), tg.Expect)
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
@@ -83,9 +98,9 @@ func TestTargetsRejectOtherPaths(t *testing.T) {
 			}
 			ts := httptest.NewServer(h)
 			defer ts.Close()
-			req := tg.Request
+			req := targetRequest(t, tg, ts.Client(), ts.URL)
 			req.Path = "/elsewhere"
-			if _, err := verify(context.Background(), ts.Client(), ts.URL, req); err == nil {
+			if _, err := verifyExpect(context.Background(), ts.Client(), ts.URL, req, tg.Expect); err == nil {
 				t.Fatal("verify succeeded on a path other than /mcp")
 			}
 		})
@@ -354,9 +369,15 @@ func TestRunWrkCountsBadBodies(t *testing.T) {
 
 func TestRunBenchmark(t *testing.T) {
 	requireWrk(t)
+	sc, err := lookupScenario(scenarioToolsCall)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, tg := range availableTargets(t) {
-		names = append(names, tg.Name)
+		if slices.Contains(sc.Supported, tg.Name) {
+			names = append(names, tg.Name)
+		}
 	}
 	for _, mode := range []string{"inprocess", "subprocess"} {
 		t.Run(mode, func(t *testing.T) {

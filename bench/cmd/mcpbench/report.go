@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,7 +49,13 @@ func printReport(w io.Writer, sc scenario, results []targetResult) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, p := range sc.Ratios {
 		if r, ok := ratio(results, p[0], p[1]); ok {
-			fmt.Fprintf(tw, "  %s/%s\t%.2fx\t(%.1f%%)\n", p[0], p[1], r, 100*r)
+			fmt.Fprintf(tw, "  %s/%s\t%.2fx\t(%.1f%%)", p[0], p[1], r, 100*r)
+			if multi {
+				if rs := roundRatios(results, p[0], p[1]); rs != nil {
+					fmt.Fprintf(tw, "\tper round: %s", fmtRatios(rs))
+				}
+			}
+			fmt.Fprintln(tw)
 		} else {
 			fmt.Fprintf(tw, "  %s/%s\tn/a\t\n", p[0], p[1])
 		}
@@ -142,4 +149,46 @@ func fmtLatency(us float64) string {
 	default:
 		return fmt.Sprintf("%dus", d/time.Microsecond)
 	}
+}
+
+// roundRatios returns the throughput ratio of targets a and b in each
+// measured round, or nil unless both ran every round cleanly. Targets are
+// measured one after the other within a round, so a round's ratio compares
+// them under nearly the same load from the rest of the machine.
+func roundRatios(results []targetResult, a, b string) []float64 {
+	ra, oka := cleanRounds(results, a)
+	rb, okb := cleanRounds(results, b)
+	if !oka || !okb || len(ra) != len(rb) || len(ra) == 0 {
+		return nil
+	}
+	out := make([]float64, len(ra))
+	for i := range ra {
+		if rb[i] == 0 {
+			return nil
+		}
+		out[i] = ra[i] / rb[i]
+	}
+	return out
+}
+
+// cleanRounds returns the per-round req/s of the named target if it ran
+// without errors.
+func cleanRounds(results []targetResult, name string) ([]float64, bool) {
+	for _, r := range results {
+		if r.Target.Name == name && r.Skipped == "" && r.Err == nil {
+			return r.Rounds, true
+		}
+	}
+	return nil, false
+}
+
+// fmtRatios formats per-round ratios, then their median.
+func fmtRatios(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	sorted := slices.Clone(rs)
+	slices.Sort(sorted)
+	return fmt.Sprintf("%s (median %.2fx)", strings.Join(parts, " "), sorted[(len(sorted)-1)/2])
 }

@@ -32,7 +32,17 @@ type request struct {
 	Path    string
 	Headers []header
 	Body    string
+	// UniqueIDs makes the wrk script give every request its own JSON-RPC
+	// id (unique across wrk threads), in place of the body's "id":1, as a
+	// client does within a session: a stateful server may refuse a
+	// duplicate in-flight id (go-sdk answers 400). Verification still
+	// sends the body as it is.
+	UniqueIDs bool
 }
+
+// idMember is the id of every benchmark request body; the wrk script
+// replaces it when UniqueIDs is set.
+const idMember = `"id":1,`
 
 // toolsCallRequest returns the request a 2026-07-28 client sends for an
 // inline tools/call of test_simple_text: the per-request _meta carries the
@@ -103,6 +113,11 @@ func runRequest(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	for _, t := range targets {
+		if t.Session {
+			fmt.Fprintf(stdout, "# set-up, sent once to %s before load (the session ID comes from the answer's Mcp-Session-Id)\n%s\n%s\n",
+				t.Name, legacyInitializeRequest(),
+				legacySessionRequest(sessionPlaceholder, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		}
 		fmt.Fprintf(stdout, "# %s\n%s\n", t.Name, t.Request)
 	}
 	return nil

@@ -21,6 +21,10 @@ const (
 	scenarioToolsCall = "tools-call"
 	// scenarioTasksGet is tasks/get of a completed task.
 	scenarioTasksGet = "tasks-get"
+	// scenarioLegacyToolsCall is the tools/call of test_simple_text a
+	// 2025-11-25 client sends inside its session, side by side with the
+	// modern request.
+	scenarioLegacyToolsCall = "legacy-tools-call"
 )
 
 // scenario is one benchmark workload.
@@ -60,7 +64,49 @@ func allScenarios() []scenario {
 			Ratios:         [][2]string{{"taskwire", "bare"}},
 			Goals:          evalTasksGetGoals,
 		},
+		{
+			Name: scenarioLegacyToolsCall,
+			Description: "tools/call of test_simple_text: " + legacyProtocolVersion + " inside a session (taskwire-legacy, " +
+				"gosdk-stateful) and 2026-07-28 (taskwire, bare)",
+			DefaultTargets: "taskwire-legacy,taskwire,gosdk-stateful,bare",
+			Supported:      []string{"taskwire-legacy", "taskwire", "gosdk-stateful", "bare", "gosdk", "gosdk-legacy"},
+			Ratios: [][2]string{
+				{"taskwire-legacy", "taskwire"}, {"taskwire-legacy", "gosdk-stateful"}, {"taskwire", "bare"},
+				{"taskwire-legacy", "bare"}, {"bare", "gosdk-stateful"},
+			},
+			Goals: evalLegacyGoals,
+		},
 	}
+}
+
+// evalLegacyGoals evaluates the legacy-tools-call goals: the session-bound
+// legacy call at least 70% of the modern call and at least 5x go-sdk's
+// stateful server on the same request, and the modern call still at least
+// 70% of bare (the tools-call goal, which the era classifier must not
+// erode).
+func evalLegacyGoals(results []targetResult) []goal {
+	spec := []struct {
+		desc string
+		a, b string
+		min  float64
+		pct  bool
+	}{
+		{"taskwire-legacy >= 0.7x taskwire (modern)", "taskwire-legacy", "taskwire", 0.7, false},
+		{"taskwire-legacy >= 5x gosdk-stateful", "taskwire-legacy", "gosdk-stateful", 5, false},
+		{"taskwire (modern) >= 70% of bare", "taskwire", "bare", 0.7, true},
+	}
+	goals := make([]goal, len(spec))
+	for i, g := range spec {
+		goals[i] = goal{Desc: g.desc, Value: "n/a"}
+		if r, ok := ratio(results, g.a, g.b); ok {
+			v := fmt.Sprintf("%.2fx", r)
+			if g.pct {
+				v = fmt.Sprintf("%.1f%%", 100*r)
+			}
+			goals[i] = goal{Desc: g.desc, Value: v, Known: true, Met: r >= g.min}
+		}
+	}
+	return goals
 }
 
 // lookupScenario returns the scenario called name.

@@ -25,6 +25,10 @@ type target struct {
 	// Expect is what every response to Request must show; the zero value
 	// means the successful test_simple_text tools/call result.
 	Expect expectation
+	// Session marks a session-bound target: before verification the
+	// harness opens a 2025-11-25 session on it (openLegacySession), and
+	// Request becomes legacySessionToolsCallRequest of that session.
+	Session bool
 }
 
 // allTargets returns every known target, in the default run order.
@@ -54,6 +58,23 @@ func allTargets() []target {
 			Description: "bare net/http handler with encoding/json",
 			NewHandler:  newBareHandler,
 			Request:     toolsCallRequest(),
+		},
+		{
+			Name:        "taskwire-legacy",
+			Description: "the taskwire fixture, sent a " + legacyProtocolVersion + " tools/call inside a session opened with initialize",
+			Unavailable: taskwireUnavailable,
+			NewHandler:  newTaskwireHandler,
+			Request:     legacySessionToolsCallRequest(sessionPlaceholder),
+			Expect:      legacyToolsCallExpectation(),
+			Session:     true,
+		},
+		{
+			Name:        "gosdk-stateful",
+			Description: "modelcontextprotocol/go-sdk " + goSDKVersion + ", stateful (sessions), JSON responses, the same session-bound request",
+			NewHandler:  newGoSDKStatefulHandler,
+			Request:     legacySessionToolsCallRequest(sessionPlaceholder),
+			Expect:      legacyToolsCallExpectation(),
+			Session:     true,
 		},
 	}
 }

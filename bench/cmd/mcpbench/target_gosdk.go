@@ -15,6 +15,17 @@ const goSDKVersion = "v1.8.0"
 // (not SSE) responses: the go-sdk configuration closest to an inline
 // request/response server.
 func newGoSDKHandler() (http.Handler, error) {
+	server := newGoSDKServer()
+	handler := mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true},
+	)
+	return mountAt(endpointPath, handler), nil
+}
+
+// newGoSDKServer builds the go-sdk server with test_simple_text that every
+// go-sdk target serves.
+func newGoSDKServer() *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "mcpbench-gosdk", Version: "1.0.0"}, nil)
 	mcp.AddTool(server, &mcp.Tool{
 		Name:        toolName,
@@ -24,11 +35,7 @@ func newGoSDKHandler() (http.Handler, error) {
 			Content: []mcp.Content{&mcp.TextContent{Text: expectedText}},
 		}, nil, nil
 	})
-	handler := mcp.NewStreamableHTTPHandler(
-		func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true},
-	)
-	return mountAt(endpointPath, handler), nil
+	return server
 }
 
 // goSDKRequest returns the request replayed against the gosdk target.

@@ -128,6 +128,12 @@ func wrkScriptExpect(targetName string, req request, exp expectation) string {
 	fmt.Fprintf(&b, "wrk.method = %s\n", luaString(req.Method))
 	fmt.Fprintf(&b, "wrk.path = %s\n", luaString(req.Path))
 	fmt.Fprintf(&b, "wrk.body = %s\n", luaString(req.Body))
+	prefix, suffix, unique := strings.Cut(req.Body, idMember)
+	unique = unique && req.UniqueIDs
+	if unique {
+		fmt.Fprintf(&b, "local body_prefix = %s\n", luaString(prefix+`"id":`))
+		fmt.Fprintf(&b, "local body_suffix = %s\n", luaString(","+suffix))
+	}
 	for _, h := range req.Headers {
 		fmt.Fprintf(&b, "wrk.headers[%s] = %s\n", luaString(h.Name), luaString(h.Value))
 	}
@@ -141,16 +147,38 @@ func wrkScriptExpect(targetName string, req request, exp expectation) string {
 	b.WriteString("}\n")
 	b.WriteString(`
 local threads = {}
-
+`)
+	if !unique {
+		b.WriteString(`
 function setup(thread)
   table.insert(threads, thread)
 end
-
+`)
+	}
+	b.WriteString(`
 function init(args)
   non2xx = 0
   bad_body = 0
 end
+`)
+	if unique {
+		// Each thread numbers its requests from its own base (set in
+		// setup), so that ids never repeat across threads.
+		b.WriteString(`
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("id_base", #threads * 1000000000)
+end
 
+local next_id = 0
+
+function request()
+  next_id = next_id + 1
+  return wrk.format(nil, nil, nil, body_prefix .. string.format("%d", id_base + next_id) .. body_suffix)
+end
+`)
+	}
+	b.WriteString(`
 local function good(body)
   for _, want in ipairs(expected) do
     if not string.find(body, want, 1, true) then
@@ -241,6 +269,9 @@ func parseWrkOutput(out []byte) (loadResult, error) {
 
 // writeWrkScript writes the wrk script for t into dir and returns its path.
 func writeWrkScript(dir string, t target) (string, error) {
+	if t.Request.UniqueIDs && !strings.Contains(t.Request.Body, idMember) {
+		return "", fmt.Errorf("wrk script for %s: unique ids asked for a body without %s", t.Name, idMember)
+	}
 	path := filepath.Join(dir, t.Name+".lua")
 	if err := os.WriteFile(path, []byte(wrkScriptExpect(t.Name, t.Request, t.Expect)), 0o644); err != nil {
 		return "", fmt.Errorf("write wrk script for %s: %w", t.Name, err)

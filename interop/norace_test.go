@@ -1,0 +1,6 @@
+//go:build !race
+
+package interop
+
+// raceEnabled makes TestMain build the server with the race detector too.
+const raceEnabled = false
