@@ -42,21 +42,19 @@ func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message stri
 	})
 }
 
-// setCompletionProgress sets the progress count a batched completion
-// carries, just before the task completes in the same transaction.
-func setCompletionProgress(ctx context.Context, tx *wtx, it worker.Completion) error {
-	if it.Progress == nil {
-		return nil
-	}
+// completeWithProgress is setTerminal for a batched completion that
+// carries the progress count of its last report: one UPDATE sets both, so
+// the row is rewritten once.
+func completeWithProgress(ctx context.Context, tx *wtx, it worker.Completion, result string, nowMs int64) error {
 	if !it.Progress.Valid() {
 		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
 	}
-	cur, total := progressArgs(it.Progress)
-	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET progress = ?, progress_total = ? WHERE id = ?`,
-		cur, total, it.Lease.TaskID); err != nil {
-		return wrapErr("complete: progress", err)
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
+		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
+		it.Message, result, it.Progress.Current, it.Progress.Total, nowMs, it.Lease.TaskID); err != nil {
+		return wrapErr("end task", err)
 	}
-	return nil
+	return outbox(ctx, tx, it.Lease.TaskID, nowMs)
 }
 
 // progressArgs returns the column values of a progress count.

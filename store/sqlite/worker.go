@@ -312,10 +312,12 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 			if err != nil {
 				return nil, err
 			}
-			if err := setCompletionProgress(ctx, tx, it); err != nil {
-				return nil, err
+			if it.Progress != nil {
+				err = completeWithProgress(ctx, tx, it, results[i], nowMs)
+			} else {
+				err = setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs)
 			}
-			if err := setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs); err != nil {
+			if err != nil {
 				return nil, err
 			}
 			done = append(done, it.Lease.TaskID)
