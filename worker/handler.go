@@ -204,7 +204,11 @@ func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 	untrack := rt.track(j.TaskID, k)
 	defer untrack()
 
-	progress := rt.newJobProgress(base, j, kind, claimedAt, func() { rt.loseLease(cancel, kind, j.Attempt) })
+	progress := rt.newJobProgress(base, j, kind, claimedAt, func() {
+		if !errors.Is(context.Cause(jctx), ErrLeaseLost) { // the keeper may have found it first
+			rt.loseLease(cancel, kind, j.Attempt)
+		}
+	})
 	jc := newJobContext(j, rt.validator, progress)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
