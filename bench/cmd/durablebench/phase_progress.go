@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,22 +16,26 @@ import (
 )
 
 // runWorkerPhase is pg-worker or sqlite-worker. With -progress it runs
-// four times on fresh stores of the same kind, in the same process, in the
-// order without, with, with, without a progress report in every job (so
-// that drift of the machine's load and the order of the runs weigh on both
-// sides alike), and compares the mean throughputs.
+// on fresh stores of the same kind, in the same process, in the order
+// without, with, with, without a progress report in every job, repeated
+// -progress-rounds times (so that drift of the machine's load and the order
+// of the runs weigh on both sides alike), and compares the medians of the
+// worker throughputs.
 func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer) ([]figure, error) {
 	if !cfg.Progress {
 		return runWorkerRun(ctx, cfg, kind, false, out)
 	}
 	var figs []figure
 	var rates [2][]float64 // without, with
-	for i, progress := range []bool{false, true, true, false} {
+	order := []bool{false, true, true, false}
+	total := len(order) * cfg.ProgressRounds
+	for i := range total {
+		progress := order[i%len(order)]
 		what := "no-op handler"
 		if progress {
 			what = "one progress report per job"
 		}
-		fmt.Fprintf(out, "   -- run %d of 4: %s\n", i+1, what)
+		fmt.Fprintf(out, "   -- run %d of %d: %s\n", i+1, total, what)
 		fs, err := runWorkerRun(ctx, cfg, kind, progress, out)
 		if err != nil {
 			return nil, err
@@ -44,13 +50,31 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 			figs = append(figs, fs...)
 		}
 	}
-	mean := func(xs []float64) float64 { return (xs[0] + xs[1]) / 2 }
-	plain, with := mean(rates[0]), mean(rates[1])
-	fmt.Fprintf(out, "   progress: worker throughput %.0f jobs/s with a report per job (runs: %.0f, %.0f), %.0f without "+
-		"(runs: %.0f, %.0f): %.1f %%\n", with, rates[1][0], rates[1][1], plain, rates[0][0], rates[0][1], 100*with/plain)
+	plain, with := median(rates[0]), median(rates[1])
+	fmt.Fprintf(out, "   progress: median worker throughput %.0f jobs/s with a report per job (runs: %s), %.0f without "+
+		"(runs: %s): %.1f %%\n", with, fmtRates(rates[1]), plain, fmtRates(rates[0]), 100*with/plain)
 	return append(figs, figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-		": throughput with a progress report per job, relative to without (means of runs 2+3 and 1+4)",
-		Rate: 100 * with / plain, Unit: "%"}), nil
+		": median throughput with a progress report per job, relative to without",
+		Rate: 100 * with / plain, Unit: "%", Note: fmt.Sprintf("%d runs each", len(rates[0]))}), nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtRates(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ReportProgress counts the runtime's progress writes.
