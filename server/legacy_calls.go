@@ -504,7 +504,7 @@ func (ep *Endpoint) legacyListTools(ctx context.Context, c *call) (any, Outcome,
 		if p := c.srv.opts.CatalogPolicy; p != nil {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
-				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))
 				return nil, OutcomeInternalError, errInternal
 			}
 			if !ok {

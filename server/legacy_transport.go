@@ -202,7 +202,7 @@ func (s *Server) admit(ep *Endpoint, r *http.Request, method string) (Identity, 
 			me  *mcp.Error
 		)
 		if !errors.As(err, &rej) && !errors.As(err, &me) {
-			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err, credentials(r.Header)...))
 		}
 		return Identity{}, asProtocolError(err)
 	}

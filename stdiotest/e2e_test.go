@@ -347,3 +347,21 @@ func TestDurableTaskOutlivesProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestGoSDKLegacyDurableTool: a 2025-11-25 go-sdk client, which knows no
+// tasks, calls the durable reports.generate over stdio; the call waits
+// inline for the durable task its workers run and returns the report.
+func TestGoSDKLegacyDurableTool(t *testing.T) {
+	cs := connect(t, serveCmd(t, filepath.Join(t.TempDir(), "tasks.db")), "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "reports.generate",
+		Arguments: map[string]any{"accountId": "stdio-legacy", "rows": 3, "seconds": 0.5}})
+	if err != nil || res.IsError {
+		t.Fatalf("tools/call reports.generate: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"accountId":"stdio-legacy"`) || !strings.Contains(string(b), `"rows":3`) {
+		t.Fatalf("report %s", b)
+	}
+}
