@@ -73,10 +73,10 @@ func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcom
 	}
 	c.pollInline()
 	progress := newInlineProgress(c)
-	progress.report(created.Status, created.StatusMessage)
+	progress.report(created.Status, created.StatusMessage, nil)
 	maxWait := c.srv.inlineTaskWait()
 	t, err := c.awaitTerminal(wctx, id, maxWait, lc.asker(), func(t task.Task) {
-		progress.report(t.Status(), t.StatusMessage())
+		progress.report(t.Status(), t.StatusMessage(), t.Params().Progress)
 	})
 	if err != nil {
 		if errors.Is(err, errWaitEnded) && c.r.Context().Err() == nil {
@@ -101,13 +101,18 @@ func stillRunning(waited time.Duration) *mcp.CallToolResult {
 }
 
 // inlineProgress sends notifications/progress for an inline wait whose
-// request carried a progress token: one per change of the task's status or
-// status message, with a progress count that only grows.
+// request carried a progress token: one per change of the task's status,
+// status message or progress count, with a progress number that only
+// grows. Until a worker reports numbers (task.Progress), the number counts
+// the notifications; from then on it is the worker's count, with its total
+// when known, and a change whose count does not exceed the last number sent
+// is not sent (the protocol requires the number to increase).
 type inlineProgress struct {
-	c     *call
-	token json.RawMessage
-	n     float64
-	last  string
+	c       *call
+	token   json.RawMessage
+	n       float64
+	numbers bool // a worker's count was sent
+	last    string
 }
 
 func newInlineProgress(c *call) *inlineProgress {
@@ -118,19 +123,36 @@ func newInlineProgress(c *call) *inlineProgress {
 	return p
 }
 
-func (p *inlineProgress) report(status mcp.TaskStatus, message string) {
+func (p *inlineProgress) report(status mcp.TaskStatus, message string, count *task.Progress) {
 	if p.token == nil {
 		return
 	}
 	if message == "" {
 		message = "Task " + strings.ReplaceAll(string(status), "_", " ")
 	}
-	if message == p.last {
+	key := message
+	if count != nil {
+		key = fmt.Sprintf("%s\x00%g\x00%g", message, count.Current, count.Total)
+	}
+	if key == p.last {
 		return
 	}
-	p.last = message
-	p.n++
-	b, err := json.Marshal(mcp.ProgressParams{ProgressToken: p.token, Progress: p.n, Message: message})
+	params := mcp.ProgressParams{ProgressToken: p.token, Message: message}
+	switch {
+	case count != nil && count.Current > p.n:
+		p.numbers = true
+		params.Progress = count.Current
+		if count.Total > 0 {
+			total := count.Total
+			params.Total = &total
+		}
+	case p.numbers || count != nil:
+		return // the number would not grow; a later report's will
+	default:
+		params.Progress = p.n + 1
+	}
+	p.last, p.n = key, params.Progress
+	b, err := json.Marshal(params)
 	if err == nil {
 		p.c.stream.notify(mcp.NotificationProgress, b)
 	}

@@ -215,3 +215,51 @@ func TestLegacyWaitsEndOnClose(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitInlineWorkerProgress: a worker's progress count reaches a
+// 2025-era client waiting inline as the numbers of notifications/progress,
+// with the total; a count that does not grow is not sent, since the
+// protocol requires the number to increase.
+func TestWaitInlineWorkerProgress(t *testing.T) {
+	r := newLTRig(t, nil)
+	c := r.client(ltV06, ltNoCaps, "")
+	msgs, _ := ltStream(t, c, inlineCall(""))
+	id := r.nextCreated()
+	numbers := func(m legacyMsg) string {
+		t.Helper()
+		if m.Method != mcp.NotificationProgress {
+			t.Fatalf("got %s %s, want progress", m.Method, m.Result)
+		}
+		var p mcp.ProgressParams
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		total := "-"
+		if p.Total != nil {
+			total = jsonString(*p.Total)
+		}
+		return jsonString(p.Progress) + " " + total + " " + p.Message
+	}
+	report := func(msg string, p *task.Progress) {
+		t.Helper()
+		if _, err := r.mem.ReportProgress(id, msg, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	got = append(got, numbers(next(t, msgs)))
+	report("row 400 of 1000", &task.Progress{Current: 400, Total: 1000})
+	got = append(got, numbers(next(t, msgs)))
+	report("recounting", &task.Progress{Current: 300, Total: 1000}) // not sent: 300 < 400
+	report("almost", nil)                                           // not sent: no number to grow
+	report("row 900", &task.Progress{Current: 900})
+	got = append(got, numbers(next(t, msgs)))
+	r.mem.Complete(id, ltResult(5), "")
+	if m := next(t, msgs); m.Method != "" || !strings.Contains(string(m.Result), `"sum":5`) {
+		t.Errorf("after the progress: %s %s, want the result", m.Method, m.Result)
+	}
+	want := []string{"1 - Task working", "400 1000 row 400 of 1000", "900 - row 900"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}

@@ -33,6 +33,8 @@ type Backend interface {
 	task.Lister
 	worker.Store
 	worker.Enqueuer
+	// ReportProgress records a running job's progress report.
+	worker.ProgressReporter
 	// Sessions returns the store's session.Store, over the same database.
 	Sessions() session.Store
 	// Migrate applies the pending schema migrations; it is idempotent.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"strings"
 	"time"
 
@@ -67,6 +68,25 @@ type Params struct {
 	// Meta is the task's own _meta. Keys reserved by the protocol are
 	// rejected.
 	Meta mcp.Meta
+	// Progress is the last progress count a worker reported, or nil. It
+	// is not part of the 2026 wire task (whose carrier of progress is
+	// StatusMessage); the 2025-era inline wait sends it as the numbers of
+	// notifications/progress.
+	Progress *Progress
+}
+
+// Progress is a worker's progress count: Current units of work done out of
+// Total, with Total zero when the total is unknown. Both are finite and not
+// negative.
+type Progress struct {
+	Current float64
+	Total   float64
+}
+
+// Valid reports whether p's numbers are finite and not negative.
+func (p Progress) Valid() bool {
+	return !math.IsNaN(p.Current) && !math.IsInf(p.Current, 0) && p.Current >= 0 &&
+		!math.IsNaN(p.Total) && !math.IsInf(p.Total, 0) && p.Total >= 0
 }
 
 // New validates p and returns the snapshot. It fails when the ID is empty,
@@ -120,6 +140,13 @@ func New(p Params) (Task, error) {
 		if reservedMetaKey(k) {
 			return Task{}, fmt.Errorf("task: _meta key %q is reserved", k)
 		}
+	}
+	if p.Progress != nil {
+		if !p.Progress.Valid() {
+			return Task{}, errors.New("task: progress numbers must be finite and not negative")
+		}
+		c := *p.Progress
+		p.Progress = &c
 	}
 	p.InputRequests = maps.Clone(p.InputRequests)
 	p.Meta = maps.Clone(p.Meta)
@@ -201,11 +228,24 @@ func (t Task) Error() *mcp.Error { return t.ps().Error }
 // Meta returns a copy of the task's _meta.
 func (t Task) Meta() mcp.Meta { return maps.Clone(t.ps().Meta) }
 
+// Progress returns the last progress count a worker reported; ok is false
+// when there is none.
+func (t Task) Progress() (p Progress, ok bool) {
+	if q := t.ps().Progress; q != nil {
+		return *q, true
+	}
+	return Progress{}, false
+}
+
 // Params returns a copy of the snapshot's members, to derive a new snapshot.
 func (t Task) Params() Params {
 	p := *t.ps()
 	p.InputRequests = maps.Clone(p.InputRequests)
 	p.Meta = maps.Clone(p.Meta)
+	if p.Progress != nil {
+		c := *p.Progress
+		p.Progress = &c
+	}
 	return p
 }
 

@@ -65,6 +65,16 @@
 // deterministic up to their Ask calls (the same keys for the same requests)
 // and any side effect before an Ask must be idempotent.
 //
+// # Progress
+//
+// JobContext.ReportProgress (and ReportStatus) set the task's status message,
+// with an optional progress count, through the store's optional
+// ProgressReporter. A per-run coalescer writes at most one report per
+// Options.ProgressInterval, the first an interval after the claim, always the
+// latest one, and a report still waiting when the handler returns right
+// before the final write (a batched completion carries its count). Its timer
+// and write goroutine belong to the run and end before the final write.
+//
 // # Leases and cancellation
 //
 // Each running job's lease is kept by a timer that heartbeats it every
@@ -81,7 +91,8 @@
 //
 // Run owns every goroutine: one claim loop, one rescue and one cleanup loop,
 // the completion batchers, and per running job a handler goroutine and,
-// while a heartbeat or a cancel check is under way, one more. Concurrency is
+// while a heartbeat, a cancel check or a progress write is under way, one
+// more. Concurrency is
 // bounded by a semaphore of Options.Concurrency slots; a claim asks for at
 // most the free slots. After a claim that returned nothing the loop sleeps
 // PollInterval, or less when an event hint arrives or a slot frees. When

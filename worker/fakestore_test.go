@@ -59,7 +59,17 @@ type fakeJob struct {
 	result      *mcp.CallToolResult
 	rpcErr      *mcp.Error
 	message     string
+	progress    *task.Progress
 	claimTimes  []time.Time
+	// reports logs every accepted progress write, with its (fake) time.
+	reports []fakeReport
+}
+
+// fakeReport is one accepted progress write.
+type fakeReport struct {
+	at       time.Time
+	message  string
+	progress *task.Progress
 }
 
 func newFakeStore(events *task.Broadcaster) *fakeStore {
@@ -94,6 +104,7 @@ func (s *fakeStore) job(id string) fakeJob {
 	defer s.mu.Unlock()
 	j := *s.jobs[id]
 	j.claimTimes = slices.Clone(j.claimTimes)
+	j.reports = slices.Clone(j.reports)
 	return j
 }
 
@@ -354,4 +365,16 @@ func (s *fakeStore) DeleteExpired(ctx context.Context, now time.Time, limit int)
 	return 0, nil
 }
 
-var _ Store = (*fakeStore)(nil)
+// ReportProgress implements ProgressReporter, fenced like every write.
+func (s *fakeStore) ReportProgress(ctx context.Context, l Lease, message string, p *task.Progress) error {
+	return s.fenced(l, "ReportProgress", func(j *fakeJob) error {
+		j.message, j.progress = message, p
+		j.reports = append(j.reports, fakeReport{at: time.Now(), message: message, progress: p})
+		return nil
+	})
+}
+
+var (
+	_ Store            = (*fakeStore)(nil)
+	_ ProgressReporter = (*fakeStore)(nil)
+)

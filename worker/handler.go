@@ -204,12 +204,21 @@ func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 	untrack := rt.track(j.TaskID, k)
 	defer untrack()
 
-	jc := newJobContext(j, rt.validator)
+	progress := rt.newJobProgress(base, j, kind, claimedAt, func() {
+		if !errors.Is(context.Cause(jctx), ErrLeaseLost) { // the keeper may have found it first
+			rt.loseLease(cancel, kind, j.Attempt)
+		}
+	})
+	jc := newJobContext(j, rt.validator, progress)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
+	var last *progressReport
+	if progress != nil {
+		last = progress.finish()
+	}
 	expires = k.stop()
-	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx), freeSlot)
+	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx), last, freeSlot)
 }
 
 // call runs the handler, recovering a panic.
@@ -254,13 +263,21 @@ func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bo
 
 // settle makes the one fenced write that ends a run. A completion calls
 // queued once it is queued for a batch.
+//
+// A progress report still pending (last) is written right before the final
+// write; a batched completion carries its numbers instead.
 func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind string, expires time.Time, o outcome,
-	cause error, queued func()) {
-	switch {
-	case errors.Is(cause, ErrLeaseLost):
+	cause error, last *progressReport, queued func()) {
+	if errors.Is(cause, ErrLeaseLost) {
 		return // counted and logged when it was found; nothing may be written
+	}
+	if last != nil && (o.err != nil || rt.completer == nil) {
+		rt.flushProgress(base, j, kind, last)
+		last = nil
+	}
+	switch {
 	case o.err == nil:
-		rt.complete(base, j, kind, expires, o.res, queued)
+		rt.complete(base, j, kind, expires, o.res, last, queued)
 		return
 	case errors.Is(cause, ErrShuttingDown):
 		rt.release(base, j, kind, expires)
@@ -278,7 +295,7 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 	case o.panicked:
 		rt.retryOrFail(base, j, kind, expires, FailurePanic, err)
 	case errors.As(err, &te):
-		rt.complete(base, j, kind, expires, textResult(te.msg, true), queued)
+		rt.complete(base, j, kind, expires, textResult(te.msg, true), nil, queued)
 	case errors.Is(err, ErrInputPending):
 		rt.requestInput(base, j, jc, kind, expires)
 	case errors.Is(err, errUnencodableOutput):
@@ -301,7 +318,7 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 // fails it when the result is invalid. With a batcher, queued is called
 // once the completion is queued.
 func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult,
-	queued func()) {
+	last *progressReport, queued func()) {
 	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), errInvalidResult)
@@ -309,7 +326,11 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
-			return rt.completer.complete(ctx, Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}, queued)
+			c := Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
+			if last != nil {
+				c.Progress = last.progress
+			}
+			return rt.completer.complete(ctx, c, queued)
 		}
 		return rt.opts.Store.Complete(ctx, j.Lease, valid, "")
 	}))

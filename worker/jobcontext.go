@@ -27,12 +27,60 @@ type JobContext struct {
 	job       Job
 	validator *task.Validator
 
+	// progress coalesces the run's progress reports; nil when the store
+	// records none.
+	progress *progressCoalescer
+
 	mu      sync.Mutex
 	pending mcp.InputRequests
 }
 
-func newJobContext(j Job, v *task.Validator) *JobContext {
-	return &JobContext{job: j, validator: v}
+func newJobContext(j Job, v *task.Validator, progress *progressCoalescer) *JobContext {
+	return &JobContext{job: j, validator: v, progress: progress}
+}
+
+// ReportProgress reports the job's progress: a status message for the
+// client (for example "row 400 of 1000"; it must not carry secrets) with
+// current units of work done out of total (zero when the total is
+// unknown). ReportStatus reports a message without numbers.
+//
+// Reports are written to the task asynchronously, under the job's lease
+// (a run whose lease was lost writes nothing), at most once per
+// Options.ProgressInterval: the first write comes an interval after the
+// claim at the earliest, and a report made before the interval ends
+// replaces the one waiting, so the last report is the one written. A
+// report still waiting when the handler returns is written right before
+// the job's final write (its numbers with the completion itself when the
+// store completes in batches; the final status message then replaces its
+// message). Each write changes the task's statusMessage, which tasks/get
+// returns and notifications/tasks carry; the numbers reach 2025-era
+// clients waiting inline as notifications/progress. A store that records
+// no progress (see ProgressReporter) drops reports.
+//
+// ReportProgress never blocks on the store. It fails with an error wrapping
+// ErrInvalidProgress, writing nothing, when message is longer than
+// MaxProgressMessage or not valid UTF-8 or holds a NUL byte, or when a
+// number is negative, infinite or NaN. Write failures are logged, never
+// returned; a write that found the lease lost cancels the handler's
+// context with cause ErrLeaseLost.
+func (j *JobContext) ReportProgress(message string, current, total float64) error {
+	return j.report(progressReport{message: message, progress: &task.Progress{Current: current, Total: total}})
+}
+
+// ReportStatus reports a status message without progress numbers; see
+// ReportProgress, whose rules it follows.
+func (j *JobContext) ReportStatus(message string) error {
+	return j.report(progressReport{message: message})
+}
+
+func (j *JobContext) report(r progressReport) error {
+	if err := checkProgress(r); err != nil {
+		return err
+	}
+	if j.progress != nil {
+		j.progress.report(r)
+	}
+	return nil
 }
 
 // TaskID returns the ID of the job's task. Do not log it next to arguments

@@ -48,6 +48,11 @@ type Options struct {
 	// first. Default 500 ms.
 	PollInterval time.Duration
 
+	// ProgressInterval is the shortest time between two progress writes
+	// of one job (see JobContext.ReportProgress). Default
+	// DefaultProgressInterval; values below 10 ms are errors.
+	ProgressInterval time.Duration
+
 	// RescueEvery is the period of Store.RescueExpired passes; one pass
 	// also runs when Run starts. Default Lease/2.
 	RescueEvery time.Duration
@@ -114,6 +119,7 @@ const (
 	defaultCleanupEvery  = time.Minute
 	defaultCleanupBatch  = 500
 	defaultShutdownGrace = 10 * time.Second
+	minProgressInterval  = 10 * time.Millisecond
 	// DefaultMaxInterruptedRuns is the default Options.MaxInterruptedRuns:
 	// a job survives that many crashes, less one, of the processes running
 	// it.
@@ -137,7 +143,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"PollInterval", int64(o.PollInterval)}, {"RescueEvery", int64(o.RescueEvery)},
 		{"RescueBatch", int64(o.RescueBatch)}, {"CleanupEvery", int64(o.CleanupEvery)},
 		{"CleanupBatch", int64(o.CleanupBatch)}, {"ShutdownGrace", int64(o.ShutdownGrace)},
-		{"MaxInterruptedRuns", int64(o.MaxInterruptedRuns)},
+		{"MaxInterruptedRuns", int64(o.MaxInterruptedRuns)}, {"ProgressInterval", int64(o.ProgressInterval)},
 	} {
 		if c.v < 0 {
 			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
@@ -170,6 +176,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = defaultPollInterval
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.ProgressInterval < minProgressInterval {
+		return o, errors.New("worker: Options.ProgressInterval must be at least 10ms")
 	}
 	if o.RescueEvery == 0 {
 		o.RescueEvery = o.Lease / 2

@@ -251,4 +251,8 @@ type Completion struct {
 	// instead of encoding Result again.
 	ResultJSON []byte
 	Message    string
+	// Progress, when set, is the progress count of a report still pending
+	// when the handler returned: the store sets the task's count to it as
+	// it completes the task (see ProgressReporter). Nil keeps the count.
+	Progress *task.Progress
 }

@@ -173,7 +173,7 @@ func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, 
 func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 	return errors.Join(
 		worker.Handle(rt, toolReports, func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
-			return generateReport(ctx, job.TaskID(), job.Attempt(), in, reportsDir)
+			return generateReport(ctx, job, in, reportsDir)
 		}),
 		worker.Handle(rt, toolApprovals, requestApproval),
 	)
@@ -183,13 +183,22 @@ func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 // and returns the report. The file, named after the task, is written to a
 // temporary file and renamed into place, so a run repeated after a crash or a
 // lost lease replaces the same file and never leaves a second copy.
-func generateReport(ctx context.Context, taskID string, attempt int64, in ReportInput, dir string) (Report, error) {
+//
+// While it works it reports its progress ("row 400 of 1000") every
+// progressStep; the runtime writes it to the task at most once per second.
+func generateReport(ctx context.Context, job *worker.JobContext, in ReportInput, dir string) (Report, error) {
 	if err := in.validate(); err != nil {
 		return Report{}, worker.ToolError(err.Error())
 	}
-	if err := simulateWork(ctx, in.Seconds); err != nil {
+	report := func(done int) {
+		// The message and numbers are valid by construction; a report
+		// is best effort.
+		_ = job.ReportProgress(fmt.Sprintf("row %d of %d", done, in.Rows), float64(done), float64(in.Rows))
+	}
+	if err := simulateWork(ctx, in.Seconds, in.Rows, report); err != nil {
 		return Report{}, err
 	}
+	taskID, attempt := job.TaskID(), job.Attempt()
 	r := Report{
 		AccountID:   in.AccountID,
 		Rows:        in.Rows,
@@ -202,20 +211,33 @@ func generateReport(ctx context.Context, taskID string, attempt int64, in Report
 	return r, nil
 }
 
-// simulateWork waits seconds, or until ctx is done; then it returns the
+// progressStep is how often simulateWork reports the rows done.
+const progressStep = 200 * time.Millisecond
+
+// simulateWork spends seconds on rows, calling report with the rows done
+// every progressStep, or stops when ctx is done; then it returns the
 // cause, so that the runtime releases the job on shutdown and cancels the
 // task on a client's request.
-func simulateWork(ctx context.Context, seconds float64) error {
+func simulateWork(ctx context.Context, seconds float64, rows int, report func(done int)) error {
 	if seconds <= 0 {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(seconds * float64(time.Second)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	total := time.Duration(seconds * float64(time.Second))
+	start := time.Now()
+	end := time.NewTimer(total)
+	defer end.Stop()
+	tick := time.NewTicker(progressStep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-end.C:
+			return nil
+		case <-tick.C:
+			frac := float64(time.Since(start)) / float64(total)
+			report(min(rows, int(frac*float64(rows))))
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 }
 

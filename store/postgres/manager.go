@@ -26,12 +26,13 @@ type taskRow struct {
 	ttlMs, pollMs        int64
 	requests             []byte
 	result, errJSON      []byte
+	progress, total      *float64
 }
 
 // fields are the scan destinations of taskColumns.
 func (r *taskRow) fields() []any {
 	return []any{&r.id, &r.status, &r.message, &r.origin, &r.createdAt, &r.updatedAt, &r.ttlMs, &r.pollMs,
-		&r.requests, &r.result, &r.errJSON}
+		&r.requests, &r.result, &r.errJSON, &r.progress, &r.total}
 }
 
 func scanTask(row pgx.Row) (*taskRow, error) {
@@ -57,6 +58,7 @@ func (r *taskRow) snapshot() (task.Task, error) {
 		LastUpdatedAt: r.updatedAt.UTC(),
 		TTL:           time.Duration(r.ttlMs) * time.Millisecond,
 		PollInterval:  time.Duration(r.pollMs) * time.Millisecond,
+		Progress:      storedProgress(r.progress, r.total),
 	}
 	if p.InputRequests, err = taskdata.DecodeRequests(r.requests); err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)

@@ -40,7 +40,7 @@ const recordEvents = `INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT
 
 // taskColumns are the columns scanned into a taskRow, in order.
 const taskColumns = `id, status, status_message, origin, created_at, updated_at, ttl_ms, poll_interval_ms,
-	input_requests, result, error`
+	input_requests, result, error, progress, progress_total`
 
 const (
 	sqlFindTask = `SELECT ` + taskColumns + ` FROM {{schema}}.tasks
@@ -170,7 +170,8 @@ const (
 		` + recordEvents
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
-	// $5 results. Returns one outbox row naming the tasks completed (none
+	// $5 results, $6 progress counts and $7 totals (NULL: keep the
+	// task's count). Returns one outbox row naming the tasks completed (none
 	// when none was). The
 	// statement is shaped so that its generic (cached) plan is the right
 	// one whatever the batch size: the batch drives primary-key probes of
@@ -180,12 +181,15 @@ const (
 	// never joined with itself.
 	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[]) AS v(task_id, attempt, message, result)
+			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::float8[], $7::float8[])
+				AS v(task_id, attempt, message, result, progress, total)
 			WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id, v.message, v.result),
+			RETURNING j.task_id, v.message, v.result, v.progress, v.total),
 		t AS (
 			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = j.message, input_requests = NULL,
-				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}})
+				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
+				progress = coalesce(j.progress, t.progress),
+				progress_total = CASE WHEN j.progress IS NULL THEN t.progress_total ELSE j.total END
 			FROM j WHERE t.id = j.task_id
 			RETURNING t.id)
 		INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
@@ -365,6 +369,7 @@ type queries struct {
 	pruneOutbox, outboxAfter, outboxLast                     string
 	completeBatch, enqueueBatch                              string
 	listTasks, cursorKey                                     string
+	reportProgress                                           string
 
 	lockOwner, createSession, loadSession, touchSession string
 	setSessionLevel, deleteSession, sweepSessions       string
@@ -406,6 +411,7 @@ func newQueries(schema string) queries {
 	q.outboxAfter = q.expand(sqlOutboxAfter)
 	q.outboxLast = q.expand(sqlOutboxLast)
 	q.listTasks = q.expand(sqlListTasks)
+	q.reportProgress = q.expand(sqlReportProgress)
 	q.cursorKey = q.expand(sqlCursorKey)
 	q.lockOwner = sqlLockOwner
 	q.createSession = q.expand(sqlCreateSession)

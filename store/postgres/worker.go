@@ -181,14 +181,19 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 	attempts := make([]int64, len(items))
 	messages := make([]string, len(items))
 	results := make([][]byte, len(items))
+	progress, totals := make([]*float64, len(items)), make([]*float64, len(items))
 	for i, it := range items {
 		b, err := taskdata.CompletionJSON(it)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
+		if it.Progress != nil && !it.Progress.Valid() {
+			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+		}
 		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
+		progress[i], totals[i] = progressArgs(it.Progress)
 	}
-	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results)
+	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, progress, totals)
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}

@@ -16,7 +16,8 @@ import (
 
 // taskColumns are the columns scanned into a taskRow, in order.
 const taskColumns = `id, endpoint, tenant, kind, status, status_message, origin, created_at, updated_at,
-	ttl_ms, poll_interval_ms, input_requests, input_responses, used_keys, result, error, cancel_requested`
+	ttl_ms, poll_interval_ms, input_requests, input_responses, used_keys, result, error, cancel_requested,
+	progress, progress_total`
 
 // taskRow is one row of the tasks table.
 type taskRow struct {
@@ -30,6 +31,7 @@ type taskRow struct {
 	usedKeys                   []byte
 	result, errJSON            []byte
 	cancelRequested            bool
+	progress, progressTotal    sql.NullFloat64
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -39,7 +41,7 @@ func scanTask(sc scanner) (*taskRow, error) {
 	var status string
 	err := sc.Scan(&r.id, &r.endpoint, &r.tenant, &r.kind, &status, &r.message, &r.origin, &r.createdAt,
 		&r.updatedAt, &r.ttlMs, &r.pollMs, &r.requests, &r.responses, &r.usedKeys, &r.result, &r.errJSON,
-		&r.cancelRequested)
+		&r.cancelRequested, &r.progress, &r.progressTotal)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +64,7 @@ func (r *taskRow) snapshot() (task.Task, error) {
 		LastUpdatedAt: time.UnixMilli(r.updatedAt).UTC(),
 		TTL:           time.Duration(r.ttlMs) * time.Millisecond,
 		PollInterval:  time.Duration(r.pollMs) * time.Millisecond,
+		Progress:      storedProgress(r.progress, r.progressTotal),
 	}
 	if p.InputRequests, err = taskdata.DecodeRequests(r.requests); err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)

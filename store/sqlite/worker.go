@@ -313,7 +313,12 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 			if err != nil {
 				return nil, err
 			}
-			if err := setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs); err != nil {
+			if it.Progress != nil {
+				err = completeWithProgress(ctx, tx, it, results[i], nowMs)
+			} else {
+				err = setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs)
+			}
+			if err != nil {
 				return nil, err
 			}
 			done = append(done, it.Lease.TaskID)

@@ -35,6 +35,9 @@ func fencedWrites(b Backend, l worker.Lease, c *Clock) map[string]func() error {
 		"Cancel":       func() error { return b.Cancel(bg, l, "cancelled") },
 		"Retry":        func() error { return b.Retry(bg, l, c.Now(), "again") },
 		"Release":      func() error { return b.Release(bg, l) },
+		"ReportProgress": func() error {
+			return b.ReportProgress(bg, l, "stale progress", &task.Progress{Current: 1, Total: 2})
+		},
 	}
 }
 
@@ -55,7 +58,8 @@ func detail(t task.Task) any {
 		Requests mcp.InputRequests
 		Result   *mcp.CallToolResult
 		Error    *mcp.Error
-	}{t.Info(), t.InputRequests(), t.Result(), t.Error()}
+		Progress *task.Progress
+	}{t.Info(), t.InputRequests(), t.Result(), t.Error(), t.Params().Progress}
 }
 
 // testFencing: a lease that expired, was rescued and reclaimed, or merely

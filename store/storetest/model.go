@@ -40,6 +40,7 @@ type mTask struct {
 	hasResult   bool
 	errExhaust  bool // failed with the exhausted error (else the tool error)
 	cancel      bool
+	progress    *task.Progress // last reported count
 	createdMs   int64
 	expiresMs   int64 // 0: never
 	deleted     bool
@@ -253,6 +254,7 @@ func (s *sequence) step(i int) {
 		{8, s.opCreate}, {12, s.opClaim}, {4, s.opHeartbeat}, {10, s.opRequestInput}, {10, s.opUpdate},
 		{3, s.opComplete}, {2, s.opFail}, {1, s.opCancel}, {3, s.opRetry}, {3, s.opRelease},
 		{3, s.opRequestCancel}, {5, s.opAdvance}, {3, s.opRescue}, {2, s.opDeleteExpired}, {3, s.opList},
+		{5, s.opReportProgress},
 	}
 	total := 0
 	for _, o := range ops {
@@ -308,6 +310,9 @@ func (s *sequence) check() {
 				m.id, got.Status(), got.StatusMessage(), gotReqs, got.Result() != nil, got.Error() != nil,
 				m.status, m.message, wantReqs, m.hasResult)
 		}
+		if gp, wp := got.Params().Progress, m.progress; (gp == nil) != (wp == nil) || (gp != nil && *gp != *wp) {
+			s.fatalf("task %s: progress %v, model %v", m.id, gp, wp)
+		}
 		if e := got.Error(); e != nil {
 			want := toolError
 			if m.errExhaust {
@@ -322,7 +327,8 @@ func (s *sequence) check() {
 		}
 		// lastUpdatedAt never goes backwards, and a visible change is
 		// stamped with the time it was made.
-		view, _ := json.Marshal([]any{got.Status(), got.StatusMessage(), gotReqs, got.Result() != nil, got.Error()})
+		view, _ := json.Marshal([]any{got.Status(), got.StatusMessage(), gotReqs, got.Result() != nil, got.Error(),
+			got.Params().Progress})
 		upd := got.LastUpdatedAt()
 		switch {
 		case upd.Before(m.lastSeen) || upd.After(now) || upd.Before(got.CreatedAt()):

@@ -255,6 +255,21 @@ func (s *sequence) opUpdate() string {
 	return fmt.Sprintf("%s → accepted %d", desc, accepted)
 }
 
+// opReportProgress reports a message, with a count two times in three.
+func (s *sequence) opReportProgress() string {
+	n := s.rng.IntN(1000)
+	msg := fmt.Sprintf("row %d", n)
+	var p *task.Progress
+	if s.rng.IntN(3) > 0 {
+		p = &task.Progress{Current: float64(n), Total: float64(s.rng.IntN(2) * 1000)}
+	}
+	return s.fenced("progress", func(l worker.Lease) error { return s.b.ReportProgress(bg, l, msg, p) },
+		func(m *mTask) string {
+			m.message, m.progress = msg, p
+			return "ok"
+		})
+}
+
 func (s *sequence) opComplete() string {
 	return s.fenced("complete", func(l worker.Lease) error { return s.b.Complete(bg, l, textResult, "completed") },
 		func(m *mTask) string { m.terminate(task.Completed, "completed"); m.hasResult = true; return "ok" })

@@ -34,6 +34,9 @@
 //     MaxAttempts defaults to worker.DefaultMaxAttempts.
 //   - Claims skip jobs of expired tasks; fenced writes ignore TTL until
 //     the task is deleted.
+//   - ReportProgress changes the message and progress count of a task whose
+//     job runs under the lease, never its status; terminal writes and
+//     retries keep the count, and a batched completion may set it.
 //   - lastUpdatedAt is the time of the last change a client can see, and
 //     never goes backwards.
 //   - ListTasks lists what FindTask finds, unexpired, newest first, ties
@@ -65,6 +68,7 @@ type Backend interface {
 	task.Lister
 	worker.Store
 	worker.Enqueuer
+	worker.ProgressReporter
 }
 
 // Run runs the suite against backends made by open. open receives the test
@@ -91,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"InterruptedRuns", testInterruptedRuns},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
+		{"Progress", testProgress},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"Text", testText},
 		{"CountActive", testCountActive},

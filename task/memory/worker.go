@@ -76,6 +76,22 @@ func (m *Manager) MarkWorking(id, message string) (task.Task, error) {
 	})
 }
 
+// ReportProgress sets a working task's status message and progress count
+// (nil: none), as a durable store's worker.ProgressReporter does for a
+// running job. It fails for a task that is not working.
+func (m *Manager) ReportProgress(id, message string, p *task.Progress) (task.Task, error) {
+	if p != nil && !p.Valid() {
+		return task.Task{}, fmt.Errorf("memory: progress numbers must be finite and not negative")
+	}
+	return m.transition(id, func(e *entry, q *task.Params) (func(), error) {
+		if q.Status != task.Working {
+			return nil, fmt.Errorf("memory: progress can be reported only while the task is working")
+		}
+		q.StatusMessage, q.Progress = message, p
+		return nothing, nil
+	})
+}
+
 // RequestInput moves the task to input_required with the given requests.
 // Keys must be unique for the task's lifetime (ErrKeyReused); responses
 // accepted earlier must have been taken first (ErrPendingResponses).

@@ -57,6 +57,8 @@ type config struct {
 
 	WhatIfNoCancelRead bool
 	Analyze            bool
+	Progress           bool
+	ProgressRounds     int
 }
 
 // parseFlags parses the flags of "durablebench run".
@@ -99,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.TempDir, "tmp", "", "directory for the SQLite databases (default: the system temporary directory)")
 	fs.BoolVar(&c.WhatIfNoCancelRead, "whatif-no-cancel-read", false, "EXPERIMENT, not taskwire's behaviour: in the worker phases, answer the runtime's per-job CancelRequested with false without a database read (upper bound for a Claim that returns the cancel intent)")
 	fs.BoolVar(&c.Analyze, "analyze", false, "run ANALYZE on the queue tables after pre-creating the jobs of the PostgreSQL worker phases (taskwire and River alike), as autovacuum eventually would")
+	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (JobContext.ReportProgress) in every job, and compare the throughputs")
+	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress, how many times the four runs (without, with, with, without) repeat")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -134,6 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, usageError{"-e2e-claim-batch must be between 1 and -e2e-concurrency"}
 	case c.RiverWorkers < 1 || c.RiverInsertBatch < 1:
 		return config{}, usageError{"-river-workers and -river-insert-batch must be positive"}
+	case c.ProgressRounds < 1 || c.ProgressRounds > 10:
+		return config{}, usageError{"-progress-rounds must be between 1 and 10"}
 	case c.PGConns < 1:
 		return config{}, usageError{"-pg-conns must be positive"}
 	case c.InsertDuration < 100*time.Millisecond || c.InsertRounds < 1:

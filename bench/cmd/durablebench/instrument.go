@@ -26,6 +26,7 @@ func (c *callStats) add(items int, d time.Duration) {
 // storeStats are the calls the worker runtime made to its store.
 type storeStats struct {
 	claim, cancelRequested, complete, completeBatch, heartbeat callStats
+	progress                                                   callStats // ReportProgress
 
 	mu     sync.Mutex
 	claims []claimCall // every Claim, in order of return

@@ -158,10 +158,11 @@ func startProfile(cfg config, name string, out io.Writer) (func(), error) {
 	}, nil
 }
 
-// runWorkerPhase is pg-worker or sqlite-worker: pre-create N tasks with
-// store.Enqueue, then measure how fast a worker.Runtime with a no-op
-// handler completes them all.
-func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer) ([]figure, error) {
+// runWorkerRun is one run of pg-worker or sqlite-worker: pre-create N
+// tasks with store.Enqueue, then measure how fast a worker.Runtime with a
+// no-op handler completes them all. With progress, the handler makes one
+// progress report per job.
+func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, out io.Writer) ([]figure, error) {
 	n := cfg.N
 	if kind == "sqlite" {
 		n = cfg.SQLiteN
@@ -233,8 +234,13 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	if err := worker.HandleRaw(rt, benchKind, func(context.Context, *worker.JobContext) (*mcp.CallToolResult, error) {
+	if err := worker.HandleRaw(rt, benchKind, func(_ context.Context, jc *worker.JobContext) (*mcp.CallToolResult, error) {
 		handled.Add(1)
+		if progress {
+			if err := jc.ReportProgress("row 1 of 1", 1, 1); err != nil {
+				return nil, err
+			}
+		}
 		return noopResult(), nil
 	}); err != nil {
 		return nil, err
@@ -346,6 +352,20 @@ wait:
 		return nil, errors.New("verify: not every task completed exactly")
 	}
 	name := "taskwire " + kind
+	handler := "no-op handler"
+	if progress {
+		name += " with progress"
+		handler = "handler with one progress report per job"
+		p, err := tgt.progressCounts(vctx)
+		if err != nil {
+			return nil, fmt.Errorf("verify progress: %w", err)
+		}
+		fmt.Fprintf(out, "   verified in the database: %d of %d tasks carry their progress count; ReportProgress calls %d\n",
+			p, n, calls.progress.calls.Load())
+		if p != n {
+			return nil, errors.New("verify: a progress report was lost")
+		}
+	}
 	if cfg.WhatIfNoCancelRead {
 		name += " WHAT-IF (no per-job cancel-intent read)"
 	}
@@ -354,7 +374,7 @@ wait:
 	}
 	return []figure{
 		{Phase: phaseName(kind, "worker"), What: name + ": " + how + " pre-creation", Rate: enqRate, Unit: "tasks/s"},
-		{Phase: phaseName(kind, "worker"), What: name + ": worker throughput, no-op handler", Rate: rate, Unit: "jobs/s",
+		{Phase: phaseName(kind, "worker"), What: name + ": worker throughput, " + handler, Rate: rate, Unit: "jobs/s",
 			Note: fmt.Sprintf("N=%d, Concurrency %d, ClaimBatch %d, PollInterval %s", n, cfg.Concurrency, cfg.ClaimBatch, cfg.PollInterval)},
 		{Phase: phaseName(kind, "worker"), What: name + ": insert + work (pre-creation, then the worker)", Rate: float64(n) / (enqDur + elapsed).Seconds(),
 			Unit: "jobs/s", Note: fmt.Sprintf("N=%d", n)},

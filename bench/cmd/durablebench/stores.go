@@ -24,6 +24,7 @@ type durableStore interface {
 	task.Manager
 	worker.Store
 	worker.Enqueuer
+	worker.ProgressReporter
 	Close() error
 }
 

@@ -35,6 +35,22 @@ func CheckText(field, s string) error {
 // CheckMessage is CheckText for a status message.
 func CheckMessage(message string) error { return CheckText("status message", message) }
 
+// CheckProgress checks a progress report a store is asked to keep: its
+// message is storable text (CheckText) of at most worker.MaxProgressMessage
+// bytes, and its numbers, when present, are finite and not negative.
+func CheckProgress(message string, p *task.Progress) error {
+	if len(message) > worker.MaxProgressMessage {
+		return fmt.Errorf("%w: the status message exceeds %d bytes", worker.ErrInvalidProgress, worker.MaxProgressMessage)
+	}
+	if err := CheckMessage(message); err != nil {
+		return err
+	}
+	if p != nil && !p.Valid() {
+		return fmt.Errorf("%w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+	}
+	return nil
+}
+
 // checkCreation checks the text of a creation and its idempotency key.
 func checkCreation(cc *task.CreationContext, key string) error {
 	for _, f := range []struct{ name, value string }{

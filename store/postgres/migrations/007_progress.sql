@@ -1,0 +1,15 @@
+-- 007_progress: the progress count a worker reports.
+--
+-- A running job reports a status message (kept in status_message) with an
+-- optional count: progress units done out of progress_total (0: unknown
+-- total). Both are NULL when the last report carried no numbers, or none
+-- was made. tasks/get of the 2026 wire shows only the message; 2025-era
+-- clients waiting inline receive the numbers in notifications/progress.
+--
+-- Additive: nodes of version 6 still running during a rolling upgrade never
+-- read the columns, and their writes leave them as they are. Adding
+-- nullable columns rewrites no rows.
+
+ALTER TABLE {{schema}}.tasks
+	ADD COLUMN progress DOUBLE PRECISION CHECK (progress >= 0),
+	ADD COLUMN progress_total DOUBLE PRECISION CHECK (progress_total >= 0);

@@ -1,0 +1,53 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// ReportProgress implements worker.ProgressReporter: under a live lease
+// (else worker.ErrLeaseLost, changing nothing) it sets the task's status
+// message and progress count (nil: none) without changing its status, in
+// one statement that records the change in the outbox; the change is
+// published after commit.
+func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message string, p *task.Progress) error {
+	if err := taskdata.CheckProgress(message, p); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	cur, total := progressArgs(p)
+	ev, err := fencedEvent(ctx, s.pool, "report progress", s.q.reportProgress, s.now(), l.TaskID, l.Attempt,
+		message, cur, total)
+	if err != nil {
+		return err
+	}
+	s.emit(ev)
+	return nil
+}
+
+// progressArgs returns the column values of a progress count.
+func progressArgs(p *task.Progress) (cur, total *float64) {
+	if p == nil {
+		return nil, nil
+	}
+	return &p.Current, &p.Total
+}
+
+// storedProgress returns the count the columns hold, or nil; numbers the
+// snapshot would refuse (written by hand) count as none.
+func storedProgress(cur, total *float64) *task.Progress {
+	if cur == nil {
+		return nil
+	}
+	p := &task.Progress{Current: *cur}
+	if total != nil {
+		p.Total = *total
+	}
+	if !p.Valid() {
+		return nil
+	}
+	return p
+}

@@ -1,0 +1,79 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// ReportProgress implements worker.ProgressReporter: under a live lease
+// (else worker.ErrLeaseLost, changing nothing) it sets the task's status
+// message and progress count (nil: none) without changing its status,
+// records the change in the outbox and publishes it after commit.
+func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message string, p *task.Progress) error {
+	if err := taskdata.CheckProgress(message, p); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	cur, total := progressArgs(p)
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		// The fence is the job's: a task whose job runs under this
+		// lease is never terminal.
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status_message = ?, progress = ?, progress_total = ?,
+			updated_at = max(updated_at, ?)
+			WHERE id = ? AND EXISTS (SELECT 1 FROM jobs WHERE `+fenceClause+`)`,
+			message, cur, total, nowMs, l.TaskID, l.TaskID, l.Attempt, nowMs)
+		if err != nil {
+			return nil, wrapErr("report progress", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, wrapErr("report progress", err)
+		} else if n == 0 {
+			return nil, worker.ErrLeaseLost
+		}
+		if err := outbox(ctx, tx, l.TaskID, nowMs); err != nil {
+			return nil, err
+		}
+		return []string{l.TaskID}, nil
+	})
+}
+
+// completeWithProgress is setTerminal for a batched completion that
+// carries the progress count of its last report: one UPDATE sets both, so
+// the row is rewritten once.
+func completeWithProgress(ctx context.Context, tx *wtx, it worker.Completion, result string, nowMs int64) error {
+	if !it.Progress.Valid() {
+		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
+		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
+		it.Message, result, it.Progress.Current, it.Progress.Total, nowMs, it.Lease.TaskID); err != nil {
+		return wrapErr("end task", err)
+	}
+	return outbox(ctx, tx, it.Lease.TaskID, nowMs)
+}
+
+// progressArgs returns the column values of a progress count.
+func progressArgs(p *task.Progress) (cur, total any) {
+	if p == nil {
+		return nil, nil
+	}
+	return p.Current, p.Total
+}
+
+// storedProgress returns the count the columns hold, or nil; numbers the
+// snapshot would refuse (written by hand) count as none.
+func storedProgress(cur, total sql.NullFloat64) *task.Progress {
+	if !cur.Valid {
+		return nil
+	}
+	p := &task.Progress{Current: cur.Float64, Total: total.Float64}
+	if !p.Valid() {
+		return nil
+	}
+	return p
+}

@@ -1,0 +1,121 @@
+package storetest
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// progressView is what a snapshot shows of a report.
+type progressView struct {
+	Status   task.Status
+	Message  string
+	Progress *task.Progress
+	Updated  time.Time
+}
+
+func viewProgress(tk task.Task) progressView {
+	return progressView{tk.Status(), tk.StatusMessage(), tk.Params().Progress, tk.LastUpdatedAt()}
+}
+
+// testProgress: ReportProgress under a live lease changes the message and
+// the count (not the status), stamps lastUpdatedAt and publishes a hint;
+// invalid reports change nothing; terminal writes keep the count, and a
+// batched completion sets the count it carries.
+func testProgress(t *testing.T, open opener) {
+	b, c := open(t)
+	var mu sync.Mutex
+	var published []string
+	unsubscribe := b.EventPublisher().Subscribe(func(id string) {
+		mu.Lock()
+		published = append(published, id)
+		mu.Unlock()
+	})
+	defer unsubscribe()
+	// Local hints are published before the write returns.
+	wasPublished := func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(published, id)
+	}
+	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	j := claimOne(t, b, c, tk.ID())
+
+	steps := []struct {
+		message string
+		p       *task.Progress
+	}{
+		{"row 400 of 1000", &task.Progress{Current: 400, Total: 1000}},
+		{"row 401", &task.Progress{Current: 401}},
+		{"almost done", nil},
+	}
+	for _, st := range steps {
+		c.Advance(time.Millisecond)
+		mu.Lock()
+		published = published[:0]
+		mu.Unlock()
+		if err := b.ReportProgress(bg, j.Lease, st.message, st.p); err != nil {
+			t.Fatalf("ReportProgress(%q): %v", st.message, err)
+		}
+		want := progressView{task.Working, st.message, st.p, c.Now()}
+		if diff := cmp.Diff(want, viewProgress(mustFind(t, b, tk.ID()))); diff != "" {
+			t.Errorf("after %q (-want +got):\n%s", st.message, diff)
+		}
+		if !wasPublished(tk.ID()) {
+			t.Errorf("ReportProgress(%q) published no hint", st.message)
+		}
+	}
+
+	before := mustFind(t, b, tk.ID())
+	for name, bad := range map[string]func() error{
+		"NUL":   func() error { return b.ReportProgress(bg, j.Lease, "a\x00b", nil) },
+		"UTF-8": func() error { return b.ReportProgress(bg, j.Lease, "\xff", nil) },
+		"too long": func() error {
+			return b.ReportProgress(bg, j.Lease, strings.Repeat("x", worker.MaxProgressMessage+1), nil)
+		},
+		"NaN":      func() error { return b.ReportProgress(bg, j.Lease, "m", &task.Progress{Current: math.NaN()}) },
+		"negative": func() error { return b.ReportProgress(bg, j.Lease, "m", &task.Progress{Current: 1, Total: -1}) },
+	} {
+		err := bad()
+		if !errors.Is(err, worker.ErrInvalidText) && !errors.Is(err, worker.ErrInvalidProgress) {
+			t.Errorf("%s: err = %v, want ErrInvalidText or ErrInvalidProgress", name, err)
+		}
+	}
+	sameSnapshot(t, "after invalid reports", before, mustFind(t, b, tk.ID()))
+
+	// A retry keeps the count; so does the terminal write of the next run.
+	wantErr(t, "ReportProgress with a count", b.ReportProgress(bg, j.Lease, "half", &task.Progress{Current: 5, Total: 10}), "ok")
+	wantErr(t, "Retry", b.Retry(bg, j.Lease, c.Now(), "again"), "ok")
+	again := claimOne(t, b, c, tk.ID())
+	wantErr(t, "Fail", b.Fail(bg, again.Lease, toolError, "failed"), "ok")
+	if got := mustFind(t, b, tk.ID()).Params().Progress; got == nil || *got != (task.Progress{Current: 5, Total: 10}) {
+		t.Errorf("after Retry and Fail: progress %v, want 5 of 10", got)
+	}
+	wantErr(t, "ReportProgress after the terminal write", b.ReportProgress(bg, again.Lease, "late", nil), "ErrLeaseLost")
+
+	bc, ok := b.(worker.BatchCompleter)
+	if !ok {
+		return
+	}
+	other := enqueue(t, b, worker.EnqueueOptions{})
+	oj := claimOne(t, b, c, other.ID())
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+	lost, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: oj.Lease, Result: res, Progress: &task.Progress{Current: 10, Total: 10}}})
+	if err != nil || len(lost) != 1 || lost[0] {
+		t.Fatalf("CompleteBatch = %v, %v", lost, err)
+	}
+	done := mustFind(t, b, other.ID())
+	if p := done.Params().Progress; done.Status() != task.Completed || p == nil || *p != (task.Progress{Current: 10, Total: 10}) {
+		t.Errorf("batched completion: %v progress %v, want completed with 10 of 10", done.Status(), p)
+	}
+}

@@ -1,0 +1,322 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/task"
+)
+
+// manualClock is a progressClock whose time moves only when the test
+// advances it; due timers fire synchronously inside advance.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !t.stopped
+		t.stopped = true
+		return was
+	}
+}
+
+// advance moves the time by d and runs the timers that came due.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*manualTimer
+	rest := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.stopped:
+		case !t.at.After(c.now):
+			t.stopped = true
+			due = append(due, t)
+		default:
+			rest = append(rest, t)
+		}
+	}
+	c.timers = rest
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
+}
+
+// written is one write the coalescer made: its message and its time as an
+// offset from the claim.
+type written struct {
+	Message string
+	At      time.Duration
+}
+
+func TestProgressCoalescing(t *testing.T) {
+	type step struct {
+		advance time.Duration // before the action
+		report  string        // "" for none
+		fail    bool          // the write of this step's report fails once (retried)
+		wait    int           // writes to wait for after the step (asynchronous ones)
+	}
+	const sec = time.Second
+	tests := []struct {
+		name    string
+		steps   []step
+		want    []written
+		pending string // what finish returns
+	}{
+		{
+			name:  "first write one interval after the claim",
+			steps: []step{{report: "a"}, {advance: 999 * time.Millisecond}, {advance: time.Millisecond}},
+			want:  []written{{"a", sec}},
+		},
+		{
+			name: "a later report replaces the waiting one; the last is written",
+			steps: []step{
+				{advance: 100 * time.Millisecond, report: "a"}, {advance: 300 * time.Millisecond, report: "b"},
+				{advance: 300 * time.Millisecond, report: "c"}, {advance: 300 * time.Millisecond},
+			},
+			want: []written{{"c", sec}},
+		},
+		{
+			name: "at most one write per interval",
+			steps: []step{
+				{advance: sec, report: "a", wait: 1}, {advance: 200 * time.Millisecond, report: "b"},
+				{advance: 200 * time.Millisecond, report: "c"}, {advance: 600 * time.Millisecond},
+				{advance: 100 * time.Millisecond, report: "d"}, {advance: 900 * time.Millisecond},
+			},
+			want: []written{{"a", sec}, {"c", 2 * sec}, {"d", 3 * sec}},
+		},
+		{
+			name:    "a report after a quiet spell is written at once",
+			steps:   []step{{advance: 5 * sec, report: "a", wait: 1}, {advance: 100 * time.Millisecond, report: "b"}},
+			want:    []written{{"a", 5 * sec}},
+			pending: "b",
+		},
+		{
+			name: "a failed write is tried again one interval later",
+			steps: []step{
+				{report: "a", fail: true}, {advance: sec}, {advance: sec},
+			},
+			want: []written{{"a", sec}, {"a", 2 * sec}},
+		},
+		{
+			name:    "still pending when the handler returns",
+			steps:   []step{{advance: 10 * time.Millisecond, report: "a"}},
+			pending: "a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			clock := &manualClock{now: claim}
+			var mu sync.Mutex
+			var got []written
+			failNext := map[string]bool{}
+			wrote := make(chan struct{}, 100)
+			c := newProgressCoalescer(clock, sec, claim, func(r progressReport) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, written{r.message, clock.Now().Sub(claim)})
+				wrote <- struct{}{}
+				if failNext[r.message] {
+					delete(failNext, r.message)
+					return true
+				}
+				return false
+			})
+			for _, s := range tt.steps {
+				clock.advance(s.advance)
+				if s.report != "" {
+					mu.Lock()
+					failNext[s.report] = s.fail
+					mu.Unlock()
+					c.report(progressReport{message: s.report})
+				}
+				for range s.wait {
+					<-wrote
+				}
+			}
+			last := c.finish()
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+			var pending string
+			if last != nil {
+				pending = last.message
+			}
+			if pending != tt.pending {
+				t.Errorf("pending at finish = %q, want %q", pending, tt.pending)
+			}
+			c.report(progressReport{message: "late"})
+			if c.finish() != nil {
+				t.Error("a report after finish was kept")
+			}
+		})
+	}
+}
+
+func TestReportProgressRejectsInvalidReports(t *testing.T) {
+	jc := newJobContext(Job{}, nil, nil)
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"too long", func() error { return jc.ReportStatus(strings.Repeat("x", MaxProgressMessage+1)) }},
+		{"invalid UTF-8", func() error { return jc.ReportStatus("\xff") }},
+		{"NUL byte", func() error { return jc.ReportStatus("a\x00b") }},
+		{"negative", func() error { return jc.ReportProgress("m", -1, 10) }},
+		{"NaN", func() error { return jc.ReportProgress("m", math.NaN(), 0) }},
+		{"infinite total", func() error { return jc.ReportProgress("m", 1, math.Inf(1)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, ErrInvalidProgress) {
+				t.Errorf("err = %v, want ErrInvalidProgress", err)
+			}
+		})
+	}
+	if err := jc.ReportProgress(strings.Repeat("x", MaxProgressMessage), 0, 0); err != nil {
+		t.Errorf("a message of the maximum length: %v", err)
+	}
+}
+
+func TestProgressIntervalOption(t *testing.T) {
+	for _, d := range []time.Duration{-time.Second, time.Millisecond} {
+		if _, err := New(Options{Store: newFakeStore(nil), ProgressInterval: d}); err == nil {
+			t.Errorf("ProgressInterval %v accepted", d)
+		}
+	}
+}
+
+// TestReportProgressWritesUnderTheLease runs a handler that reports every
+// 100 ms for 3.4 s (fake time): the store sees one write per interval, the
+// first an interval after the claim, and the last report right before the
+// completion.
+func TestReportProgressWritesUnderTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		err := Handle(h.rt, "rows", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+			time.Sleep(50 * time.Millisecond) // off the interval's ticks: no ties between timers
+			for i := 1; i <= 35; i++ {
+				if i > 1 {
+					time.Sleep(100 * time.Millisecond) // the handler's work, in fake time
+				}
+				if err := job.ReportProgress(fmt.Sprintf("row %d of 35", i), float64(i), 35); err != nil {
+					return sumOut{}, err
+				}
+			}
+			return sumOut{Sum: 35}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := h.store.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+		h.start()
+		j := h.waitStatus(t, id, task.Completed)
+		h.stop(t)
+
+		claimed := j.claimTimes[0]
+		var got []written
+		for _, r := range j.reports {
+			got = append(got, written{r.message, r.at.Sub(claimed)})
+		}
+		want := []written{
+			{"row 10 of 35", time.Second}, {"row 20 of 35", 2 * time.Second}, {"row 30 of 35", 3 * time.Second},
+			{"row 35 of 35", 3450 * time.Millisecond},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("progress writes (-want +got):\n%s", diff)
+		}
+		if last := j.reports[len(j.reports)-1].progress; last == nil || *last != (task.Progress{Current: 35, Total: 35}) {
+			t.Errorf("last numbers = %v", last)
+		}
+		if diff := cmp.Diff([]string{"ReportProgress", "ReportProgress", "ReportProgress", "ReportProgress", "Complete"},
+			h.store.writeLog()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestReportProgressAfterLostLease: once another worker holds the job, a
+// progress write is refused, changes nothing, and cancels the handler with
+// cause ErrLeaseLost; nothing else is written for the run.
+func TestReportProgressAfterLostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		reported := make(chan struct{})
+		lost := make(chan struct{})
+		var cause error
+		err := Handle(h.rt, "rows", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+			if err := job.ReportStatus("before"); err != nil {
+				return sumOut{}, err
+			}
+			time.Sleep(1500 * time.Millisecond) // the first write happens
+			close(reported)
+			<-lost
+			if err := job.ReportStatus("after"); err != nil {
+				return sumOut{}, err
+			}
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return sumOut{}, ctx.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := h.store.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+		h.start()
+		<-reported
+		h.store.claimElsewhere(id, time.Now().Add(time.Hour))
+		close(lost)
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // past the next interval; the refused write cancels the handler
+		synctest.Wait()
+		h.stop(t)
+
+		j := h.store.job(id)
+		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != "before" {
+			t.Errorf("reports = %+v, message %q; want only the write made under the lease", j.reports, j.message)
+		}
+		if !errors.Is(cause, ErrLeaseLost) {
+			t.Errorf("handler cause = %v, want ErrLeaseLost", cause)
+		}
+		if diff := cmp.Diff([]string{"ReportProgress"}, h.store.writeLog()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+		if n := h.metrics.transition("rows", TransitionLeaseLost); n != 1 {
+			t.Errorf("lease_lost = %d", n)
+		}
+	})
+}
