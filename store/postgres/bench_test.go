@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -68,7 +69,7 @@ func BenchmarkSessions(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			r := sessionRecord(fmt.Sprint("bench", i), fmt.Sprint("p", i%1000))
-			if err := ss.Create(ctx, r, 100, sessionBase); err != nil {
+			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100}, sessionBase); err != nil {
 				b.Fatal(err)
 			}
 			i++

@@ -303,12 +303,33 @@ const (
 // creates of the same owner (or, rarely, of owners whose hashes collide,
 // which only makes them wait for each other). The hash is computed in Go
 // (ownerLockKey) so that it does not depend on the server's hash function.
+//
+// The store-wide limit (session.Limits.Total) must hold the same way, so a
+// Create under it first takes one advisory lock for the whole schema
+// (storeLockKey), before the owner's (always in that order: no deadlock),
+// then counts the live sessions in a statement of its own, again after the
+// lock. This serializes every create of the schema fleet-wide, for the
+// length of two counts, the insert and the commit; the count stops at the
+// limit and reads sessions_ends only, so it costs at most Total index
+// entries. Creates are initialize calls only, not requests, so this is
+// cheap next to their round trips. Chosen over:
+//   - a counter row (n = n + 1 WHERE n < Total): exact only if every
+//     removal decrements it, but sessions end by time and leave the count
+//     until a sweep; it would have to count expired rows (bounding storage,
+//     not live sessions) and needs a migration;
+//   - counting without the lock: N nodes at Total-1 would all insert, so
+//     the bound would grow with the fleet.
 const (
 	sessionColumns = `key, endpoint, tenant, principal, protocol_version, client_capabilities, client_info,
 		log_level, created_at, last_used_at, expires_at, idle_timeout_ms`
 
 	// $1 lock key.
 	sqlLockOwner = `SELECT pg_advisory_xact_lock($1::bigint)`
+
+	// Counts at most $2 live sessions of the schema at $1, reading
+	// sessions_ends only.
+	sqlCountLiveSessions = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.sessions
+		WHERE ends_at > $1::bigint LIMIT $2::integer) c`
 
 	// $1..$12 the record's columns, $13 ends_at, $14 now, $15 the limit
 	// (0: none). Inserts nothing when the owner has $15 live sessions;
@@ -357,8 +378,8 @@ type queries struct {
 	completeBatch, enqueueBatch                              string
 	listTasks, cursorKey                                     string
 
-	lockOwner, createSession, loadSession, touchSession string
-	setSessionLevel, deleteSession, sweepSessions       string
+	lockOwner, countLiveSessions, createSession, loadSession, touchSession string
+	setSessionLevel, deleteSession, sweepSessions                          string
 }
 
 func newQueries(schema string) queries {
@@ -399,6 +420,7 @@ func newQueries(schema string) queries {
 	q.listTasks = q.expand(sqlListTasks)
 	q.cursorKey = q.expand(sqlCursorKey)
 	q.lockOwner = sqlLockOwner
+	q.countLiveSessions = q.expand(sqlCountLiveSessions)
 	q.createSession = q.expand(sqlCreateSession)
 	q.loadSession = q.expand(sqlLoadSession)
 	q.touchSession = q.expand(sqlTouchSession)
