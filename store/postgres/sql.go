@@ -311,8 +311,9 @@ const (
 // lock. This serializes every create of the schema fleet-wide, for the
 // length of two counts, the insert and the commit; the count stops at the
 // limit and reads sessions_ends only, so it costs at most Total index
-// entries. Creates are initialize calls only, not requests, so this is
-// cheap next to their round trips. Chosen over:
+// entries (measured about 0.3 µs per live session, BenchmarkSessions/
+// CreateWithTotal): creates are initialize calls only, not requests, but
+// near a large Total the fleet's create rate is bounded by it. Chosen over:
 //   - a counter row (n = n + 1 WHERE n < Total): exact only if every
 //     removal decrements it, but sessions end by time and leave the count
 //     until a sweep; it would have to count expired rows (bounding storage,
