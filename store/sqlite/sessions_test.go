@@ -220,7 +220,9 @@ func TestSessionsTimeout(t *testing.T) {
 	}
 	defer release()
 	writes := map[string]func(context.Context) error{
-		"Create":      func(ctx context.Context) error { return ss.Create(ctx, sessionRecord("t", "alice"), session.Limits{PerOwner: 5}, sessionBase) },
+		"Create": func(ctx context.Context) error {
+			return ss.Create(ctx, sessionRecord("t", "alice"), session.Limits{PerOwner: 5}, sessionBase)
+		},
 		"Touch":       func(ctx context.Context) error { return ss.Touch(ctx, r.Key, sessionBase) },
 		"SetLogLevel": func(ctx context.Context) error { return ss.SetLogLevel(ctx, r.Key, "info", sessionBase) },
 		"Delete":      func(ctx context.Context) error { return ss.Delete(ctx, r.Key, sessionBase) },
