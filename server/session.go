@@ -36,8 +36,14 @@ type SessionOptions struct {
 	// tenant and principal) across the fleet. Zero means 100. An
 	// initialize beyond it is refused with HTTP 429. Anonymous callers
 	// (an empty Identity.Principal, as with the default admission) are
-	// indistinguishable from each other and bounded by MaxSessions alone.
+	// indistinguishable from each other and bounded by MaxStored alone.
 	MaxPerPrincipal int
+	// MaxStored bounds the live sessions of the store as a whole, every
+	// identity and every node sharing it together: what bounds a durable
+	// store's table (anonymous callers included). Zero means 100,000. An
+	// initialize beyond it is refused with HTTP 503 (-32603 "Server
+	// busy") until sessions end.
+	MaxStored int
 	// IdleTimeout ends a session that no request names for that long. Zero
 	// means 30 min.
 	IdleTimeout time.Duration
@@ -55,12 +61,16 @@ func (o *SessionOptions) validate() error {
 	var c optionChecker
 	c.counts("SessionOptions",
 		named{"MaxSessions", int64(o.MaxSessions)},
-		named{"MaxPerPrincipal", int64(o.MaxPerPrincipal)})
+		named{"MaxPerPrincipal", int64(o.MaxPerPrincipal)},
+		named{"MaxStored", int64(o.MaxStored)})
 	c.durations("SessionOptions",
 		named{"IdleTimeout", int64(o.IdleTimeout)},
 		named{"MaxLifetime", int64(o.MaxLifetime)})
 	if o.MaxPerPrincipal > 0 && o.MaxSessions > 0 && o.MaxPerPrincipal > o.MaxSessions {
 		c.bad("SessionOptions.MaxPerPrincipal (%d) exceeds MaxSessions (%d)", o.MaxPerPrincipal, o.MaxSessions)
+	}
+	if o.MaxPerPrincipal > 0 && o.MaxStored > 0 && o.MaxPerPrincipal > o.MaxStored {
+		c.bad("SessionOptions.MaxPerPrincipal (%d) exceeds MaxStored (%d)", o.MaxPerPrincipal, o.MaxStored)
 	}
 	if o.IdleTimeout > 0 && o.MaxLifetime > 0 && o.IdleTimeout > o.MaxLifetime {
 		c.bad("SessionOptions.IdleTimeout (%v) exceeds MaxLifetime (%v)", o.IdleTimeout, o.MaxLifetime)
@@ -77,6 +87,9 @@ func (o *SessionOptions) setDefaults() {
 	}
 	if o.MaxPerPrincipal == 0 {
 		o.MaxPerPrincipal = 100
+	}
+	if o.MaxStored == 0 {
+		o.MaxStored = 100_000
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 30 * time.Minute
@@ -208,13 +221,13 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	rec.CreatedAt, rec.LastUsedAt = now, now
 	rec.ExpiresAt = now.Add(m.opts.MaxLifetime)
 	rec.IdleTimeout = m.opts.IdleTimeout
-	perOwner := m.opts.MaxPerPrincipal
+	limits := session.Limits{PerOwner: m.opts.MaxPerPrincipal, Total: m.opts.MaxStored}
 	if rec.Principal == "" {
-		perOwner = 0 // every anonymous caller is the same owner
+		limits.PerOwner = 0 // every anonymous caller is the same owner: Total bounds them
 	}
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
-	switch err := m.store.Create(sctx, rec, perOwner, now); {
+	switch err := m.store.Create(sctx, rec, limits, now); {
 	case errors.Is(err, session.ErrLimit):
 		return "", errSessionLimit
 	case errors.Is(err, session.ErrFull):

@@ -63,7 +63,11 @@ type StdioOptions struct {
 	WriteQueue int
 	// DrainTimeout bounds how long, once the input ends, running requests
 	// may take to finish and send their responses before they are
-	// canceled. Zero: DefaultStdioDrainTimeout.
+	// canceled, and then how long the output may take to accept what is
+	// queued before it is abandoned (a client that stopped reading): so
+	// ServeStdio returns within about twice DrainTimeout of the end of its
+	// input or ctx, plus the time canceled requests take to notice. Zero:
+	// DefaultStdioDrainTimeout.
 	DrainTimeout time.Duration
 }
 
@@ -130,9 +134,12 @@ func (o *StdioOptions) resolve(s *Server) (*Endpoint, error) {
 //
 // When in ends, running listens end at once (the client is gone) and other
 // requests get DrainTimeout to finish and send their responses; then the
-// rest are canceled, the output is flushed and ServeStdio returns. It
-// returns nil after EOF or the end of ctx, the read error otherwise, or the
-// write error when the output failed first. Tasks are durable in the
+// rest are canceled, the output is flushed (for at most DrainTimeout more)
+// and ServeStdio returns. It returns nil after EOF or the end of ctx, the
+// read error otherwise, or the output's error when it failed first or was
+// not flushed in time (the client stopped reading; the writer's goroutine
+// then ends when its pending Write returns, at the latest with the
+// process). Tasks are durable in the
 // task manager's store and outlive the connection. It fails at once when
 // opts is invalid.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts StdioOptions) error {
@@ -146,8 +153,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 	defer cancelRequests()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ended := make(chan struct{})
 	sc := &stdioConn{
-		srv: s, ep: ep, opts: opts, ctx: rctx, reading: cctx.Done(),
+		srv: s, ep: ep, opts: opts, ctx: rctx, cancelAll: cancelRequests,
+		reading: cctx.Done(), ended: ended,
 		w:        newStdioWriter(out, opts.WriteQueue),
 		slots:    make(chan struct{}, opts.MaxInflight),
 		inflight: map[string]*stdioInflight{},
@@ -160,6 +169,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 	// or the client's closing of the pipe ends it).
 	go func() {
 		readErr <- readLines(in, opts.MaxLineBytes, lines, cctx.Done())
+		close(ended)
 		close(lines)
 	}()
 	var rerr error
@@ -262,10 +272,15 @@ type stdioConn struct {
 	srv  *Server
 	ep   *Endpoint
 	opts StdioOptions
-	ctx  context.Context // ends with ServeStdio
+	ctx  context.Context // the parent of every request: ends when shutdown gives up on them
+	// cancelAll ends ctx.
+	cancelAll context.CancelFunc
 	// reading is closed when ServeStdio stops taking input (ctx ended or
-	// the output failed); a request waiting for a slot is then dropped.
+	// the output failed); a request waiting for a slot, or a reply of the
+	// reading goroutine waiting for the queue, is then dropped.
 	reading <-chan struct{}
+	// ended is closed when the reader has returned (EOF or a read error).
+	ended <-chan struct{}
 	// charged is what the line being handled charged to the server's body
 	// budget: taken by the request started for it (refunded when it ends),
 	// else refunded by handleLine. Used by the reading goroutine only.
@@ -304,8 +319,29 @@ func (sc *stdioConn) sendError(id mcp.ID, pe *protocolError) {
 		b = mcp.AppendError(b, id, pe.err)
 	}
 	*bp = b
-	sc.w.send(sc.ctx, *bp)
+	sc.reply(*bp)
 	putBuf(bp)
+}
+
+// reply queues a message of the reading goroutine (an error for a line,
+// initialize's result). While the queue is full it waits, and the input is
+// not read meanwhile, as when MaxInflight requests run; but it never waits
+// past the end of ServeStdio's ctx or the output's failure, nor, once the
+// input has ended, longer than DrainTimeout: the message is then dropped
+// and the reading goroutine is free to shut the connection down.
+func (sc *stdioConn) reply(msg []byte) {
+	b := frame(msg)
+	if sc.w.enqueue(b, sc.reading, sc.ended) {
+		return
+	}
+	select {
+	case <-sc.ended:
+	default:
+		return // ctx ended or the output failed
+	}
+	drain, cancel := context.WithTimeout(context.Background(), sc.opts.DrainTimeout)
+	defer cancel()
+	sc.w.enqueue(b, sc.reading, drain.Done())
 }
 
 // handleLine classifies one message and starts its request, acts on its
@@ -419,7 +455,7 @@ func (sc *stdioConn) start(req *mcp.Request, listen bool, serve func(in inbound)
 		st := newMessageStream(stdioSink{w: sc.w, ctx: ctx})
 		serve(inbound{r: stdioRequest(ctx), stream: st, identity: sc.opts.Identity})
 		if listen && ctx.Err() == nil {
-			sc.w.send(sc.ctx, listenCancelled(req.ID))
+			sc.w.send(ctx, listenCancelled(req.ID))
 		}
 	}()
 }
@@ -456,8 +492,11 @@ func (sc *stdioConn) cancelRequest(req *mcp.Request) {
 }
 
 // shutdown ends the connection after its input: listens end at once,
-// other requests get DrainTimeout, then everything is canceled and the
-// output is flushed. It returns the output's write error, if any.
+// other requests get DrainTimeout, then everything is canceled (every
+// request derives from sc.ctx, those of a reused ID included), and the
+// output gets DrainTimeout more to take what is queued; after that the
+// writer is abandoned (marked failed). It returns the output's error, if
+// any: the write error, or errFlushTimeout.
 func (sc *stdioConn) shutdown() error {
 	sc.mu.Lock()
 	for _, ic := range sc.inflight {
@@ -475,14 +514,10 @@ func (sc *stdioConn) shutdown() error {
 	select {
 	case <-drained:
 	case <-t.C:
-		sc.mu.Lock()
-		for _, ic := range sc.inflight {
-			ic.cancel()
-		}
-		sc.mu.Unlock()
+		sc.cancelAll()
 		<-drained
 	}
 	t.Stop()
 	sc.closeSession()
-	return sc.w.close()
+	return sc.w.close(sc.opts.DrainTimeout)
 }

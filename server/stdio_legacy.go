@@ -110,7 +110,7 @@ func (sc *stdioConn) initialize(req *mcp.Request) {
 	go sc.pump(ls, gs) // owned by the connection: closeSession ends it
 	bp := getBuf()
 	*bp = mcp.AppendResult((*bp)[:0], req.ID, res)
-	sc.w.send(sc.ctx, *bp)
+	sc.reply(*bp)
 	putBuf(bp)
 }
 
@@ -134,7 +134,8 @@ func (sc *stdioConn) pump(ls *stdioSession, gs *getStream) {
 		case <-gs.done:
 			return
 		case msg := <-gs.ch:
-			if sc.w.send(sc.ctx, msg) != nil {
+			// closeSession must not wait on a full queue.
+			if !sc.w.enqueue(frame(msg), ls.stop, sc.ctx.Done()) {
 				return
 			}
 		case <-touch.C:

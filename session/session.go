@@ -30,7 +30,8 @@ var ErrNotFound = errors.New("session: not found")
 var ErrLimit = errors.New("session: too many live sessions for this owner")
 
 // ErrFull is returned by Create when the store cannot hold another
-// session at all (a bounded in-process store at its capacity).
+// session at all: Limits.Total live sessions exist, or a bounded
+// in-process store is at its capacity.
 var ErrFull = errors.New("session: store is full")
 
 // KeyLength is the length of a Key: the lower-case hex SHA-256 of a session ID.
@@ -72,6 +73,17 @@ func (r *Record) Live(now time.Time) bool {
 	return now.Before(r.ExpiresAt) && now.Before(r.LastUsedAt.Add(r.IdleTimeout))
 }
 
+// Limits are the bounds Create enforces atomically with the insert.
+type Limits struct {
+	// PerOwner bounds the live records of one owner (Endpoint, Tenant and
+	// Principal); beyond it Create returns ErrLimit. Zero or less: none.
+	PerOwner int
+	// Total bounds the live records of the whole store, every owner and
+	// every node together; beyond it Create returns ErrFull. Zero or less:
+	// none (the store's own capacity, if any, still applies).
+	Total int
+}
+
 // Store keeps session records. Implementations must be safe for concurrent
 // use, must honour ctx's deadline in every call, and must give one answer
 // fleet-wide: a session created or deleted through one Store value is seen
@@ -80,11 +92,14 @@ func (r *Record) Live(now time.Time) bool {
 // given, at millisecond precision or finer.
 type Store interface {
 	// Create stores r. It returns ErrLimit, storing nothing, when
-	// maxPerOwner > 0 and live records with r's Endpoint, Tenant and
-	// Principal already number maxPerOwner or more at now, and ErrFull
-	// when the store has no room for another record. Creating a Key
-	// that exists is an error (keys are random; a collision is a bug).
-	Create(ctx context.Context, r Record, maxPerOwner int, now time.Time) error
+	// limits.PerOwner > 0 and live records with r's Endpoint, Tenant and
+	// Principal already number limits.PerOwner or more at now, and
+	// ErrFull when limits.Total > 0 and live records number limits.Total
+	// or more at now, or the store has no room for another record. Both
+	// counts hold under concurrent creates through any number of Store
+	// values over the same storage. Creating a Key that exists is an
+	// error (keys are random; a collision is a bug).
+	Create(ctx context.Context, r Record, limits Limits, now time.Time) error
 	// Load returns the record for key if it is live at now, else
 	// ErrNotFound. It does not change the record.
 	Load(ctx context.Context, key string, now time.Time) (Record, error)

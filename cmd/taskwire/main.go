@@ -7,7 +7,7 @@
 //	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
 //	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
 //	                 [--task-burst 100] [--max-active-tasks 1000]
-//	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
+//	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100] [--sessions-max 100000]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
@@ -64,7 +64,8 @@
 // elicitation that reaches another node is forwarded to the node holding
 // the call). A session ends after --session-idle without a request, or
 // --session-lifetime after it opened; each caller may hold
-// --sessions-per-caller sessions at once.
+// --sessions-per-caller sessions at once, and the store (every caller and
+// node together, anonymous callers included) --sessions-max.
 package main
 
 import (
@@ -216,6 +217,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	sessionIdle := fs.Duration("session-idle", 30*time.Minute, "how long a 2025-era session lives without a request")
 	sessionLifetime := fs.Duration("session-lifetime", 24*time.Hour, "how long a 2025-era session lives at most")
 	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
+	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
 	stdio := addStdioFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -224,7 +226,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller)
+	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller, *sessionsMax)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -255,10 +257,10 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}, "serve", stdout)
 }
 
-// sessionFlags turns --session-idle, --session-lifetime and
-// --sessions-per-caller into server.SessionOptions (without a store, which
-// the node adds).
-func sessionFlags(idle, lifetime time.Duration, perCaller int) (server.SessionOptions, error) {
+// sessionFlags turns --session-idle, --session-lifetime,
+// --sessions-per-caller and --sessions-max into server.SessionOptions
+// (without a store, which the node adds).
+func sessionFlags(idle, lifetime time.Duration, perCaller, stored int) (server.SessionOptions, error) {
 	switch {
 	case idle <= 0 || lifetime <= 0:
 		return server.SessionOptions{}, errors.New("--session-idle and --session-lifetime must be positive")
@@ -266,8 +268,10 @@ func sessionFlags(idle, lifetime time.Duration, perCaller int) (server.SessionOp
 		return server.SessionOptions{}, errors.New("--session-idle must not exceed --session-lifetime")
 	case perCaller < 1:
 		return server.SessionOptions{}, errors.New("--sessions-per-caller must be at least 1")
+	case stored < perCaller:
+		return server.SessionOptions{}, errors.New("--sessions-max must be at least --sessions-per-caller")
 	}
-	return server.SessionOptions{IdleTimeout: idle, MaxLifetime: lifetime, MaxPerPrincipal: perCaller}, nil
+	return server.SessionOptions{IdleTimeout: idle, MaxLifetime: lifetime, MaxPerPrincipal: perCaller, MaxStored: stored}, nil
 }
 
 // taskLimitFlags turns --task-rate, --task-burst and --max-active-tasks

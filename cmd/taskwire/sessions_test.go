@@ -137,20 +137,22 @@ func TestSessionsAcrossPostgresNodes(t *testing.T) {
 func TestSessionFlags(t *testing.T) {
 	for _, tc := range []struct {
 		idle, life time.Duration
-		per        int
+		per, max   int
 		ok         bool
 	}{
-		{30 * time.Minute, 24 * time.Hour, 100, true},
-		{0, time.Hour, 1, false},
-		{time.Minute, 0, 1, false},
-		{2 * time.Hour, time.Hour, 1, false},
-		{time.Minute, time.Hour, 0, false},
+		{30 * time.Minute, 24 * time.Hour, 100, 100_000, true},
+		{0, time.Hour, 1, 10, false},
+		{time.Minute, 0, 1, 10, false},
+		{2 * time.Hour, time.Hour, 1, 10, false},
+		{time.Minute, time.Hour, 0, 10, false},
+		{time.Minute, time.Hour, 10, 9, false},
+		{time.Minute, time.Hour, 10, 10, true},
 	} {
-		got, err := sessionFlags(tc.idle, tc.life, tc.per)
+		got, err := sessionFlags(tc.idle, tc.life, tc.per, tc.max)
 		if (err == nil) != tc.ok {
 			t.Errorf("sessionFlags(%v, %v, %d): err = %v, want ok %v", tc.idle, tc.life, tc.per, err, tc.ok)
 		}
-		if tc.ok && got != (server.SessionOptions{IdleTimeout: tc.idle, MaxLifetime: tc.life, MaxPerPrincipal: tc.per}) {
+		if tc.ok && got != (server.SessionOptions{IdleTimeout: tc.idle, MaxLifetime: tc.life, MaxPerPrincipal: tc.per, MaxStored: tc.max}) {
 			t.Errorf("sessionFlags = %+v", got)
 		}
 	}

@@ -50,7 +50,7 @@ func New(opts Options) (*Store, error) {
 var _ session.Store = (*Store)(nil)
 
 // Create implements session.Store.
-func (s *Store) Create(ctx context.Context, r session.Record, maxPerOwner int, now time.Time) error {
+func (s *Store) Create(ctx context.Context, r session.Record, limits session.Limits, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -63,11 +63,18 @@ func (s *Store) Create(ctx context.Context, r session.Record, maxPerOwner int, n
 		return fmt.Errorf("memory: session key already exists")
 	}
 	o := ownerOf(&r)
-	if maxPerOwner > 0 && s.owners[o] >= maxPerOwner && s.liveOf(o, now) >= maxPerOwner {
+	if maxPerOwner := limits.PerOwner; maxPerOwner > 0 && s.owners[o] >= maxPerOwner && s.liveOf(o, now) >= maxPerOwner {
 		return session.ErrLimit
 	}
 	if len(s.records) >= s.max && s.sweepLocked(now, len(s.records)) == 0 {
 		return session.ErrFull
+	}
+	// Records held are live or expired: only when they reach Total are
+	// the expired ones removed to count the live.
+	if limits.Total > 0 && len(s.records) >= limits.Total {
+		if s.sweepLocked(now, len(s.records)); len(s.records) >= limits.Total {
+			return session.ErrFull
+		}
 	}
 	r.ClientCapabilities = clone(r.ClientCapabilities)
 	r.ClientInfo = clone(r.ClientInfo)

@@ -35,15 +35,15 @@ func TestFull(t *testing.T) {
 		return session.Record{Key: sessiontest.Key(id), CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(ttl), IdleTimeout: time.Hour}
 	}
 	for i := range 2 {
-		if err := s.Create(ctx, rec(fmt.Sprint(i), time.Minute), 0, now); err != nil {
+		if err := s.Create(ctx, rec(fmt.Sprint(i), time.Minute), session.Limits{}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Create(ctx, rec("x", time.Hour), 0, now); !errors.Is(err, session.ErrFull) {
+	if err := s.Create(ctx, rec("x", time.Hour), session.Limits{}, now); !errors.Is(err, session.ErrFull) {
 		t.Fatalf("Create beyond MaxSessions: err = %v, want ErrFull", err)
 	}
 	later := now.Add(2 * time.Minute)
-	if err := s.Create(ctx, rec("x", time.Hour), 0, later); err != nil {
+	if err := s.Create(ctx, rec("x", time.Hour), session.Limits{}, later); err != nil {
 		t.Fatalf("Create once the others expired: %v", err)
 	}
 	if n := s.Len(); n != 1 {

@@ -65,7 +65,7 @@ func ctx(t *testing.T) context.Context {
 
 func mustCreate(t *testing.T, s session.Store, r session.Record, max int, now time.Time) {
 	t.Helper()
-	if err := s.Create(ctx(t), r, max, now); err != nil {
+	if err := s.Create(ctx(t), r, session.Limits{PerOwner: max}, now); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 }
@@ -120,7 +120,7 @@ var cases = []testCase{
 	}},
 	{"DuplicateKey", func(t *testing.T, s session.Store) {
 		mustCreate(t, s, record("a", "alice"), 0, base)
-		if err := s.Create(ctx(t), record("a", "bob"), 0, base); err == nil {
+		if err := s.Create(ctx(t), record("a", "bob"), session.Limits{PerOwner: 0}, base); err == nil {
 			t.Fatal("second Create with the same key succeeded")
 		}
 		got, err := load(t, s, Key("a"), base)
@@ -183,7 +183,7 @@ var cases = []testCase{
 		for i := range 3 {
 			mustCreate(t, s, record(fmt.Sprint("a", i), "alice"), 3, base)
 		}
-		if err := s.Create(ctx(t), record("a3", "alice"), 3, base); !errors.Is(err, session.ErrLimit) {
+		if err := s.Create(ctx(t), record("a3", "alice"), session.Limits{PerOwner: 3}, base); !errors.Is(err, session.ErrLimit) {
 			t.Fatalf("fourth Create: err = %v, want ErrLimit", err)
 		}
 		_, err := s.Load(ctx(t), Key("a3"), base)
@@ -202,11 +202,74 @@ var cases = []testCase{
 		}
 		mustCreate(t, s, record("a4", "alice"), 3, base)
 		short := record("a5", "alice")
-		if err := s.Create(ctx(t), short, 3, base); !errors.Is(err, session.ErrLimit) {
+		if err := s.Create(ctx(t), short, session.Limits{PerOwner: 3}, base); !errors.Is(err, session.ErrLimit) {
 			t.Fatalf("Create at the limit again: err = %v, want ErrLimit", err)
 		}
 		after := base.Add(31 * time.Minute) // every alice session has idled out
 		mustCreate(t, s, record("a6", "alice"), 3, after)
+	}},
+	{"TotalLimit", func(t *testing.T, s session.Store) {
+		total := session.Limits{Total: 3}
+		short := record("a0", "alice")
+		short.ExpiresAt = base.Add(time.Minute)
+		if err := s.Create(ctx(t), short, total, base); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range []string{"bob", "carol"} {
+			if err := s.Create(ctx(t), record(fmt.Sprint("b", i), p), total, base); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Every owner counts, whatever its own limit.
+		if err := s.Create(ctx(t), record("d0", "dave"), session.Limits{PerOwner: 5, Total: 3}, base); !errors.Is(err, session.ErrFull) {
+			t.Fatalf("Create beyond Total: err = %v, want ErrFull", err)
+		}
+		_, err := s.Load(ctx(t), Key("d0"), base)
+		wantNotFound(t, "Load of the refused session", err)
+		// The owner's limit is checked too, and reported as such.
+		if err := s.Create(ctx(t), record("b2", "bob"), session.Limits{PerOwner: 1, Total: 10}, base); !errors.Is(err, session.ErrLimit) {
+			t.Fatalf("Create at the owner's limit: err = %v, want ErrLimit", err)
+		}
+		// A deleted session frees its place; so does an expired one.
+		if err := s.Delete(ctx(t), Key("b0"), base); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Create(ctx(t), record("d1", "dave"), total, base); err != nil {
+			t.Fatalf("Create after a Delete: %v", err)
+		}
+		later := base.Add(2 * time.Minute) // a0 has expired, unswept
+		if err := s.Create(ctx(t), record("d2", "dave"), total, later); err != nil {
+			t.Fatalf("Create after an expiry: %v", err)
+		}
+		if err := s.Create(ctx(t), record("d3", "dave"), total, later); !errors.Is(err, session.ErrFull) {
+			t.Fatalf("Create at Total again: err = %v, want ErrFull", err)
+		}
+	}},
+	{"ConcurrentCreateAtTotal", func(t *testing.T, s session.Store) {
+		const total, tries = 5, 40
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, tries)
+		for i := range tries {
+			wg.Go(func() {
+				// Every create is another owner: only Total holds them back.
+				err := s.Create(ctx(t), record(fmt.Sprint("c", i), fmt.Sprint("p", i)), session.Limits{PerOwner: 2, Total: total}, base)
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case !errors.Is(err, session.ErrFull):
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("Create: %v", err)
+		}
+		if got := ok.Load(); got != total {
+			t.Errorf("%d concurrent creates succeeded, want exactly %d", got, total)
+		}
 	}},
 	{"ConcurrentCreateAtLimit", func(t *testing.T, s session.Store) {
 		const limit, tries = 5, 40
@@ -215,7 +278,7 @@ var cases = []testCase{
 		errs := make(chan error, tries)
 		for i := range tries {
 			wg.Go(func() {
-				err := s.Create(ctx(t), record(fmt.Sprint("c", i), "carol"), limit, base)
+				err := s.Create(ctx(t), record(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, base)
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -256,7 +319,7 @@ var cases = []testCase{
 	{"CanceledContext", func(t *testing.T, s session.Store) {
 		c, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := s.Create(c, record("a", "alice"), 0, base); err == nil {
+		if err := s.Create(c, record("a", "alice"), session.Limits{PerOwner: 0}, base); err == nil {
 			t.Error("Create with a canceled context succeeded")
 		}
 		if _, err := s.Load(c, Key("a"), base); err == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -56,7 +57,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 }
 
 // BenchmarkSessions measures the session calls a legacy request makes:
-// Create (at a per-owner limit of 100, so with the owner lock and count),
+// Create (at a per-owner limit of 100, so with the owner lock and count;
+// then with the store-wide limit as well),
 // Load, Touch, and the table's size per session (bytes/session, heap,
 // indexes and TOAST, with the default capabilities and client info of a
 // few dozen bytes).
@@ -68,7 +70,7 @@ func BenchmarkSessions(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			r := sessionRecord(fmt.Sprint("bench", i), fmt.Sprint("p", i%1000))
-			if err := ss.Create(ctx, r, 100, sessionBase); err != nil {
+			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100}, sessionBase); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -78,6 +80,18 @@ func BenchmarkSessions(b *testing.B) {
 			var n int64
 			s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.q.ident+`.sessions`).Scan(&n)
 			b.ReportMetric(float64(size)/float64(n), "bytes/session")
+		}
+	})
+	// With the store-wide limit too (the server's default): the store lock
+	// and a count of every live session, here the rows Create left.
+	b.Run("CreateWithTotal", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			r := sessionRecord(fmt.Sprint("total", i), fmt.Sprint("p", i%1000))
+			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100, Total: 100_000}, sessionBase); err != nil {
+				b.Fatal(err)
+			}
+			i++
 		}
 	})
 	key := sessionKey("bench0")

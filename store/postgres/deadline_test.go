@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -103,7 +104,7 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 			return err
 		}},
 		{"Sessions.Create", func(ctx context.Context) error {
-			return s.Sessions().Create(ctx, sessionRecord("frozen", "alice"), 5, sessionBase)
+			return s.Sessions().Create(ctx, sessionRecord("frozen", "alice"), session.Limits{PerOwner: 5}, sessionBase)
 		}},
 		{"Sessions.Load", func(ctx context.Context) error {
 			_, err := s.Sessions().Load(ctx, sessionKey("frozen"), sessionBase)

@@ -38,29 +38,46 @@ func ownerLockKey(schema string, r *session.Record) int64 {
 	return int64(binary.BigEndian.Uint64(h.Sum(nil)[:8]))
 }
 
-// Create implements session.Store. Under a transaction-scoped advisory lock
-// on the owner it counts the owner's live sessions and inserts r in one
-// statement, so that concurrent creates on any number of nodes never leave
-// more than maxPerOwner live (see sql.go). It fails, storing nothing, with
-// session.ErrLimit at the limit, with an error wrapping
-// sessiondata.ErrInvalid for a record that is not storable (bad key, NUL
-// bytes or invalid UTF-8, over-long fields, JSON over 64 KiB), and with an
-// error for a key that exists. It never returns session.ErrFull: the
-// server's limits (per node, per principal, TTLs) bound the table, not
-// the store.
-func (ss *Sessions) Create(ctx context.Context, r session.Record, maxPerOwner int, now time.Time) error {
+// storeLockKey is the advisory lock key of every create in schema when a
+// store-wide limit applies.
+func storeLockKey(schema string) int64 {
+	h := sha256.Sum256([]byte("taskwire session store\x00" + schema))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// Create implements session.Store. Under transaction-scoped advisory locks
+// (the store's when limits.Total > 0, then the owner's) it counts the live
+// sessions and inserts r, so that concurrent creates on any number of
+// nodes never leave more than limits.PerOwner live for one owner nor more
+// than limits.Total in the store (see sql.go). It fails, storing nothing,
+// with session.ErrLimit at the owner's limit, session.ErrFull at
+// limits.Total, an error wrapping sessiondata.ErrInvalid for a record that
+// is not storable (bad key, NUL bytes or invalid UTF-8, over-long fields,
+// JSON over 64 KiB), and an error for a key that exists.
+func (ss *Sessions) Create(ctx context.Context, r session.Record, limits session.Limits, now time.Time) error {
 	if err := sessiondata.Check(&r); err != nil {
 		return fmt.Errorf("postgres: create session: %w", err)
 	}
-	if maxPerOwner < 0 {
-		maxPerOwner = 0
-	}
+	maxPerOwner := max(limits.PerOwner, 0)
 	s := ss.s
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return wrapErr("create session", err)
 	}
 	defer tx.Rollback(ctx)
+	if limits.Total > 0 {
+		// The store's lock first, then the owner's: always in this order.
+		if _, err := tx.Exec(ctx, s.q.lockOwner, storeLockKey(s.opts.Schema)); err != nil {
+			return wrapErr("lock session store", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, s.q.countLiveSessions, now.UnixMilli(), limits.Total).Scan(&n); err != nil {
+			return wrapErr("count sessions", err)
+		}
+		if n >= limits.Total {
+			return session.ErrFull
+		}
+	}
 	if maxPerOwner > 0 {
 		if _, err := tx.Exec(ctx, s.q.lockOwner, ownerLockKey(s.opts.Schema, &r)); err != nil {
 			return wrapErr("lock session owner", err)

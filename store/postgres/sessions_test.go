@@ -59,7 +59,7 @@ func TestSessionsConcurrentLimit(t *testing.T) {
 		owner := owners[i%len(owners)]
 		wg.Go(func() {
 			<-start
-			err := nodes[i%len(nodes)].Create(context.Background(), sessionRecord(fmt.Sprint("s", i), owner), limit, sessionBase)
+			err := nodes[i%len(nodes)].Create(context.Background(), sessionRecord(fmt.Sprint("s", i), owner), session.Limits{PerOwner: limit}, sessionBase)
 			switch {
 			case err == nil:
 				created[owner].Add(1)
@@ -95,7 +95,7 @@ func TestSessionsAcrossNodes(t *testing.T) {
 	b := openWithHooks(t, Options{Schema: schema}, testHooks{})
 	ctx := ctxT(t)
 	want := sessionRecord("s1", "alice")
-	if err := a.Sessions().Create(ctx, want, 10, sessionBase); err != nil {
+	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessionBase); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	if err := b.Sessions().SetLogLevel(ctx, want.Key, "notice", sessionBase); err != nil {
@@ -130,7 +130,7 @@ func TestSessionsSweepAndBadInput(t *testing.T) {
 	for i := range 30 {
 		r := sessionRecord(fmt.Sprint("old", i), "alice")
 		r.IdleTimeout = time.Duration(1+i) * time.Second
-		if err := ss.Create(ctx, r, 0, sessionBase); err != nil {
+		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestSessionsSweepAndBadInput(t *testing.T) {
 		}
 	}
 	bad := sessionRecord("bad", "a\x00b")
-	if err := ss.Create(ctx, bad, 0, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+	if err := ss.Create(ctx, bad, session.Limits{}, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
 		t.Errorf("Create with a NUL in the principal: %v, want ErrInvalid", err)
 	}
 	if err := ss.SetLogLevel(ctx, sessionKey("old25"), "\xff", sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {

@@ -316,12 +316,34 @@ const (
 // creates of the same owner (or, rarely, of owners whose hashes collide,
 // which only makes them wait for each other). The hash is computed in Go
 // (ownerLockKey) so that it does not depend on the server's hash function.
+//
+// The store-wide limit (session.Limits.Total) must hold the same way, so a
+// Create under it first takes one advisory lock for the whole schema
+// (storeLockKey), before the owner's (always in that order: no deadlock),
+// then counts the live sessions in a statement of its own, again after the
+// lock. This serializes every create of the schema fleet-wide, for the
+// length of two counts, the insert and the commit; the count stops at the
+// limit and reads sessions_ends only, so it costs at most Total index
+// entries (measured about 0.3 µs per live session, BenchmarkSessions/
+// CreateWithTotal): creates are initialize calls only, not requests, but
+// near a large Total the fleet's create rate is bounded by it. Chosen over:
+//   - a counter row (n = n + 1 WHERE n < Total): exact only if every
+//     removal decrements it, but sessions end by time and leave the count
+//     until a sweep; it would have to count expired rows (bounding storage,
+//     not live sessions) and needs a migration;
+//   - counting without the lock: N nodes at Total-1 would all insert, so
+//     the bound would grow with the fleet.
 const (
 	sessionColumns = `key, endpoint, tenant, principal, protocol_version, client_capabilities, client_info,
 		log_level, created_at, last_used_at, expires_at, idle_timeout_ms`
 
 	// $1 lock key.
 	sqlLockOwner = `SELECT pg_advisory_xact_lock($1::bigint)`
+
+	// Counts at most $2 live sessions of the schema at $1, reading
+	// sessions_ends only.
+	sqlCountLiveSessions = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.sessions
+		WHERE ends_at > $1::bigint LIMIT $2::integer) c`
 
 	// $1..$12 the record's columns, $13 ends_at, $14 now, $15 the limit
 	// (0: none). Inserts nothing when the owner has $15 live sessions;
@@ -371,8 +393,8 @@ type queries struct {
 	listTasks, cursorKey                                     string
 	reportProgress                                           string
 
-	lockOwner, createSession, loadSession, touchSession string
-	setSessionLevel, deleteSession, sweepSessions       string
+	lockOwner, countLiveSessions, createSession, loadSession, touchSession string
+	setSessionLevel, deleteSession, sweepSessions                          string
 }
 
 func newQueries(schema string) queries {
@@ -414,6 +436,7 @@ func newQueries(schema string) queries {
 	q.reportProgress = q.expand(sqlReportProgress)
 	q.cursorKey = q.expand(sqlCursorKey)
 	q.lockOwner = sqlLockOwner
+	q.countLiveSessions = q.expand(sqlCountLiveSessions)
 	q.createSession = q.expand(sqlCreateSession)
 	q.loadSession = q.expand(sqlLoadSession)
 	q.touchSession = q.expand(sqlTouchSession)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -28,7 +29,7 @@ func BenchmarkSessions(b *testing.B) {
 		before := fileSize(b, s, path)
 		n := 0
 		for b.Loop() {
-			if err := ss.Create(ctx, sessionRecord(fmt.Sprint("bench", n), fmt.Sprint("p", n%1000)), 100, sessionBase); err != nil {
+			if err := ss.Create(ctx, sessionRecord(fmt.Sprint("bench", n), fmt.Sprint("p", n%1000)), session.Limits{PerOwner: 100}, sessionBase); err != nil {
 				b.Fatal(err)
 			}
 			n++

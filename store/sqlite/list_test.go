@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -86,7 +87,7 @@ func TestMigrateListingAndSessions(t *testing.T) {
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID() != "v3-task" {
 		t.Fatalf("listing after the upgrade: %d tasks, %v", len(page.Tasks), err)
 	}
-	if err := s.Sessions().Create(context.Background(), sessionRecord("s", "alice"), 1, sessionBase); err != nil {
+	if err := s.Sessions().Create(context.Background(), sessionRecord("s", "alice"), session.Limits{PerOwner: 1}, sessionBase); err != nil {
 		t.Fatalf("Create session after the upgrade: %v", err)
 	}
 }

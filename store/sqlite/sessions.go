@@ -22,6 +22,10 @@ const (
 	sqlCountOwnerSessions = `SELECT count(*) FROM (SELECT 1 FROM sessions
 		WHERE endpoint = ? AND tenant = ? AND principal = ? AND ends_at > ? LIMIT ?)`
 
+	// Counts at most $2 live sessions of the whole store at $1, reading
+	// sessions_ends only.
+	sqlCountLiveSessions = `SELECT count(*) FROM (SELECT 1 FROM sessions WHERE ends_at > ? LIMIT ?)`
+
 	sqlInsertSession = `INSERT INTO sessions (` + sessionColumns + `, ends_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
@@ -58,20 +62,31 @@ var _ session.Store = (*Sessions)(nil)
 func (s *Store) Sessions() session.Store { return &Sessions{s: s} }
 
 // Create implements session.Store. It counts the owner's live sessions and
-// inserts r in one BEGIN IMMEDIATE transaction: SQLite has one writer at a
-// time (across processes too), so no other Create can slip in between the
-// count and the insert. It fails, storing nothing, with session.ErrLimit at
-// the limit, with an error wrapping sessiondata.ErrInvalid for a record that
-// is not storable (bad key, NUL bytes or invalid UTF-8, over-long fields,
-// JSON over 64 KiB), and with an error for a key that exists.
-// It never returns session.ErrFull: the server's limits (per node, per
-// principal, TTLs) bound the table, not the store.
-func (ss *Sessions) Create(ctx context.Context, r session.Record, maxPerOwner int, now time.Time) error {
+// the store's, and inserts r, in one BEGIN IMMEDIATE transaction: SQLite
+// has one writer at a time (across processes too), so no other Create can
+// slip in between the counts and the insert. Each count stops at its limit
+// and reads an index only (sessions_owner, sessions_ends), so a Create
+// costs at most limits.Total index entries. It fails, storing nothing,
+// with session.ErrLimit at the owner's limit, with session.ErrFull at
+// limits.Total, with an error wrapping sessiondata.ErrInvalid for a record
+// that is not storable (bad key, NUL bytes or invalid UTF-8, over-long
+// fields, JSON over 64 KiB), and with an error for a key that exists.
+func (ss *Sessions) Create(ctx context.Context, r session.Record, limits session.Limits, now time.Time) error {
 	if err := sessiondata.Check(&r); err != nil {
 		return fmt.Errorf("sqlite: create session: %w", err)
 	}
 	nowMs := now.UnixMilli()
+	maxPerOwner := limits.PerOwner
 	return ss.s.write(ctx, func(tx *wtx) ([]string, error) {
+		if limits.Total > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, sqlCountLiveSessions, nowMs, limits.Total).Scan(&n); err != nil {
+				return nil, wrapErr("count sessions", err)
+			}
+			if n >= limits.Total {
+				return nil, session.ErrFull
+			}
+		}
 		if maxPerOwner > 0 {
 			var n int
 			if err := tx.QueryRowContext(ctx, sqlCountOwnerSessions, r.Endpoint, r.Tenant, r.Principal, nowMs,

@@ -48,7 +48,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 	}
 	b := open(t, sqlite.Options{Path: path})
 	want := sessionRecord("s1", "alice")
-	if err := a.Sessions().Create(ctx, want, 10, sessionBase); err != nil {
+	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessionBase); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	if err := a.Sessions().SetLogLevel(ctx, want.Key, "debug", sessionBase); err != nil {
@@ -88,7 +88,7 @@ func TestSessionsLimitAcrossStores(t *testing.T) {
 	errs := make(chan error, tries)
 	for i := range tries {
 		wg.Go(func() {
-			err := stores[i%2].Sessions().Create(context.Background(), sessionRecord(fmt.Sprint("c", i), "carol"), limit, sessionBase)
+			err := stores[i%2].Sessions().Create(context.Background(), sessionRecord(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, sessionBase)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -134,7 +134,7 @@ func TestSessionsRefuseBadInput(t *testing.T) {
 	} {
 		r := sessionRecord("bad", "alice")
 		mutate(&r)
-		if err := ss.Create(ctx, r, 0, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
 			t.Errorf("Create(%s): %v, want ErrInvalid", name, err)
 		}
 	}
@@ -156,12 +156,12 @@ func TestSessionsSweepAndDelete(t *testing.T) {
 	for i := range 30 {
 		r := sessionRecord(fmt.Sprint("old", i), "alice")
 		r.IdleTimeout = time.Duration(1+i) * time.Second // ends one by one
-		if err := ss.Create(ctx, r, 0, sessionBase); err != nil {
+		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live := sessionRecord("live", "alice")
-	if err := ss.Create(ctx, live, 0, sessionBase); err != nil {
+	if err := ss.Create(ctx, live, session.Limits{}, sessionBase); err != nil {
 		t.Fatal(err)
 	}
 	now := sessionBase.Add(10 * time.Second) // ten ended
@@ -190,7 +190,7 @@ func TestSessionsTouchNeverShortens(t *testing.T) {
 	ss := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db")}).Sessions()
 	ctx := context.Background()
 	r := sessionRecord("s", "alice")
-	if err := ss.Create(ctx, r, 0, sessionBase); err != nil {
+	if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
 		t.Fatal(err)
 	}
 	later := sessionBase.Add(10 * time.Minute)
@@ -211,7 +211,7 @@ func TestSessionsTimeout(t *testing.T) {
 	s := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Timeout: 200 * time.Millisecond})
 	ss := s.Sessions()
 	r := sessionRecord("s", "alice")
-	if err := ss.Create(context.Background(), r, 0, sessionBase); err != nil {
+	if err := ss.Create(context.Background(), r, session.Limits{}, sessionBase); err != nil {
 		t.Fatal(err)
 	}
 	release, err := s.HoldWriter()
@@ -220,7 +220,9 @@ func TestSessionsTimeout(t *testing.T) {
 	}
 	defer release()
 	writes := map[string]func(context.Context) error{
-		"Create":      func(ctx context.Context) error { return ss.Create(ctx, sessionRecord("t", "alice"), 5, sessionBase) },
+		"Create": func(ctx context.Context) error {
+			return ss.Create(ctx, sessionRecord("t", "alice"), session.Limits{PerOwner: 5}, sessionBase)
+		},
 		"Touch":       func(ctx context.Context) error { return ss.Touch(ctx, r.Key, sessionBase) },
 		"SetLogLevel": func(ctx context.Context) error { return ss.SetLogLevel(ctx, r.Key, "info", sessionBase) },
 		"Delete":      func(ctx context.Context) error { return ss.Delete(ctx, r.Key, sessionBase) },
