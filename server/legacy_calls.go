@@ -278,11 +278,11 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	ctx, cancelCall := context.WithCancel(r.Context())
 	defer cancelCall()
 	// A client may reuse an ID once it has read the response, which can
-	// come before this call has deregistered: the newest call holds it.
+	// come before this call has deregistered: every call counts.
 	reqKey := string(req.ID.Raw())
 	me := &inflightCall{cancel: cancelCall}
 	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
-		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
+		if ls.calls >= maxInflightPerSession {
 			return errTooManyInflight
 		}
 		ls.addInflightLocked(reqKey, me)
@@ -291,11 +291,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		s.rejectOn(ep, in.stream, req.ID, perr)
 		return
 	}
-	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-		if ls.inflight[reqKey] == me {
-			delete(ls.inflight, reqKey)
-		}
-	})
+	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { ls.removeInflightLocked(reqKey, me) })
 	r = r.WithContext(ctx) // a canceled call abandons its response
 
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}

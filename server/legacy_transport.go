@@ -224,9 +224,7 @@ func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawP
 		return
 	}
 	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-		if ic, ok := ls.inflight[string(cp.RequestID.Raw())]; ok {
-			ic.cancel()
-		}
+		ls.cancelInflightLocked(string(cp.RequestID.Raw()))
 	})
 }
 

@@ -1,0 +1,123 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// failAfter bounds how long a test waits for something that must happen;
+// it only turns a missing event into a failure (it synchronises nothing).
+const failAfter = 20 * time.Second
+
+// blockingTool adds a tool "block" that reports each start on started,
+// waits for its call to end and reports that on ended.
+func blockingTool(ep *server.Endpoint, started, ended chan<- struct{}) {
+	server.AddTool(ep, &mcp.Tool{Name: "block"},
+		func(ctx context.Context, _ *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			ended <- struct{}{}
+			return nil, nil, ctx.Err()
+		})
+}
+
+// postStatus posts body and returns the status and body of the response
+// (read to its end); it reports errors instead of failing the test, so
+// that goroutines may call it.
+func postStatus(c *legacyClient, ctx context.Context, body string) (int, string, error) {
+	res, err := http.DefaultClient.Do(c.newPost(ctx, body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), err
+}
+
+// A request ID still in flight may be reused (a client may reuse it once
+// it has read the response, before the call deregisters), but every call
+// counts against the session's in-flight cap (256) and every one of them
+// is ended by notifications/cancelled naming the ID and by DELETE.
+func TestLegacyReusedIDCountsAgainstInflightCap(t *testing.T) {
+	const maxInflight = 256
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"block","arguments":{}}}`
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, c *legacyClient)
+	}{
+		{"notifications/cancelled", func(t *testing.T, c *legacyClient) {
+			if rep := c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`); rep.status != http.StatusAccepted {
+				t.Fatalf("cancel: status %d", rep.status)
+			}
+		}},
+		{"DELETE", func(t *testing.T, c *legacyClient) {
+			r, _ := http.NewRequest(http.MethodDelete, c.url, nil)
+			r.Header.Set("Mcp-Session-Id", c.sid)
+			r.Header.Set("Authorization", c.auth)
+			res, err := http.DefaultClient.Do(r)
+			if err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("DELETE: %v %v", err, res)
+			}
+			res.Body.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{}, 2*maxInflight)
+			ended := make(chan struct{}, 2*maxInflight)
+			srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+				o.RequestTimeout = time.Minute
+				o.HandlerConcurrency = 2 * maxInflight // the pool is not the bound under test
+				blockingTool(ep, started, ended)
+			})
+			c := newLegacyRig(t, srv)
+			c.auth = "Bearer alice"
+			c.mustInitialize("2025-11-25", `{}`)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			for range maxInflight {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					postStatus(c, context.Background(), body)
+				}()
+			}
+			for range maxInflight {
+				<-started
+			}
+			type reply struct {
+				status int
+				body   string
+			}
+			got := make(chan reply, 1)
+			go func() {
+				status, b, _ := postStatus(c, context.Background(), body)
+				got <- reply{status, b}
+			}()
+			select {
+			case rep := <-got:
+				if rep.status != http.StatusTooManyRequests || !strings.Contains(rep.body, "Too many requests in flight") {
+					t.Errorf("call %d with a reused id: status %d, body %s; want 429 too many in flight", maxInflight+1, rep.status, rep.body)
+				}
+			case <-started:
+				t.Errorf("call %d with a reused id ran past the in-flight cap", maxInflight+1)
+			}
+			tc.end(t, c)
+			timeout := time.After(failAfter)
+			for i := range maxInflight {
+				select {
+				case <-ended:
+				case <-timeout:
+					t.Fatalf("%s ended %d of %d calls with the reused id", tc.name, i, maxInflight)
+				}
+			}
+		})
+	}
+}
