@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +122,82 @@ func TestLegacyReusedIDCountsAgainstInflightCap(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// addFanOutTool adds a tool "sixteen" whose one input round asks the
+// client for its roots sixteen times (maxInputRequests).
+func addFanOutTool(ep *server.Endpoint) {
+	server.AddTool(ep, &mcp.Tool{Name: "sixteen"},
+		func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if req.RequestState() != nil {
+				return &mcp.CallToolResult{Content: textContent("answered")}, nil, nil
+			}
+			reqs := mcp.InputRequests{}
+			for i := range 16 {
+				reqs[string(rune('a'+i))] = &mcp.InputRequest{Method: mcp.MethodRootsList}
+			}
+			return nil, nil, server.InputRequired(reqs, []byte("x"))
+		})
+}
+
+// openRound posts a call of "sixteen" and reads its sixteen
+// server-to-client requests; the call then waits for their answers until
+// ctx ends. It returns their IDs.
+func openRound(t *testing.T, c *legacyClient, ctx context.Context, id int) []string {
+	t.Helper()
+	res, err := http.DefaultClient.Do(c.newPost(ctx, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"sixteen","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("call %d: status %d, body %s", id, res.StatusCode, b)
+	}
+	br := bufio.NewReader(res.Body)
+	var ids []string
+	for len(ids) < 16 {
+		data, err := readSSEData(br)
+		if err != nil {
+			t.Fatalf("call %d: %v", id, err)
+		}
+		var m legacyMsg
+		if err := json.Unmarshal(data, &m); err != nil || m.Method != mcp.MethodRootsList {
+			t.Fatalf("call %d: event %s", id, data)
+		}
+		ids = append(ids, string(m.ID))
+	}
+	return ids
+}
+
+// One session may have at most 64 server-to-client requests waiting for
+// answers on a node: a round beyond that is refused whole (429) before any
+// of its requests is sent, and another session's requests still go out.
+func TestLegacyPendingAnswersBoundedPerSession(t *testing.T) {
+	srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+		o.RequestTimeout = time.Minute
+		addInputTools(ep)
+		addFanOutTool(ep)
+	})
+	m := newLegacyRig(t, srv)
+	m.auth = "Bearer mallory"
+	m.mustInitialize("2025-11-25", `{"roots":{}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 4 { // 4 rounds of 16: the session's 64
+		openRound(t, m, ctx, 100+i)
+	}
+	rep := m.send(`{"jsonrpc":"2.0","id":200,"method":"tools/call","params":{"name":"sixteen","arguments":{}}}`)
+	if rep.status != http.StatusTooManyRequests || len(rep.msgs) != 1 || rep.msgs[0].Error == nil ||
+		rep.msgs[0].Error.Code != server.CodeRateLimited {
+		t.Fatalf("fifth round: status %d, body %s; want 429 with one error", rep.status, rep.body)
+	}
+	a := m.clone()
+	a.auth = "Bearer alice"
+	a.mustInitialize("2025-11-25", `{"roots":{}}`)
+	a.answer = func(legacyMsg) string { return `{"roots":[{"uri":"file:///a"}]}` }
+	if got := a.request("tools/call", `{"name":"roots","arguments":{}}`); got.final(t).Error != nil {
+		t.Fatalf("alice's roots call: %s", got.body)
 	}
 }

@@ -47,12 +47,13 @@ func (localRelay) Receive(string, func([]byte)) (func(), error) { return func() 
 
 // Bounds of server-to-client requests.
 const (
-	maxPendingAnswers   = 4096    // requests waiting for an answer on this node
-	maxInputRequests    = 16      // requests of one input round
-	maxForwardedAnswer  = 1 << 20 // bytes of a response the relay carries
-	requestIDPrefix     = "tw."
-	maxNodeIDLen        = 32
-	requestIDTokenBytes = 16
+	maxPendingAnswers    = 4096    // requests waiting for an answer on this node
+	maxPendingPerSession = 64      // of them, requests of one session
+	maxInputRequests     = 16      // requests of one input round
+	maxForwardedAnswer   = 1 << 20 // bytes of a response the relay carries
+	requestIDPrefix      = "tw."
+	maxNodeIDLen         = 32
+	requestIDTokenBytes  = 16
 )
 
 // validNodeID reports whether a node ID may appear in request IDs.
@@ -87,41 +88,78 @@ type pendingAnswer struct {
 	ch         chan answer // buffered 1; written once
 }
 
-// pendingTable holds this node's server-to-client requests by ID.
+// pendingTable holds this node's server-to-client requests by ID, and
+// their IDs by session, so that one session cannot fill the node's table
+// (maxPendingPerSession) and its end forgets only its own.
 type pendingTable struct {
-	mu   sync.Mutex
-	byID map[string]*pendingAnswer
+	mu        sync.Mutex
+	byID      map[string]*pendingAnswer
+	bySession map[string]map[string]struct{}
 }
 
-func (t *pendingTable) add(id string, p *pendingAnswer) bool {
+// errTooManyPending refuses an input round that would take a session past
+// maxPendingPerSession requests waiting for answers.
+var errTooManyPending = newProtocolError(http.StatusTooManyRequests, mcp.NewError(CodeRateLimited, "Too many server requests waiting for answers in this session"))
+
+// addRound registers the requests of one input round of the session key,
+// all or none: errTooManyPending beyond the session's bound, errQueueFull
+// beyond the node's.
+func (t *pendingTable) addRound(key string, ids []string, ps []*pendingAnswer) *protocolError {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byID) >= maxPendingAnswers {
-		return false
+	mine := t.bySession[key]
+	if len(mine)+len(ids) > maxPendingPerSession {
+		return errTooManyPending
 	}
-	t.byID[id] = p
-	return true
+	if len(t.byID)+len(ids) > maxPendingAnswers {
+		return errQueueFull
+	}
+	if mine == nil {
+		if t.bySession == nil {
+			t.bySession = map[string]map[string]struct{}{}
+		}
+		mine = make(map[string]struct{}, len(ids))
+		t.bySession[key] = mine
+	}
+	for i, id := range ids {
+		t.byID[id] = ps[i]
+		mine[id] = struct{}{}
+	}
+	return nil
+}
+
+// forgetLocked removes the request id of p, under t.mu.
+func (t *pendingTable) forgetLocked(id string, p *pendingAnswer) {
+	delete(t.byID, id)
+	if mine := t.bySession[p.sessionKey]; mine != nil {
+		delete(mine, id)
+		if len(mine) == 0 {
+			delete(t.bySession, p.sessionKey)
+		}
+	}
 }
 
 func (t *pendingTable) remove(id string) {
 	t.mu.Lock()
-	delete(t.byID, id)
+	if p := t.byID[id]; p != nil {
+		t.forgetLocked(id, p)
+	}
 	t.mu.Unlock()
 }
 
 // deliver hands a to the request id names, if it waits and belongs to the
 // session sessionKey names. It reports whether it did; otherwise nothing
-// changes.
+// changes. The answer is in the request's channel before deliver returns
+// (under t.mu), so a request removed later finds it there.
 func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	p := t.byID[id]
 	if p == nil || p.sessionKey != sessionKey {
-		t.mu.Unlock()
 		return false
 	}
-	delete(t.byID, id)
-	t.mu.Unlock()
-	p.ch <- a
+	t.forgetLocked(id, p)
+	p.ch <- a // buffered 1, written once
 	return true
 }
 
@@ -130,11 +168,10 @@ func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
 func (t *pendingTable) dropSession(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, p := range t.byID {
-		if p.sessionKey == key {
-			delete(t.byID, id)
-		}
+	for id := range t.bySession[key] {
+		delete(t.byID, id)
 	}
+	delete(t.bySession, key)
 }
 
 // newRequestID returns a fresh server-to-client request ID of this node.
@@ -333,28 +370,32 @@ func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.Inpu
 	slices.Sort(keys)
 	ids := make([]string, len(keys))
 	waits := make([]chan answer, len(keys))
-	defer func() {
-		for _, id := range ids {
-			if id != "" {
-				l.pending.remove(id)
-			}
-		}
-	}()
+	ps := make([]*pendingAnswer, len(keys))
+	msgs := make([][]byte, len(keys))
 	for i, k := range keys {
 		ir := reqs[k]
 		if ir == nil || ir.Method == "" {
 			return nil, errInternal
 		}
-		id := l.newRequestID()
+		ids[i] = l.newRequestID()
 		waits[i] = make(chan answer, 1)
-		if !l.pending.add(id, &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}) {
-			return nil, errQueueFull
-		}
-		ids[i] = id
-		msg, err := encodeServerRequest(id, ir.Method, ir.Params)
+		ps[i] = &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}
+		msg, err := encodeServerRequest(ids[i], ir.Method, ir.Params)
 		if err != nil {
 			return nil, errInternal
 		}
+		msgs[i] = msg
+	}
+	// The whole round is admitted before any request is sent.
+	if perr := l.pending.addRound(lc.session.rec.Key, ids, ps); perr != nil {
+		return nil, perr
+	}
+	defer func() {
+		for _, id := range ids {
+			l.pending.remove(id)
+		}
+	}()
+	for _, msg := range msgs {
 		if err := lc.c.stream.sendMessage(msg); err != nil {
 			return nil, errStreamGone
 		}
