@@ -201,3 +201,46 @@ func TestLegacyPendingAnswersBoundedPerSession(t *testing.T) {
 		t.Fatalf("alice's roots call: %s", got.body)
 	}
 }
+
+// Answers to server-to-client requests are bounded: a result beyond 1 MiB
+// is refused (400, response too large) without being kept, and the
+// answers a waiting call holds stay charged to MaxBufferedBodyBytes, so
+// that answers beyond it are refused (503) instead of piling up on the
+// heap. A refused answer changes nothing: the request still waits.
+func TestLegacyAnswersBounded(t *testing.T) {
+	srv := newLegacyCatalog(t, func(o *server.Options, ep *server.Endpoint) {
+		o.MaxBodyBytes = 2 << 20
+		o.MaxBufferedBodyBytes = 4 << 20
+		o.RequestTimeout = time.Minute
+		addFanOutTool(ep)
+	})
+	c := newLegacyRig(t, srv)
+	c.auth = "Bearer m"
+	c.mustInitialize("2025-11-25", `{"roots":{}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := openRound(t, c, ctx, 7)
+	answer := func(id string, pad int) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"roots":[],"_meta":{"pad":"` + strings.Repeat("a", pad) + `"}}}`
+	}
+	const big = 900 << 10 // four of them pass the 4 MiB budget
+	for _, tc := range []struct {
+		name   string
+		id     string
+		pad    int
+		status int
+		want   string
+	}{
+		{"beyond 1 MiB", ids[0], 1 << 20, http.StatusBadRequest, "response too large"},
+		{"first held", ids[0], big, http.StatusAccepted, ""},
+		{"second held", ids[1], big, http.StatusAccepted, ""},
+		{"third held", ids[2], big, http.StatusAccepted, ""},
+		{"past the body budget", ids[3], big, http.StatusServiceUnavailable, "Server busy"},
+		{"a small one still fits", ids[3], 10, http.StatusAccepted, ""},
+	} {
+		rep := c.send(answer(tc.id, tc.pad))
+		if rep.status != tc.status || !strings.Contains(string(rep.body), tc.want) {
+			t.Errorf("%s: status %d, body %.200s; want %d %q", tc.name, rep.status, rep.body, tc.status, tc.want)
+		}
+	}
+}

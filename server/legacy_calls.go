@@ -329,6 +329,8 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 // once for both eras.
 func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 	c := lc.c
+	var held int64 // bytes of the answers c.params holds, charged to the body budget
+	defer func() { c.srv.budget.give(held) }()
 	for round := 0; ; round++ {
 		res, outcome, perr := method(ctx, c)
 		ir, ok := res.(*mcp.InputRequiredResult)
@@ -338,10 +340,12 @@ func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 		if round >= maxStateRounds || ir.RequestState == "" {
 			return lc.respond(ctx, nil, OutcomeInternalError, errInternal)
 		}
-		answers, perr := lc.ask(ctx, ir.InputRequests)
+		answers, charged, perr := lc.ask(ctx, ir.InputRequests)
 		if perr != nil {
 			return lc.respond(ctx, nil, outcomeOf(perr), perr)
 		}
+		c.srv.budget.give(held) // the previous round's answers, replaced below
+		held = charged
 		state := ir.RequestState
 		c.params.InputResponses, c.params.RequestState = answers, &state
 	}

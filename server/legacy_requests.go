@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -78,8 +79,9 @@ func randomNodeID() string {
 
 // answer is a client's response to a server-to-client request.
 type answer struct {
-	result json.RawMessage
-	err    *mcp.Error
+	result  json.RawMessage
+	err     *mcp.Error
+	charged int64 // bytes of result charged to the server's body budget
 }
 
 // pendingAnswer is one server-to-client request waiting for its answer.
@@ -199,12 +201,21 @@ var (
 	errAnswerTooBig  = invalidRequest("Invalid Request: response too large")
 )
 
-// decodeAnswer reads the result or error of an encoded response.
-func decodeAnswer(body []byte) (answer, bool) {
-	var a answer
+// maxAnswerBytes bounds the result of one answer (as the relay carries).
+const maxAnswerBytes = maxForwardedAnswer
+
+var errAnswerTooLarge = errors.New("answer too large")
+
+// decodeAnswer reads the result or error of an encoded response; ok is
+// false for a malformed one and tooBig true for a result beyond
+// maxAnswerBytes (not copied).
+func decodeAnswer(body []byte) (a answer, ok, tooBig bool) {
 	err := mcp.EachMember(body, func(name, raw []byte) error {
 		switch string(name) {
 		case "result":
+			if len(raw) > maxAnswerBytes {
+				return errAnswerTooLarge
+			}
 			a.result = append(json.RawMessage(nil), raw...)
 		case "error":
 			a.err = &mcp.Error{}
@@ -212,7 +223,37 @@ func decodeAnswer(body []byte) (answer, bool) {
 		}
 		return nil
 	})
-	return a, err == nil && (a.result != nil) != (a.err != nil)
+	if err == errAnswerTooLarge {
+		return answer{}, false, true
+	}
+	return a, err == nil && (a.result != nil) != (a.err != nil), false
+}
+
+// chargeAnswer charges a's result to the body budget, which bounds what
+// every waiting call holds together; the call refunds it when the answers
+// are no longer needed (legacyCall.run). It reports false, charging
+// nothing, when the budget is spent.
+func (s *Server) chargeAnswer(a *answer) bool {
+	n := int64(len(a.result))
+	if !s.budget.take(n) {
+		return false
+	}
+	a.charged = n
+	return true
+}
+
+// deliverAnswer charges a and hands it to the request id of the session
+// key names; it reports errUnknownAnswer or errQueueFull (the budget is
+// spent) otherwise, changing nothing.
+func (s *Server) deliverAnswer(id, key string, a answer) *protocolError {
+	if !s.chargeAnswer(&a) {
+		return errQueueFull
+	}
+	if !s.legacy.pending.deliver(id, key, a) {
+		s.budget.give(a.charged)
+		return errUnknownAnswer
+	}
+	return nil
 }
 
 // legacyResponse takes a client's JSON-RPC response to a server-to-client
@@ -265,13 +306,17 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	a, ok := decodeAnswer(body)
+	a, ok, tooBig := decodeAnswer(body)
+	if tooBig {
+		s.reject(ep, w, mcp.ID{}, errAnswerTooBig)
+		return
+	}
 	if !ok {
 		s.reject(ep, w, mcp.ID{}, invalidRequest("Invalid Request: malformed response"))
 		return
 	}
-	if !s.legacy.pending.deliver(sid, key, a) {
-		s.reject(ep, w, mcp.ID{}, errUnknownAnswer)
+	if perr := s.deliverAnswer(sid, key, a); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
@@ -318,8 +363,8 @@ func (s *Server) receiveForwarded(body []byte) {
 	if err != nil || len(key) != session.KeyLength {
 		return
 	}
-	if a, ok := decodeAnswer(body); ok {
-		s.legacy.pending.deliver(sid, key, a)
+	if a, ok, _ := decodeAnswer(body); ok {
+		s.deliverAnswer(sid, key, a)
 	}
 }
 
@@ -347,21 +392,26 @@ func errInputFailed(e *mcp.Error) *protocolError {
 // waits for the client's answer under ctx. params is the encoded params
 // object, or nil.
 func (lc *legacyCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *protocolError) {
-	answers, perr := lc.ask(ctx, mcp.InputRequests{"": {Method: method, Params: params}})
+	answers, charged, perr := lc.ask(ctx, mcp.InputRequests{"": {Method: method, Params: params}})
 	if perr != nil {
 		return nil, perr
 	}
+	// One answer (≤ maxAnswerBytes) stays with the caller, uncharged.
+	lc.c.srv.budget.give(charged)
 	return answers[""], nil
 }
 
 // ask sends each input request as a real server-to-client request on the
 // call's POST stream and waits for all the answers under ctx, returning
-// them under the input requests' keys. A client error answer fails the
-// call; the deadline gives errDeadline.
-func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, *protocolError) {
+// them under the input requests' keys with the bytes they hold charged to
+// the body budget, which the caller refunds once it no longer needs them.
+// A client error answer fails the call; the deadline gives errDeadline;
+// on failure nothing stays charged.
+func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (_ mcp.InputResponses, charged int64, _ *protocolError) {
 	if len(reqs) == 0 || len(reqs) > maxInputRequests {
-		return nil, errInternal
+		return nil, 0, errInternal
 	}
+	budget := &lc.c.srv.budget
 	l := lc.c.srv.legacy
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
@@ -375,44 +425,52 @@ func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.Inpu
 	for i, k := range keys {
 		ir := reqs[k]
 		if ir == nil || ir.Method == "" {
-			return nil, errInternal
+			return nil, 0, errInternal
 		}
 		ids[i] = l.newRequestID()
 		waits[i] = make(chan answer, 1)
 		ps[i] = &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}
 		msg, err := encodeServerRequest(ids[i], ir.Method, ir.Params)
 		if err != nil {
-			return nil, errInternal
+			return nil, 0, errInternal
 		}
 		msgs[i] = msg
 	}
 	// The whole round is admitted before any request is sent.
 	if perr := l.pending.addRound(lc.session.rec.Key, ids, ps); perr != nil {
-		return nil, perr
+		return nil, 0, perr
 	}
 	defer func() {
-		for _, id := range ids {
+		for i, id := range ids {
 			l.pending.remove(id)
+			select {
+			case a := <-waits[i]: // delivered but not read: refund it
+				budget.give(a.charged)
+			default:
+			}
 		}
 	}()
 	for _, msg := range msgs {
 		if err := lc.c.stream.sendMessage(msg); err != nil {
-			return nil, errStreamGone
+			return nil, 0, errStreamGone
 		}
 	}
 	out := make(mcp.InputResponses, len(keys))
 	for i, k := range keys {
 		select {
 		case a := <-waits[i]:
+			charged += a.charged
 			if a.err != nil {
-				return nil, errInputFailed(a.err)
+				budget.give(charged)
+				return nil, 0, errInputFailed(a.err)
 			}
 			out[k] = a.result
 		case <-ctx.Done():
-			return nil, errDeadline
+			budget.give(charged)
+			return nil, 0, errDeadline
 		}
 	}
-	return out, nil
+	return out, charged, nil
 }
 
 // encodeServerRequest encodes a JSON-RPC request of the server.

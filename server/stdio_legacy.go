@@ -181,8 +181,8 @@ func (sc *stdioConn) answer(body []byte, id mcp.ID) {
 	if json.Unmarshal(id.Raw(), &sid) != nil {
 		return
 	}
-	if a, ok := decodeAnswer(body); ok {
-		sc.srv.legacy.pending.deliver(sid, ls.key, a)
+	if a, ok, _ := decodeAnswer(body); ok {
+		sc.srv.deliverAnswer(sid, ls.key, a)
 	}
 }
 
