@@ -9,11 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/memory"
 )
 
 // failAfter bounds how long a test waits for something that must happen;
@@ -242,5 +245,105 @@ func TestLegacyAnswersBounded(t *testing.T) {
 		if rep.status != tc.status || !strings.Contains(string(rep.body), tc.want) {
 			t.Errorf("%s: status %d, body %.200s; want %d %q", tc.name, rep.status, rep.body, tc.status, tc.want)
 		}
+	}
+}
+
+// countingRelay counts the answers a server forwards.
+type countingRelay struct{ forwards atomic.Int64 }
+
+func (r *countingRelay) Forward(context.Context, string, []byte) error {
+	r.forwards.Add(1)
+	return nil
+}
+
+func (r *countingRelay) Receive(string, func([]byte)) (func(), error) { return func() {}, nil }
+
+// countingStore counts the session reads of a store.
+type countingStore struct {
+	session.Store
+	loads atomic.Int64
+}
+
+func (c *countingStore) Load(ctx context.Context, key string, now time.Time) (session.Record, error) {
+	c.loads.Add(1)
+	return c.Store.Load(ctx, key, now)
+}
+
+// allowN is a request limiter that allows n requests in all.
+type allowN struct{ left atomic.Int64 }
+
+func (l *allowN) Allow(string) (bool, time.Duration) { return l.left.Add(-1) >= 0, time.Second }
+
+// Every message in a session (requests, notifications, responses to
+// server-to-client requests, GET, DELETE) is charged to the request
+// limiter before its session is read from the store: a client past its
+// rate can neither guess session IDs at the store's expense nor flood the
+// answer relay with responses naming another node.
+func TestLegacyMessagesChargeLimiterBeforeLookup(t *testing.T) {
+	const allowed, sent = 5, 40
+	for _, tc := range []struct {
+		name    string
+		known   bool // in the session the client opened, or a guessed one
+		body    string
+		method  string
+		forward bool
+	}{
+		{name: "request, unknown session", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{name: "notification, unknown session", body: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`},
+		{name: "response, unknown session", body: `{"jsonrpc":"2.0","id":"tw.n1.00000000000000000000000000000000","result":{}}`},
+		{name: "GET, unknown session", method: http.MethodGet},
+		{name: "DELETE, unknown session", method: http.MethodDelete},
+		{name: "response for another node", known: true, forward: true,
+			body: `{"jsonrpc":"2.0","id":"tw.victim.00000000000000000000000000000000","result":{"roots":[]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem, err := memory.New(memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &countingStore{Store: mem}
+			relay := &countingRelay{}
+			lim := &allowN{}
+			lim.left.Store(1 << 30) // initialize is not under test
+			srv := newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) {
+				o.Sessions = &server.SessionOptions{Store: st}
+				o.RequestLimiter = lim
+				o.AnswerRelay = relay
+			})
+			c := newLegacyRig(t, srv)
+			c.auth = "Bearer mallory"
+			c.mustInitialize("2025-11-25", `{}`)
+			if !tc.known {
+				c.sid = strings.Repeat("g", 43)
+			}
+			lim.left.Store(allowed)
+			st.loads.Store(0)
+			statuses := map[int]int{}
+			for range sent {
+				if tc.method != "" {
+					r, _ := http.NewRequest(tc.method, c.url, nil)
+					r.Header.Set("Mcp-Session-Id", c.sid)
+					r.Header.Set("Authorization", c.auth)
+					r.Header.Set("Accept", "text/event-stream")
+					res, err := http.DefaultClient.Do(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res.Body.Close()
+					statuses[res.StatusCode]++
+					continue
+				}
+				statuses[c.send(tc.body).status]++
+			}
+			if got := st.loads.Load(); got > allowed {
+				t.Errorf("store reads: %d, want at most %d (the limiter's allowance)", got, allowed)
+			}
+			if got := relay.forwards.Load(); tc.forward && got != allowed || !tc.forward && got != 0 {
+				t.Errorf("forwards: %d", got)
+			}
+			if statuses[http.StatusTooManyRequests] != sent-allowed {
+				t.Errorf("statuses %v: want %d of 429", statuses, sent-allowed)
+			}
+		})
 	}
 }

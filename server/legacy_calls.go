@@ -243,11 +243,12 @@ func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.Initiali
 // notifications/cancelled naming it, by DELETE of the session, or when the
 // client leaves.
 func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
-	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(w, s.opts.KeepAliveInterval)}, req, p, cs, id)
+	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(w, s.opts.KeepAliveInterval), charged: true}, req, p, cs, id)
 }
 
 // dispatchLegacy is handleLegacy for a request any transport decoded (see
-// inbound; in.identity is not used: the session is bound to id).
+// inbound; in.identity is not used: the session is bound to id; in.charged
+// says the transport charged the request limiter already).
 func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
 	r := in.r
 	method, ok := ep.legacyMethods[req.Method]
@@ -306,7 +307,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	st := in.stream
 	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
 	c.legacy = &legacyCall{c: c, session: cs}
-	if !chargesAfterLookup[req.Method] {
+	if !chargesAfterLookup[req.Method] && !in.charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited
 			st.finishError(req.ID, perr)

@@ -275,6 +275,12 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
 		return
 	}
+	// Every response costs a token, before the store is read: a client
+	// cannot flood the relay (or guess session IDs) past its rate.
+	if perr := s.chargeLegacyLimiter(ident); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
 	if _, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, ident); perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return

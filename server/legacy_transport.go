@@ -140,6 +140,15 @@ func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Reques
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
 		return true
 	}
+	// The limiter is charged before the store is read, so that guessed
+	// session IDs cost the caller tokens; the methods that charge after
+	// their target lookup still do (dispatchLegacy).
+	if req.IsNotification() || !chargesAfterLookup[req.Method] {
+		if perr := s.chargeLegacyLimiter(id); perr != nil {
+			s.reject(ep, w, req.ID, perr)
+			return true
+		}
+	}
 	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
 	if perr != nil {
 		if perr == errSessionNotFound {
@@ -186,6 +195,18 @@ func checkLegacyHeaders(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawP
 			if got, err := decodeHeaderValue(hn); err != nil || got != want {
 				return headerMismatch("Header mismatch: Mcp-Name does not match the request")
 			}
+		}
+	}
+	return nil
+}
+
+// chargeLegacyLimiter takes one token of the request limiter, if any, for
+// a message of a session (request, notification, response, GET or
+// DELETE), before its session is looked up.
+func (s *Server) chargeLegacyLimiter(id Identity) *protocolError {
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			return rateLimited(wait)
 		}
 	}
 	return nil
@@ -278,6 +299,10 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 	}
 	if !valid {
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
+		return
+	}
+	if perr := s.chargeLegacyLimiter(id); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
 	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
