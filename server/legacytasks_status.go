@@ -36,6 +36,7 @@ type legacyTaskState struct {
 	ctx        context.Context // ended by close
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
+	waits      waitSlots // long waits of tasks/result and inline calls
 }
 
 // initLocked creates the state's context on first use.
