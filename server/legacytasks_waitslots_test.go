@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 )
 
@@ -57,5 +58,31 @@ func TestMaxTaskWaitsValidated(t *testing.T) {
 	_, err := server.New(server.Options{Endpoints: []*server.Endpoint{server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "x", Version: "1"})}, MaxTaskWaits: -1})
 	if err == nil || !strings.Contains(err.Error(), "MaxTaskWaits") {
 		t.Fatalf("New with MaxTaskWaits -1: %v", err)
+	}
+}
+
+// The result of tasks/result goes through Options.ResultSanitizer under
+// the request deadline, although the wait before it has none.
+func TestLegacyTaskResultSanitizerHasDeadline(t *testing.T) {
+	deadlines := make(chan bool, 1)
+	r := newLTRig(t, func(o *server.Options) {
+		o.ResultSanitizer = func(ctx context.Context, _ *server.SanitizeRequest, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+			_, ok := ctx.Deadline()
+			select {
+			case deadlines <- ok:
+			default:
+			}
+			return res, nil
+		}
+	})
+	c := r.client(ltV11, ltTasksCaps, "alice")
+	statusOK(t, c.request("tools/call", `{"name":"build","arguments":{},"task":{"ttl":60000}}`))
+	id := r.nextCreated()
+	if _, err := r.mem.Complete(id, ltResult(3), ""); err != nil {
+		t.Fatal(err)
+	}
+	statusOK(t, c.request("tasks/result", `{"taskId":"`+id+`"}`))
+	if !<-deadlines {
+		t.Fatal("the sanitizer of tasks/result ran without a deadline")
 	}
 }
