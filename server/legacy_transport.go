@@ -317,6 +317,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		}
 		s.legacy.live.end(key)
 		s.legacy.pending.dropSession(key)
+		s.legacy.tasks.endSession(key)
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -165,6 +165,7 @@ func (sc *stdioConn) closeSession() {
 	l.sessions.delete(ctx, ls.key)
 	l.live.end(ls.key)
 	l.pending.dropSession(ls.key)
+	l.tasks.endSession(ls.key)
 }
 
 // answer delivers a client's response to a server-to-client request of
