@@ -85,7 +85,7 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 				me  *mcp.Error
 			)
 			if !errors.As(err, &rej) && !errors.As(err, &me) {
-				s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+				s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err, credentials(r.Header)...))
 			}
 			s.rejectOn(ep, st, req.ID, asProtocolError(err))
 			return

@@ -243,7 +243,13 @@ func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.Initiali
 // notifications/cancelled naming it, by DELETE of the session, or when the
 // client leaves.
 func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Request, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
-	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(w, s.opts.KeepAliveInterval), charged: true}, req, p, cs, id)
+	out := w
+	if cs.rec.ProtocolVersion >= mcp.ProtocolVersion20251125 {
+		if rw := s.legacy.newResumeWriter(w, r, cs.rec.Key); rw != nil {
+			out = rw // a resumable stream (legacy_resume.go)
+		}
+	}
+	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(out, s.opts.KeepAliveInterval), charged: true}, req, p, cs, id)
 }
 
 // dispatchLegacy is handleLegacy for a request any transport decoded (see
@@ -276,8 +282,19 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	// Input answers come only as responses to this server's own requests
 	// (legacyCall.run), never from the params of a 2025 request.
 	p.InputResponses, p.RequestState = nil, nil
-	ctx, cancelCall := context.WithCancel(r.Context())
-	defer cancelCall()
+	// A request with a resumable stream over HTTP/2 (2025-11-25) runs on
+	// a goroutine of its own (owned by the call, ended by its deadline), so
+	// that the server can end the POST's response while it goes on; over
+	// HTTP/1 the close takes the connection over instead, whose request
+	// context stays valid until this handler returns.
+	st := in.stream
+	rw := st.resumable()
+	async := rw != nil && rw.async
+	base := r.Context()
+	if async {
+		base = context.WithoutCancel(base)
+	}
+	ctx, cancelCall := context.WithCancel(base)
 	// A client may reuse an ID once it has read the response, which can
 	// come before this call has deregistered: every call counts.
 	reqKey := string(req.ID.Raw())
@@ -289,12 +306,51 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		ls.addInflightLocked(reqKey, me)
 		return nil
 	}); perr != nil {
-		s.rejectOn(ep, in.stream, req.ID, perr)
+		cancelCall()
+		s.rejectOn(ep, st, req.ID, perr)
 		return
 	}
-	defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { ls.removeInflightLocked(reqKey, me) })
-	r = r.WithContext(ctx) // a canceled call abandons its response
+	// A canceled call abandons its response.
+	c := &call{srv: s, ep: ep, r: r.WithContext(ctx), req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
+	c.legacy = &legacyCall{c: c, session: cs}
+	body := func() {
+		defer cancelCall()
+		defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { ls.removeInflightLocked(reqKey, me) })
+		ep.runLegacy(s, ctx, c, method, in.charged)
+	}
+	if rw != nil {
+		st.onFinish = rw.ended
+		defer rw.release()
+	}
+	if !async {
+		body()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body()
+	}()
+	select {
+	case <-done:
+		return
+	case <-rw.post.gone:
+	case <-r.Context().Done():
+	}
+	if rw.releasedByServer() {
+		return // closed by the server or resumed by GET: the call goes on
+	}
+	// The client left the POST while it carried the stream.
+	cancelCall()
+	<-done
+}
 
+// runLegacy runs an admitted call of a session under the request limiter
+// (unless the transport charged it already), the deadline, the observer
+// and metrics; ctx is canceled by notifications/cancelled, DELETE of the
+// session, or the client leaving.
+func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method methodFunc, charged bool) {
+	req, st := c.req, c.stream
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
 	s.opts.Observer.RequestStarted(ctx, info)
@@ -304,10 +360,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
-	st := in.stream
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: func(Outcome) {}}
-	c.legacy = &legacyCall{c: c, session: cs}
-	if !chargesAfterLookup[req.Method] && !in.charged {
+	if !chargesAfterLookup[req.Method] && !charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited
 			st.finishError(req.ID, perr)
@@ -505,7 +558,7 @@ func (ep *Endpoint) legacyListTools(ctx context.Context, c *call) (any, Outcome,
 		if p := c.srv.opts.CatalogPolicy; p != nil {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
-				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))
 				return nil, OutcomeInternalError, errInternal
 			}
 			if !ok {

@@ -20,6 +20,7 @@ type legacyServer struct {
 	relay     AnswerRelay
 	stopRelay func()
 	tasks     legacyTaskState // the 2025-11-25 tasks layer (legacytasks_status.go)
+	resume    *resumeState    // resumable POST streams (legacy_resume.go)
 }
 
 // getStreamWriteTimeout bounds each write to a GET stream, so that a
@@ -37,6 +38,7 @@ func newLegacyServer(o Options) (*legacyServer, error) {
 		pending:  &pendingTable{byID: map[string]*pendingAnswer{}},
 		nodeID:   o.NodeID,
 		relay:    o.AnswerRelay,
+		resume:   newResumeState(m.opts.Resume, o.now),
 	}
 	if l.nodeID == "" {
 		l.nodeID = randomNodeID()

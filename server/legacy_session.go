@@ -72,6 +72,7 @@ type liveSession struct {
 	subs     map[string]bool
 	inflight map[string][]*inflightCall // by request ID spelling; every call of a reused ID
 	calls    int                        // requests in inflight, all IDs together
+	replay   *sessionReplay             // resumable POST streams (legacy_resume.go); nil until one opens
 	ended    bool
 }
 
@@ -133,7 +134,8 @@ type getStream struct {
 
 // empty reports whether ls holds nothing, under ls.mu.
 func (ls *liveSession) emptyLocked() bool {
-	return ls.get == nil && len(ls.subs) == 0 && len(ls.inflight) == 0
+	return ls.get == nil && len(ls.subs) == 0 && len(ls.inflight) == 0 &&
+		(ls.replay == nil || ls.replay.empty(ls.replay.l.now()))
 }
 
 // enqueue offers an encoded notification to the GET stream; it reports
@@ -245,14 +247,20 @@ func (t *liveSessions) end(key string) {
 	delete(t.sessions, key)
 	t.mu.Unlock()
 	if ls != nil {
-		ls.endAll()
+		if sr := ls.endAll(); sr != nil {
+			sr.close()
+		}
 	}
 }
 
-func (ls *liveSession) endAll() {
+// endAll ends the session's GET stream and requests in flight and returns
+// its replay buffer, which the caller closes.
+func (ls *liveSession) endAll() *sessionReplay {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.ended = true
+	sr := ls.replay
+	ls.replay = nil
 	if ls.get != nil {
 		close(ls.get.done)
 		ls.get = nil
@@ -265,6 +273,7 @@ func (ls *liveSession) endAll() {
 	clear(ls.inflight)
 	ls.calls = 0
 	clear(ls.subs)
+	return sr
 }
 
 // close ends every GET stream (Server.Close); later GETs are refused.
@@ -291,7 +300,8 @@ func (t *liveSessions) sweep(now time.Time, idle time.Duration) {
 	defer t.mu.Unlock()
 	for key, ls := range t.sessions {
 		ls.mu.Lock()
-		stale := ls.get == nil && len(ls.inflight) == 0 && now.Sub(ls.lastSeen) > idle
+		stale := ls.get == nil && len(ls.inflight) == 0 && now.Sub(ls.lastSeen) > idle &&
+			(ls.replay == nil || ls.replay.empty(now))
 		ls.mu.Unlock()
 		if stale {
 			delete(t.sessions, key)

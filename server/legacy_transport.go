@@ -223,7 +223,7 @@ func (s *Server) admit(ep *Endpoint, r *http.Request, method string) (Identity, 
 			me  *mcp.Error
 		)
 		if !errors.As(err, &rej) && !errors.As(err, &me) {
-			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+			s.logger.Error("admission controller failed", "endpoint", ep.opts.Name, "err", redactErr(err, credentials(r.Header)...))
 		}
 		return Identity{}, asProtocolError(err)
 	}
@@ -319,6 +319,10 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		s.legacy.pending.dropSession(key)
 		s.legacy.tasks.endSession(key)
 		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if lastID, ok := r.Header["Last-Event-Id"]; ok {
+		s.serveResume(ep, w, r, cs, lastID)
 		return
 	}
 	s.serveGetStream(ep, w, r, cs)

@@ -142,7 +142,7 @@ func (ep *Endpoint) legacyListTasks(ctx context.Context, c *call) (any, Outcome,
 	case errors.Is(err, errQueueFull):
 		return nil, OutcomeBusy, errQueueFull
 	}
-	c.srv.logger.Error("task listing failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+	c.srv.logger.Error("task listing failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))
 	return nil, OutcomeInternalError, errInternal
 }
 
@@ -256,7 +256,7 @@ func (r *taskInputRelay) answer(key string, req *mcp.InputRequest, params json.R
 	case errors.Is(err, task.ErrNotFound):
 		r.fail(errTaskNotFound)
 	default:
-		r.c.srv.logger.Error("storing a task input answer failed", "endpoint", r.c.ep.opts.Name, "err", redactErr(err))
+		r.c.srv.logger.Error("storing a task input answer failed", "endpoint", r.c.ep.opts.Name, "err", r.c.redactErr(err))
 		r.fail(errInternal)
 	}
 }

@@ -150,7 +150,7 @@ func (c *call) waitFailure(err error) (any, Outcome, *protocolError) {
 	case errors.As(err, &pe):
 		return nil, outcomeOf(pe), pe
 	}
-	c.srv.logger.Error("waiting for a task failed", "endpoint", c.ep.opts.Name, "err", redactErr(err))
+	c.srv.logger.Error("waiting for a task failed", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
 	return nil, OutcomeInternalError, errInternal
 }
 

@@ -44,6 +44,10 @@ type SessionOptions struct {
 	// MaxLifetime ends a session that long after initialize, however busy.
 	// Zero means 24 h.
 	MaxLifetime time.Duration
+	// Resume configures the resumable response streams of 2025-11-25
+	// sessions (event IDs, closing a stream mid-call, resumption by GET
+	// with Last-Event-ID); nil means the defaults of ResumeOptions.
+	Resume *ResumeOptions
 }
 
 // validate reports every problem of the options as given (before defaults).
@@ -60,6 +64,9 @@ func (o *SessionOptions) validate() error {
 	}
 	if o.IdleTimeout > 0 && o.MaxLifetime > 0 && o.IdleTimeout > o.MaxLifetime {
 		c.bad("SessionOptions.IdleTimeout (%v) exceeds MaxLifetime (%v)", o.IdleTimeout, o.MaxLifetime)
+	}
+	if o.Resume != nil {
+		o.Resume.validate(&c)
 	}
 	return errors.Join(c.errs...)
 }

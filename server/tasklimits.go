@@ -172,7 +172,7 @@ func (c *call) checkActiveTasks(ctx context.Context) *protocolError {
 	case ctx.Err() != nil:
 		return errDeadline
 	}
-	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", redactErr(err))
+	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
 	return errInternal
 }
 

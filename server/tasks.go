@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -240,7 +241,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		if errors.Is(err, errDeadline) {
 			return nil, OutcomeTimeout, errDeadline
 		}
-		c.srv.logger.Error("a task handle could not be verified", "endpoint", c.ep.opts.Name, "err", redactErr(err))
+		c.srv.logger.Error("a task handle could not be verified", "endpoint", c.ep.opts.Name, "err", c.redactErr(err, h.ID))
 		return nil, OutcomeInternalError, errInternal
 	}
 	return res, OutcomeTask, nil
@@ -279,13 +280,21 @@ func (c *call) findCreated(ctx context.Context, id string) (task.Task, bool, err
 
 var errUnverifiedHandle = errors.New("the manager did not confirm the task with the same ID and origin")
 
-// redactErr keeps only errors the framework wrote itself; application
-// errors may carry task IDs or arguments.
-func redactErr(err error) string {
-	if errors.Is(err, errUnverifiedHandle) {
-		return err.Error()
+// redactErr renders an error of a store or another application seam for
+// the log: its text, bounded, so that the operator sees the cause (a
+// PostgreSQL error's SQLSTATE included), with each non-empty secret (a
+// task ID, a session ID, a credential) replaced by a placeholder.
+func redactErr(err error, secrets ...string) string {
+	return logtext.Scrubbed(err, "", nil, secrets...)
+}
+
+// redactErr is the package redactErr for an error met while serving c:
+// the request's task ID, its tool arguments and extra are scrubbed.
+func (c *call) redactErr(err error, extra ...string) string {
+	if c.params == nil {
+		return redactErr(err, extra...)
 	}
-	return fmt.Sprintf("application error (%T)", err)
+	return logtext.Scrubbed(err, c.params.TaskID, c.params.Arguments, extra...)
 }
 
 // errTaskNotFound is the one answer for unknown, expired, malformed and
@@ -329,7 +338,7 @@ func (c *call) managerCall(ctx context.Context, fn func(ctx context.Context) (an
 	if errors.As(err, &pe) {
 		return nil, outcomeOf(pe), pe
 	}
-	c.srv.logger.Error("task manager call failed", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", redactErr(err))
+	c.srv.logger.Error("task manager call failed", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", c.redactErr(err))
 	return nil, OutcomeInternalError, errInternal
 }
 

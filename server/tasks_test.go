@@ -483,9 +483,14 @@ func TestTaskLifecycleObserved(t *testing.T) {
 		r.do(t, taskReq(m, taskHandleID, taskCaps, "", nil))
 	}
 	r.do(t, taskReq("tasks/get", id, `{}`, "", nil)) // gated: not admitted
-	r.set(func() { r.mgr.updateErr = errors.New("storage down " + taskCanary) })
+	// The manager's error reaches the log (the operator needs the cause)
+	// with the task ID scrubbed, and the client only as -32603.
+	r.set(func() { r.mgr.updateErr = errors.New("storage down for " + id) })
 	res = r.do(t, taskReq("tasks/update", id, taskCaps, "", nil))
 	r.expect(t, res, 200, taskInternal, taskCalls{Admit: 4, Find: 1, Update: 2, Cancel: 1}, id)
+	if !strings.Contains(r.logs.String(), `err="storage down for <task>"`) {
+		t.Errorf("the manager's error is not logged, scrubbed:\n%s", r.logs.String())
+	}
 	want := []string{
 		"start tasks/get", "finish tasks/get complete",
 		"start tasks/update", "finish tasks/update complete",

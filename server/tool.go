@@ -310,7 +310,7 @@ func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protoc
 	if p := c.srv.opts.CatalogPolicy; p != nil {
 		visible, err := p.ToolVisible(ctx, c.id, c.ep.opts.Name, name)
 		if err != nil {
-			c.srv.logger.Error("catalog policy failed", "endpoint", c.ep.opts.Name, "err", redactErr(err))
+			c.srv.logger.Error("catalog policy failed", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
 			return nil, errInternal
 		}
 		if !visible {
@@ -327,7 +327,7 @@ func (ep *Endpoint) listTools(ctx context.Context, c *call) (any, Outcome, *prot
 		for _, t := range ep.tools {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
-				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", redactErr(err))
+				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))
 				return nil, OutcomeInternalError, errInternal
 			}
 			if ok {
@@ -410,6 +410,9 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		}
 		res, err := t.handler(ctx, rq)
 		if err != nil {
+			if rq.taskCreation != nil {
+				return c.creationErrorResult(t, err)
+			}
 			return toolErrorResult(err)
 		}
 		return res, nil

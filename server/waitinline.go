@@ -74,6 +74,7 @@ func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcom
 	if err := c.stream.beginSSE(); err != nil {
 		return nil, OutcomeCanceled, errStreamGone
 	}
+	c.pollInline()
 	progress := newInlineProgress(c)
 	progress.report(created.Status, created.StatusMessage)
 	maxWait := c.srv.inlineTaskWait()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -140,14 +141,14 @@ type net503 struct{}
 func (*net503) Error() string { return "dial tcp: connection refused" }
 
 func TestErrText(t *testing.T) {
-	long := strings.Repeat("é", maxErrText) // two bytes each
+	long := strings.Repeat("é", logtext.MaxErrText) // two bytes each
 	j := &Job{Lease: Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
 		`{"path":"/srv/secret","n":12345,"list":["token-abc","ab","tab\there"],"nested":{"key":"/srv/secret/x"}}`, "")}
 	for _, tc := range []struct {
 		name, got, want string
 	}{
 		{"short", errText(errors.New("boom")), "boom"},
-		{"cut", errText(errors.New(long)), long[:maxErrText] + "…(cut)"},
+		{"cut", errText(errors.New(long)), long[:logtext.MaxErrText] + "…(cut)"},
 		{"scrubbed", jobErrText(j, fmt.Errorf("open /srv/secret/x for tid-123 with token-abc: ab 12345 %q", "tab\there")),
 			`open <argument> for <task> with <argument>: ab <argument> "<argument>"`},
 		{"names kept", jobErrText(j, errors.New("path nested key list")), "path nested key list"},

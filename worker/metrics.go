@@ -20,8 +20,9 @@ type Metrics interface {
 	JobFailure(kind string, c FailureCategory)
 	// HandlerDuration observes the wall time of one handler run.
 	HandlerDuration(kind string, d time.Duration)
-	// Maintenance counts n jobs or tasks handled by a maintenance pass:
-	// TransitionRescued or TransitionExpiredDeleted. Only passes that
+	// Maintenance counts n jobs, tasks or rows handled by a maintenance
+	// pass: TransitionRescued, TransitionExpiredDeleted,
+	// TransitionOutboxPruned or TransitionJobPruned. Only passes that
 	// handled something are reported.
 	Maintenance(t Transition, n int)
 }

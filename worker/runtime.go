@@ -65,7 +65,13 @@ type Options struct {
 	// also runs when Run starts. Default 1 min.
 	CleanupEvery time.Duration
 	// CleanupBatch is the limit of one DeleteExpired call. Default 500.
+	// It also bounds each call of the pruning passes (see Pruner).
 	CleanupBatch int
+	// OutboxRetention is how long outbox rows are kept when the store is a
+	// Pruner: longer than any outage a listener of another node should
+	// bridge by catching up from the outbox. Default 1 h; negative keeps
+	// the outbox unpruned.
+	OutboxRetention time.Duration
 
 	// Backoff returns the delay before the next attempt after the given
 	// number of failures (1 after the first). It must be safe for
@@ -171,6 +177,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CleanupEvery == 0 {
 		o.CleanupEvery = defaultCleanupEvery
+	}
+	if o.OutboxRetention == 0 {
+		o.OutboxRetention = defaultOutboxRetention
 	}
 	if o.CleanupBatch == 0 {
 		o.CleanupBatch = defaultCleanupBatch
@@ -286,6 +295,16 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
 	})
+	if p, ok := rt.opts.Store.(Pruner); ok {
+		if rt.opts.OutboxRetention > 0 {
+			maint.Go(func() {
+				rt.maintain(ctx, rt.opts.CleanupEvery, TransitionOutboxPruned, rt.opts.CleanupBatch, rt.pruneOutbox(p))
+			})
+		}
+		maint.Go(func() {
+			rt.maintain(ctx, rt.opts.CleanupEvery, TransitionJobPruned, rt.opts.CleanupBatch, pruneJobs(p))
+		})
+	}
 
 	if bc, ok := rt.opts.Store.(BatchCompleter); ok {
 		rt.completer = newCompleter(bc, rt.opts.Concurrency)

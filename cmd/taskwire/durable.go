@@ -133,7 +133,7 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 			"seconds simulates the work time. Pass idempotencyKey to make retries safe.",
 	}, func(ctx context.Context, _ *server.Request, in ReportInput, cc *task.CreationContext) (task.Handle, error) {
 		if err := in.validate(); err != nil {
-			return task.Handle{}, err
+			return task.Handle{}, server.NewToolError(err)
 		}
 		return enqueue(ctx, st, cc, toolReports, in.IdempotencyKey, logger)
 	}, server.WithWaitInline())
@@ -144,27 +144,26 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 			"(input_required) and completes with the decision.",
 	}, func(ctx context.Context, _ *server.Request, in ApprovalInput, cc *task.CreationContext) (task.Handle, error) {
 		if err := in.validate(); err != nil {
-			return task.Handle{}, err
+			return task.Handle{}, server.NewToolError(err)
 		}
 		return enqueue(ctx, st, cc, toolApprovals, in.IdempotencyKey, logger)
 	}, server.WithTaskInput(task.InputElicitationForm), server.WithWaitInline())
 }
 
-// enqueue creates the task and its job in one transaction. A plain error
-// becomes a tool result the model reads; a store failure is an internal
-// error whose cause is logged, not sent.
+// enqueue creates the task and its job in one transaction. A
+// server.ToolError becomes a tool result the model reads; a store failure
+// is an internal error whose cause the server logs, not sends.
 func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
 	t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{IdempotencyKey: key})
 	switch {
 	case errors.Is(err, worker.ErrIdempotencyConflict):
-		return task.Handle{}, errors.New("idempotencyKey was already used with different arguments: " +
-			"repeat the original arguments to get the original task, or use a new key")
+		return task.Handle{}, server.NewToolError(errors.New("idempotencyKey was already used with different arguments: " +
+			"repeat the original arguments to get the original task, or use a new key"))
 	case errors.Is(err, worker.ErrInvalidText):
-		return task.Handle{}, errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
-			"and the caller's name must be valid UTF-8 without NUL characters")
+		return task.Handle{}, server.NewToolError(errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
+			"and the caller's name must be valid UTF-8 without NUL characters"))
 	case err != nil:
-		logger.Error("enqueue failed", "tool", tool, "err", err)
-		return task.Handle{}, mcp.NewError(mcp.CodeInternalError, "Internal error")
+		return task.Handle{}, err // the server logs it and answers -32603
 	}
 	return task.Handle{ID: t.ID()}, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -76,7 +77,7 @@ func newClient(t *testing.T, url string) *mcptest.Client {
 func testConfig(db string, workers int) nodeConfig {
 	return nodeConfig{
 		Addr:          "127.0.0.1:0",
-		Store:         storeSpec{Backend: backendSQLite, Path: db},
+		Store:         storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
 		Workers:       workers,
 		ShutdownGrace: 200 * time.Millisecond,
 		workerPoll:    20 * time.Millisecond,

@@ -20,7 +20,12 @@
 // names the PostgreSQL schema holding the tables (default taskwire), so that
 // several deployments can share one database. --store-timeout (default 5s)
 // bounds every store call, so that a database that stops answering fails
-// task operations after that long instead of holding them.
+// task operations after that long instead of holding them;
+// --connect-timeout (default 10s) bounds connecting to PostgreSQL. Every
+// command checks the store before it says it is ready (see store.Open: a
+// SQLite file must take a write, a PostgreSQL server must answer) and prints
+// what it resolved to: the file, or host, port, database and schema, never
+// a password. A postgres:// URL must name its database.
 //
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run
@@ -71,12 +76,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
-	"github.com/taskwire/taskwire/store/sqlite"
 )
 
 // version is the taskwire release, set at build time with -ldflags.
@@ -136,6 +142,7 @@ type commonFlags struct {
 	schema   *string
 	logLevel *string
 	timeout  *time.Duration
+	connect  *time.Duration
 }
 
 // addCommonFlags defines --store and --log-level on fs.
@@ -148,6 +155,8 @@ func addCommonFlags(fs *flag.FlagSet) commonFlags {
 		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
 		timeout: fs.Duration("store-timeout", postgres.DefaultTimeout, "bound of every store call, connecting and "+
 			"waiting for a connection included: a database that stops answering fails calls after this `duration`"),
+		connect: fs.Duration("connect-timeout", store.DefaultConnectTimeout, "how long connecting to PostgreSQL may take "+
+			"before the command fails"),
 	}
 }
 
@@ -157,15 +166,19 @@ func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (stor
 	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
 		return storeSpec{}, nil, fmt.Errorf("--log-level: %w", err)
 	}
-	spec, err := parseStoreSpec(resolveStore(*c.store, getenv))
+	parsed, err := store.ParseSpec(resolveStore(*c.store, getenv))
 	if err != nil {
 		return storeSpec{}, nil, err
 	}
+	spec := storeSpec{Spec: parsed}
 	if err := spec.withSchema(*c.schema); err != nil {
 		return storeSpec{}, nil, err
 	}
 	if spec.Timeout = *c.timeout; spec.Timeout <= 0 {
 		return storeSpec{}, nil, errors.New("--store-timeout must be positive")
+	}
+	if spec.ConnectTimeout = *c.connect; spec.ConnectTimeout <= 0 {
+		return storeSpec{}, nil, errors.New("--connect-timeout must be positive")
 	}
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
@@ -300,11 +313,32 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 }
 
 // runNode starts a node, reports where it runs, and stops it on SIGINT,
-// SIGTERM or the end of ctx.
+// SIGTERM or the end of ctx: the first signal drains (in-flight requests
+// and running jobs get --shutdown-grace, which is printed), a second one
+// stops at once (running jobs are cancelled and released to run again).
 func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	n, err := startNode(ctx, cfg)
+	signals := cfg.signals
+	if signals == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		signals = ch
+	}
+	// A signal during start-up abandons it.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	started := make(chan struct{})
+	var startWG sync.WaitGroup
+	startWG.Go(func() {
+		select {
+		case <-signals:
+			cancelStart()
+		case <-started:
+		}
+	})
+	n, err := startNode(startCtx, cfg)
+	close(started)
+	startWG.Wait()
+	cancelStart()
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -312,7 +346,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
 		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
 	}
-	fmt.Fprintf(stdout, "taskwire: store %s%s\n", n.cfg.Store, describeStore(n.cfg.Store))
+	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
 	if n.cfg.Workers > 0 {
 		plural := "s"
 		if n.cfg.Workers == 1 {
@@ -322,38 +356,43 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	} else {
 		fmt.Fprintln(stdout, "taskwire: no workers (API only): tasks wait for `taskwire worker` on the same store")
 	}
-	cfg.Logger.Info("started", "command", cmd, "workers", n.cfg.Workers)
+	n.cfg.Logger.Info("started", "command", cmd, "workers", n.cfg.Workers)
 
 	var runErr error
 	select {
 	case <-ctx.Done():
+	case <-signals:
 	case runErr = <-n.Failed():
-		cfg.Logger.Error("stopping after a failure", "err", runErr)
+		n.cfg.Logger.Error("stopping after a failure", "err", runErr)
 	}
-	stop() // a second SIGINT ends the process at once
-	cfg.Logger.Info("shutting down")
-	if err := n.Shutdown(); err != nil {
-		runErr = errors.Join(runErr, err)
+	what := "in-flight requests and running jobs have"
+	switch {
+	case n.hs == nil:
+		what = "running jobs have"
+	case n.rt == nil:
+		what = "in-flight requests have"
+	}
+	fmt.Fprintf(stdout, "taskwire: draining: %s up to %v each to finish (--shutdown-grace); "+
+		"press Ctrl-C again to stop at once\n", what, n.cfg.ShutdownGrace)
+	n.cfg.Logger.Info("shutting down")
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown() }()
+	var shutErr error
+	select {
+	case shutErr = <-done:
+	case <-signals:
+		fmt.Fprintln(stdout, "taskwire: stopping at once: running jobs are cancelled and will run again later")
+		n.StopNow()
+		shutErr = <-done
+	}
+	if shutErr != nil {
+		runErr = errors.Join(runErr, shutErr)
 	}
 	if runErr != nil {
 		return fmt.Errorf("%s: %w", cmd, runErr)
 	}
-	cfg.Logger.Info("stopped")
+	n.cfg.Logger.Info("stopped")
 	return nil
-}
-
-// describeStore adds a note on durability to the printed store.
-func describeStore(s storeSpec) string {
-	switch {
-	case s.Backend == backendSQLite && s.Path == sqlite.MemoryPath:
-		return " (in memory: tasks are lost when the process stops)"
-	case s.Backend == backendSQLite:
-		return " (SQLite file: tasks survive restarts)"
-	}
-	if s.Schema != "" {
-		return " (PostgreSQL, schema " + s.Schema + ")"
-	}
-	return " (PostgreSQL)"
 }
 
 // migrateCmd runs `taskwire migrate`: apply pending migrations and exit.
@@ -383,6 +422,6 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if err != nil {
 		return fmt.Errorf("migrate: store %s: %w", spec, err)
 	}
-	fmt.Fprintf(stdout, "taskwire: store %s is at schema version %d\n", spec, schemaVersion(spec))
+	fmt.Fprintf(stdout, "taskwire: store %s (%s) is at schema version %d\n", spec, spec.describe(), schemaVersion(spec))
 	return nil
 }

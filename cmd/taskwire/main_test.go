@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 
@@ -26,7 +27,7 @@ func noEnv(string) string { return "" }
 func TestMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "migrated.db")
-	want := "taskwire: store sqlite:" + db + " is at schema version " + strconv.Itoa(sqlite.SchemaVersion()) + "\n"
+	want := "taskwire: store sqlite:" + db + " (SQLite file " + db + ", tasks survive restarts) is at schema version " + strconv.Itoa(sqlite.SchemaVersion()) + "\n"
 	for range 2 { // migrating twice is a no-op
 		var out strings.Builder
 		if err := run(t.Context(), []string{"migrate", "--store", "sqlite:" + db, "--log-level", "warn"}, &out, io.Discard, noEnv); err != nil {
@@ -156,7 +157,7 @@ func TestPostgres(t *testing.T) {
 	cancel()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required under CI=true: %s", redactURL(err.Error()))
+			t.Fatalf("PostgreSQL is required under CI=true: %s", store.RedactURL(err.Error()))
 		}
 		t.Skip("PostgreSQL unreachable (set TASKWIRE_TEST_POSTGRES_URL)")
 	}
@@ -185,7 +186,7 @@ func TestPostgres(t *testing.T) {
 			t.Errorf("%s shows the password:\n%s", name, text)
 		}
 	}
-	if !strings.Contains(out, "(PostgreSQL, schema "+schema+")") || !strings.Contains(migrateOut.String(), "xxxxx@") {
+	if !strings.Contains(out, "(PostgreSQL host ") || !strings.Contains(out, " schema "+schema+")") || !strings.Contains(migrateOut.String(), "xxxxx@") {
 		t.Errorf("outputs do not name the redacted store:\n%s\n%s", migrateOut.String(), out)
 	}
 }

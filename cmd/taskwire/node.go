@@ -8,14 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
-	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -121,6 +122,8 @@ type nodeConfig struct {
 	// wrapListener, for tests, wraps the TCP listener before the
 	// connection limit.
 	wrapListener func(net.Listener) net.Listener
+	// signals, for tests, replaces SIGINT and SIGTERM in runNode.
+	signals <-chan os.Signal
 }
 
 // validate checks the configuration and fills in defaults.
@@ -166,7 +169,7 @@ func (c *nodeConfig) validate() error {
 // stop it with Shutdown.
 type node struct {
 	cfg   nodeConfig
-	store durableStore
+	store store.Backend
 
 	srv       *server.Server
 	hs        *http.Server
@@ -299,10 +302,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 // answer relay so that a client's answer reaching another node of the fleet
 // is forwarded to the node holding the call.
 func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRelay, error) {
-	switch st := n.store.(type) {
-	case *sqlite.Store:
-		return st.Sessions(), nil, nil
-	case *postgres.Store:
+	if st, ok := n.store.(*postgres.Store); ok {
 		relay, err := postgres.NewAnswerRelay(ctx, st, postgres.AnswerRelayOptions{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("answer relay: %w", err)
@@ -310,10 +310,22 @@ func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRe
 		n.relay = relay
 		return st.Sessions(), relay, nil
 	}
-	return nil, nil, fmt.Errorf("store %T keeps no sessions", n.store)
+	return n.store.Sessions(), nil, nil
 }
 
 func (n *node) URL() string { return n.url }
+
+// StopNow cuts a Shutdown under way short: open HTTP connections are
+// closed and running jobs are cancelled, to be released and run again
+// later. Shutdown still returns only once everything has stopped.
+func (n *node) StopNow() {
+	if n.hs != nil {
+		n.hs.Close()
+	}
+	if n.rt != nil {
+		n.rt.StopRunning()
+	}
+}
 
 // Failed delivers an error when the HTTP server or the worker runtime
 // stops by itself.

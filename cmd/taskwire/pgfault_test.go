@@ -13,6 +13,7 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 )
 
 // testSchema returns a fresh schema name, dropped when the test ends.
@@ -33,7 +34,7 @@ func proxiedPostgres(t *testing.T) (storeSpec, *faultnet.Proxy) {
 	}
 	t.Cleanup(func() { p.Close() })
 	u.Host = p.Addr()
-	return storeSpec{Backend: backendPostgres, URL: u.String(), Schema: testSchema(t, raw)}, p
+	return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: u.String()}, Schema: testSchema(t, raw)}, p
 }
 
 // clients makes mcptest clients for a node's URL that share one HTTP

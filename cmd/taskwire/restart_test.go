@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -61,7 +62,7 @@ func TestRestartKeepsTasks(t *testing.T) {
 
 	// Node C: workers only, as `taskwire worker --store sqlite:…` runs.
 	start(t, nodeConfig{
-		Store:         storeSpec{Backend: backendSQLite, Path: db},
+		Store:         storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
 		Workers:       1,
 		ShutdownGrace: 200 * time.Millisecond,
 		workerPoll:    20 * time.Millisecond,

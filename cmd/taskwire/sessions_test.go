@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
 )
 
 // legacyPost sends one 2025-11-25 message to url, inside session sid when
@@ -100,7 +101,7 @@ func TestSessionsAcrossPostgresNodes(t *testing.T) {
 	schema := testSchema(t, raw)
 	cfg := nodeConfig{
 		Addr:          "127.0.0.1:0",
-		Store:         storeSpec{Backend: backendPostgres, URL: raw, Schema: schema},
+		Store:         storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: schema},
 		ShutdownGrace: 200 * time.Millisecond,
 	}
 	a, b := start(t, cfg), start(t, cfg)

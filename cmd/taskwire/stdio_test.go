@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/store"
 )
 
 func TestUserDataDir(t *testing.T) {
@@ -57,12 +59,12 @@ func TestServeStdioCommand(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		store, err := parseStoreSpec(spec)
+		parsed, err := store.ParseSpec(spec)
 		if err != nil {
 			return err
 		}
 		cfg := stdioConfig{Principal: "local", Node: nodeConfig{
-			Store: store, Workers: 1, ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(&stderr, nil)),
+			Store: storeSpec{Spec: parsed}, Workers: 1, ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(&stderr, nil)),
 		}}
 		return runStdio(context.Background(), cfg, strings.NewReader(in), &stdout)
 	}()

@@ -10,6 +10,7 @@ import (
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/store"
 )
 
 // TestUnstorableText sends idempotency keys that no store can keep as text
@@ -20,11 +21,11 @@ import (
 func TestUnstorableText(t *testing.T) {
 	stores := map[string]func(t *testing.T) storeSpec{
 		"sqlite": func(t *testing.T) storeSpec {
-			return storeSpec{Backend: backendSQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}
+			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
 		},
 		"postgres": func(t *testing.T) storeSpec {
 			raw := pgtest.URL(t)
-			return storeSpec{Backend: backendPostgres, URL: raw, Schema: testSchema(t, raw)}
+			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
 		},
 	}
 	keys := []string{`bad\u0000key`, "bad\xffkey", "bad\xfekey"}

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/taskwire/taskwire/store/internal/migrations"
@@ -90,10 +91,16 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		return err
 	}
 	var applied []migrations.Migration
-	// Migrations may take long on large tables: no per-call deadline.
+	// Migrations may take long on large tables: no per-call deadline, but
+	// MigrateTimeout for the whole (0: none).
+	if d := s.opts.MigrateTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	err = pgx.BeginFunc(ctx, s.pool.Pool, func(tx pgx.Tx) error {
 		applied = nil
-		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = `+strconv.FormatInt(s.opts.MigrateTimeout.Milliseconds(), 10)); err != nil {
 			return wrapErr("migration", err)
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
@@ -137,6 +144,9 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		return nil
 	})
 	if err != nil {
+		if d := s.opts.MigrateTimeout; d > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("postgres: migration of schema %q did not finish within %v (MigrateTimeout): %w", s.opts.Schema, d, err)
+		}
 		return err
 	}
 	for _, m := range applied {

@@ -77,9 +77,19 @@ type Options struct {
 	// as a whole on the client, so a database that stops answering fails
 	// calls with an error after Timeout instead of holding them. A
 	// transaction's statements share one deadline; the rollback of a
-	// failed one has its own. Migrations are not bounded. Default 5 s;
-	// it must be whole milliseconds.
+	// failed one has its own. Migrations are bounded by MigrateTimeout
+	// instead. Default 5 s; it must be whole milliseconds.
 	Timeout time.Duration
+	// ConnectTimeout bounds each connection attempt (TCP, TLS and the
+	// start-up exchange), unless the URL sets connect_timeout. Default
+	// Timeout; it must be whole milliseconds.
+	ConnectTimeout time.Duration
+	// MigrateTimeout bounds a migration as a whole, on the client and as
+	// the migration transaction's statement_timeout, so that a server that
+	// accepts connections but never answers fails Open and Migrate instead
+	// of holding them. Zero: no bound (migrations of large tables may take
+	// long); it must be whole milliseconds.
+	MigrateTimeout time.Duration
 }
 
 // Store is a durable task store in one PostgreSQL schema. It implements
@@ -151,7 +161,7 @@ func open(ctx context.Context, opts Options, hooks testHooks) (*Store, error) {
 	if opts.MaxConns > 0 {
 		poolCfg.MaxConns = opts.MaxConns
 	}
-	applyTimeout(poolCfg.ConnConfig, opts.Timeout)
+	applyTimeout(poolCfg.ConnConfig, opts.ConnectTimeout, opts.Timeout)
 	var node [8]byte
 	if _, err := rand.Read(node[:]); err != nil {
 		return nil, fmt.Errorf("postgres: node ID: %w", err)
@@ -218,6 +228,9 @@ func (o *Options) setDefaults() error {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = o.Timeout
+	}
 	switch {
 	case o.DefaultMaxAttempts < 0 || o.MaxConns < 0:
 		return errors.New("postgres: DefaultMaxAttempts and MaxConns must not be negative")
@@ -227,15 +240,20 @@ func (o *Options) setDefaults() error {
 		return errors.New("postgres: DefaultPollInterval must be positive whole milliseconds")
 	case o.Timeout < time.Millisecond || o.Timeout%time.Millisecond != 0:
 		return errors.New("postgres: Timeout must be positive whole milliseconds")
+	case o.ConnectTimeout < time.Millisecond || o.ConnectTimeout%time.Millisecond != 0:
+		return errors.New("postgres: ConnectTimeout must be positive whole milliseconds")
+	case o.MigrateTimeout < 0 || o.MigrateTimeout%time.Millisecond != 0:
+		return errors.New("postgres: MigrateTimeout must be zero or positive whole milliseconds")
 	}
 	return nil
 }
 
-// applyTimeout bounds connection attempts and statements of the sessions
-// cfg opens by timeout, unless the connection string bounds them itself.
-func applyTimeout(cfg *pgx.ConnConfig, timeout time.Duration) {
+// applyTimeout bounds connection attempts of the sessions cfg opens by
+// connect, and their statements by timeout, unless the connection string
+// bounds them itself.
+func applyTimeout(cfg *pgx.ConnConfig, connect, timeout time.Duration) {
 	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = timeout
+		cfg.ConnectTimeout = connect
 	}
 	if _, set := cfg.RuntimeParams["statement_timeout"]; !set {
 		cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)

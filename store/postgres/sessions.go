@@ -24,7 +24,7 @@ var _ session.Store = (*Sessions)(nil)
 
 // Sessions returns the store's session.Store. It is valid until the Store
 // is closed.
-func (s *Store) Sessions() *Sessions { return &Sessions{s: s} }
+func (s *Store) Sessions() session.Store { return &Sessions{s: s} }
 
 // ownerLockKey is the advisory lock key of an owner's creates in schema: a
 // 64-bit prefix of the SHA-256 of the length-prefixed fields.

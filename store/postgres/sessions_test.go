@@ -44,7 +44,7 @@ func TestSessionsConcurrentLimit(t *testing.T) {
 	schema := newSchema(t)
 	var nodes []*Sessions
 	for range 3 {
-		nodes = append(nodes, openWithHooks(t, Options{Schema: schema, MaxConns: 8}, testHooks{}).Sessions())
+		nodes = append(nodes, openWithHooks(t, Options{Schema: schema, MaxConns: 8}, testHooks{}).Sessions().(*Sessions))
 	}
 	const limit, perOwner = 4, 48
 	owners := []string{"alice", "bob", "carol"}

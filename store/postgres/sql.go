@@ -253,11 +253,20 @@ const (
 		SELECT (SELECT count(*) FROM j), ARRAY(SELECT id FROM o), ARRAY(SELECT task_id FROM o)`
 
 	// Locks the task and its job without waiting: a fenced write that
-	// holds the job (and waits for the task) goes first.
-	sqlDeleteExpired = `DELETE FROM {{schema}}.tasks WHERE id IN (
-		SELECT t.id FROM {{schema}}.tasks t JOIN {{schema}}.jobs j ON j.task_id = t.id
-		WHERE t.expires_at IS NOT NULL AND t.expires_at <= {{now}}
-		ORDER BY t.expires_at, t.id LIMIT $2 FOR UPDATE SKIP LOCKED)`
+	// holds the job (and waits for the task) goes first. Tasks whose job
+	// was pruned (PruneJobs) have no job to lock: no fenced write can hold
+	// it.
+	sqlDeleteExpired = `WITH
+		with_job AS (SELECT t.id, t.expires_at FROM {{schema}}.tasks t JOIN {{schema}}.jobs j ON j.task_id = t.id
+			WHERE t.expires_at IS NOT NULL AND t.expires_at <= {{now}}
+			ORDER BY t.expires_at, t.id LIMIT $2 FOR UPDATE SKIP LOCKED),
+		without_job AS (SELECT t.id, t.expires_at FROM {{schema}}.tasks t
+			WHERE t.expires_at IS NOT NULL AND t.expires_at <= {{now}}
+				AND NOT EXISTS (SELECT 1 FROM {{schema}}.jobs j WHERE j.task_id = t.id)
+			ORDER BY t.expires_at, t.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+		DELETE FROM {{schema}}.tasks WHERE id IN (
+			SELECT id FROM (SELECT * FROM with_job UNION ALL SELECT * FROM without_job) e
+			ORDER BY expires_at, id LIMIT $2)`
 
 	// Walks the outbox in ID order (its primary key; IDs follow creation
 	// closely) and deletes, of the first $2 rows, those created before $1.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -68,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		if err != nil {
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.
-			s.log.Error("postgres: failing a task whose stored data is unreadable", "task", j.TaskID, "err", err)
+			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
 			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON); err != nil &&
 				!errors.Is(err, worker.ErrLeaseLost) {
 				return nil, err

@@ -55,7 +55,7 @@ var _ session.Store = (*Sessions)(nil)
 
 // Sessions returns the store's session.Store. Every process on the file
 // sees the same sessions. It is valid until the Store is closed.
-func (s *Store) Sessions() *Sessions { return &Sessions{s: s} }
+func (s *Store) Sessions() session.Store { return &Sessions{s: s} }
 
 // Create implements session.Store. It counts the owner's live sessions and
 // inserts r in one BEGIN IMMEDIATE transaction: SQLite has one writer at a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -91,7 +92,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 			if err != nil {
 				// A row this code cannot read must not block the queue
 				// forever: fail its task and go on.
-				s.log.Error("sqlite: failing a task whose stored data is unreadable", "task", j.TaskID, "err", err)
+				s.log.Error("sqlite: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
 				if err := failUnreadable(ctx, tx, j.TaskID, nowMs); err != nil {
 					return nil, err
 				}

@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 		{"OriginBytes", testOriginBytes},
 		{"Events", testEvents},
 		{"TTL", testTTL},
+		{"Prune", testPrune},
 		{"Rescue", testRescue},
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},

@@ -1,0 +1,200 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/internal/faultnet"
+	"github.com/taskwire/taskwire/internal/pgtest"
+	"github.com/taskwire/taskwire/store"
+	"github.com/taskwire/taskwire/store/postgres"
+	"github.com/taskwire/taskwire/store/sqlite"
+)
+
+// readOnly makes path unwritable for this process and restores it when t
+// ends: by permissions for an ordinary user, by the immutable attribute
+// for root (whom permissions do not stop). Without either it skips t.
+func readOnly(t *testing.T, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, fi.Mode().Perm()&^0o222); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(path, fi.Mode().Perm()) })
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("running as root and chattr +i is unavailable: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
+}
+
+// TestOpenSQLiteChecks checks the start-up checks of a SQLite store: a
+// store that opens is writable, and each unusable file fails Open with a
+// message naming the file and what to do.
+func TestOpenSQLiteChecks(t *testing.T) {
+	ctx := context.Background()
+	fresh := func(t *testing.T) string {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "tasks.db")
+		s, err := store.Open(ctx, "sqlite:"+path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return path
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) string // returns the spec
+		want  []string                  // substrings of the error; nil: Open succeeds
+	}{
+		{"fresh file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "new.db") }, nil},
+		{"missing directory", func(t *testing.T) string {
+			return filepath.Join(t.TempDir(), "no", "such", "tasks.db")
+		}, []string{"directory", "no/such", "does not exist", "mkdir -p"}},
+		{"read-only file", func(t *testing.T) string {
+			p := fresh(t)
+			readOnly(t, p)
+			return p
+		}, []string{"cannot write to", "tasks.db", "write permission"}},
+		{"read-only directory", func(t *testing.T) string {
+			p := fresh(t)
+			readOnly(t, filepath.Dir(p))
+			return p
+		}, []string{"cannot write to", "its directory", "write permission"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.setup(t)
+			s, err := store.Open(ctx, path, store.Options{})
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				s.Close()
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded; want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenBackends checks that one Open serves both backends and that the
+// value is the backend's own Store (for backend-specific features).
+func TestOpenBackends(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "a.db"), store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*sqlite.Store); !ok {
+		t.Errorf("sqlite spec opened %T", s)
+	}
+	s.Close()
+
+	if _, err := store.Open(ctx, "sqlite:x.db", store.Options{Schema: "x"}); err == nil {
+		t.Error("a schema for SQLite was accepted")
+	}
+
+	u := pgtest.URL(t)
+	schema := pgtest.Schema(t, u, "opener_")
+	p, err := store.Open(ctx, u, store.Options{Schema: schema, MaxConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, ok := p.(*postgres.Store); !ok {
+		t.Errorf("postgres spec opened %T", p)
+	}
+	if err := p.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.Sessions() == nil {
+		t.Error("no session store")
+	}
+}
+
+// TestOpenPostgresSchemaOutdated checks that NoMigrate on a fresh schema
+// fails with the backend's error and advice.
+func TestOpenPostgresSchemaOutdated(t *testing.T) {
+	u := pgtest.URL(t)
+	schema := pgtest.Schema(t, u, "opener_")
+	_, err := store.Open(context.Background(), u, store.Options{Schema: schema, NoMigrate: true})
+	if !errors.Is(err, postgres.ErrSchemaOutdated) || !strings.Contains(err.Error(), "taskwire migrate") ||
+		!strings.Contains(err.Error(), "schema "+schema) {
+		t.Fatalf("Open: %v", err)
+	}
+}
+
+// TestOpenPostgresFrozen checks that a server that accepts connections but
+// never answers fails Open (connect, then migrate) within the timeouts,
+// with a message naming host, port and database.
+func TestOpenPostgresFrozen(t *testing.T) {
+	u := pgtest.URL(t)
+	schema := pgtest.Schema(t, u, "opener_")
+	proxy := frozenProxy(t, u)
+	start := time.Now()
+	_, err := store.Open(context.Background(), proxy, store.Options{Schema: schema,
+		ConnectTimeout: 300 * time.Millisecond, MigrateTimeout: 300 * time.Millisecond})
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Open of a frozen server succeeded")
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("Open took %v", elapsed)
+	}
+	for _, w := range []string{"host 127.0.0.1", "port ", "database ", "schema " + schema, "answering within 300ms"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+// TestMigrateFrozenAfterConnect checks the migration bound: a server that
+// stops answering after Open fails Migrate within MigrateTimeout.
+func TestMigrateFrozenAfterConnect(t *testing.T) {
+	u := pgtest.URL(t)
+	schema := pgtest.Schema(t, u, "opener_")
+	p, err := faultnet.Listen(hostPort(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	s, err := store.Open(context.Background(), viaProxy(t, u, p.Addr()), store.Options{Schema: schema,
+		MigrateTimeout: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Freeze()
+	start := time.Now()
+	err = s.Migrate(context.Background())
+	elapsed := time.Since(start)
+	p.Unfreeze() // let the store's listener reconnect and Close promptly
+	p.Drop()
+	s.Close()
+	if err == nil || !strings.Contains(err.Error(), "within 400ms") {
+		t.Fatalf("Migrate on a frozen server: %v", err)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("Migrate took %v", elapsed)
+	}
+}

@@ -1,0 +1,36 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/taskwire/taskwire/worker"
+)
+
+var _ worker.Pruner = (*Store)(nil)
+
+// PruneJobs implements worker.Pruner: it deletes at most limit job rows in
+// state done (their tasks have finished; the task rows stay until their TTL
+// passes) and returns how many. The freed pages are reused by later writes,
+// so the file stops growing once pruning keeps up; it does not shrink
+// (VACUUM does that). A fenced write for a pruned job finds no row and
+// fails with worker.ErrLeaseLost, as for any finished job.
+func (s *Store) PruneJobs(ctx context.Context, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	var n int
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE task_id IN (
+			SELECT task_id FROM jobs WHERE state = 'done' LIMIT ?)`, limit)
+		if err != nil {
+			return nil, wrapErr("prune jobs", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return nil, wrapErr("prune jobs", err)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}

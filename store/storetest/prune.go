@@ -1,0 +1,82 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// testPrune: for a backend that is a worker.Pruner, PruneJobs deletes only
+// the jobs of finished tasks, in batches, and leaves what clients read;
+// writes of a pruned job's lease are refused; the tasks still expire and
+// are deleted; cancelling a finished task changes nothing. PruneOutbox is
+// bounded by its limit and its horizon. Backends that do not prune skip it.
+func testPrune(t *testing.T, open opener) {
+	b, c := open(t)
+	p, ok := b.(worker.Pruner)
+	if !ok {
+		t.Skip("the backend is not a worker.Pruner")
+	}
+	var finished []worker.Job
+	for range 5 {
+		tk := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+		j := claimOne(t, b, c, tk.ID())
+		wantErr(t, "Complete", b.Complete(bg, j.Lease, textResult, "done"), "ok")
+		finished = append(finished, j)
+	}
+	running := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+	live := claimOne(t, b, c, running.ID())
+	waiting := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+
+	for _, want := range []int{2, 2, 1, 0} {
+		if n, err := p.PruneJobs(bg, 2); err != nil || n != want {
+			t.Fatalf("PruneJobs(2) = %d, %v; want %d", n, err, want)
+		}
+	}
+	if n, err := p.PruneJobs(bg, 0); err != nil || n != 0 {
+		t.Fatalf("PruneJobs(0) = %d, %v", n, err)
+	}
+	for _, j := range finished {
+		got := mustFind(t, b, j.TaskID)
+		if got.Status() != task.Completed || got.Result() == nil || got.StatusMessage() != "done" {
+			t.Fatalf("a finished task after PruneJobs: %v", got)
+		}
+		for name, write := range fencedWrites(b, j.Lease, c) {
+			wantErr(t, "pruned job: "+name, write(), "ErrLeaseLost")
+		}
+		wantErr(t, "RequestCancel of a finished task", b.RequestCancel(bg, rc(j.TaskID, endpointA, tenantA)), "ok")
+		if got := mustFind(t, b, j.TaskID); got.Status() != task.Completed {
+			t.Fatalf("a cancelled finished task: %v", got.Status())
+		}
+	}
+	// Unfinished jobs are untouched.
+	wantErr(t, "Heartbeat of a running job", b.Heartbeat(bg, live.Lease, lease), "ok")
+	claimOne(t, b, c, waiting.ID())
+
+	// Expiry still deletes the tasks whose jobs were pruned.
+	c.Advance(time.Minute)
+	if n, err := b.DeleteExpired(bg, c.Now(), 100); err != nil || n != 7 {
+		t.Fatalf("DeleteExpired = %d, %v; want 7", n, err)
+	}
+
+	// The outbox: at most limit rows, only before the horizon.
+	if n, err := p.PruneOutbox(bg, Epoch, 100); err != nil || n != 0 {
+		t.Fatalf("PruneOutbox before any row = %d, %v", n, err)
+	}
+	var total int
+	for {
+		n, err := p.PruneOutbox(bg, c.Now().Add(time.Millisecond), 3)
+		if err != nil || n > 3 {
+			t.Fatalf("PruneOutbox(3) = %d, %v", n, err)
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	if total == 0 {
+		t.Fatal("PruneOutbox deleted nothing")
+	}
+}
