@@ -48,6 +48,7 @@ type inbound struct {
 	r        *http.Request
 	stream   *responseStream
 	identity *Identity
+	charged  bool // the request limiter was charged before the session lookup (2025 HTTP)
 }
 
 // handle runs the admitted half of the pipeline for an HTTP request.

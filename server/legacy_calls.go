@@ -249,11 +249,12 @@ func (ep *Endpoint) handleLegacy(s *Server, w http.ResponseWriter, r *http.Reque
 			out = rw // a resumable stream (legacy_resume.go)
 		}
 	}
-	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(out, s.opts.KeepAliveInterval)}, req, p, cs, id)
+	ep.dispatchLegacy(s, inbound{r: r, stream: newResponseStream(out, s.opts.KeepAliveInterval), charged: true}, req, p, cs, id)
 }
 
 // dispatchLegacy is handleLegacy for a request any transport decoded (see
-// inbound; in.identity is not used: the session is bound to id).
+// inbound; in.identity is not used: the session is bound to id; in.charged
+// says the transport charged the request limiter already).
 func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *rawParams, cs *cachedSession, id Identity) {
 	r := in.r
 	method, ok := ep.legacyMethods[req.Method]
@@ -295,11 +296,11 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	}
 	ctx, cancelCall := context.WithCancel(base)
 	// A client may reuse an ID once it has read the response, which can
-	// come before this call has deregistered: the newest call holds it.
+	// come before this call has deregistered: every call counts.
 	reqKey := string(req.ID.Raw())
 	me := &inflightCall{cancel: cancelCall}
 	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
-		if _, reused := ls.inflight[reqKey]; !reused && len(ls.inflight) >= maxInflightPerSession {
+		if ls.calls >= maxInflightPerSession {
 			return errTooManyInflight
 		}
 		ls.addInflightLocked(reqKey, me)
@@ -314,12 +315,8 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	c.legacy = &legacyCall{c: c, session: cs}
 	body := func() {
 		defer cancelCall()
-		defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-			if ls.inflight[reqKey] == me {
-				delete(ls.inflight, reqKey)
-			}
-		})
-		ep.runLegacy(s, ctx, c, method)
+		defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { ls.removeInflightLocked(reqKey, me) })
+		ep.runLegacy(s, ctx, c, method, in.charged)
 	}
 	if rw != nil {
 		st.onFinish = rw.ended
@@ -348,10 +345,11 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	<-done
 }
 
-// runLegacy runs an admitted call of a session under the request limiter,
-// the deadline, the observer and metrics; ctx is canceled by
-// notifications/cancelled, DELETE of the session, or the client leaving.
-func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method methodFunc) {
+// runLegacy runs an admitted call of a session under the request limiter
+// (unless the transport charged it already), the deadline, the observer
+// and metrics; ctx is canceled by notifications/cancelled, DELETE of the
+// session, or the client leaving.
+func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method methodFunc, charged bool) {
 	req, st := c.req, c.stream
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
@@ -362,7 +360,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 	}()
-	if !chargesAfterLookup[req.Method] {
+	if !chargesAfterLookup[req.Method] && !charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {
 			outcome = OutcomeRateLimited
 			st.finishError(req.ID, perr)
@@ -385,6 +383,8 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 // once for both eras.
 func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 	c := lc.c
+	var held int64 // bytes of the answers c.params holds, charged to the body budget
+	defer func() { c.srv.budget.give(held) }()
 	for round := 0; ; round++ {
 		res, outcome, perr := method(ctx, c)
 		ir, ok := res.(*mcp.InputRequiredResult)
@@ -394,10 +394,12 @@ func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 		if round >= maxStateRounds || ir.RequestState == "" {
 			return lc.respond(ctx, nil, OutcomeInternalError, errInternal)
 		}
-		answers, perr := lc.ask(ctx, ir.InputRequests)
+		answers, charged, perr := lc.ask(ctx, ir.InputRequests)
 		if perr != nil {
 			return lc.respond(ctx, nil, outcomeOf(perr), perr)
 		}
+		c.srv.budget.give(held) // the previous round's answers, replaced below
+		held = charged
 		state := ir.RequestState
 		c.params.InputResponses, c.params.RequestState = answers, &state
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,12 +48,13 @@ func (localRelay) Receive(string, func([]byte)) (func(), error) { return func() 
 
 // Bounds of server-to-client requests.
 const (
-	maxPendingAnswers   = 4096    // requests waiting for an answer on this node
-	maxInputRequests    = 16      // requests of one input round
-	maxForwardedAnswer  = 1 << 20 // bytes of a response the relay carries
-	requestIDPrefix     = "tw."
-	maxNodeIDLen        = 32
-	requestIDTokenBytes = 16
+	maxPendingAnswers    = 4096    // requests waiting for an answer on this node
+	maxPendingPerSession = 64      // of them, requests of one session
+	maxInputRequests     = 16      // requests of one input round
+	maxForwardedAnswer   = 1 << 20 // bytes of a response the relay carries
+	requestIDPrefix      = "tw."
+	maxNodeIDLen         = 32
+	requestIDTokenBytes  = 16
 )
 
 // validNodeID reports whether a node ID may appear in request IDs.
@@ -77,8 +79,9 @@ func randomNodeID() string {
 
 // answer is a client's response to a server-to-client request.
 type answer struct {
-	result json.RawMessage
-	err    *mcp.Error
+	result  json.RawMessage
+	err     *mcp.Error
+	charged int64 // bytes of result charged to the server's body budget
 }
 
 // pendingAnswer is one server-to-client request waiting for its answer.
@@ -87,41 +90,78 @@ type pendingAnswer struct {
 	ch         chan answer // buffered 1; written once
 }
 
-// pendingTable holds this node's server-to-client requests by ID.
+// pendingTable holds this node's server-to-client requests by ID, and
+// their IDs by session, so that one session cannot fill the node's table
+// (maxPendingPerSession) and its end forgets only its own.
 type pendingTable struct {
-	mu   sync.Mutex
-	byID map[string]*pendingAnswer
+	mu        sync.Mutex
+	byID      map[string]*pendingAnswer
+	bySession map[string]map[string]struct{}
 }
 
-func (t *pendingTable) add(id string, p *pendingAnswer) bool {
+// errTooManyPending refuses an input round that would take a session past
+// maxPendingPerSession requests waiting for answers.
+var errTooManyPending = newProtocolError(http.StatusTooManyRequests, mcp.NewError(CodeRateLimited, "Too many server requests waiting for answers in this session"))
+
+// addRound registers the requests of one input round of the session key,
+// all or none: errTooManyPending beyond the session's bound, errQueueFull
+// beyond the node's.
+func (t *pendingTable) addRound(key string, ids []string, ps []*pendingAnswer) *protocolError {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byID) >= maxPendingAnswers {
-		return false
+	mine := t.bySession[key]
+	if len(mine)+len(ids) > maxPendingPerSession {
+		return errTooManyPending
 	}
-	t.byID[id] = p
-	return true
+	if len(t.byID)+len(ids) > maxPendingAnswers {
+		return errQueueFull
+	}
+	if mine == nil {
+		if t.bySession == nil {
+			t.bySession = map[string]map[string]struct{}{}
+		}
+		mine = make(map[string]struct{}, len(ids))
+		t.bySession[key] = mine
+	}
+	for i, id := range ids {
+		t.byID[id] = ps[i]
+		mine[id] = struct{}{}
+	}
+	return nil
+}
+
+// forgetLocked removes the request id of p, under t.mu.
+func (t *pendingTable) forgetLocked(id string, p *pendingAnswer) {
+	delete(t.byID, id)
+	if mine := t.bySession[p.sessionKey]; mine != nil {
+		delete(mine, id)
+		if len(mine) == 0 {
+			delete(t.bySession, p.sessionKey)
+		}
+	}
 }
 
 func (t *pendingTable) remove(id string) {
 	t.mu.Lock()
-	delete(t.byID, id)
+	if p := t.byID[id]; p != nil {
+		t.forgetLocked(id, p)
+	}
 	t.mu.Unlock()
 }
 
 // deliver hands a to the request id names, if it waits and belongs to the
 // session sessionKey names. It reports whether it did; otherwise nothing
-// changes.
+// changes. The answer is in the request's channel before deliver returns
+// (under t.mu), so a request removed later finds it there.
 func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	p := t.byID[id]
 	if p == nil || p.sessionKey != sessionKey {
-		t.mu.Unlock()
 		return false
 	}
-	delete(t.byID, id)
-	t.mu.Unlock()
-	p.ch <- a
+	t.forgetLocked(id, p)
+	p.ch <- a // buffered 1, written once
 	return true
 }
 
@@ -130,11 +170,10 @@ func (t *pendingTable) deliver(id, sessionKey string, a answer) bool {
 func (t *pendingTable) dropSession(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, p := range t.byID {
-		if p.sessionKey == key {
-			delete(t.byID, id)
-		}
+	for id := range t.bySession[key] {
+		delete(t.byID, id)
 	}
+	delete(t.bySession, key)
 }
 
 // newRequestID returns a fresh server-to-client request ID of this node.
@@ -162,12 +201,21 @@ var (
 	errAnswerTooBig  = invalidRequest("Invalid Request: response too large")
 )
 
-// decodeAnswer reads the result or error of an encoded response.
-func decodeAnswer(body []byte) (answer, bool) {
-	var a answer
+// maxAnswerBytes bounds the result of one answer (as the relay carries).
+const maxAnswerBytes = maxForwardedAnswer
+
+var errAnswerTooLarge = errors.New("answer too large")
+
+// decodeAnswer reads the result or error of an encoded response; ok is
+// false for a malformed one and tooBig true for a result beyond
+// maxAnswerBytes (not copied).
+func decodeAnswer(body []byte) (a answer, ok, tooBig bool) {
 	err := mcp.EachMember(body, func(name, raw []byte) error {
 		switch string(name) {
 		case "result":
+			if len(raw) > maxAnswerBytes {
+				return errAnswerTooLarge
+			}
 			a.result = append(json.RawMessage(nil), raw...)
 		case "error":
 			a.err = &mcp.Error{}
@@ -175,7 +223,37 @@ func decodeAnswer(body []byte) (answer, bool) {
 		}
 		return nil
 	})
-	return a, err == nil && (a.result != nil) != (a.err != nil)
+	if err == errAnswerTooLarge {
+		return answer{}, false, true
+	}
+	return a, err == nil && (a.result != nil) != (a.err != nil), false
+}
+
+// chargeAnswer charges a's result to the body budget, which bounds what
+// every waiting call holds together; the call refunds it when the answers
+// are no longer needed (legacyCall.run). It reports false, charging
+// nothing, when the budget is spent.
+func (s *Server) chargeAnswer(a *answer) bool {
+	n := int64(len(a.result))
+	if !s.budget.take(n) {
+		return false
+	}
+	a.charged = n
+	return true
+}
+
+// deliverAnswer charges a and hands it to the request id of the session
+// key names; it reports errUnknownAnswer or errQueueFull (the budget is
+// spent) otherwise, changing nothing.
+func (s *Server) deliverAnswer(id, key string, a answer) *protocolError {
+	if !s.chargeAnswer(&a) {
+		return errQueueFull
+	}
+	if !s.legacy.pending.deliver(id, key, a) {
+		s.budget.give(a.charged)
+		return errUnknownAnswer
+	}
+	return nil
 }
 
 // legacyResponse takes a client's JSON-RPC response to a server-to-client
@@ -195,6 +273,12 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 	}
 	if !valid {
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
+		return
+	}
+	// Every response costs a token, before the store is read: a client
+	// cannot flood the relay (or guess session IDs) past its rate.
+	if perr := s.chargeLegacyLimiter(ident); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
 	if _, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, ident); perr != nil {
@@ -228,13 +312,17 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	a, ok := decodeAnswer(body)
+	a, ok, tooBig := decodeAnswer(body)
+	if tooBig {
+		s.reject(ep, w, mcp.ID{}, errAnswerTooBig)
+		return
+	}
 	if !ok {
 		s.reject(ep, w, mcp.ID{}, invalidRequest("Invalid Request: malformed response"))
 		return
 	}
-	if !s.legacy.pending.deliver(sid, key, a) {
-		s.reject(ep, w, mcp.ID{}, errUnknownAnswer)
+	if perr := s.deliverAnswer(sid, key, a); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
@@ -281,8 +369,8 @@ func (s *Server) receiveForwarded(body []byte) {
 	if err != nil || len(key) != session.KeyLength {
 		return
 	}
-	if a, ok := decodeAnswer(body); ok {
-		s.legacy.pending.deliver(sid, key, a)
+	if a, ok, _ := decodeAnswer(body); ok {
+		s.deliverAnswer(sid, key, a)
 	}
 }
 
@@ -310,21 +398,26 @@ func errInputFailed(e *mcp.Error) *protocolError {
 // waits for the client's answer under ctx. params is the encoded params
 // object, or nil.
 func (lc *legacyCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *protocolError) {
-	answers, perr := lc.ask(ctx, mcp.InputRequests{"": {Method: method, Params: params}})
+	answers, charged, perr := lc.ask(ctx, mcp.InputRequests{"": {Method: method, Params: params}})
 	if perr != nil {
 		return nil, perr
 	}
+	// One answer (≤ maxAnswerBytes) stays with the caller, uncharged.
+	lc.c.srv.budget.give(charged)
 	return answers[""], nil
 }
 
 // ask sends each input request as a real server-to-client request on the
 // call's POST stream and waits for all the answers under ctx, returning
-// them under the input requests' keys. A client error answer fails the
-// call; the deadline gives errDeadline.
-func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, *protocolError) {
+// them under the input requests' keys with the bytes they hold charged to
+// the body budget, which the caller refunds once it no longer needs them.
+// A client error answer fails the call; the deadline gives errDeadline;
+// on failure nothing stays charged.
+func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (_ mcp.InputResponses, charged int64, _ *protocolError) {
 	if len(reqs) == 0 || len(reqs) > maxInputRequests {
-		return nil, errInternal
+		return nil, 0, errInternal
 	}
+	budget := &lc.c.srv.budget
 	l := lc.c.srv.legacy
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
@@ -333,45 +426,57 @@ func (lc *legacyCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.Inpu
 	slices.Sort(keys)
 	ids := make([]string, len(keys))
 	waits := make([]chan answer, len(keys))
-	defer func() {
-		for _, id := range ids {
-			if id != "" {
-				l.pending.remove(id)
-			}
-		}
-	}()
+	ps := make([]*pendingAnswer, len(keys))
+	msgs := make([][]byte, len(keys))
 	for i, k := range keys {
 		ir := reqs[k]
 		if ir == nil || ir.Method == "" {
-			return nil, errInternal
+			return nil, 0, errInternal
 		}
-		id := l.newRequestID()
+		ids[i] = l.newRequestID()
 		waits[i] = make(chan answer, 1)
-		if !l.pending.add(id, &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}) {
-			return nil, errQueueFull
-		}
-		ids[i] = id
-		msg, err := encodeServerRequest(id, ir.Method, ir.Params)
+		ps[i] = &pendingAnswer{sessionKey: lc.session.rec.Key, ch: waits[i]}
+		msg, err := encodeServerRequest(ids[i], ir.Method, ir.Params)
 		if err != nil {
-			return nil, errInternal
+			return nil, 0, errInternal
 		}
+		msgs[i] = msg
+	}
+	// The whole round is admitted before any request is sent.
+	if perr := l.pending.addRound(lc.session.rec.Key, ids, ps); perr != nil {
+		return nil, 0, perr
+	}
+	defer func() {
+		for i, id := range ids {
+			l.pending.remove(id)
+			select {
+			case a := <-waits[i]: // delivered but not read: refund it
+				budget.give(a.charged)
+			default:
+			}
+		}
+	}()
+	for _, msg := range msgs {
 		if err := lc.c.stream.sendMessage(msg); err != nil {
-			return nil, errStreamGone
+			return nil, 0, errStreamGone
 		}
 	}
 	out := make(mcp.InputResponses, len(keys))
 	for i, k := range keys {
 		select {
 		case a := <-waits[i]:
+			charged += a.charged
 			if a.err != nil {
-				return nil, errInputFailed(a.err)
+				budget.give(charged)
+				return nil, 0, errInputFailed(a.err)
 			}
 			out[k] = a.result
 		case <-ctx.Done():
-			return nil, errDeadline
+			budget.give(charged)
+			return nil, 0, errDeadline
 		}
 	}
-	return out, nil
+	return out, charged, nil
 }
 
 // encodeServerRequest encodes a JSON-RPC request of the server.

@@ -49,6 +49,7 @@ func newLegacyServer(o Options) (*legacyServer, error) {
 	m.gone = func(key string) {
 		l.live.end(key)
 		l.pending.dropSession(key)
+		l.tasks.endSession(key)
 	}
 	idle := m.opts.IdleTimeout
 	m.swept = func(now time.Time) { l.live.sweep(now, idle) }

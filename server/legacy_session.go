@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,17 +70,47 @@ type liveSession struct {
 	endpoint string     // the session's endpoint, set with its GET stream
 	get      *getStream // nil when no GET stream is open
 	subs     map[string]bool
-	inflight map[string]*inflightCall // by request ID spelling; the newest of a reused ID
-	replay   *sessionReplay           // resumable POST streams (legacy_resume.go); nil until one opens
+	inflight map[string][]*inflightCall // by request ID spelling; every call of a reused ID
+	calls    int                        // requests in inflight, all IDs together
+	replay   *sessionReplay             // resumable POST streams (legacy_resume.go); nil until one opens
 	ended    bool
 }
 
-// addInflight registers a request under its ID spelling, under ls.mu.
+// addInflightLocked registers a request under its ID spelling, under
+// ls.mu. A reused ID keeps the calls that still run (a client may reuse
+// an ID once it has read the response, before the call has deregistered),
+// so every call counts against maxInflightPerSession and stays reachable
+// by notifications/cancelled and DELETE.
 func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
 	if ls.inflight == nil {
-		ls.inflight = map[string]*inflightCall{}
+		ls.inflight = map[string][]*inflightCall{}
 	}
-	ls.inflight[id] = ic
+	ls.inflight[id] = append(ls.inflight[id], ic)
+	ls.calls++
+}
+
+// removeInflightLocked deregisters a request added by addInflightLocked,
+// under ls.mu; it does nothing when ic is no longer registered (the
+// session ended).
+func (ls *liveSession) removeInflightLocked(id string, ic *inflightCall) {
+	calls := ls.inflight[id]
+	i := slices.Index(calls, ic)
+	if i < 0 {
+		return
+	}
+	ls.calls--
+	if len(calls) == 1 {
+		delete(ls.inflight, id)
+		return
+	}
+	ls.inflight[id] = slices.Delete(calls, i, i+1)
+}
+
+// cancelInflightLocked cancels every call registered under id, under ls.mu.
+func (ls *liveSession) cancelInflightLocked(id string) {
+	for _, ic := range ls.inflight[id] {
+		ic.cancel()
+	}
 }
 
 // addSubLocked records a resource subscription, under ls.mu.
@@ -234,10 +265,13 @@ func (ls *liveSession) endAll() *sessionReplay {
 		close(ls.get.done)
 		ls.get = nil
 	}
-	for _, ic := range ls.inflight {
-		ic.cancel()
+	for _, calls := range ls.inflight {
+		for _, ic := range calls {
+			ic.cancel()
+		}
 	}
 	clear(ls.inflight)
+	ls.calls = 0
 	clear(ls.subs)
 	return sr
 }

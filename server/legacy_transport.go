@@ -140,6 +140,15 @@ func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Reques
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
 		return true
 	}
+	// The limiter is charged before the store is read, so that guessed
+	// session IDs cost the caller tokens; the methods that charge after
+	// their target lookup still do (dispatchLegacy).
+	if req.IsNotification() || !chargesAfterLookup[req.Method] {
+		if perr := s.chargeLegacyLimiter(id); perr != nil {
+			s.reject(ep, w, req.ID, perr)
+			return true
+		}
+	}
 	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
 	if perr != nil {
 		if perr == errSessionNotFound {
@@ -191,6 +200,18 @@ func checkLegacyHeaders(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawP
 	return nil
 }
 
+// chargeLegacyLimiter takes one token of the request limiter, if any, for
+// a message of a session (request, notification, response, GET or
+// DELETE), before its session is looked up.
+func (s *Server) chargeLegacyLimiter(id Identity) *protocolError {
+	if lim := s.opts.RequestLimiter; lim != nil {
+		if ok, wait := lim.Allow(id.rateKey()); !ok {
+			return rateLimited(wait)
+		}
+	}
+	return nil
+}
+
 // admit runs the admission controller for a legacy message.
 func (s *Server) admit(ep *Endpoint, r *http.Request, method string) (Identity, *protocolError) {
 	id, err := s.opts.Admission.Admit(r.Context(), &AdmissionRequest{
@@ -224,9 +245,7 @@ func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawP
 		return
 	}
 	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
-		if ic, ok := ls.inflight[string(cp.RequestID.Raw())]; ok {
-			ic.cancel()
-		}
+		ls.cancelInflightLocked(string(cp.RequestID.Raw()))
 	})
 }
 
@@ -282,6 +301,10 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		s.reject(ep, w, mcp.ID{}, errSessionNotFound)
 		return
 	}
+	if perr := s.chargeLegacyLimiter(id); perr != nil {
+		s.reject(ep, w, mcp.ID{}, perr)
+		return
+	}
 	cs, perr := s.legacy.sessions.find(r.Context(), key, ep.opts.Name, id)
 	if perr != nil {
 		s.reject(ep, w, mcp.ID{}, streamStatus(perr))
@@ -294,6 +317,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		}
 		s.legacy.live.end(key)
 		s.legacy.pending.dropSession(key)
+		s.legacy.tasks.endSession(key)
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -200,7 +200,10 @@ func legacyTaskFromInfo(info mcp.TaskInfo) mcp.LegacyTask {
 
 // legacyTaskResult runs tasks/result in a session with tasks.
 func (ep *Endpoint) legacyTaskResult(ctx context.Context, c *call) (any, Outcome, *protocolError) {
-	wctx, stop := c.waitContext()
+	wctx, stop, perr := c.waitContext()
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
 	defer stop()
 	return ep.legacyTaskResultFor(wctx, c, c.srv.inlineTaskWait(), c.legacy.asker())
 }
@@ -208,11 +211,18 @@ func (ep *Endpoint) legacyTaskResult(ctx context.Context, c *call) (any, Outcome
 // waitContext is the context of a long wait: it ends when the client
 // leaves, when the request is cancelled (notifications/cancelled, DELETE
 // of the session) and when the server closes, but not at the request
-// deadline, which bounds handlers. stop releases it.
-func (c *call) waitContext() (ctx context.Context, stop func()) {
+// deadline, which bounds handlers (Options.InlineTaskWait bounds the
+// wait). It takes one of the node's Options.MaxTaskWaits slots, and
+// refuses with 503 busy when they, or the caller's quarter of them, are
+// taken. stop releases the context and the slot.
+func (c *call) waitContext() (ctx context.Context, stop func(), perr *protocolError) {
+	release, ok := c.srv.legacy.tasks.waits.acquire(c.id.Tenant+"\x00"+c.id.Principal, c.srv.maxTaskWaits())
+	if !ok {
+		return nil, nil, errTooManyWaits
+	}
 	ctx, cancel := context.WithCancel(c.r.Context())
 	unhook := context.AfterFunc(c.srv.legacy.tasks.closing(), cancel)
-	return ctx, func() { unhook(); cancel() }
+	return ctx, func() { unhook(); cancel(); release() }, nil
 }
 
 // asker adapts the legacy call's server-to-client requests.

@@ -120,7 +120,11 @@ func (ep *Endpoint) legacyTaskResultFor(ctx context.Context, c *call, maxWait ti
 	if err != nil {
 		return c.waitFailure(err)
 	}
-	res, perr := c.terminalOutcome(ctx, t, mcp.Meta{mcp.MetaRelatedTask: mcp.RelatedTaskMeta{TaskID: t.ID()}})
+	// ctx has no deadline (a long wait); the policy and sanitizer calls of
+	// the result get the request's, as after an inline wait.
+	dctx, cancel := context.WithTimeout(ctx, c.srv.opts.RequestTimeout)
+	defer cancel()
+	res, perr := c.terminalOutcome(dctx, t, mcp.Meta{mcp.MetaRelatedTask: mcp.RelatedTaskMeta{TaskID: t.ID()}})
 	if perr != nil {
 		return nil, outcomeOf(perr), perr
 	}

@@ -21,28 +21,41 @@ import (
 const (
 	maxStatusFollows           = 1024 // tasks followed on this node
 	maxStatusFollowsPerSession = 32
+	maxStatusFollowsPerOwner   = maxStatusFollows / 4 // of one principal, all its sessions
 	maxStatusFollow            = time.Hour // the longest a task is followed
 )
 
 // legacyTaskState is the node-local state of the 2025-11-25 tasks layer: the
 // status followers, each a goroutine owned by this state and ended by the
-// task's end, maxStatusFollow, or close; and the context that ends every
-// long wait when the server closes.
+// task's end, maxStatusFollow, the end of its session on this node
+// (endSession) or close; and the context that ends every long wait when
+// the server closes.
 type legacyTaskState struct {
 	mu         sync.Mutex
 	closed     bool
 	follows    int
-	perSession map[string]int
+	perSession map[string]*sessionFollows
+	perOwner   map[string]int
 	ctx        context.Context // ended by close
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
+	waits      waitSlots // long waits of tasks/result and inline calls
+}
+
+// sessionFollows are the followers of one session: their count and the
+// context that ends them with the session.
+type sessionFollows struct {
+	n      int
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // initLocked creates the state's context on first use.
 func (s *legacyTaskState) initLocked() {
 	if s.ctx == nil {
 		s.ctx, s.cancel = context.WithCancel(context.Background())
-		s.perSession = map[string]int{}
+		s.perSession = map[string]*sessionFollows{}
+		s.perOwner = map[string]int{}
 		if s.closed {
 			s.cancel()
 		}
@@ -58,28 +71,55 @@ func (s *legacyTaskState) closing() context.Context {
 	return s.ctx
 }
 
-// acquire takes a follower slot for a session.
-func (s *legacyTaskState) acquire(session string) (context.Context, bool) {
+// acquire takes a follower slot for a session of owner (tenant and
+// principal) and returns the context that ends with the session.
+func (s *legacyTaskState) acquire(session, owner string) (context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.follows >= maxStatusFollows || s.perSession[session] >= maxStatusFollowsPerSession {
+	s.initLocked()
+	sf := s.perSession[session]
+	if s.closed || s.follows >= maxStatusFollows || s.perOwner[owner] >= maxStatusFollowsPerOwner ||
+		sf != nil && sf.n >= maxStatusFollowsPerSession {
 		return nil, false
 	}
-	s.initLocked()
+	if sf == nil {
+		sf = &sessionFollows{}
+		sf.ctx, sf.cancel = context.WithCancel(s.ctx)
+		s.perSession[session] = sf
+	}
 	s.follows++
-	s.perSession[session]++
+	sf.n++
+	s.perOwner[owner]++
 	s.wg.Add(1)
-	return s.ctx, true
+	return sf.ctx, true
 }
 
-func (s *legacyTaskState) release(session string) {
+// release gives back a slot acquire returned with ctx.
+func (s *legacyTaskState) release(ctx context.Context, session, owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.follows--
-	if s.perSession[session]--; s.perSession[session] <= 0 {
-		delete(s.perSession, session)
+	if sf := s.perSession[session]; sf != nil && sf.ctx == ctx {
+		if sf.n--; sf.n <= 0 {
+			sf.cancel()
+			delete(s.perSession, session)
+		}
+	}
+	if s.perOwner[owner]--; s.perOwner[owner] <= 0 {
+		delete(s.perOwner, owner)
 	}
 	s.wg.Done()
+}
+
+// endSession ends the followers of a session that ended on this node
+// (DELETE, expiry found by a lookup, the end of a stdio connection).
+func (s *legacyTaskState) endSession(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sf := s.perSession[session]; sf != nil {
+		sf.cancel()
+		delete(s.perSession, session)
+	}
 }
 
 // close ends every follower and waits for them.
@@ -104,7 +144,8 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 	}
 	state := &srv.legacy.tasks
 	key := lc.session.rec.Key
-	ctx, ok := state.acquire(key)
+	owner := lc.c.id.Tenant + "\x00" + lc.c.id.Principal
+	sctx, ok := state.acquire(key, owner)
 	if !ok {
 		return
 	}
@@ -112,9 +153,9 @@ func (ep *Endpoint) followStatus(lc *legacyCall, first mcp.LegacyTask) {
 	w := srv.watchTask(first.TaskID)
 	w.wake <- struct{}{} // read once at once: a change before the watch began is not missed
 	go func() {
-		defer state.release(key)
+		defer state.release(sctx, key, owner)
 		defer w.stop()
-		ctx, cancel := context.WithTimeout(ctx, maxStatusFollow)
+		ctx, cancel := context.WithTimeout(sctx, maxStatusFollow)
 		defer cancel()
 		last := changeStamp(first)
 		for {

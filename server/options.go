@@ -24,7 +24,8 @@ func (o *Options) validate() error {
 		named{"MaxBodyBytes", o.MaxBodyBytes},
 		named{"MaxBufferedBodyBytes", o.MaxBufferedBodyBytes},
 		named{"MaxJSONDepth", int64(o.MaxJSONDepth)},
-		named{"MaxResultBytes", int64(o.MaxResultBytes)})
+		named{"MaxResultBytes", int64(o.MaxResultBytes)},
+		named{"MaxTaskWaits", int64(o.MaxTaskWaits)})
 	c.durations("Options",
 		named{"RequestTimeout", int64(o.RequestTimeout)},
 		named{"BodyReadTimeout", int64(o.BodyReadTimeout)},

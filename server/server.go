@@ -68,6 +68,13 @@ type Options struct {
 	// (WithWaitInline). The task goes on when the wait ends. Zero means
 	// DefaultInlineTaskWait (10 minutes).
 	InlineTaskWait time.Duration
+	// MaxTaskWaits bounds the 2025-era requests waiting for a task at once
+	// on this node (tasks/result and tools/call waiting inline), each
+	// holding a connection, goroutines and a task subscription beyond the
+	// request deadline; one principal may hold a quarter of them (at least
+	// one). Beyond either bound a wait is refused with 503 "Server busy".
+	// Zero means DefaultMaxTaskWaits (1024).
+	MaxTaskWaits int
 
 	// Subscriptions, if set, enable subscriptions/listen; task
 	// notifications then reach listeners of endpoints that serve Tasks

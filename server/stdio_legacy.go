@@ -166,6 +166,7 @@ func (sc *stdioConn) closeSession() {
 	l.sessions.delete(ctx, ls.key)
 	l.live.end(ls.key)
 	l.pending.dropSession(ls.key)
+	l.tasks.endSession(ls.key)
 }
 
 // answer delivers a client's response to a server-to-client request of
@@ -182,8 +183,8 @@ func (sc *stdioConn) answer(body []byte, id mcp.ID) {
 	if json.Unmarshal(id.Raw(), &sid) != nil {
 		return
 	}
-	if a, ok := decodeAnswer(body); ok {
-		sc.srv.legacy.pending.deliver(sid, ls.key, a)
+	if a, ok, _ := decodeAnswer(body); ok {
+		sc.srv.deliverAnswer(sid, ls.key, a)
 	}
 }
 

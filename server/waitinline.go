@@ -66,7 +66,10 @@ func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcom
 		return res, outcome, perr // an input round before the task, a tool error, or an error
 	}
 	id := created.TaskID
-	wctx, stop := c.waitContext()
+	wctx, stop, perr := c.waitContext()
+	if perr != nil {
+		return nil, OutcomeProtocolError, perr
+	}
 	defer stop()
 	if err := c.stream.beginSSE(); err != nil {
 		return nil, OutcomeCanceled, errStreamGone
