@@ -22,7 +22,7 @@ const (
 	maxStatusFollows           = 1024 // tasks followed on this node
 	maxStatusFollowsPerSession = 32
 	maxStatusFollowsPerOwner   = maxStatusFollows / 4 // of one principal, all its sessions
-	maxStatusFollow            = time.Hour // the longest a task is followed
+	maxStatusFollow            = time.Hour            // the longest a task is followed
 )
 
 // legacyTaskState is the node-local state of the 2025-11-25 tasks layer: the
