@@ -12,11 +12,11 @@ package store
 import (
 	"context"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Backend is the contract of a durable store: the server-facing task
@@ -31,10 +31,10 @@ import (
 type Backend interface {
 	task.Manager
 	task.Lister
-	worker.Store
-	worker.Enqueuer
+	backend.JobStore
+	backend.Enqueuer
 	// ReportProgress records a running job's progress report.
-	worker.ProgressReporter
+	backend.ProgressReporter
 	// Sessions returns the store's session.Store, over the same database.
 	Sessions() session.Store
 	// Migrate applies the pending schema migrations; it is idempotent.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -17,7 +18,7 @@ type gatedBatchStore struct {
 	batches atomic.Int32
 }
 
-func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []Completion) ([]bool, error) {
+func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s.batches.Add(1)
 	<-s.gate
 	lost := make([]bool, len(items))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -45,4 +46,4 @@ func ExampleJobContext_ReportProgress() {
 }
 
 // openStore stands for opening a durable store such as *sqlite.Store.
-func openStore() worker.Store { return nil }
+func openStore() backend.JobStore { return nil }

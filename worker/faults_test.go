@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -35,7 +36,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), DefaultMaxAttempts)
+				id := h.store.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), backend.DefaultMaxAttempts)
 				h.start()
 				j := h.waitStatus(t, id, task.Completed)
 				h.stop(t)
@@ -57,7 +58,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 func TestPolicySums(t *testing.T) {
 	for range 200 {
 		var total time.Duration
-		for n := 1; n < DefaultMaxAttempts; n++ {
+		for n := 1; n < backend.DefaultMaxAttempts; n++ {
 			total += DefaultBackoff(n)
 		}
 		if total < 255500*time.Millisecond || total > 511*time.Second {
@@ -142,7 +143,7 @@ func (*net503) Error() string { return "dial tcp: connection refused" }
 
 func TestErrText(t *testing.T) {
 	long := strings.Repeat("é", logtext.MaxErrText) // two bytes each
-	j := &Job{Lease: Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
+	j := &backend.JobRow{Lease: backend.Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
 		`{"path":"/srv/secret","n":12345,"list":["token-abc","ab","tab\there"],"nested":{"key":"/srv/secret/x"}}`, "")}
 	for _, tc := range []struct {
 		name, got, want string

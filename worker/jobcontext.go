@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -24,7 +25,7 @@ var ErrInputPending = errors.New("worker: input pending")
 // handler ask the client for input. It is valid only during the handler call
 // and is safe for concurrent use by the handler's goroutines.
 type JobContext struct {
-	job       Job
+	job       backend.JobRow
 	validator *task.Validator
 
 	// progress coalesces the run's progress reports; nil when the store
@@ -35,7 +36,7 @@ type JobContext struct {
 	pending mcp.InputRequests
 }
 
-func newJobContext(j Job, v *task.Validator, progress *progressCoalescer) *JobContext {
+func newJobContext(j backend.JobRow, v *task.Validator, progress *progressCoalescer) *JobContext {
 	return &JobContext{job: j, validator: v, progress: progress}
 }
 
@@ -107,7 +108,7 @@ func (j *JobContext) InterruptedRuns() int { return j.job.InterruptedRuns }
 
 // Arguments returns a copy of the tool arguments exactly as the client sent
 // them (a JSON object). They may contain secrets: never log them.
-func (j *JobContext) Arguments() json.RawMessage { return j.job.rawArguments() }
+func (j *JobContext) Arguments() json.RawMessage { return j.job.Origin.Params().Arguments }
 
 // Ask returns the client's answer to the input request stored under key, or
 // asks for it.

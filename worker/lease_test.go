@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -152,7 +153,7 @@ func TestLeaseLost(t *testing.T) {
 				<-b.returned
 				lostAfter := time.Since(t0)
 				synctest.Wait()
-				if !errors.Is(b.lastCause(), ErrLeaseLost) {
+				if !errors.Is(b.lastCause(), backend.ErrLeaseLost) {
 					t.Errorf("cause = %v", b.lastCause())
 				}
 				if how == "heartbeats keep failing" && (lostAfter < 20*time.Second || lostAfter > 31*time.Second) {

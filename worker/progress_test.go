@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -188,7 +189,7 @@ func TestProgressCoalescing(t *testing.T) {
 }
 
 func TestReportProgressRejectsInvalidReports(t *testing.T) {
-	jc := newJobContext(Job{}, nil, nil)
+	jc := newJobContext(backend.JobRow{}, nil, nil)
 	tests := []struct {
 		name string
 		call func() error
@@ -309,7 +310,7 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != "before" {
 			t.Errorf("reports = %+v, message %q; want only the write made under the lease", j.reports, j.message)
 		}
-		if !errors.Is(cause, ErrLeaseLost) {
+		if !errors.Is(cause, backend.ErrLeaseLost) {
 			t.Errorf("handler cause = %v, want ErrLeaseLost", cause)
 		}
 		if diff := cmp.Diff([]string{"ReportProgress"}, h.store.writeLog()); diff != "" {

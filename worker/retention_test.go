@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -106,8 +107,8 @@ func TestRetentionKeepsTablesBounded(t *testing.T) {
 
 // retentionStore is what the retention test drives.
 type retentionStore interface {
-	worker.Store
-	worker.Enqueuer
+	backend.JobStore
+	backend.Enqueuer
 	task.Manager
 }
 
@@ -164,7 +165,7 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 	for round := range rounds {
 		var last string
 		for range perRound {
-			tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, worker.EnqueueOptions{})
+			tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, backend.EnqueueOptions{})
 			must(t, err)
 			last = tk.ID()
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // Default backoff parameters.
@@ -57,7 +59,7 @@ func (rt *Runtime) write(base context.Context, expires time.Time, fn func(ctx co
 		ctx, cancel := context.WithTimeout(base, rt.opts.Lease)
 		err := fn(ctx)
 		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrKeyReused) {
+		if err == nil || errors.Is(err, backend.ErrLeaseLost) || errors.Is(err, backend.ErrKeyReused) {
 			return err
 		}
 		if try >= writeAttempts || !rt.now().Add(pause).Before(expires) {

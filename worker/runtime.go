@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -19,7 +20,7 @@ import (
 // field; negative durations and counts are errors.
 type Options struct {
 	// Store is the durable store the runtime claims jobs from. Required.
-	Store Store
+	Store backend.JobStore
 	// Events, when set, is the store's task-change publisher. Hints wake the
 	// idle claim loop early and make a running job check its task's cancel
 	// intent at once instead of at the next heartbeat. Without it the
@@ -315,7 +316,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
 	})
-	if p, ok := rt.opts.Store.(Pruner); ok {
+	if p, ok := rt.opts.Store.(backend.Pruner); ok {
 		if rt.opts.OutboxRetention > 0 {
 			maint.Go(func() {
 				rt.maintain(ctx, rt.opts.CleanupEvery, TransitionOutboxPruned, rt.opts.CleanupBatch, rt.pruneOutbox(p))
@@ -328,7 +329,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		}
 	}
 
-	if bc, ok := rt.opts.Store.(BatchCompleter); ok {
+	if bc, ok := rt.opts.Store.(backend.BatchCompleter); ok {
 		rt.completer = newCompleter(bc, rt.opts.Concurrency)
 	}
 	var jobs sync.WaitGroup
@@ -399,11 +400,11 @@ func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 }
 
 // claim runs one Store.Claim. On error it returns no jobs.
-func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, error) {
+func (rt *Runtime) claim(ctx context.Context, limit int) ([]backend.JobRow, time.Time, error) {
 	now := rt.now()
 	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
 	defer cancel()
-	jobs, err := rt.opts.Store.Claim(cctx, ClaimParams{
+	jobs, err := rt.opts.Store.Claim(cctx, backend.ClaimParams{
 		Worker: rt.opts.Name,
 		Kinds:  rt.kinds,
 		Limit:  limit,
@@ -420,7 +421,7 @@ func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, erro
 }
 
 // releaseUnstarted gives back a job that was claimed but is not run.
-func (rt *Runtime) releaseUnstarted(base context.Context, j Job, claimedAt time.Time) {
+func (rt *Runtime) releaseUnstarted(base context.Context, j backend.JobRow, claimedAt time.Time) {
 	kind := rt.kindLabel(j.Kind)
 	rt.metrics.JobTransition(kind, TransitionClaimed)
 	rt.release(base, j, kind, claimedAt.Add(rt.opts.Lease))
@@ -470,7 +471,7 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 
 // rescue is one Store.RescueExpired call.
 func (rt *Runtime) rescue(ctx context.Context, now time.Time, limit int) (int, error) {
-	return rt.opts.Store.RescueExpired(ctx, RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
+	return rt.opts.Store.RescueExpired(ctx, backend.RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
 }
 
 // hint is the event subscriber: it must not block.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
@@ -68,7 +69,7 @@ func TestSQLiteEndToEnd(t *testing.T) {
 		}
 		o, err := task.NewOrigin(p)
 		must(t, err)
-		tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, worker.EnqueueOptions{})
+		tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, backend.EnqueueOptions{})
 		must(t, err)
 		return tk.ID()
 	}

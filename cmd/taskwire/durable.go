@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/task"
@@ -125,7 +126,7 @@ func (in ApprovalInput) message() string {
 // handlers only validate the input and enqueue a job in st; the workers
 // (registerWorkers) do the work, in this process or another. Both wait
 // inline for 2025-era clients without tasks (server.WithWaitInline).
-func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logger) {
+func addDurableTools(ep *server.Endpoint, st backend.Enqueuer, logger *slog.Logger) {
 	server.AddTaskTool[ReportInput, Report](ep, &mcp.Tool{
 		Name:  toolReports,
 		Title: "Generate a report",
@@ -153,13 +154,13 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 // enqueue creates the task and its job in one transaction. A
 // server.ToolError becomes a tool result the model reads; a store failure
 // is an internal error whose cause the server logs, not sends.
-func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
-	t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{IdempotencyKey: key})
+func enqueue(ctx context.Context, st backend.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
+	t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{IdempotencyKey: key})
 	switch {
-	case errors.Is(err, worker.ErrIdempotencyConflict):
+	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return task.Handle{}, server.NewToolError(errors.New("idempotencyKey was already used with different arguments: " +
 			"repeat the original arguments to get the original task, or use a new key"))
-	case errors.Is(err, worker.ErrInvalidText):
+	case errors.Is(err, backend.ErrInvalidText):
 		return task.Handle{}, server.NewToolError(errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
 			"and the caller's name must be valid UTF-8 without NUL characters"))
 	case err != nil:

@@ -1,5 +1,5 @@
 // Package postgres is a durable task store on PostgreSQL for fleets: a
-// task.Manager for the server, and the worker.Store and worker.Enqueuer the
+// task.Manager for the server, and the backend.JobStore and backend.Enqueuer the
 // worker runtime drives, in one schema that any number of nodes share. It
 // behaves like store/sqlite, and both pass store/storetest.
 //
@@ -57,7 +57,7 @@
 // creation time, then task ID), bumping attempt. Every fenced write
 // (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry, Release) applies
 // only while the job is running under the same attempt and its lease has
-// not expired; otherwise it returns worker.ErrLeaseLost and changes nothing.
+// not expired; otherwise it returns backend.ErrLeaseLost and changes nothing.
 // RequestInput parks the job until UpdateTask has accepted an answer for
 // every outstanding request; a cancellation request makes a parked job
 // available, so that a worker sees the intent. Retry counts a failure; the

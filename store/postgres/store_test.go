@@ -8,18 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // These tests pin the backend's own behaviour; the shared behavioural suite
 // (store/storetest) runs in storetest_test.go.
 
-func claimOne(t *testing.T, s *Store, now time.Time) worker.Job {
+func claimOne(t *testing.T, s *Store, now time.Time) backend.JobRow {
 	t.Helper()
-	jobs, err := s.Claim(ctxT(t), worker.ClaimParams{Worker: "w", Limit: 1, Lease: 30 * time.Second, Now: now})
+	jobs, err := s.Claim(ctxT(t), backend.ClaimParams{Worker: "w", Limit: 1, Lease: 30 * time.Second, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEnqueueAndAuthorization(t *testing.T) {
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
 	cc := creation(t, "acme", "echo", `{"n": 1.0, "s":"<b>"}`)
-	snap, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, cc, backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFencing(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{MaxAttempts: 3})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestFencing(t *testing.T) {
 	}
 	stale := first.Lease
 	stale.Attempt = 0
-	if err := s.Complete(ctx, stale, &mcp.CallToolResult{}, ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Complete(ctx, stale, &mcp.CallToolResult{}, ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("Complete with a wrong attempt = %v", err)
 	}
 	if err := s.Heartbeat(ctx, first.Lease, time.Minute); err != nil {
@@ -110,25 +110,25 @@ func TestFencing(t *testing.T) {
 			return s.RequestInput(ctx, first.Lease, mcp.InputRequests{"k": formRequest("?")}, "")
 		},
 	} {
-		if err := write(); !errors.Is(err, worker.ErrLeaseLost) {
+		if err := write(); !errors.Is(err, backend.ErrLeaseLost) {
 			t.Errorf("%s after lease expiry = %v", name, err)
 		}
 	}
-	if n, err := s.RescueExpired(ctx, worker.RescueParams{Now: clk.Now(), Limit: 10, MaxInterruptedRuns: 20}); n != 1 || err != nil {
+	if n, err := s.RescueExpired(ctx, backend.RescueParams{Now: clk.Now(), Limit: 10, MaxInterruptedRuns: 20}); n != 1 || err != nil {
 		t.Fatalf("RescueExpired = %d, %v", n, err)
 	}
 	second := claimOne(t, s, clk.Now())
 	if second.Attempt != 2 || second.Failures != 0 || second.InterruptedRuns != 1 {
 		t.Fatalf("reclaimed job = %+v", second)
 	}
-	if err := s.Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("stale Fail after reclaim = %v", err)
 	}
 	res := &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"v":3.50}`)}
 	if err := s.Complete(ctx, second.Lease, res, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Cancel(ctx, second.Lease, ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Cancel(ctx, second.Lease, ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("Cancel after Complete = %v", err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
@@ -153,7 +153,7 @@ func TestRetryExhaustion(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{MaxAttempts: 2})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{MaxAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestRetryExhaustion(t *testing.T) {
 	if got := mustFind(t, s, snap.ID(), "acme"); got.Status() != task.Working || got.StatusMessage() != "backing off" {
 		t.Fatalf("after Retry: %v %q", got.Status(), got.StatusMessage())
 	}
-	if jobs, _ := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
+	if jobs, _ := s.Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
 		t.Fatal("a job was claimable before its run-at time")
 	}
 	clk.Advance(time.Minute)
@@ -186,7 +186,7 @@ func TestIdempotency(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	opts := worker.EnqueueOptions{IdempotencyKey: "k1"}
+	opts := backend.EnqueueOptions{IdempotencyKey: "k1"}
 	a, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":1}`), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestIdempotency(t *testing.T) {
 	if err != nil || b.ID() != a.ID() {
 		t.Fatalf("retry with the same arguments = %v, %v", b.ID(), err)
 	}
-	if _, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":2}`), opts); !errors.Is(err, worker.ErrIdempotencyConflict) {
+	if _, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":2}`), opts); !errors.Is(err, backend.ErrIdempotencyConflict) {
 		t.Fatalf("retry with other arguments = %v", err)
 	}
 	c, err := s.Enqueue(ctx, creation(t, "other", "echo", `{"a":1}`), opts)
@@ -207,7 +207,7 @@ func TestIdempotency(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			got, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"b":1}`), worker.EnqueueOptions{IdempotencyKey: "k2"})
+			got, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"b":1}`), backend.EnqueueOptions{IdempotencyKey: "k2"})
 			if err != nil {
 				t.Error(err)
 				return
@@ -238,7 +238,7 @@ func TestInputRounds(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestInputRounds(t *testing.T) {
 	if got.Status() != task.InputRequired || len(got.InputRequests()) != 2 || !got.LastUpdatedAt().After(got.CreatedAt()) {
 		t.Fatalf("after RequestInput: %v %v", got.Status(), got.InputRequests())
 	}
-	if jobs, _ := s.Claim(ctx, worker.ClaimParams{Limit: 5, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
+	if jobs, _ := s.Claim(ctx, backend.ClaimParams{Limit: 5, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
 		t.Fatal("a job awaiting input was claimable")
 	}
 	answer := json.RawMessage(`{"action":"accept", "content":{"price":3.50,"s":"<&>"}}`)
@@ -282,7 +282,7 @@ func TestInputRounds(t *testing.T) {
 	if string(j.Responses["name"]) != string(answer) || string(j.Responses["roots"]) != `{"roots":[]}` {
 		t.Fatalf("responses reached the worker as %s and %s", j.Responses["name"], j.Responses["roots"])
 	}
-	if err := s.RequestInput(ctx, j.Lease, mcp.InputRequests{"name": formRequest("again?")}, ""); !errors.Is(err, worker.ErrKeyReused) {
+	if err := s.RequestInput(ctx, j.Lease, mcp.InputRequests{"name": formRequest("again?")}, ""); !errors.Is(err, backend.ErrKeyReused) {
 		t.Fatalf("reused key = %v", err)
 	}
 	if err := s.Heartbeat(ctx, j.Lease, time.Minute); err != nil {
@@ -295,7 +295,7 @@ func TestCancelWakesWaitingJob(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestConcurrentClaims(t *testing.T) {
 	ctx := ctxT(t)
 	const jobs = 200
 	for i := range jobs {
-		if _, err := nodes[i%2].Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{}); err != nil {
+		if _, err := nodes[i%2].Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -347,7 +347,7 @@ func TestConcurrentClaims(t *testing.T) {
 		s := nodes[w%2]
 		wg.Go(func() {
 			for {
-				got, err := s.Claim(ctx, worker.ClaimParams{Worker: "w", Limit: 7, Lease: time.Minute})
+				got, err := s.Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 7, Lease: time.Minute})
 				if err != nil {
 					t.Error(err)
 					return
@@ -392,7 +392,7 @@ func TestCancelRacesRequestInput(t *testing.T) {
 	s := openStore(t, newSchema(t), nil)
 	ctx := ctxT(t)
 	for i := range 20 {
-		snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+		snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// RescueExpired implements worker.Store. It takes at most p.Limit running
+// RescueExpired implements backend.JobStore. It takes at most p.Limit running
 // jobs whose lease expired at or before p.Now, earliest expiry first (then
 // task ID), and counts an interrupted run for each: a job whose interrupted
 // runs reach p.MaxInterruptedRuns fails its task with the client-safe error
@@ -19,7 +19,7 @@ import (
 // a new attempt. Handler failures (failures, max_attempts) are not touched.
 // Each update is fenced by the attempt the rescuer read. A zero p.Now means
 // the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, error) {
+func (s *Store) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
 	if p.Limit < 1 {
 		return 0, nil
 	}
@@ -89,7 +89,7 @@ func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, 
 	return n, nil
 }
 
-// DeleteExpired implements worker.Store. It deletes at most limit tasks
+// DeleteExpired implements backend.JobStore. It deletes at most limit tasks
 // whose TTL passed at or before now, earliest expiry first (then task ID),
 // with their jobs. Their outbox rows stay until PruneOutbox. A zero now
 // means the store's clock.

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -44,7 +44,7 @@ func TestStore(t *testing.T) {
 func TestMemoryPath(t *testing.T) {
 	s := open(t, sqlite.Options{Path: sqlite.MemoryPath})
 	ctx := context.Background()
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +120,11 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := open(t, sqlite.Options{Path: path})
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{IdempotencyKey: "k"})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Minute})
+	jobs, err := s.Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Minute})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Claim: %v %v", jobs, err)
 	}
@@ -140,7 +140,7 @@ func TestSurvivesReopen(t *testing.T) {
 	if err := s.Complete(ctx, jobs[0].Lease, &mcp.CallToolResult{}, ""); err != nil {
 		t.Fatalf("Complete after reopen: %v", err)
 	}
-	again, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{IdempotencyKey: "k"})
+	again, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{IdempotencyKey: "k"})
 	if err != nil || again.ID() != tk.ID() || again.Status() != task.Completed {
 		t.Fatalf("idempotent enqueue after reopen: %v %v", again.ID(), err)
 	}
@@ -200,10 +200,10 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("after %s: %d outbox rows, want %d", what, got, want)
 		}
 	}
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	step("Enqueue", 1, err)
-	claimOne := func() worker.Job {
-		jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Minute})
+	claimOne := func() backend.JobRow {
+		jobs, err := s.Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Minute})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 		}
@@ -248,7 +248,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 	stores := []*sqlite.Store{open(t, sqlite.Options{Path: path}), open(t, sqlite.Options{Path: path})}
 	const n = 60
 	for range n {
-		if _, err := stores[0].Enqueue(ctx, creation(t), worker.EnqueueOptions{}); err != nil {
+		if _, err := stores[0].Enqueue(ctx, creation(t), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		s := stores[w%2]
 		wg.Go(func() {
 			for {
-				jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 2, Lease: time.Minute})
+				jobs, err := s.Claim(ctx, backend.ClaimParams{Limit: 2, Lease: time.Minute})
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 					return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -26,7 +27,7 @@ func testPublisher(t *testing.T, open opener) {
 }
 
 // fencedWrites are the writes a lease makes, by name.
-func fencedWrites(b Backend, l worker.Lease, c *Clock) map[string]func() error {
+func fencedWrites(b Backend, l backend.Lease, c *Clock) map[string]func() error {
 	return map[string]func() error{
 		"Heartbeat":    func() error { return b.Heartbeat(bg, l, lease) },
 		"RequestInput": func() error { return b.RequestInput(bg, l, mcp.InputRequests{"stale": reqElicit}, "ask") },
@@ -66,7 +67,7 @@ func detail(t task.Task) any {
 // expired, can no longer write, and its attempts change nothing.
 func testFencing(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
 	first := claimOne(t, b, c, tk.ID())
 	if first.Attempt < 1 || first.Failures != 0 || first.MaxAttempts != 5 || first.Kind != toolA {
 		t.Fatalf("first claim: attempt %d failures %d max %d kind %q", first.Attempt, first.Failures, first.MaxAttempts, first.Kind)
@@ -110,13 +111,13 @@ func testFencing(t *testing.T, open opener) {
 	sameSnapshot(t, "terminal task", done, mustFind(t, b, tk.ID()))
 
 	// A lease on a task that never existed.
-	wantErr(t, "unknown task", b.Heartbeat(bg, worker.Lease{TaskID: "nope", Attempt: 1}, lease), "ErrLeaseLost")
+	wantErr(t, "unknown task", b.Heartbeat(bg, backend.Lease{TaskID: "nope", Attempt: 1}, lease), "ErrLeaseLost")
 }
 
 // testIdempotency: keys dedupe per tenant, endpoint and tool.
 func testIdempotency(t *testing.T, open opener) {
 	b, c := open(t)
-	opts := worker.EnqueueOptions{IdempotencyKey: "req-1", TTL: time.Hour}
+	opts := backend.EnqueueOptions{IdempotencyKey: "req-1", TTL: time.Hour}
 	mk := func(endpoint, tenant, tool, args string) (task.Task, error) {
 		return b.Enqueue(bg, creation(t, endpoint, tenant, tool, args), opts)
 	}
@@ -152,8 +153,8 @@ func testIdempotency(t *testing.T, open opener) {
 		t.Fatalf("other arguments: got %v, want ErrIdempotencyConflict", err)
 	}
 	// Without a key every call creates a task.
-	x := enqueue(t, b, worker.EnqueueOptions{})
-	y := enqueue(t, b, worker.EnqueueOptions{})
+	x := enqueue(t, b, backend.EnqueueOptions{})
+	y := enqueue(t, b, backend.EnqueueOptions{})
 	if x.ID() == y.ID() || ids[x.ID()] || ids[y.ID()] {
 		t.Fatal("enqueues without a key must create distinct tasks")
 	}
@@ -169,7 +170,7 @@ func testIdempotency(t *testing.T, open opener) {
 // nothing.
 func testAuthorization(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func keysOf[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Ke
 // the task's lifetime, and keys never repeat.
 func testInputRounds(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	c.Advance(time.Millisecond)
 	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k1": reqElicit, "k2": reqSample}, "need input"); err != nil {
@@ -309,7 +310,7 @@ func testOriginBytes(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	cc := &task.CreationContext{Request: task.RequestContext{Endpoint: endpointA, Tenant: tenantA}, Origin: o}
-	tk, err := b.Enqueue(bg, cc, worker.EnqueueOptions{})
+	tk, err := b.Enqueue(bg, cc, backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,7 @@ func testEvents(t *testing.T, open opener) {
 			}
 		}
 	}
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	await("Enqueue", event{tk.ID(), true, task.Working, "[]"})
 	j := claimOne(t, b, c, tk.ID())
 	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"a": reqRoots, "b": reqRoots}, ""); err != nil {
@@ -379,7 +380,7 @@ func testEvents(t *testing.T, open opener) {
 	}
 	await("Fail", event{tk.ID(), true, task.Failed, "[]"})
 
-	other := enqueue(t, b, worker.EnqueueOptions{})
+	other := enqueue(t, b, backend.EnqueueOptions{})
 	await("Enqueue", event{other.ID(), true, task.Working, "[]"})
 	if err := b.RequestCancel(bg, rc(other.ID(), endpointA, tenantA)); err != nil {
 		t.Fatal(err)
@@ -396,12 +397,12 @@ func testEvents(t *testing.T, open opener) {
 // bounded.
 func testTTL(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{TTL: time.Second, PollInterval: 250 * time.Millisecond})
+	tk := enqueue(t, b, backend.EnqueueOptions{TTL: time.Second, PollInterval: 250 * time.Millisecond})
 	got := mustFind(t, b, tk.ID())
 	if got.TTL() != time.Second || got.PollInterval() != 250*time.Millisecond || !got.CreatedAt().Equal(Epoch) {
 		t.Fatalf("TTL %v poll %v created %v", got.TTL(), got.PollInterval(), got.CreatedAt())
 	}
-	unlimited := enqueue(t, b, worker.EnqueueOptions{TTL: -1})
+	unlimited := enqueue(t, b, backend.EnqueueOptions{TTL: -1})
 	if got := mustFind(t, b, unlimited.ID()); got.TTL() != 0 {
 		t.Fatalf("negative TTL stored as %v, want 0 (unlimited)", got.TTL())
 	}
@@ -422,7 +423,7 @@ func testTTL(t *testing.T, open opener) {
 
 	var expired []string
 	for range 5 {
-		expired = append(expired, enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute}).ID())
+		expired = append(expired, enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute}).ID())
 	}
 	lj := claim(t, b, c, 1)[0]
 	c.Advance(time.Minute)
@@ -447,14 +448,14 @@ func testRescue(t *testing.T, open opener) {
 	b, c := open(t)
 	var ids []string
 	for range 5 {
-		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 1}).ID())
+		ids = append(ids, enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 1}).ID())
 	}
 	jobs := claim(t, b, c, 10)
 	if len(jobs) != 5 {
 		t.Fatalf("claimed %d", len(jobs))
 	}
 	rescue := func(limit int) (int, error) {
-		return b.RescueExpired(bg, worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: 2})
+		return b.RescueExpired(bg, backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: 2})
 	}
 	if n, err := rescue(10); err != nil || n != 0 {
 		t.Fatalf("RescueExpired of live leases = %d, %v", n, err)
@@ -505,7 +506,7 @@ func testRescue(t *testing.T, open opener) {
 // failure fails the task.
 func testRetry(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2, RunAt: Epoch.Add(time.Second)})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 2, RunAt: Epoch.Add(time.Second)})
 	if jobs := claim(t, b, c, 1); len(jobs) != 0 {
 		t.Fatal("claimed a job before its run-at time")
 	}
@@ -545,7 +546,7 @@ func testRetry(t *testing.T, open opener) {
 // claimable so a worker can cancel it; terminal tasks ignore it.
 func testCancelAwaitingInput(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatal(err)
@@ -578,8 +579,8 @@ func testCancelAwaitingInput(t *testing.T, open opener) {
 
 // rescueParams are a RescueExpired at the clock's time with the runtime's
 // default limit of interrupted runs.
-func rescueParams(c *Clock, limit int) worker.RescueParams {
-	return worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
+func rescueParams(c *Clock, limit int) backend.RescueParams {
+	return backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
 }
 
 // isExhausted reports whether e is the error of a job that used its

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // hammer is the shared bookkeeping of the concurrency test.
@@ -50,7 +50,7 @@ func testHammer(t *testing.T, open opener) {
 	h := &hammer{t: t, b: b, c: c, maxClaimed: map[string]int64{}, holders: map[string]holding{}, outcomes: map[string][]string{}}
 	ids := make([]string, nTasks)
 	for i := range ids {
-		ids[i] = enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 3, TTL: -1}).ID()
+		ids[i] = enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 3, TTL: -1}).ID()
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -71,7 +71,7 @@ func testHammer(t *testing.T, open opener) {
 		for ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 			c.Advance(leaseDur / 4)
-			if _, err := b.RescueExpired(ctx, worker.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
+			if _, err := b.RescueExpired(ctx, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
 				t.Errorf("RescueExpired: %v", err)
 			}
 		}
@@ -128,7 +128,7 @@ func (h *hammer) work(ctx context.Context, rng *rand.Rand, leaseDur time.Duratio
 		h.mu.Lock()
 		before := maps.Clone(h.maxClaimed)
 		h.mu.Unlock()
-		jobs, err := h.b.Claim(ctx, worker.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
+		jobs, err := h.b.Claim(ctx, backend.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
 		if err != nil {
 			if ctx.Err() == nil {
 				h.t.Errorf("Claim: %v", err)
@@ -164,7 +164,7 @@ func (h *hammer) work(ctx context.Context, rng *rand.Rand, leaseDur time.Duratio
 }
 
 // settle does what a worker does with a claimed job, at random.
-func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, leaseDur time.Duration) {
+func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, leaseDur time.Duration) {
 	switch rng.IntN(20) {
 	case 0:
 		return // the worker "crashes": the lease must expire and be rescued
@@ -212,7 +212,7 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, lease
 // write issues a fenced write and checks it: it may succeed only while no
 // later claim of the job had been handed out when it was issued. Terminal
 // outcomes that succeed are recorded. ending marks the claim ended first.
-func (h *hammer) write(ctx context.Context, j worker.Job, outcome string, ending bool, fn func() error) bool {
+func (h *hammer) write(ctx context.Context, j backend.JobRow, outcome string, ending bool, fn func() error) bool {
 	h.mu.Lock()
 	latest := h.maxClaimed[j.TaskID]
 	if hd := h.holders[j.TaskID]; ending && hd.attempt == j.Attempt {

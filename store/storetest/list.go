@@ -11,8 +11,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // The list cases pin task.Lister where backends must agree:
@@ -87,7 +87,7 @@ func backendFixture(t *testing.T, b Backend) ListFixture {
 	return ListFixture{
 		Manager: b,
 		Create: func(cc *task.CreationContext) (task.Task, error) {
-			return b.Enqueue(bg, cc, worker.EnqueueOptions{TTL: listTTL})
+			return b.Enqueue(bg, cc, backend.EnqueueOptions{TTL: listTTL})
 		},
 		TTL: listTTL,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -48,7 +49,7 @@ func testProgress(t *testing.T, open opener) {
 		defer mu.Unlock()
 		return slices.Contains(published, id)
 	}
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
 	j := claimOne(t, b, c, tk.ID())
 
 	steps := []struct {
@@ -87,7 +88,7 @@ func testProgress(t *testing.T, open opener) {
 		"negative": func() error { return b.ReportProgress(bg, j.Lease, "m", &task.Progress{Current: 1, Total: -1}) },
 	} {
 		err := bad()
-		if !errors.Is(err, worker.ErrInvalidText) && !errors.Is(err, worker.ErrInvalidProgress) {
+		if !errors.Is(err, backend.ErrInvalidText) && !errors.Is(err, worker.ErrInvalidProgress) {
 			t.Errorf("%s: err = %v, want ErrInvalidText or ErrInvalidProgress", name, err)
 		}
 	}
@@ -103,14 +104,14 @@ func testProgress(t *testing.T, open opener) {
 	}
 	wantErr(t, "ReportProgress after the terminal write", b.ReportProgress(bg, again.Lease, "late", nil), "ErrLeaseLost")
 
-	bc, ok := b.(worker.BatchCompleter)
+	bc, ok := b.(backend.BatchCompleter)
 	if !ok {
 		return
 	}
-	other := enqueue(t, b, worker.EnqueueOptions{})
+	other := enqueue(t, b, backend.EnqueueOptions{})
 	oj := claimOne(t, b, c, other.ID())
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
-	lost, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: oj.Lease, Result: res, Progress: &task.Progress{Current: 10, Total: 10}}})
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: oj.Lease, Result: res, Progress: &task.Progress{Current: 10, Total: 10}}})
 	if err != nil || len(lost) != 1 || lost[0] {
 		t.Fatalf("CompleteBatch = %v, %v", lost, err)
 	}

@@ -16,8 +16,8 @@
 // and release it in t.Cleanup. Tests call it once per subtest (and once per
 // random sequence of the model test), so it should be cheap.
 //
-// The suite pins the contract of task.Manager, worker.Store and
-// worker.Enqueuer beyond their doc comments, where backends must agree:
+// The suite pins the contract of task.Manager, backend.JobStore and
+// backend.Enqueuer beyond their doc comments, where backends must agree:
 //
 //   - Claim takes due jobs ordered by run-at time, then creation time, then
 //     task ID; RescueExpired by lease expiry, then task ID; DeleteExpired by
@@ -31,7 +31,7 @@
 //     apart; the failure that reaches MaxAttempts, and the interrupted run
 //     that reaches RescueParams.MaxInterruptedRuns, fail the task with
 //     {"code":-32603,"message":"The task failed after repeated attempts."}.
-//     MaxAttempts defaults to worker.DefaultMaxAttempts.
+//     MaxAttempts defaults to backend.DefaultMaxAttempts.
 //   - Claims skip jobs of expired tasks; fenced writes ignore TTL until
 //     the task is deleted.
 //   - ReportProgress changes the message and progress count of a task whose
@@ -56,9 +56,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Backend is what a durable store implements: the server-facing manager and
@@ -66,9 +66,9 @@ import (
 type Backend interface {
 	task.Manager
 	task.Lister
-	worker.Store
-	worker.Enqueuer
-	worker.ProgressReporter
+	backend.JobStore
+	backend.Enqueuer
+	backend.ProgressReporter
 }
 
 // Run runs the suite against backends made by open. open receives the test
@@ -184,7 +184,7 @@ func rc(id, endpoint, tenant string) task.RequestContext {
 
 // enqueue creates a task on (endpointA, tenantA, toolA) and fails the test
 // on error.
-func enqueue(t testing.TB, b Backend, opts worker.EnqueueOptions) task.Task {
+func enqueue(t testing.TB, b Backend, opts backend.EnqueueOptions) task.Task {
 	t.Helper()
 	tk, err := b.Enqueue(context.Background(), creation(t, endpointA, tenantA, toolA, `{"n":1}`), opts)
 	if err != nil {
@@ -215,9 +215,9 @@ func mustFind(t testing.TB, b Backend, id string) task.Task {
 }
 
 // claim claims up to limit jobs at the clock's time.
-func claim(t testing.TB, b Backend, c *Clock, limit int) []worker.Job {
+func claim(t testing.TB, b Backend, c *Clock, limit int) []backend.JobRow {
 	t.Helper()
-	jobs, err := b.Claim(context.Background(), worker.ClaimParams{Worker: "w", Limit: limit, Lease: lease, Now: c.Now()})
+	jobs, err := b.Claim(context.Background(), backend.ClaimParams{Worker: "w", Limit: limit, Lease: lease, Now: c.Now()})
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
@@ -225,7 +225,7 @@ func claim(t testing.TB, b Backend, c *Clock, limit int) []worker.Job {
 }
 
 // claimOne claims exactly the job of task id.
-func claimOne(t testing.TB, b Backend, c *Clock, id string) worker.Job {
+func claimOne(t testing.TB, b Backend, c *Clock, id string) backend.JobRow {
 	t.Helper()
 	jobs := claim(t, b, c, 1)
 	if len(jobs) != 1 || jobs[0].TaskID != id {
@@ -279,13 +279,13 @@ func errClass(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
-	case errors.Is(err, worker.ErrLeaseLost):
+	case errors.Is(err, backend.ErrLeaseLost):
 		return "ErrLeaseLost"
-	case errors.Is(err, worker.ErrKeyReused):
+	case errors.Is(err, backend.ErrKeyReused):
 		return "ErrKeyReused"
 	case errors.Is(err, task.ErrNotFound):
 		return "ErrNotFound"
-	case errors.Is(err, worker.ErrIdempotencyConflict):
+	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return "ErrIdempotencyConflict"
 	}
 	return "other: " + err.Error()

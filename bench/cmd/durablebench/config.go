@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/backend"
 )
 
 // allPhases are the phases in their run order.
@@ -128,8 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, usageError{"no phases selected"}
 	case c.N < 1 || c.SQLiteN < 1 || c.E2ETasks < 1:
 		return config{}, usageError{"-n, -sqlite-n and -e2e-tasks must be positive"}
-	case c.EnqueueBatch < 0 || c.EnqueueBatch > worker.MaxEnqueueBatch:
-		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", worker.MaxEnqueueBatch)}
+	case c.EnqueueBatch < 0 || c.EnqueueBatch > backend.MaxEnqueueBatch:
+		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", backend.MaxEnqueueBatch)}
 	case c.EnqueueGoroutines < 1 || c.InsertGoroutines < 1 || c.E2EClients < 1:
 		return config{}, usageError{"goroutine and client counts must be positive"}
 	case c.Concurrency < 1 || c.ClaimBatch < 1 || c.ClaimBatch > c.Concurrency:

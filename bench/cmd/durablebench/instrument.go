@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // callStats accumulates the calls of one store method.
@@ -115,7 +115,7 @@ type instrumented struct {
 	skipCancelRead bool
 }
 
-func (s *instrumented) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+func (s *instrumented) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
 	t0 := time.Now()
 	jobs, err := s.durableStore.Claim(ctx, p)
 	d := time.Since(t0)
@@ -137,14 +137,14 @@ func (s *instrumented) CancelRequested(ctx context.Context, taskID string) (bool
 	return yes, err
 }
 
-func (s *instrumented) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+func (s *instrumented) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
 	t0 := time.Now()
 	err := s.durableStore.Complete(ctx, l, res, message)
 	s.stats.complete.add(1, time.Since(t0))
 	return err
 }
 
-func (s *instrumented) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+func (s *instrumented) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
 	t0 := time.Now()
 	err := s.durableStore.Heartbeat(ctx, l, lease)
 	s.stats.heartbeat.add(1, time.Since(t0))

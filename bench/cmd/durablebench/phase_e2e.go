@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -88,7 +89,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	})
 	server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
 		func(ctx context.Context, _ *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
-			t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{})
+			t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
 			if err != nil {
 				return task.Handle{}, err
 			}

@@ -12,19 +12,19 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // durableStore is what both taskwire stores provide.
 type durableStore interface {
 	task.Manager
-	worker.Store
-	worker.Enqueuer
-	worker.ProgressReporter
+	backend.JobStore
+	backend.Enqueuer
+	backend.ProgressReporter
 	Close() error
 }
 

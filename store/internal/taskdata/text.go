@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -17,19 +18,19 @@ import (
 // store therefore checks the strings it keeps as text here, the same way,
 // before writing anything: a creation's endpoint, tenant, principal, tool
 // and idempotency key, its arguments (which must be UTF-8 JSON), input
-// request keys and status messages. The errors wrap worker.ErrInvalidText
+// request keys and status messages. The errors wrap backend.ErrInvalidText
 // and name the field, never its bytes, which may be a principal's.
 
 // storable reports whether s can be kept as text by every store.
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
-// CheckText returns an error wrapping worker.ErrInvalidText, naming field,
+// CheckText returns an error wrapping backend.ErrInvalidText, naming field,
 // when s is not valid UTF-8 or holds a NUL byte.
 func CheckText(field, s string) error {
 	if storable(s) {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", field, worker.ErrInvalidText)
+	return fmt.Errorf("%s: %w", field, backend.ErrInvalidText)
 }
 
 // CheckMessage is CheckText for a status message.
@@ -62,7 +63,7 @@ func checkCreation(cc *task.CreationContext, key string) error {
 		}
 	}
 	if !utf8.Valid(cc.Origin.Params().Arguments) {
-		return fmt.Errorf("arguments: %w", worker.ErrInvalidText)
+		return fmt.Errorf("arguments: %w", backend.ErrInvalidText)
 	}
 	return nil
 }
