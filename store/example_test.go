@@ -40,7 +40,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	rt, err := worker.New(worker.Options{Store: st, Events: st.EventPublisher()})
+	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
 	if err != nil {
 		log.Fatal(err)
 	}

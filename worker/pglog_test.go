@@ -56,7 +56,7 @@ func TestStoreErrorsLoggedWithSQLSTATE(t *testing.T) {
 	must(t, err)
 
 	logs := &signalLog{wake: make(chan struct{}, 1)}
-	rt, err := worker.New(worker.Options{Store: st, PollInterval: 10 * time.Millisecond,
+	rt, err := worker.New(worker.Options{Store: st.Jobs(), PollInterval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	must(t, err)
 	must(t, worker.Handle(rt, "noop", func(context.Context, *worker.JobContext, struct{}) (struct{}, error) {

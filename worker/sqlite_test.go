@@ -27,7 +27,7 @@ func TestSQLiteEndToEnd(t *testing.T) {
 	defer st.Close()
 
 	rt, err := worker.New(worker.Options{
-		Store: st, Events: st.EventPublisher(), Concurrency: 4,
+		Store: st.Jobs(), Events: st.EventPublisher(), Concurrency: 4,
 		Lease: 3 * time.Second, PollInterval: 50 * time.Millisecond, ShutdownGrace: time.Second,
 	})
 	if err != nil {

@@ -41,12 +41,12 @@ func BenchmarkClaimComplete(b *testing.B) {
 			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
 			b.ResetTimer()
 			for done := 0; done < b.N; {
-				jobs, err := s.Claim(ctx, backend.ClaimParams{Worker: "bench", Limit: batch, Lease: time.Minute})
+				jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "bench", Limit: batch, Lease: time.Minute})
 				if err != nil || len(jobs) == 0 {
 					b.Fatalf("Claim = %d jobs, %v", len(jobs), err)
 				}
 				for _, j := range jobs {
-					if err := s.Complete(ctx, j.Lease, res, ""); err != nil {
+					if err := s.Jobs().Complete(ctx, j.Lease, res, ""); err != nil {
 						b.Fatal(err)
 					}
 				}

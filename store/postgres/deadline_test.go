@@ -87,16 +87,16 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 			return err
 		}},
 		{"Claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+			_, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
 			return err
 		}},
 		{"RequestCancel", func(ctx context.Context) error { return s.RequestCancel(ctx, rc(held.ID(), "acme")) }},
 		{"RequestInput", func(ctx context.Context) error {
-			return s.RequestInput(ctx, backend.Lease{TaskID: held.ID(), Attempt: 1},
+			return s.Jobs().RequestInput(ctx, backend.Lease{TaskID: held.ID(), Attempt: 1},
 				mcp.InputRequests{"k": formRequest("q")}, "")
 		}},
 		{"RescueExpired", func(ctx context.Context) error {
-			_, err := s.RescueExpired(ctx, backend.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
+			_, err := s.Jobs().RescueExpired(ctx, backend.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
 			return err
 		}},
 		{"ListTasks", func(ctx context.Context) error {

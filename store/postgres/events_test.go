@@ -44,7 +44,7 @@ func TestEventsAcrossNodes(t *testing.T) {
 	}
 	// A does not hear its own changes twice.
 	j := claimOne(t, b, time.Time{})
-	if err := b.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+	if err := b.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := waitFor(t, onA, "A to hear of B's Complete"); got != snap.ID() {
@@ -103,7 +103,7 @@ func TestListenerReconnect(t *testing.T) {
 		}
 		waitFor(t, onB, "the creation of a batch task")
 	}
-	jobs, err := a.Claim(ctx, backend.ClaimParams{Worker: "a", Limit: 2, Lease: time.Minute})
+	jobs, err := a.Jobs().Claim(ctx, backend.ClaimParams{Worker: "a", Limit: 2, Lease: time.Minute})
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 	}
@@ -121,7 +121,7 @@ func TestListenerReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lost, err := a.CompleteBatch(ctx, batch); err != nil || slices.Contains(lost, true) {
+	if lost, err := (jobStore{a}).CompleteBatch(ctx, batch); err != nil || slices.Contains(lost, true) {
 		t.Fatalf("CompleteBatch: lost %v, %v", lost, err)
 	}
 	releaseB()

@@ -133,11 +133,12 @@ type testHooks struct {
 }
 
 var (
-	_ task.Manager     = (*Store)(nil)
-	_ backend.JobStore = (*Store)(nil)
-	_ backend.Enqueuer = (*Store)(nil)
+	_ backend.Store = (*Store)(nil)
 
-	_ backend.BatchEnqueuer = (*Store)(nil)
+	_ backend.JobStore         = jobStore{}
+	_ backend.BatchCompleter   = jobStore{}
+	_ backend.ProgressReporter = jobStore{}
+	_ backend.Pruner           = jobStore{}
 )
 
 // Open connects to opts.URL, applies pending migrations to opts.Schema

@@ -14,7 +14,8 @@ import (
 // message and progress count (nil: none) without changing its status, in
 // one statement that records the change in the outbox; the change is
 // published after commit.
-func (s *Store) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+	s := j.s
 	if err := taskdata.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

@@ -41,7 +41,7 @@ func TestClaimAnalyzesNewJobsTable(t *testing.T) {
 	}
 	claim := func() {
 		t.Helper()
-		if _, err := s.Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}); err != nil {
+		if _, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}

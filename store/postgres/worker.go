@@ -19,6 +19,17 @@ import (
 	"github.com/taskwire/taskwire/worker"
 )
 
+// Jobs returns the store's backend.JobStore, for worker.Options.Store: the
+// fenced job writes of the worker runtime, over the same database. It
+// implements backend.BatchCompleter, backend.ProgressReporter and
+// backend.Pruner too. It is valid until Close.
+func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
+
+// jobStore is the Store's job side: the methods only the worker runtime
+// calls, kept off *Store so that an application's handle shows what it
+// uses.
+type jobStore struct{ s *Store }
+
 // Claim implements backend.JobStore. It leases up to p.Limit due available jobs
 // of the given kinds, oldest run_at first (then creation time, then task
 // ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
@@ -26,7 +37,8 @@ import (
 // Jobs of expired tasks are skipped. A job whose task has stored data this
 // code cannot read fails its task with the fixed internal error instead of
 // being handed out. A zero p.Now means the store's clock.
-func (s *Store) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+	s := j.s
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
@@ -83,7 +95,8 @@ func (s *Store) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.Job
 }
 
 // Heartbeat implements backend.JobStore: it extends a live lease to now+lease.
-func (s *Store) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+	s := j.s
 	if lease < time.Millisecond {
 		return errors.New("postgres: Heartbeat needs a lease of at least 1 ms")
 	}
@@ -104,7 +117,8 @@ func (s *Store) Heartbeat(ctx context.Context, l backend.Lease, lease time.Durat
 // task turns input_required with message, and the job waits for the answers
 // with its lease ended (or stays claimable when cancellation was requested,
 // so that a worker sees the intent).
-func (s *Store) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -147,7 +161,8 @@ func (s *Store) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.Inpu
 }
 
 // Complete implements backend.JobStore.
-func (s *Store) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+	s := j.s
 	if res == nil {
 		return errors.New("postgres: a result is required")
 	}
@@ -159,7 +174,8 @@ func (s *Store) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTool
 }
 
 // Fail implements backend.JobStore.
-func (s *Store) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+	s := j.s
 	if rpcErr == nil {
 		return errors.New("postgres: an error is required")
 	}
@@ -171,13 +187,15 @@ func (s *Store) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, me
 }
 
 // Cancel implements backend.JobStore.
-func (s *Store) Cancel(ctx context.Context, l backend.Lease, message string) error {
+func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
+	s := j.s
 	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil)
 }
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence, in one statement and one transaction.
-func (s *Store) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+	s := j.s
 	ids := make([]string, len(items))
 	attempts := make([]int64, len(items))
 	messages := make([]string, len(items))
@@ -269,7 +287,8 @@ func mustJSON(v any) []byte {
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. Otherwise the job is available again at
 // runAt (zero: now) and the task's status message becomes message.
-func (s *Store) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -287,7 +306,8 @@ func (s *Store) Retry(ctx context.Context, l backend.Lease, runAt time.Time, mes
 
 // Release implements backend.JobStore: the job is available again at once, in
 // its place in the queue (its run_at is kept), and no failure is counted. The task does not change, so nothing is published.
-func (s *Store) Release(ctx context.Context, l backend.Lease) error {
+func (j jobStore) Release(ctx context.Context, l backend.Lease) error {
+	s := j.s
 	tag, err := s.pool.Exec(ctx, s.q.release, s.now(), l.TaskID, l.Attempt)
 	if err != nil {
 		return wrapErr("release", err)
@@ -300,7 +320,8 @@ func (s *Store) Release(ctx context.Context, l backend.Lease) error {
 
 // CancelRequested implements backend.JobStore. It returns task.ErrNotFound for
 // unknown and expired tasks.
-func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+func (j jobStore) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	s := j.s
 	var requested bool
 	err := s.pool.QueryRow(ctx, s.q.cancelRequested, s.now(), taskID).Scan(&requested)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -19,7 +19,8 @@ import (
 // a new attempt. Handler failures (failures, max_attempts) are not touched.
 // Each update is fenced by the attempt the rescuer read. A zero p.Now means
 // the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
+func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
+	s := j.s
 	if p.Limit < 1 {
 		return 0, nil
 	}
@@ -93,7 +94,8 @@ func (s *Store) RescueExpired(ctx context.Context, p backend.RescueParams) (int,
 // whose TTL passed at or before now, earliest expiry first (then task ID),
 // with their jobs. Their outbox rows stay until PruneOutbox. A zero now
 // means the store's clock.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}
@@ -122,7 +124,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 // time, oldest first, and returns how many. The outbox records every
 // observable change for consumers that poll it; call PruneOutbox
 // periodically with a horizon longer than any consumer's lag.
-func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

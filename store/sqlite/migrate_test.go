@@ -60,7 +60,7 @@ func TestMigrateClaimColumns(t *testing.T) {
 
 	s := open(t, sqlite.Options{Path: path})
 	insertV1("d-during-rollout", "working", "available", 0)
-	jobs, err := s.Claim(context.Background(), backend.ClaimParams{Worker: "w", Kinds: []string{"tool"}, Limit: 10,
+	jobs, err := s.Jobs().Claim(context.Background(), backend.ClaimParams{Worker: "w", Kinds: []string{"tool"}, Limit: 10,
 		Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -99,11 +99,12 @@ type Store struct {
 }
 
 var (
-	_ task.Manager     = (*Store)(nil)
-	_ backend.JobStore = (*Store)(nil)
-	_ backend.Enqueuer = (*Store)(nil)
+	_ backend.Store = (*Store)(nil)
 
-	_ backend.BatchEnqueuer = (*Store)(nil)
+	_ backend.JobStore         = jobStore{}
+	_ backend.BatchCompleter   = jobStore{}
+	_ backend.ProgressReporter = jobStore{}
+	_ backend.Pruner           = jobStore{}
 )
 
 // Open opens (creating when missing) the database at opts.Path, applies

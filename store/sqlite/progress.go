@@ -15,7 +15,8 @@ import (
 // (else backend.ErrLeaseLost, changing nothing) it sets the task's status
 // message and progress count (nil: none) without changing its status,
 // records the change in the outbox and publishes it after commit.
-func (s *Store) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+	s := j.s
 	if err := taskdata.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}

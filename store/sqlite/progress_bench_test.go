@@ -36,7 +36,7 @@ func BenchmarkCompleteBatchProgress(b *testing.B) {
 				if _, err := s.EnqueueBatch(ctx, items); err != nil {
 					b.Fatal(err)
 				}
-				jobs, err := s.Claim(ctx, backend.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute, Now: time.Now()})
+				jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute, Now: time.Now()})
 				if err != nil || len(jobs) != batch {
 					b.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 				}
@@ -48,7 +48,7 @@ func BenchmarkCompleteBatchProgress(b *testing.B) {
 					}
 				}
 				b.StartTimer()
-				if _, err := s.CompleteBatch(ctx, cs); err != nil {
+				if _, err := s.Jobs().(backend.BatchCompleter).CompleteBatch(ctx, cs); err != nil {
 					b.Fatal(err)
 				}
 				n += batch

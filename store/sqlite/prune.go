@@ -3,11 +3,7 @@ package sqlite
 import (
 	"context"
 	"time"
-
-	"github.com/taskwire/taskwire/backend"
 )
-
-var _ backend.Pruner = (*Store)(nil)
 
 // PruneJobs implements backend.Pruner: it deletes at most limit job rows in
 // state done (their tasks have finished; the task rows stay until their TTL
@@ -15,7 +11,8 @@ var _ backend.Pruner = (*Store)(nil)
 // so the file stops growing once pruning keeps up; it does not shrink
 // (VACUUM does that). A fenced write for a pruned job finds no row and
 // fails with backend.ErrLeaseLost, as for any finished job.
-func (s *Store) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+func (j jobStore) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

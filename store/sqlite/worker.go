@@ -17,6 +17,17 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
+// Jobs returns the store's backend.JobStore, for worker.Options.Store: the
+// fenced job writes of the worker runtime, over the same database. It
+// implements backend.BatchCompleter, backend.ProgressReporter and
+// backend.Pruner too. It is valid until Close.
+func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
+
+// jobStore is the Store's job side: the methods only the worker runtime
+// calls, kept off *Store so that an application's handle shows what it
+// uses.
+type jobStore struct{ s *Store }
+
 // fenceClause restricts a jobs statement to the live claim a lease names:
 // the same attempt, still running, lease not expired. Its arguments are the
 // task ID, the attempt and the current time in milliseconds.
@@ -27,7 +38,8 @@ const fenceClause = `task_id = ? AND attempt = ? AND state = 'running' AND lease
 // one transaction on the single writer. Claimable are available jobs, and
 // jobs awaiting input whose task has a cancellation request. Jobs of
 // expired tasks are skipped. A zero p.Now means the store's clock.
-func (s *Store) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+	s := j.s
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("sqlite: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
@@ -155,7 +167,8 @@ func fencedJob(ctx context.Context, tx *wtx, l backend.Lease, nowMs int64, set s
 }
 
 // Heartbeat implements backend.JobStore: it extends a live lease to now+lease.
-func (s *Store) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+	s := j.s
 	if lease < time.Millisecond {
 		return errors.New("sqlite: Heartbeat needs a lease of at least 1 ms")
 	}
@@ -171,7 +184,8 @@ func (s *Store) Heartbeat(ctx context.Context, l backend.Lease, lease time.Durat
 // task's lifetime. Otherwise the requests replace any outstanding ones, the
 // task turns input_required with message, and the job waits for the answers
 // with its lease ended.
-func (s *Store) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -239,7 +253,8 @@ func (s *Store) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.Inpu
 // backend.ErrLeaseLost) it ends the task completed with res and message,
 // clears outstanding input requests, finishes the job and publishes the
 // change. res must already be validated against the task's origin.
-func (s *Store) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+	s := j.s
 	if res == nil {
 		return errors.New("sqlite: a result is required")
 	}
@@ -253,7 +268,8 @@ func (s *Store) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTool
 // Fail implements backend.JobStore: under a live lease (else
 // backend.ErrLeaseLost) it ends the task failed with the client-safe rpcErr
 // and message, finishes the job and publishes the change.
-func (s *Store) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+	s := j.s
 	if rpcErr == nil {
 		return errors.New("sqlite: an error is required")
 	}
@@ -267,7 +283,8 @@ func (s *Store) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, me
 // Cancel implements backend.JobStore: under a live lease (else
 // backend.ErrLeaseLost) it ends the task cancelled with message, finishes the
 // job and publishes the change.
-func (s *Store) Cancel(ctx context.Context, l backend.Lease, message string) error {
+func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
+	s := j.s
 	return s.finish(ctx, l, task.Cancelled, message, nil, nil)
 }
 
@@ -291,7 +308,8 @@ func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status,
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence in one immediate transaction, so the batch costs one
 // commit. Items whose lease is lost are skipped and reported.
-func (s *Store) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+	s := j.s
 	results := make([]string, len(items))
 	for i, it := range items {
 		b, err := taskdata.CompletionJSON(it)
@@ -355,7 +373,8 @@ var exhaustedJSON = func() string {
 // reach the job's MaxAttempts the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. A zero runAt means now.
-func (s *Store) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -402,7 +421,8 @@ func (s *Store) Retry(ctx context.Context, l backend.Lease, runAt time.Time, mes
 // Release implements backend.JobStore: the job is available again at once, in
 // its place in the queue (its run_at is kept), and no failure is counted.
 // The task does not change, so nothing is published.
-func (s *Store) Release(ctx context.Context, l backend.Lease) error {
+func (j jobStore) Release(ctx context.Context, l backend.Lease) error {
+	s := j.s
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		return nil, fencedJob(ctx, tx, l, nowMs, `state = 'available', lease_owner = NULL, lease_expires_at = NULL`)
@@ -411,7 +431,8 @@ func (s *Store) Release(ctx context.Context, l backend.Lease) error {
 
 // CancelRequested implements backend.JobStore. It returns task.ErrNotFound for
 // unknown and expired tasks.
-func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+func (j jobStore) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	s := j.s
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var yes bool

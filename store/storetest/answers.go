@@ -17,7 +17,7 @@ func testFormAnswers(t *testing.T, open opener) {
 	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	form := mcp.NewElicitFormRequest("Proceed?", json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": form}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": form}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{

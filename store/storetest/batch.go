@@ -13,7 +13,7 @@ import (
 // publishes only what changed.
 func testCompleteBatch(t *testing.T, open opener) {
 	b, c := open(t)
-	bc, ok := b.(backend.BatchCompleter)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
 	if !ok {
 		t.Skip("backend does not implement backend.BatchCompleter")
 	}
@@ -34,7 +34,7 @@ func testCompleteBatch(t *testing.T, open opener) {
 	// The third lease goes stale: it expires and the job is reclaimed.
 	stale := jobs[ids[2]].Lease
 	c.Advance(lease)
-	if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 3 {
+	if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 3 {
 		t.Fatalf("RescueExpired = %d, %v; want 3", n, err)
 	}
 	claimAll() // reclaims all three; the third is then completed through its old lease

@@ -16,7 +16,7 @@ import (
 // hammer is the shared bookkeeping of the concurrency test.
 type hammer struct {
 	t *testing.T
-	b Backend
+	b backend.Store
 	c *Clock
 
 	mu         sync.Mutex
@@ -71,7 +71,7 @@ func testHammer(t *testing.T, open opener) {
 		for ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 			c.Advance(leaseDur / 4)
-			if _, err := b.RescueExpired(ctx, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
+			if _, err := b.Jobs().RescueExpired(ctx, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
 				t.Errorf("RescueExpired: %v", err)
 			}
 		}
@@ -128,7 +128,7 @@ func (h *hammer) work(ctx context.Context, rng *rand.Rand, leaseDur time.Duratio
 		h.mu.Lock()
 		before := maps.Clone(h.maxClaimed)
 		h.mu.Unlock()
-		jobs, err := h.b.Claim(ctx, backend.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
+		jobs, err := h.b.Jobs().Claim(ctx, backend.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
 		if err != nil {
 			if ctx.Err() == nil {
 				h.t.Errorf("Claim: %v", err)
@@ -175,7 +175,7 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, l
 	}
 	if rng.IntN(3) == 0 {
 		issued := h.c.Now()
-		if h.write(ctx, j, "heartbeat", false, func() error { return h.b.Heartbeat(ctx, j.Lease, leaseDur) }) {
+		if h.write(ctx, j, "heartbeat", false, func() error { return h.b.Jobs().Heartbeat(ctx, j.Lease, leaseDur) }) {
 			h.mu.Lock()
 			if hd := h.holders[j.TaskID]; hd.attempt == j.Attempt {
 				hd.expiresMs = max(hd.expiresMs, issued.Add(leaseDur).UnixMilli())
@@ -184,7 +184,7 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, l
 			h.mu.Unlock()
 		}
 	}
-	cancel, err := h.b.CancelRequested(ctx, j.TaskID)
+	cancel, err := h.b.Jobs().CancelRequested(ctx, j.TaskID)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.t.Errorf("CancelRequested: %v", err)
@@ -193,19 +193,19 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, l
 	}
 	switch n := rng.IntN(100); {
 	case cancel:
-		h.write(ctx, j, string(task.Cancelled), true, func() error { return h.b.Cancel(ctx, j.Lease, "") })
+		h.write(ctx, j, string(task.Cancelled), true, func() error { return h.b.Jobs().Cancel(ctx, j.Lease, "") })
 	case n < 55:
-		h.write(ctx, j, string(task.Completed), true, func() error { return h.b.Complete(ctx, j.Lease, textResult, "") })
+		h.write(ctx, j, string(task.Completed), true, func() error { return h.b.Jobs().Complete(ctx, j.Lease, textResult, "") })
 	case n < 70:
-		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Fail(ctx, j.Lease, toolError, "") })
+		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Jobs().Fail(ctx, j.Lease, toolError, "") })
 	case n < 88:
 		outcome := "retry"
 		if j.Failures+1 >= j.MaxAttempts {
 			outcome = "exhausted"
 		}
-		h.write(ctx, j, outcome, true, func() error { return h.b.Retry(ctx, j.Lease, h.c.Now(), "") })
+		h.write(ctx, j, outcome, true, func() error { return h.b.Jobs().Retry(ctx, j.Lease, h.c.Now(), "") })
 	default:
-		h.write(ctx, j, "release", true, func() error { return h.b.Release(ctx, j.Lease) })
+		h.write(ctx, j, "release", true, func() error { return h.b.Jobs().Release(ctx, j.Lease) })
 	}
 }
 

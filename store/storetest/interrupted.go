@@ -18,22 +18,22 @@ func testQueueOrder(t *testing.T, open opener) {
 		name string
 		// interrupt ends the claim of j some way that leaves the job to
 		// run again.
-		interrupt func(t *testing.T, b Backend, c *Clock, j backend.JobRow)
+		interrupt func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow)
 	}{
-		{"rescued", func(t *testing.T, b Backend, c *Clock, j backend.JobRow) {
+		{"rescued", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
 			c.Advance(lease)
-			if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
+			if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
 				t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
 			}
 		}},
-		{"released", func(t *testing.T, b Backend, c *Clock, j backend.JobRow) {
+		{"released", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
 			c.Advance(time.Second)
-			if err := b.Release(bg, j.Lease); err != nil {
+			if err := b.Jobs().Release(bg, j.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"answered", func(t *testing.T, b Backend, c *Clock, j backend.JobRow) {
-			if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, "asking"); err != nil {
+		{"answered", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
+			if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, "asking"); err != nil {
 				t.Fatal(err)
 			}
 			c.Advance(time.Second)
@@ -72,7 +72,7 @@ func testInterruptedRuns(t *testing.T, open opener) {
 	if j.MaxAttempts != backend.DefaultMaxAttempts {
 		t.Errorf("default MaxAttempts = %d, want %d", j.MaxAttempts, backend.DefaultMaxAttempts)
 	}
-	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +80,7 @@ func testInterruptedRuns(t *testing.T, open opener) {
 	interrupt := func(backend.JobRow) {
 		t.Helper()
 		c.Advance(lease)
-		n, err := b.RescueExpired(bg, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: maxRuns})
+		n, err := b.Jobs().RescueExpired(bg, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: maxRuns})
 		if err != nil || n < 1 {
 			t.Fatalf("RescueExpired = %d, %v", n, err)
 		}
@@ -94,11 +94,11 @@ func testInterruptedRuns(t *testing.T, open opener) {
 		if want == maxRuns-2 {
 			// One handler failure among the interruptions, and a
 			// release, which counts neither.
-			if err := b.Retry(bg, j.Lease, c.Now(), "retrying"); err != nil {
+			if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "retrying"); err != nil {
 				t.Fatal(err)
 			}
 			j = claimOne(t, b, c, tk.ID())
-			if err := b.Release(bg, j.Lease); err != nil {
+			if err := b.Jobs().Release(bg, j.Lease); err != nil {
 				t.Fatal(err)
 			}
 			j = claimOne(t, b, c, tk.ID())

@@ -128,7 +128,7 @@ func (m *mTask) fail(runAtMs int64, message string, setMessage bool) {
 // sequence is one random run against a fresh backend.
 type sequence struct {
 	t      *testing.T
-	b      Backend
+	b      backend.Store
 	c      *Clock
 	rng    *rand.Rand
 	model  refModel
@@ -280,7 +280,7 @@ func (s *sequence) check() {
 			s.fatalf("FindTask(%s): %v", m.id, err)
 		}
 		gone := m.deleted || m.expired(now.UnixMilli())
-		cancel, cerr := s.b.CancelRequested(bg, m.id)
+		cancel, cerr := s.b.Jobs().CancelRequested(bg, m.id)
 		if gone {
 			if found || errClass(cerr) != "ErrNotFound" {
 				s.fatalf("task %s should be gone: found %v, CancelRequested err %v", m.id, found, cerr)

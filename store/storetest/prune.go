@@ -15,7 +15,7 @@ import (
 // bounded by its limit and its horizon. Backends that do not prune skip it.
 func testPrune(t *testing.T, open opener) {
 	b, c := open(t)
-	p, ok := b.(backend.Pruner)
+	p, ok := b.Jobs().(backend.Pruner)
 	if !ok {
 		t.Skip("the backend is not a backend.Pruner")
 	}
@@ -23,7 +23,7 @@ func testPrune(t *testing.T, open opener) {
 	for range 5 {
 		tk := enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
 		j := claimOne(t, b, c, tk.ID())
-		wantErr(t, "Complete", b.Complete(bg, j.Lease, textResult, "done"), "ok")
+		wantErr(t, "Complete", b.Jobs().Complete(bg, j.Lease, textResult, "done"), "ok")
 		finished = append(finished, j)
 	}
 	running := enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
@@ -58,12 +58,12 @@ func testPrune(t *testing.T, open opener) {
 		}
 	}
 	// Unfinished jobs are untouched.
-	wantErr(t, "Heartbeat of a running job", b.Heartbeat(bg, live.Lease, lease), "ok")
+	wantErr(t, "Heartbeat of a running job", b.Jobs().Heartbeat(bg, live.Lease, lease), "ok")
 	claimOne(t, b, c, waiting.ID())
 
 	// Expiry still deletes the tasks whose jobs were pruned.
 	c.Advance(time.Minute)
-	if n, err := b.DeleteExpired(bg, c.Now(), 100); err != nil || n != 7 {
+	if n, err := b.Jobs().DeleteExpired(bg, c.Now(), 100); err != nil || n != 7 {
 		t.Fatalf("DeleteExpired = %d, %v; want 7", n, err)
 	}
 

@@ -43,12 +43,12 @@ func testCountActive(t *testing.T, open opener) {
 	// (expires), and two working, one of them on another endpoint.
 	done := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, done.ID())
-	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, ""); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	asking := enqueue(t, b, backend.EnqueueOptions{})
 	j = claimOne(t, b, c, asking.ID())
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatalf("RequestInput: %v", err)
 	}
 	enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})

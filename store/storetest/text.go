@@ -99,13 +99,13 @@ func testText(t *testing.T, open opener) {
 	// Worker writes refuse such text and keep the lease.
 	j := claimOne(t, b, c, tk.ID())
 	for _, bad := range badTexts {
-		checkRefusal("RequestInput with a key", b.RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
-		checkRefusal("RequestInput with a message", b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
-		checkRefusal("Retry with a message", b.Retry(bg, j.Lease, c.Now(), bad), bad)
-		checkRefusal("Complete with a message", b.Complete(bg, j.Lease, textResult, bad), bad)
-		checkRefusal("Fail with a message", b.Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
-		checkRefusal("Cancel with a message", b.Cancel(bg, j.Lease, bad), bad)
-		if bc, ok := b.(backend.BatchCompleter); ok {
+		checkRefusal("RequestInput with a key", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
+		checkRefusal("RequestInput with a message", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
+		checkRefusal("Retry with a message", b.Jobs().Retry(bg, j.Lease, c.Now(), bad), bad)
+		checkRefusal("Complete with a message", b.Jobs().Complete(bg, j.Lease, textResult, bad), bad)
+		checkRefusal("Fail with a message", b.Jobs().Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
+		checkRefusal("Cancel with a message", b.Jobs().Cancel(bg, j.Lease, bad), bad)
+		if bc, ok := b.Jobs().(backend.BatchCompleter); ok {
 			_, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})
 			checkRefusal("CompleteBatch with a message", err, bad)
 		}
@@ -113,7 +113,7 @@ func testText(t *testing.T, open opener) {
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "" {
 		t.Fatalf("after refused writes: %s %q, want working without a message", got.Status(), got.StatusMessage())
 	}
-	if err := b.Complete(bg, j.Lease, textResult, "ünïcode ok"); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, "ünïcode ok"); err != nil {
 		t.Fatalf("Complete after refused writes: %v", err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Completed || got.StatusMessage() != "ünïcode ok" {

@@ -23,10 +23,10 @@ func (s *instrumentedBatch) CompleteBatch(ctx context.Context, items []backend.C
 	return lost, err
 }
 
-// instrument wraps st, keeping its optional batch completion.
-func instrument(st durableStore, stats *storeStats, skipCancelRead bool) durableStore {
-	in := &instrumented{durableStore: st, stats: stats, skipCancelRead: skipCancelRead}
-	if bc, ok := st.(backend.BatchCompleter); ok {
+// instrument wraps the JobStore of st, keeping its optional batch completion.
+func instrument(st backend.Store, stats *storeStats, skipCancelRead bool) backend.JobStore {
+	in := &instrumented{jobStore: st.Jobs().(jobStore), stats: stats, skipCancelRead: skipCancelRead}
+	if bc, ok := st.Jobs().(backend.BatchCompleter); ok {
 		return &instrumentedBatch{instrumented: in, bc: bc}
 	}
 	return in

@@ -65,7 +65,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cancel()
 	}()
 
-	var st durableStore
+	var st backend.Store
 	var err error
 	switch *kind {
 	case "postgres":
@@ -102,7 +102,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	rt, err := worker.New(worker.Options{
-		Store: st, Events: st.EventPublisher(), Name: "durablebench-e2e",
+		Store: st.Jobs(), Events: st.EventPublisher(), Name: "durablebench-e2e",
 		Concurrency: *concurrency, ClaimBatch: *claimBatch, PollInterval: *workerPoll,
 		ShutdownGrace: 5 * time.Second, Logger: warnLogger(),
 	})

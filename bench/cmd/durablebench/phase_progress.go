@@ -80,7 +80,7 @@ func fmtRates(xs []float64) string {
 // ReportProgress counts the runtime's progress writes.
 func (s *instrumented) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
 	t0 := time.Now()
-	err := s.durableStore.ReportProgress(ctx, l, message, p)
+	err := s.jobStore.ReportProgress(ctx, l, message, p)
 	s.stats.progress.add(1, time.Since(t0))
 	return err
 }

@@ -19,15 +19,6 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// durableStore is what both taskwire stores provide.
-type durableStore interface {
-	task.Manager
-	backend.JobStore
-	backend.Enqueuer
-	backend.ProgressReporter
-	Close() error
-}
-
 // benchEndpoint, benchTenant and benchKind bind the benchmark's tasks.
 const (
 	benchEndpoint = "bench"
@@ -45,7 +36,7 @@ func warnLogger() *slog.Logger {
 // it afterwards.
 type storeTarget struct {
 	Kind  string // "postgres" or "sqlite"
-	Store durableStore
+	Store backend.Store
 	// Where: the schema (postgres) or the database file (sqlite).
 	Where string
 
