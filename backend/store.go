@@ -271,6 +271,16 @@ type ProgressReporter interface {
 	ReportProgress(ctx context.Context, l Lease, message string, p *task.Progress) error
 }
 
+// MaxProgressMessage bounds the bytes of a status message a running job
+// reports, which the runtime and the stores enforce.
+const MaxProgressMessage = 1024
+
+// ErrInvalidProgress: a progress report's message is longer than
+// MaxProgressMessage or not storable text, or its numbers are not finite
+// and non-negative. The worker runtime checks reports before queueing
+// them, and a ProgressReporter refuses such values before writing.
+var ErrInvalidProgress = errors.New("backend: invalid progress report")
+
 // Pruner is an optional extension of JobStore, for stores whose rows
 // outlive their use: store/sqlite and store/postgres implement it. When the
 // JobStore the worker runtime drives implements it, the runtime prunes on

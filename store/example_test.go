@@ -44,7 +44,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = rt // register handlers with worker.Handle, then rt.Run(ctx)
+	_ = rt // register handlers with worker.AddHandler, then rt.Run(ctx)
 
 	sp, _ := store.ParseSpec(spec)
 	fmt.Println(sp.Kind)

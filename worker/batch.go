@@ -41,7 +41,7 @@ func newCompleter(store backend.BatchCompleter, queue int) *completer {
 }
 
 // complete submits one completion, calls queued (when not nil) once it is
-// queued, and waits for its outcome: nil, ErrLeaseLost, or the batch's
+// queued, and waits for its outcome: nil, backend.ErrLeaseLost, or the batch's
 // error.
 func (c *completer) complete(ctx context.Context, item backend.Completion, queued func()) error {
 	req := completeReq{item: item, reply: make(chan error, 1)}

@@ -37,7 +37,7 @@ func TestQueuedCompletionFreesSlot(t *testing.T) {
 		gated := &gatedBatchStore{fakeStore: h.store, gate: make(chan struct{})}
 		h.rt.opts.Store = gated
 		var runs atomic.Int32
-		if err := HandleRaw(h.rt, "quick", func(context.Context, *JobContext) (*mcp.CallToolResult, error) {
+		if err := h.rt.AddRawHandler("quick", func(context.Context, *Job) (*mcp.CallToolResult, error) {
 			runs.Add(1)
 			return &mcp.CallToolResult{StructuredContent: []byte(`{"sum":1}`)}, nil
 		}); err != nil {

@@ -27,7 +27,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
 				start := time.Now()
-				err := Handle(h.rt, "report", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+				err := AddHandler(h.rt, "report", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 					if time.Since(start) < fault {
 						return sumOut{}, fmt.Errorf("write the report: %w", errors.New("read-only file system"))
 					}
@@ -75,7 +75,7 @@ func TestInterruptedRunsSpareAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{MaxInterruptedRuns: 3})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "pill", b.handle); err != nil {
+		if err := AddHandler(h.rt, "pill", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		id := h.store.enqueue(t, testOrigin(t, "pill", `{}`, sumSchema), 1)
@@ -111,7 +111,7 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "slow", b.handle); err != nil {
+		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)

@@ -15,20 +15,20 @@ import (
 // RawHandler runs one job and returns the complete tool result. The runtime
 // validates the result against the task's origin (output schema, size and
 // depth limits; see task.Validator.Result) before it completes the task. The
-// returned error decides what happens otherwise; see Handle for the rules.
-type RawHandler func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error)
+// returned error decides what happens otherwise; see AddHandler for the rules.
+type RawHandler func(ctx context.Context, job *Job) (*mcp.CallToolResult, error)
 
-// HandleRaw registers h for jobs of kind (a tool name). It fails when kind
-// is empty, h is nil, kind already has a handler, or Run has started.
-func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
+// AddRawHandler registers h for jobs of kind (a tool name). It fails when
+// kind is empty, h is nil, kind already has a handler, or Run has started.
+func (rt *Runtime) AddRawHandler(kind string, h RawHandler) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
 	return rt.register(kind, h)
 }
 
-// Handle registers a typed handler for jobs of kind (a tool name). It fails
-// like HandleRaw.
+// AddHandler registers a typed handler for jobs of kind (a tool name). It
+// fails like Runtime.AddRawHandler.
 //
 // The job's arguments are decoded into In with encoding/json; arguments that
 // do not decode complete the task with an isError result "Invalid
@@ -43,8 +43,8 @@ func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
 //     {-32603, "The task produced an invalid result."} and is never retried.
 //   - ToolError(msg): the task completes with an isError text result that
 //     the model sees.
-//   - ErrInputPending (from JobContext.Ask): the job is parked until the
-//     client answers; see JobContext.Ask.
+//   - ErrInputPending (from Job.Ask): the job is parked until the
+//     client answers; see Job.Ask.
 //   - an *mcp.Error (found with errors.As): the task fails with it, as is,
 //     without a retry. It must be client-safe.
 //   - Permanent(err): the task fails with {-32603, "The task failed."}
@@ -59,12 +59,12 @@ func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
 // was cancelled with cause ErrShuttingDown, an error releases the job to run
 // again. A result returned without an error always completes the task: a
 // completion that wins the race with a cancellation stands. If the context
-// was cancelled with cause ErrLeaseLost, nothing is written at all.
-func Handle[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *JobContext, in In) (Out, error)) error {
+// was cancelled with cause backend.ErrLeaseLost, nothing is written at all.
+func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *Job, in In) (Out, error)) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
-	return rt.register(kind, func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+	return rt.register(kind, func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 		var in In
 		if err := json.Unmarshal(job.Arguments(), &in); err != nil {
 			return textResult("Invalid arguments: "+err.Error(), true), nil
@@ -112,8 +112,9 @@ var (
 	ErrShuttingDown = errors.New("worker: shutting down")
 )
 
-// (ErrLeaseLost, declared with the Store, is the third cause: the lease
-// could not be extended, so the runtime will write nothing for this run.)
+// (backend.ErrLeaseLost, declared with the store contract, is the third
+// cause: the lease could not be extended, so the runtime will write nothing
+// for this run.)
 
 // ToolError returns an error that completes the task with an isError result
 // whose only content is the text msg: a tool-level failure the model reads
@@ -210,7 +211,7 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 			rt.loseLease(cancel, kind, j.Attempt)
 		}
 	})
-	jc := newJobContext(j, rt.validator, progress)
+	jc := newJob(j, rt.validator, progress)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
@@ -223,7 +224,7 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 }
 
 // call runs the handler, recovering a panic.
-func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *JobContext, kind string) (o outcome) {
+func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *Job, kind string) (o outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			// The panic value may carry arguments: log the stack only.
@@ -267,7 +268,7 @@ func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bo
 //
 // A progress report still pending (last) is written right before the final
 // write; a batched completion carries its numbers instead.
-func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *JobContext, kind string, expires time.Time, o outcome,
+func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind string, expires time.Time, o outcome,
 	cause error, last *progressReport, queued func()) {
 	if errors.Is(cause, backend.ErrLeaseLost) {
 		return // counted and logged when it was found; nothing may be written
@@ -379,7 +380,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 }
 
 // requestInput parks the job on the run's unanswered input requests.
-func (rt *Runtime) requestInput(base context.Context, j backend.JobRow, jc *JobContext, kind string, expires time.Time) {
+func (rt *Runtime) requestInput(base context.Context, j backend.JobRow, jc *Job, kind string, expires time.Time) {
 	reqs := jc.pendingRequests()
 	if len(reqs) == 0 {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), errNoPendingAsk)

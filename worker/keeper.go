@@ -69,7 +69,7 @@ func (k *leaseKeeper) begin() bool {
 // beat is the timer's function: one heartbeat, then a cancel check, then
 // the next heartbeat is scheduled. A heartbeat that finds the lease gone, or
 // a local deadline that passed while heartbeats failed, cancels the handler
-// with cause ErrLeaseLost and ends the heartbeats.
+// with cause backend.ErrLeaseLost and ends the heartbeats.
 func (k *leaseKeeper) beat() {
 	if !k.begin() {
 		return

@@ -15,15 +15,6 @@ import (
 // DefaultProgressInterval is the default Options.ProgressInterval.
 const DefaultProgressInterval = time.Second
 
-// MaxProgressMessage bounds the bytes of a status message a handler
-// reports.
-const MaxProgressMessage = 1024
-
-// ErrInvalidProgress: a progress report's message is longer than
-// MaxProgressMessage or not storable text, or its numbers are not finite
-// and non-negative.
-var ErrInvalidProgress = errors.New("worker: invalid progress report")
-
 // progressReport is one report: the message and the optional count.
 type progressReport struct {
 	message  string
@@ -33,16 +24,16 @@ type progressReport struct {
 // checkProgress validates a report before it is queued.
 func checkProgress(r progressReport) error {
 	switch {
-	case len(r.message) > MaxProgressMessage:
-		return fmt.Errorf("%w: the message exceeds %d bytes", ErrInvalidProgress, MaxProgressMessage)
+	case len(r.message) > backend.MaxProgressMessage:
+		return fmt.Errorf("%w: the message exceeds %d bytes", backend.ErrInvalidProgress, backend.MaxProgressMessage)
 	case !utf8.ValidString(r.message):
-		return fmt.Errorf("%w: the message is not valid UTF-8", ErrInvalidProgress)
+		return fmt.Errorf("%w: the message is not valid UTF-8", backend.ErrInvalidProgress)
 	case r.progress != nil && !r.progress.Valid():
-		return fmt.Errorf("%w: the numbers must be finite and not negative", ErrInvalidProgress)
+		return fmt.Errorf("%w: the numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	for i := 0; i < len(r.message); i++ {
 		if r.message[i] == 0 {
-			return fmt.Errorf("%w: the message holds a NUL byte", ErrInvalidProgress)
+			return fmt.Errorf("%w: the message holds a NUL byte", backend.ErrInvalidProgress)
 		}
 	}
 	return nil

@@ -10,10 +10,10 @@ import (
 // Maintenance transitions of pruning, as reported to Metrics.Maintenance.
 const (
 	// TransitionOutboxPruned: outbox rows older than
-	// Options.OutboxRetention were deleted by Pruner.PruneOutbox.
+	// Options.OutboxRetention were deleted by backend.Pruner.PruneOutbox.
 	TransitionOutboxPruned Transition = "outbox_pruned"
 	// TransitionJobPruned: job rows of tasks finished longer than
-	// Options.JobRetention ago were deleted by Pruner.PruneJobs.
+	// Options.JobRetention ago were deleted by backend.Pruner.PruneJobs.
 	TransitionJobPruned Transition = "job_pruned"
 )
 
@@ -24,14 +24,14 @@ const (
 	defaultJobRetention    = time.Hour
 )
 
-// pruneOutbox is one Pruner.PruneOutbox call, with the retention horizon.
+// pruneOutbox is one backend.Pruner.PruneOutbox call, with the retention horizon.
 func (rt *Runtime) pruneOutbox(p backend.Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
 	return func(ctx context.Context, now time.Time, limit int) (int, error) {
 		return p.PruneOutbox(ctx, now.Add(-rt.opts.OutboxRetention), limit)
 	}
 }
 
-// pruneJobs is one Pruner.PruneJobs call, with the retention horizon.
+// pruneJobs is one backend.Pruner.PruneJobs call, with the retention horizon.
 func (rt *Runtime) pruneJobs(p backend.Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
 	return func(ctx context.Context, now time.Time, limit int) (int, error) {
 		return p.PruneJobs(ctx, now.Add(-rt.opts.JobRetention), limit)

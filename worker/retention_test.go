@@ -139,7 +139,7 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 		OutboxRetention: ttl, JobRetention: ttl / 2, ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler),
 	})
 	must(t, err)
-	must(t, worker.Handle(rt, "noop", func(context.Context, *worker.JobContext, struct{}) (struct{}, error) {
+	must(t, worker.AddHandler(rt, "noop", func(context.Context, *worker.Job, struct{}) (struct{}, error) {
 		return struct{}{}, nil
 	}))
 	runCtx, stop := context.WithCancel(ctx)

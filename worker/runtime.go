@@ -50,7 +50,7 @@ type Options struct {
 	PollInterval time.Duration
 
 	// ProgressInterval is the shortest time between two progress writes
-	// of one job (see JobContext.ReportProgress). Default
+	// of one job (see Job.ReportProgress). Default
 	// DefaultProgressInterval; values below 10 ms are errors.
 	ProgressInterval time.Duration
 
@@ -71,15 +71,15 @@ type Options struct {
 	// also runs when Run starts. Default 1 min.
 	CleanupEvery time.Duration
 	// CleanupBatch is the limit of one DeleteExpired call. Default 500.
-	// It also bounds each call of the pruning passes (see Pruner).
+	// It also bounds each call of the pruning passes (see backend.Pruner).
 	CleanupBatch int
 	// OutboxRetention is how long outbox rows are kept when the store is a
-	// Pruner: longer than any outage a listener of another node should
+	// backend.Pruner: longer than any outage a listener of another node should
 	// bridge by catching up from the outbox. Default 1 h; negative keeps
 	// the outbox unpruned.
 	OutboxRetention time.Duration
 	// JobRetention is how long the job rows of finished tasks are kept
-	// when the store is a Pruner, for operators to inspect their attempt,
+	// when the store is a backend.Pruner, for operators to inspect their attempt,
 	// failure and interrupted-run counts. Default 1 h; negative keeps
 	// them unpruned.
 	JobRetention time.Duration
@@ -224,7 +224,7 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // Runtime claims jobs from a Store and runs the handlers registered for
-// their kinds. Register handlers with Handle or HandleRaw, then call Run
+// their kinds. Register handlers with AddHandler or AddRawHandler, then call Run
 // once. A Runtime is safe for concurrent use.
 type Runtime struct {
 	opts      Options

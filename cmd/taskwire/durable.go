@@ -173,10 +173,10 @@ func enqueue(ctx context.Context, st backend.Enqueuer, cc *task.CreationContext,
 // reportsDir is where reports.generate writes its files.
 func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 	return errors.Join(
-		worker.Handle(rt, toolReports, func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
+		worker.AddHandler(rt, toolReports, func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
 			return generateReport(ctx, job, in, reportsDir)
 		}),
-		worker.Handle(rt, toolApprovals, requestApproval),
+		worker.AddHandler(rt, toolApprovals, requestApproval),
 	)
 }
 
@@ -187,7 +187,7 @@ func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 //
 // While it works it reports its progress ("row 400 of 1000") every
 // progressStep; the runtime writes it to the task at most once per second.
-func generateReport(ctx context.Context, job *worker.JobContext, in ReportInput, dir string) (Report, error) {
+func generateReport(ctx context.Context, job *worker.Job, in ReportInput, dir string) (Report, error) {
 	if err := in.validate(); err != nil {
 		return Report{}, worker.ToolError(err.Error())
 	}
@@ -331,7 +331,7 @@ func reportTempPath(dir, taskID string, attempt int64) string {
 // decision. The first run records the question (the task turns
 // input_required); the run after the answer finds it and returns. Declining
 // or cancelling the form is a decision too: approved is false.
-func requestApproval(ctx context.Context, job *worker.JobContext, in ApprovalInput) (Approval, error) {
+func requestApproval(ctx context.Context, job *worker.Job, in ApprovalInput) (Approval, error) {
 	if err := in.validate(); err != nil {
 		return Approval{}, worker.ToolError(err.Error())
 	}

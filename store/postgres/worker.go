@@ -16,7 +16,6 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
@@ -207,7 +206,7 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		if it.Progress != nil && !it.Progress.Valid() {
-			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 		}
 		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
 		progress[i], totals[i] = progressArgs(it.Progress)

@@ -8,7 +8,6 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // ReportProgress implements backend.ProgressReporter: under a live lease
@@ -49,7 +48,7 @@ func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message s
 // the row is rewritten once.
 func completeWithProgress(ctx context.Context, tx *wtx, it backend.Completion, result string, nowMs int64) error {
 	if !it.Progress.Valid() {
-		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
 		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,

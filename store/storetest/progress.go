@@ -14,7 +14,6 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // progressView is what a snapshot shows of a report.
@@ -82,7 +81,7 @@ func testProgress(t *testing.T, open opener) {
 		"NUL":   func() error { return reporter(b).ReportProgress(bg, j.Lease, "a\x00b", nil) },
 		"UTF-8": func() error { return reporter(b).ReportProgress(bg, j.Lease, "\xff", nil) },
 		"too long": func() error {
-			return reporter(b).ReportProgress(bg, j.Lease, strings.Repeat("x", worker.MaxProgressMessage+1), nil)
+			return reporter(b).ReportProgress(bg, j.Lease, strings.Repeat("x", backend.MaxProgressMessage+1), nil)
 		},
 		"NaN": func() error { return reporter(b).ReportProgress(bg, j.Lease, "m", &task.Progress{Current: math.NaN()}) },
 		"negative": func() error {
@@ -90,7 +89,7 @@ func testProgress(t *testing.T, open opener) {
 		},
 	} {
 		err := bad()
-		if !errors.Is(err, backend.ErrInvalidText) && !errors.Is(err, worker.ErrInvalidProgress) {
+		if !errors.Is(err, backend.ErrInvalidText) && !errors.Is(err, backend.ErrInvalidProgress) {
 			t.Errorf("%s: err = %v, want ErrInvalidText or ErrInvalidProgress", name, err)
 		}
 	}

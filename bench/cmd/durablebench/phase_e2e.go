@@ -109,7 +109,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := worker.Handle(rt, benchKind, func(_ context.Context, _ *worker.JobContext, in benchArgs) (benchArgs, error) {
+	if err := worker.AddHandler(rt, benchKind, func(_ context.Context, _ *worker.Job, in benchArgs) (benchArgs, error) {
 		return in, nil
 	}); err != nil {
 		return err

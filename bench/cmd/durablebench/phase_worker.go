@@ -235,7 +235,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	if err != nil {
 		return nil, err
 	}
-	if err := worker.HandleRaw(rt, benchKind, func(_ context.Context, jc *worker.JobContext) (*mcp.CallToolResult, error) {
+	if err := rt.AddRawHandler(benchKind, func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
 		if progress {
 			if err := jc.ReportProgress("row 1 of 1", 1, 1); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Text a store keeps.
@@ -37,17 +36,17 @@ func CheckText(field, s string) error {
 func CheckMessage(message string) error { return CheckText("status message", message) }
 
 // CheckProgress checks a progress report a store is asked to keep: its
-// message is storable text (CheckText) of at most worker.MaxProgressMessage
+// message is storable text (CheckText) of at most backend.MaxProgressMessage
 // bytes, and its numbers, when present, are finite and not negative.
 func CheckProgress(message string, p *task.Progress) error {
-	if len(message) > worker.MaxProgressMessage {
-		return fmt.Errorf("%w: the status message exceeds %d bytes", worker.ErrInvalidProgress, worker.MaxProgressMessage)
+	if len(message) > backend.MaxProgressMessage {
+		return fmt.Errorf("%w: the status message exceeds %d bytes", backend.ErrInvalidProgress, backend.MaxProgressMessage)
 	}
 	if err := CheckMessage(message); err != nil {
 		return err
 	}
 	if p != nil && !p.Valid() {
-		return fmt.Errorf("%w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+		return fmt.Errorf("%w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	return nil
 }
