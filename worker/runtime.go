@@ -19,7 +19,10 @@ import (
 // Options configure a Runtime. Zero values mean the defaults given on each
 // field; negative durations and counts are errors.
 type Options struct {
-	// Store is the durable store the runtime claims jobs from. Required.
+	// Store is the job side of the durable store the runtime claims jobs
+	// from: a backend.Store's Jobs(). Required. The runtime also uses the
+	// optional backend.BatchCompleter, backend.ProgressReporter and
+	// backend.Pruner when Store implements them.
 	Store backend.JobStore
 	// Events, when set, is the store's task-change publisher. Hints wake the
 	// idle claim loop early and make a running job check its task's cancel
@@ -223,9 +226,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Runtime claims jobs from a Store and runs the handlers registered for
-// their kinds. Register handlers with AddHandler or AddRawHandler, then call Run
-// once. A Runtime is safe for concurrent use.
+// Runtime claims jobs from Options.Store and runs the handlers registered
+// for their kinds. Register handlers with AddHandler or AddRawHandler, then
+// call Run once. A Runtime is safe for concurrent use.
 type Runtime struct {
 	opts      Options
 	log       *slog.Logger

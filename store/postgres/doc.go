@@ -1,6 +1,7 @@
 // Package postgres is a durable task store on PostgreSQL for fleets: a
-// task.Manager for the server, and the backend.JobStore and backend.Enqueuer the
-// worker runtime drives, in one schema that any number of nodes share. It
+// backend.Store (the task.Manager of the server, the backend.Enqueuer of
+// task creation handlers, and through Jobs the backend.JobStore the worker
+// runtime drives), in one schema that any number of nodes share. It
 // behaves like store/sqlite, and both pass store/storetest.
 //
 // # Connections

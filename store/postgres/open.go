@@ -93,8 +93,8 @@ type Options struct {
 }
 
 // Store is a durable task store in one PostgreSQL schema. It implements
-// task.Manager, backend.JobStore and backend.Enqueuer, and is safe for concurrent
-// use by any number of nodes sharing the schema. Close it when done.
+// backend.Store (its job side is Jobs) and is safe for concurrent use by
+// any number of nodes sharing the schema. Close it when done.
 type Store struct {
 	opts Options
 	pool *boundedPool // every call bounded by opts.Timeout; pool.Pool for migrations

@@ -1,6 +1,7 @@
-// Package sqlite is a durable task store on SQLite: a task.Manager for the
-// server, and the backend.JobStore and backend.Enqueuer the worker runtime
-// drives, over one database file.
+// Package sqlite is a durable task store on SQLite: a backend.Store (the
+// task.Manager of the server, the backend.Enqueuer of task creation
+// handlers, and through Jobs the backend.JobStore the worker runtime
+// drives), over one database file.
 //
 // # Connections
 //

@@ -81,8 +81,8 @@ type Options struct {
 }
 
 // Store is a durable task store over one SQLite database. It implements
-// task.Manager, backend.JobStore and backend.Enqueuer, and is safe for concurrent
-// use. Close it when done.
+// backend.Store (its job side is Jobs) and is safe for concurrent use.
+// Close it when done.
 type Store struct {
 	opts Options
 	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
