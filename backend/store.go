@@ -186,10 +186,10 @@ type EnqueueOptions struct {
 }
 
 // DefaultMaxAttempts is the MaxAttempts of a job enqueued without one. With
-// worker.DefaultBackoff, the waits before the tenth failure add up to between about
-// 4¼ and 8½ minutes, so a fault of a few minutes (a database failover, a
-// full disk, an unreachable dependency) delays a task rather than failing
-// it.
+// worker.DefaultBackoff, the waits before the tenth failure add up to
+// between about 4¼ and 8½ minutes, so a fault of a few minutes (a database
+// failover, a full disk, an unreachable dependency) delays a task rather
+// than failing it.
 const DefaultMaxAttempts = 10
 
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
@@ -229,9 +229,10 @@ const MaxEnqueueBatch = 1000
 var ErrBatchIdempotencyKey = errors.New("backend: EnqueueBatch items cannot carry an idempotency key")
 
 // BatchCompleter is an optional extension of JobStore: a JobStore that
-// implements it completes many jobs in one transaction, which is the main throughput
-// lever of a durable queue (one commit, one fsync, for many jobs). The
-// runtime batches concurrent completions through it when it is available.
+// implements it completes many jobs in one transaction, which is the main
+// throughput lever of a durable queue (one commit, one fsync, for many
+// jobs). The runtime batches concurrent completions through it when it is
+// available.
 type BatchCompleter interface {
 	// CompleteBatch applies Complete to every item in one transaction.
 	// lost[i] reports that item i's lease was no longer current, in which
@@ -281,13 +282,13 @@ const MaxProgressMessage = 1024
 // them, and a ProgressReporter refuses such values before writing.
 var ErrInvalidProgress = errors.New("backend: invalid progress report")
 
-// Pruner is an optional extension of JobStore, for stores whose rows
-// outlive their use: store/sqlite and store/postgres implement it. When the
-// JobStore the worker runtime drives implements it, the runtime prunes on
-// its cleanup schedule (worker.Options.CleanupEvery, in batches of
-// worker.Options.CleanupBatch), next to JobStore.DeleteExpired, so that a long-running
-// deployment keeps its tables bounded by its traffic over the retention
-// horizons rather than by its age.
+// Pruner is an optional extension of JobStore, for stores whose rows outlive
+// their use: store/sqlite and store/postgres implement it. When the JobStore
+// the worker runtime drives implements it, the runtime prunes on its cleanup
+// schedule (worker.Options.CleanupEvery, in batches of
+// worker.Options.CleanupBatch), next to JobStore.DeleteExpired, so that a
+// long-running deployment keeps its tables bounded by its traffic over the
+// retention horizons rather than by its age.
 type Pruner interface {
 	// PruneOutbox deletes at most limit outbox rows created before the
 	// given time, oldest first, and returns how many.

@@ -47,9 +47,9 @@
 // context.Cause: ErrCancelRequested (the client asked to cancel: an error
 // return then cancels the task), ErrShuttingDown (the process is stopping:
 // an error return releases the job to run again, never failing or cancelling
-// it) or backend.ErrLeaseLost (another claim may own the job now: nothing is written
-// for this run). A result returned without an error completes the task even
-// after a cancel request: completion may win that race.
+// it) or backend.ErrLeaseLost (another claim may own the job now: nothing is
+// written for this run). A result returned without an error completes the
+// task even after a cancel request: completion may win that race.
 //
 // Error texts are never sent to clients, except ToolError messages and
 // *mcp.Error values, which the handler chooses to expose.
@@ -80,12 +80,13 @@
 // Each running job's lease is kept by a timer that heartbeats it every
 // HeartbeatEvery and then reads the task's cancel intent; with
 // Options.Events, a hint for the task makes it read the intent at once. A
-// heartbeat answered with backend.ErrLeaseLost, or a local lease deadline that passes
-// while heartbeats fail, cancels the handler with cause backend.ErrLeaseLost. All
-// writes name the Lease, so a run whose lease was lost can never commit; a
-// write refused with backend.ErrLeaseLost is logged and counted, nothing more.
-// Transient write failures are retried briefly while the lease lasts; if they
-// persist, the lease expires and the job is rescued (at-least-once).
+// heartbeat answered with backend.ErrLeaseLost, or a local lease deadline
+// that passes while heartbeats fail, cancels the handler with cause
+// backend.ErrLeaseLost. All writes name the Lease, so a run whose lease was
+// lost can never commit; a write refused with backend.ErrLeaseLost is logged
+// and counted, nothing more. Transient write failures are retried briefly
+// while the lease lasts; if they persist, the lease expires and the job is
+// rescued (at-least-once).
 //
 // # Loops and shutdown
 //
