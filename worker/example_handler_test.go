@@ -27,17 +27,9 @@ type DoubleOut struct {
 // structured content.
 func ExampleAddHandler() {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: sqlite.MemoryPath})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st, rt := openRuntime(ctx) // worker.New(worker.Options{Store: st.Jobs(), ...})
 	defer st.Close()
-
-	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	err = worker.AddHandler(rt, "double", func(ctx context.Context, job *worker.Job, in DoubleIn) (DoubleOut, error) {
+	err := worker.AddHandler(rt, "double", func(ctx context.Context, job *worker.Job, in DoubleIn) (DoubleOut, error) {
 		return DoubleOut{Double: 2 * in.N}, nil
 	})
 	if err != nil {
@@ -53,17 +45,9 @@ func ExampleAddHandler() {
 // returns the whole tool result.
 func ExampleRuntime_AddRawHandler() {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: sqlite.MemoryPath})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st, rt := openRuntime(ctx) // worker.New(worker.Options{Store: st.Jobs(), ...})
 	defer st.Close()
-
-	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	err = rt.AddRawHandler("echo", func(ctx context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
+	err := rt.AddRawHandler("echo", func(ctx context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(job.Arguments())}}}, nil
 	})
 	if err != nil {
@@ -73,6 +57,19 @@ func ExampleRuntime_AddRawHandler() {
 	done := runOne(ctx, st, rt, "echo", `{"say":"hi"}`)
 	fmt.Println(done.Status(), done.Result().Content[0].(*mcp.TextContent).Text)
 	// Output: completed {"say":"hi"}
+}
+
+// openRuntime opens an in-memory SQLite store and a runtime on its jobs.
+func openRuntime(ctx context.Context) (backend.Store, *worker.Runtime) {
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: sqlite.MemoryPath})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return st, rt
 }
 
 // runOne enqueues one task of tool with args, as a server's task creation
