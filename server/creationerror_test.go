@@ -17,13 +17,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // lockedLog is a log sink safe for the server's goroutines.
@@ -46,7 +46,7 @@ func (l *lockedLog) String() string {
 
 // creationStore is a real durable store, broken before the call.
 type creationStore struct {
-	enqueuer worker.Enqueuer
+	enqueuer backend.Enqueuer
 	manager  task.Manager
 	// logWants are substrings the server's log line must carry.
 	logWants []string
@@ -102,7 +102,7 @@ func TestCreationStoreFailureNeverLeaks(t *testing.T) {
 					if in.N < 0 {
 						return task.Handle{}, server.NewToolError(errors.New("n must not be negative"))
 					}
-					tk, err := cs.enqueuer.Enqueue(ctx, cc, worker.EnqueueOptions{})
+					tk, err := cs.enqueuer.Enqueue(ctx, cc, backend.EnqueueOptions{})
 					if err != nil {
 						return task.Handle{}, fmt.Errorf("enqueue for %s: %w", in.B, err)
 					}

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // ltSQLiteNode is one node over a SQLite file: the store is its task
@@ -35,7 +35,7 @@ func startSQLiteNode(t *testing.T, path string) *ltSQLiteNode {
 	})
 	server.AddTaskTool[ltIn, ltOut](ep, &mcp.Tool{Name: "build"},
 		func(ctx context.Context, _ *server.Request, in ltIn, cc *task.CreationContext) (task.Handle, error) {
-			tk, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{IdempotencyKey: in.Key})
+			tk, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{IdempotencyKey: in.Key})
 			if err != nil {
 				return task.Handle{}, err
 			}

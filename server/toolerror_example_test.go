@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // ExampleNewToolError shows the error rule of a creation handler: what the
@@ -15,7 +15,7 @@ import (
 // failure, reaches the client only as -32603 "Internal error" and is
 // logged by the server.
 func ExampleNewToolError() {
-	var st worker.Enqueuer // a durable store, from store.Open
+	var st backend.Enqueuer // a durable store, from store.Open
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "app", Version: "1.0.0"})
 	type In struct {
 		Rows int `json:"rows"`
@@ -28,8 +28,8 @@ func ExampleNewToolError() {
 			if in.Rows < 1 {
 				return task.Handle{}, server.NewToolError(errors.New("rows must be at least 1"))
 			}
-			t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{})
-			if errors.Is(err, worker.ErrIdempotencyConflict) {
+			t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
+			if errors.Is(err, backend.ErrIdempotencyConflict) {
 				return task.Handle{}, server.NewToolError(err)
 			}
 			if err != nil {

@@ -14,12 +14,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testPostgres returns the URL of the tests' PostgreSQL and an admin
@@ -62,7 +62,7 @@ func TestVerifyRetriesTransientErrors(t *testing.T) {
 	ep := taskEndpoint()
 	server.AddTaskTool[taskBuildIn, taskBuildOut](ep, &mcp.Tool{Name: "build"},
 		func(ctx context.Context, _ *server.Request, _ taskBuildIn, cc *task.CreationContext) (task.Handle, error) {
-			tk, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{})
+			tk, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
 			if err != nil {
 				return task.Handle{}, err
 			}

@@ -40,11 +40,11 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	rt, err := worker.New(worker.Options{Store: st, Events: st.EventPublisher()})
+	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = rt // register handlers with worker.Handle, then rt.Run(ctx)
+	_ = rt // register handlers with worker.AddHandler, then rt.Run(ctx)
 
 	sp, _ := store.ParseSpec(spec)
 	fmt.Println(sp.Kind)

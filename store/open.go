@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
@@ -93,7 +94,7 @@ func (o *Options) validate(spec Spec) error {
 // database and schema (never a password), say what is wrong and, where
 // there is one, what to do. The schema errors still match the backend's
 // ErrSchemaOutdated and ErrSchemaTooNew. ctx bounds Open only.
-func Open(ctx context.Context, spec string, opts Options) (Backend, error) {
+func Open(ctx context.Context, spec string, opts Options) (backend.Store, error) {
 	sp, err := ParseSpec(spec)
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func Open(ctx context.Context, spec string, opts Options) (Backend, error) {
 }
 
 // OpenSpec is Open for a parsed spec.
-func OpenSpec(ctx context.Context, spec Spec, opts Options) (Backend, error) {
+func OpenSpec(ctx context.Context, spec Spec, opts Options) (backend.Store, error) {
 	if err := opts.validate(spec); err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func OpenSpec(ctx context.Context, spec Spec, opts Options) (Backend, error) {
 }
 
 // openSQLite opens a SQLite store and proves it writable.
-func openSQLite(ctx context.Context, spec Spec, opts Options) (Backend, error) {
+func openSQLite(ctx context.Context, spec Spec, opts Options) (backend.Store, error) {
 	if spec.Path != sqlite.MemoryPath {
 		if err := checkDir(spec.Path); err != nil {
 			return nil, err
@@ -186,7 +187,7 @@ func writable(path string) bool {
 
 // openPostgres connects to PostgreSQL within ConnectTimeout and migrates
 // within MigrateTimeout.
-func openPostgres(ctx context.Context, spec Spec, opts Options) (Backend, error) {
+func openPostgres(ctx context.Context, spec Spec, opts Options) (backend.Store, error) {
 	where := spec.Describe(opts.Schema)
 	s, err := postgres.Open(ctx, postgres.Options{URL: spec.URL, Schema: opts.Schema, NoMigrate: opts.NoMigrate,
 		Logger: opts.Logger, Timeout: opts.Timeout, ConnectTimeout: opts.ConnectTimeout,

@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"sync"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // maxCompleteBatch bounds one CompleteBatch call.
@@ -20,17 +22,17 @@ const completeInFlight = 2
 // completeInFlight goroutines are owned by Run and end when Run closes it,
 // after every job has finished.
 type completer struct {
-	store BatchCompleter
+	store backend.BatchCompleter
 	reqs  chan completeReq
 	done  sync.WaitGroup
 }
 
 type completeReq struct {
-	item  Completion
+	item  backend.Completion
 	reply chan error // capacity 1
 }
 
-func newCompleter(store BatchCompleter, queue int) *completer {
+func newCompleter(store backend.BatchCompleter, queue int) *completer {
 	c := &completer{store: store, reqs: make(chan completeReq, queue)}
 	for range completeInFlight {
 		c.done.Go(c.loop)
@@ -39,9 +41,9 @@ func newCompleter(store BatchCompleter, queue int) *completer {
 }
 
 // complete submits one completion, calls queued (when not nil) once it is
-// queued, and waits for its outcome: nil, ErrLeaseLost, or the batch's
+// queued, and waits for its outcome: nil, backend.ErrLeaseLost, or the batch's
 // error.
-func (c *completer) complete(ctx context.Context, item Completion, queued func()) error {
+func (c *completer) complete(ctx context.Context, item backend.Completion, queued func()) error {
 	req := completeReq{item: item, reply: make(chan error, 1)}
 	select {
 	case c.reqs <- req:
@@ -69,7 +71,7 @@ func (c *completer) close() {
 
 func (c *completer) loop() {
 	batch := make([]completeReq, 0, maxCompleteBatch)
-	items := make([]Completion, 0, maxCompleteBatch)
+	items := make([]backend.Completion, 0, maxCompleteBatch)
 	for first := range c.reqs {
 		batch = append(batch[:0], first)
 	gather:
@@ -98,7 +100,7 @@ func (c *completer) loop() {
 			case err != nil:
 				r.reply <- err
 			case lost[i]:
-				r.reply <- ErrLeaseLost
+				r.reply <- backend.ErrLeaseLost
 			default:
 				r.reply <- nil
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -17,7 +18,7 @@ type gatedBatchStore struct {
 	batches atomic.Int32
 }
 
-func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []Completion) ([]bool, error) {
+func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s.batches.Add(1)
 	<-s.gate
 	lost := make([]bool, len(items))
@@ -36,7 +37,7 @@ func TestQueuedCompletionFreesSlot(t *testing.T) {
 		gated := &gatedBatchStore{fakeStore: h.store, gate: make(chan struct{})}
 		h.rt.opts.Store = gated
 		var runs atomic.Int32
-		if err := HandleRaw(h.rt, "quick", func(context.Context, *JobContext) (*mcp.CallToolResult, error) {
+		if err := h.rt.AddRawHandler("quick", func(context.Context, *Job) (*mcp.CallToolResult, error) {
 			runs.Add(1)
 			return &mcp.CallToolResult{StructuredContent: []byte(`{"sum":1}`)}, nil
 		}); err != nil {

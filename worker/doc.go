@@ -1,21 +1,21 @@
-// Package worker runs durable tasks: it claims jobs from a Store, runs the
-// handler registered for each job's kind (the tool name), keeps the job's
-// lease alive while the handler runs, and commits exactly one fenced outcome
-// per claim.
+// Package worker runs durable tasks: it claims jobs from a backend.JobStore
+// (a durable store's Jobs()), runs the handler registered for each job's
+// kind (the tool name), keeps the job's lease alive while the handler runs,
+// and commits exactly one fenced outcome per claim.
 //
 // # Use
 //
-//	rt, err := worker.New(worker.Options{Store: store, Events: store.EventPublisher()})
+//	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
 //	if err != nil { ... }
-//	err = worker.Handle(rt, "summarize", func(ctx context.Context, job *worker.JobContext, in SummarizeIn) (SummarizeOut, error) {
+//	err = worker.AddHandler(rt, "summarize", func(ctx context.Context, job *worker.Job, in SummarizeIn) (SummarizeOut, error) {
 //		...
 //	})
 //	if err != nil { ... }
 //	err = rt.Run(ctx) // until ctx is done, then drains
 //
-// Handle decodes the tool arguments into In and encodes Out as the result's
-// structuredContent with a text mirror; HandleRaw gives the handler the raw
-// arguments (JobContext.Arguments) and takes a complete *mcp.CallToolResult.
+// AddHandler decodes the tool arguments into In and encodes Out as the result's
+// structuredContent with a text mirror; AddRawHandler gives the handler the raw
+// arguments (Job.Arguments) and takes a complete *mcp.CallToolResult.
 // Every result is checked with task.Validator.Result against the task's
 // origin before it is committed: a task never completes with a value the
 // server would refuse to deliver.
@@ -26,7 +26,7 @@
 //
 //	result, nil                       → Complete (validated; invalid → Fail, no retry)
 //	ToolError(msg)                    → Complete with isError: true
-//	ErrInputPending (JobContext.Ask)  → RequestInput: task input_required, job parked
+//	ErrInputPending (Job.Ask)         → RequestInput: task input_required, job parked
 //	*mcp.Error                        → Fail with that error, no retry
 //	Permanent(err)                    → Fail {-32603 "The task failed."}, no retry
 //	other error, panic                → Retry after Options.Backoff; after MaxAttempts
@@ -34,7 +34,7 @@
 //	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
 //	                                    Options.MaxInterruptedRuns, Fail as above
 //
-// The default policy, DefaultMaxAttempts (10) with DefaultBackoff
+// The default policy, backend.DefaultMaxAttempts (10) with DefaultBackoff
 // (exponential from 1 s to 5 min, each wait between half its ceiling and the
 // ceiling), waits 255–511 s in all before the final failure: a fault of a few
 // minutes delays tasks without failing them. A run lost to a crash, a kill
@@ -47,16 +47,16 @@
 // context.Cause: ErrCancelRequested (the client asked to cancel: an error
 // return then cancels the task), ErrShuttingDown (the process is stopping:
 // an error return releases the job to run again, never failing or cancelling
-// it) or ErrLeaseLost (another claim may own the job now: nothing is written
-// for this run). A result returned without an error completes the task even
-// after a cancel request: completion may win that race.
+// it) or backend.ErrLeaseLost (another claim may own the job now: nothing is
+// written for this run). A result returned without an error completes the
+// task even after a cancel request: completion may win that race.
 //
 // Error texts are never sent to clients, except ToolError messages and
 // *mcp.Error values, which the handler chooses to expose.
 //
 // # Input and replay
 //
-// JobContext.Ask returns a stored answer or records a pending request and
+// Job.Ask returns a stored answer or records a pending request and
 // returns ErrInputPending. When the handler returns it, every request asked
 // in the run without an answer is committed at once, the task becomes
 // input_required and the job is parked. When the client has answered all of
@@ -67,9 +67,9 @@
 //
 // # Progress
 //
-// JobContext.ReportProgress (and ReportStatus) set the task's status message,
+// Job.ReportProgress (and ReportStatus) set the task's status message,
 // with an optional progress count, through the store's optional
-// ProgressReporter. A per-run coalescer writes at most one report per
+// backend.ProgressReporter. A per-run coalescer writes at most one report per
 // Options.ProgressInterval, the first an interval after the claim, always the
 // latest one, and a report still waiting when the handler returns right
 // before the final write (a batched completion carries its count). Its timer
@@ -80,12 +80,13 @@
 // Each running job's lease is kept by a timer that heartbeats it every
 // HeartbeatEvery and then reads the task's cancel intent; with
 // Options.Events, a hint for the task makes it read the intent at once. A
-// heartbeat answered with ErrLeaseLost, or a local lease deadline that passes
-// while heartbeats fail, cancels the handler with cause ErrLeaseLost. All
-// writes name the Lease, so a run whose lease was lost can never commit; a
-// write refused with ErrLeaseLost is logged and counted, nothing more.
-// Transient write failures are retried briefly while the lease lasts; if they
-// persist, the lease expires and the job is rescued (at-least-once).
+// heartbeat answered with backend.ErrLeaseLost, or a local lease deadline
+// that passes while heartbeats fail, cancels the handler with cause
+// backend.ErrLeaseLost. All writes name the Lease, so a run whose lease was
+// lost can never commit; a write refused with backend.ErrLeaseLost is logged
+// and counted, nothing more. Transient write failures are retried briefly
+// while the lease lasts; if they persist, the lease expires and the job is
+// rescued (at-least-once).
 //
 // # Loops and shutdown
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -21,12 +22,12 @@ func generateRow(int) {}
 // A handler reports "row 400 of 1000" as it goes; the runtime writes the
 // last report at most once a second, under the job's lease, and tasks/get
 // returns it as the task's statusMessage.
-func ExampleJobContext_ReportProgress() {
+func ExampleJob_ReportProgress() {
 	rt, err := worker.New(worker.Options{Store: openStore()})
 	if err != nil {
 		panic(err)
 	}
-	err = worker.Handle(rt, "reports.generate", func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
+	err = worker.AddHandler(rt, "reports.generate", func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
 		for row := 1; row <= in.Rows; row++ {
 			if err := ctx.Err(); err != nil {
 				return Report{}, context.Cause(ctx)
@@ -45,4 +46,4 @@ func ExampleJobContext_ReportProgress() {
 }
 
 // openStore stands for opening a durable store such as *sqlite.Store.
-func openStore() worker.Store { return nil }
+func openStore() backend.JobStore { return nil }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -35,8 +36,8 @@ type fakeStore struct {
 	claimErr error
 	// Call counters and logs for assertions.
 	rescueCalls, cleanupCalls int
-	rescues                   []RescueParams
-	claims                    []ClaimParams
+	rescues                   []backend.RescueParams
+	claims                    []backend.ClaimParams
 	heartbeats                int
 	writes                    []string // "op" per accepted final write
 }
@@ -165,13 +166,13 @@ func (s *fakeStore) setClaimErr(err error) {
 	s.claimErr = err
 }
 
-func (s *fakeStore) rescueLog() []RescueParams {
+func (s *fakeStore) rescueLog() []backend.RescueParams {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.rescues)
 }
 
-func (s *fakeStore) claimLog() []ClaimParams {
+func (s *fakeStore) claimLog() []backend.ClaimParams {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.claims)
@@ -190,12 +191,12 @@ func (s *fakeStore) writeLog() []string {
 }
 
 // fenced applies fn to the job named by l if l is its live claim.
-func (s *fakeStore) fenced(l Lease, op string, fn func(j *fakeJob) error) error {
+func (s *fakeStore) fenced(l backend.Lease, op string, fn func(j *fakeJob) error) error {
 	s.mu.Lock()
 	j, ok := s.jobs[l.TaskID]
 	if !ok || j.state != "running" || j.attempt != l.Attempt || !time.Now().Before(j.leaseUntil) {
 		s.mu.Unlock()
-		return ErrLeaseLost
+		return backend.ErrLeaseLost
 	}
 	if err := fn(j); err != nil {
 		s.mu.Unlock()
@@ -211,7 +212,7 @@ func (s *fakeStore) fenced(l Lease, op string, fn func(j *fakeJob) error) error 
 	return nil
 }
 
-func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
+func (s *fakeStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
 	if p.Limit < 1 {
 		return nil, fmt.Errorf("fake: limit %d", p.Limit)
 	}
@@ -225,7 +226,7 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	if anyKind {
 		s.anyKindClaims--
 	}
-	var out []Job
+	var out []backend.JobRow
 	for _, id := range s.order {
 		if len(out) == p.Limit {
 			break
@@ -241,8 +242,8 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 		j.attempt++
 		j.leaseUntil = p.Now.Add(p.Lease)
 		j.claimTimes = append(j.claimTimes, p.Now)
-		out = append(out, Job{
-			Lease:           Lease{TaskID: id, Attempt: j.attempt},
+		out = append(out, backend.JobRow{
+			Lease:           backend.Lease{TaskID: id, Attempt: j.attempt},
 			Kind:            j.kind,
 			Origin:          j.origin,
 			Failures:        j.failures,
@@ -256,7 +257,7 @@ func (s *fakeStore) Claim(ctx context.Context, p ClaimParams) ([]Job, error) {
 	return out, nil
 }
 
-func (s *fakeStore) Heartbeat(ctx context.Context, l Lease, lease time.Duration) error {
+func (s *fakeStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
 	s.mu.Lock()
 	err := s.heartbeatErr
 	s.mu.Unlock()
@@ -270,11 +271,11 @@ func (s *fakeStore) Heartbeat(ctx context.Context, l Lease, lease time.Duration)
 	})
 }
 
-func (s *fakeStore) RequestInput(ctx context.Context, l Lease, reqs mcp.InputRequests, message string) error {
+func (s *fakeStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
 	return s.fenced(l, "RequestInput", func(j *fakeJob) error {
 		for k := range reqs {
 			if j.used[k] {
-				return ErrKeyReused
+				return backend.ErrKeyReused
 			}
 		}
 		for k := range reqs {
@@ -285,35 +286,35 @@ func (s *fakeStore) RequestInput(ctx context.Context, l Lease, reqs mcp.InputReq
 	})
 }
 
-func (s *fakeStore) Complete(ctx context.Context, l Lease, res *mcp.CallToolResult, message string) error {
+func (s *fakeStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
 	return s.fenced(l, "Complete", func(j *fakeJob) error {
 		j.state, j.status, j.result, j.message = "done", task.Completed, res, message
 		return nil
 	})
 }
 
-func (s *fakeStore) Fail(ctx context.Context, l Lease, rpcErr *mcp.Error, message string) error {
+func (s *fakeStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
 	return s.fenced(l, "Fail", func(j *fakeJob) error {
 		j.state, j.status, j.rpcErr, j.message = "done", task.Failed, rpcErr, message
 		return nil
 	})
 }
 
-func (s *fakeStore) Cancel(ctx context.Context, l Lease, message string) error {
+func (s *fakeStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
 	return s.fenced(l, "Cancel", func(j *fakeJob) error {
 		j.state, j.status, j.message = "done", task.Cancelled, message
 		return nil
 	})
 }
 
-func (s *fakeStore) Retry(ctx context.Context, l Lease, runAt time.Time, message string) error {
+func (s *fakeStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
 	return s.fenced(l, "Retry", func(j *fakeJob) error {
 		j.state, j.failures, j.runAt, j.message = "available", j.failures+1, runAt, message
 		return nil
 	})
 }
 
-func (s *fakeStore) Release(ctx context.Context, l Lease) error {
+func (s *fakeStore) Release(ctx context.Context, l backend.Lease) error {
 	return s.fenced(l, "Release", func(j *fakeJob) error {
 		j.state = "available"
 		return nil
@@ -330,7 +331,7 @@ func (s *fakeStore) CancelRequested(ctx context.Context, taskID string) (bool, e
 	return j.cancelReq, nil
 }
 
-func (s *fakeStore) RescueExpired(ctx context.Context, p RescueParams) (int, error) {
+func (s *fakeStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
 	s.mu.Lock()
 	s.rescueCalls++
 	s.rescues = append(s.rescues, p)
@@ -366,7 +367,7 @@ func (s *fakeStore) DeleteExpired(ctx context.Context, now time.Time, limit int)
 }
 
 // ReportProgress implements ProgressReporter, fenced like every write.
-func (s *fakeStore) ReportProgress(ctx context.Context, l Lease, message string, p *task.Progress) error {
+func (s *fakeStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
 	return s.fenced(l, "ReportProgress", func(j *fakeJob) error {
 		j.message, j.progress = message, p
 		j.reports = append(j.reports, fakeReport{at: time.Now(), message: message, progress: p})
@@ -375,6 +376,6 @@ func (s *fakeStore) ReportProgress(ctx context.Context, l Lease, message string,
 }
 
 var (
-	_ Store            = (*fakeStore)(nil)
-	_ ProgressReporter = (*fakeStore)(nil)
+	_ backend.JobStore         = (*fakeStore)(nil)
+	_ backend.ProgressReporter = (*fakeStore)(nil)
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -26,7 +27,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
 				start := time.Now()
-				err := Handle(h.rt, "report", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+				err := AddHandler(h.rt, "report", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 					if time.Since(start) < fault {
 						return sumOut{}, fmt.Errorf("write the report: %w", errors.New("read-only file system"))
 					}
@@ -35,7 +36,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), DefaultMaxAttempts)
+				id := h.store.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), backend.DefaultMaxAttempts)
 				h.start()
 				j := h.waitStatus(t, id, task.Completed)
 				h.stop(t)
@@ -57,7 +58,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 func TestPolicySums(t *testing.T) {
 	for range 200 {
 		var total time.Duration
-		for n := 1; n < DefaultMaxAttempts; n++ {
+		for n := 1; n < backend.DefaultMaxAttempts; n++ {
 			total += DefaultBackoff(n)
 		}
 		if total < 255500*time.Millisecond || total > 511*time.Second {
@@ -74,7 +75,7 @@ func TestInterruptedRunsSpareAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{MaxInterruptedRuns: 3})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "pill", b.handle); err != nil {
+		if err := AddHandler(h.rt, "pill", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		id := h.store.enqueue(t, testOrigin(t, "pill", `{}`, sumSchema), 1)
@@ -110,7 +111,7 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "slow", b.handle); err != nil {
+		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
@@ -142,7 +143,7 @@ func (*net503) Error() string { return "dial tcp: connection refused" }
 
 func TestErrText(t *testing.T) {
 	long := strings.Repeat("é", logtext.MaxErrText) // two bytes each
-	j := &Job{Lease: Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
+	j := &backend.JobRow{Lease: backend.Lease{TaskID: "tid-123"}, Origin: testOrigin(t, "k",
 		`{"path":"/srv/secret","n":12345,"list":["token-abc","ab","tab\there"],"nested":{"key":"/srv/secret/x"}}`, "")}
 	for _, tc := range []struct {
 		name, got, want string

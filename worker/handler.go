@@ -8,26 +8,27 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 )
 
 // RawHandler runs one job and returns the complete tool result. The runtime
 // validates the result against the task's origin (output schema, size and
 // depth limits; see task.Validator.Result) before it completes the task. The
-// returned error decides what happens otherwise; see Handle for the rules.
-type RawHandler func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error)
+// returned error decides what happens otherwise; see AddHandler for the rules.
+type RawHandler func(ctx context.Context, job *Job) (*mcp.CallToolResult, error)
 
-// HandleRaw registers h for jobs of kind (a tool name). It fails when kind
-// is empty, h is nil, kind already has a handler, or Run has started.
-func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
+// AddRawHandler registers h for jobs of kind (a tool name). It fails when
+// kind is empty, h is nil, kind already has a handler, or Run has started.
+func (rt *Runtime) AddRawHandler(kind string, h RawHandler) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
 	return rt.register(kind, h)
 }
 
-// Handle registers a typed handler for jobs of kind (a tool name). It fails
-// like HandleRaw.
+// AddHandler registers a typed handler for jobs of kind (a tool name). It
+// fails like Runtime.AddRawHandler.
 //
 // The job's arguments are decoded into In with encoding/json; arguments that
 // do not decode complete the task with an isError result "Invalid
@@ -42,8 +43,8 @@ func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
 //     {-32603, "The task produced an invalid result."} and is never retried.
 //   - ToolError(msg): the task completes with an isError text result that
 //     the model sees.
-//   - ErrInputPending (from JobContext.Ask): the job is parked until the
-//     client answers; see JobContext.Ask.
+//   - ErrInputPending (from Job.Ask): the job is parked until the
+//     client answers; see Job.Ask.
 //   - an *mcp.Error (found with errors.As): the task fails with it, as is,
 //     without a retry. It must be client-safe.
 //   - Permanent(err): the task fails with {-32603, "The task failed."}
@@ -58,12 +59,12 @@ func HandleRaw(rt *Runtime, kind string, h RawHandler) error {
 // was cancelled with cause ErrShuttingDown, an error releases the job to run
 // again. A result returned without an error always completes the task: a
 // completion that wins the race with a cancellation stands. If the context
-// was cancelled with cause ErrLeaseLost, nothing is written at all.
-func Handle[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *JobContext, in In) (Out, error)) error {
+// was cancelled with cause backend.ErrLeaseLost, nothing is written at all.
+func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *Job, in In) (Out, error)) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
-	return rt.register(kind, func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+	return rt.register(kind, func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 		var in In
 		if err := json.Unmarshal(job.Arguments(), &in); err != nil {
 			return textResult("Invalid arguments: "+err.Error(), true), nil
@@ -111,8 +112,9 @@ var (
 	ErrShuttingDown = errors.New("worker: shutting down")
 )
 
-// (ErrLeaseLost, declared with the Store, is the third cause: the lease
-// could not be extended, so the runtime will write nothing for this run.)
+// (backend.ErrLeaseLost, declared with the store contract, is the third
+// cause: the lease could not be extended, so the runtime will write nothing
+// for this run.)
 
 // ToolError returns an error that completes the task with an isError result
 // whose only content is the text msg: a tool-level failure the model reads
@@ -174,7 +176,7 @@ type outcome struct {
 // runJob runs one claimed job to its final write and frees its slot: once
 // its completion is queued for a batch (the slot bounds running handlers;
 // the batcher's queue bounds the completions waiting), or when it returns.
-func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
+func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time.Time) {
 	freed := false
 	freeSlot := func() {
 		if !freed {
@@ -205,11 +207,11 @@ func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 	defer untrack()
 
 	progress := rt.newJobProgress(base, j, kind, claimedAt, func() {
-		if !errors.Is(context.Cause(jctx), ErrLeaseLost) { // the keeper may have found it first
+		if !errors.Is(context.Cause(jctx), backend.ErrLeaseLost) { // the keeper may have found it first
 			rt.loseLease(cancel, kind, j.Attempt)
 		}
 	})
-	jc := newJobContext(j, rt.validator, progress)
+	jc := newJob(j, rt.validator, progress)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
@@ -222,7 +224,7 @@ func (rt *Runtime) runJob(base context.Context, j Job, claimedAt time.Time) {
 }
 
 // call runs the handler, recovering a panic.
-func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *JobContext, kind string) (o outcome) {
+func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *Job, kind string) (o outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			// The panic value may carry arguments: log the stack only.
@@ -235,7 +237,7 @@ func (rt *Runtime) call(ctx context.Context, h RawHandler, jc *JobContext, kind 
 }
 
 func (rt *Runtime) loseLease(cancel context.CancelCauseFunc, kind string, attempt int64) {
-	cancel(ErrLeaseLost)
+	cancel(backend.ErrLeaseLost)
 	rt.metrics.JobTransition(kind, TransitionLeaseLost)
 	rt.log.Warn("worker: lease lost; the handler is cancelled and its outcome dropped", "kind", kind, "attempt", attempt)
 }
@@ -266,9 +268,9 @@ func (rt *Runtime) cancelRequested(base context.Context, taskID, kind string) bo
 //
 // A progress report still pending (last) is written right before the final
 // write; a batched completion carries its numbers instead.
-func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind string, expires time.Time, o outcome,
+func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind string, expires time.Time, o outcome,
 	cause error, last *progressReport, queued func()) {
-	if errors.Is(cause, ErrLeaseLost) {
+	if errors.Is(cause, backend.ErrLeaseLost) {
 		return // counted and logged when it was found; nothing may be written
 	}
 	if last != nil && (o.err != nil || rt.completer == nil) {
@@ -317,7 +319,7 @@ func (rt *Runtime) settle(base context.Context, j Job, jc *JobContext, kind stri
 // complete validates res against the origin and completes the task, or
 // fails it when the result is invalid. With a batcher, queued is called
 // once the completion is queued.
-func (rt *Runtime) complete(base context.Context, j Job, kind string, expires time.Time, res *mcp.CallToolResult,
+func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string, expires time.Time, res *mcp.CallToolResult,
 	last *progressReport, queued func()) {
 	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
@@ -326,7 +328,7 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 	}
 	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
-			c := Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
+			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
 			if last != nil {
 				c.Progress = last.progress
 			}
@@ -338,7 +340,7 @@ func (rt *Runtime) complete(base context.Context, j Job, kind string, expires ti
 
 // failNow counts a failure of category c, caused by err, and fails the task
 // with rpcErr.
-func (rt *Runtime) failNow(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
+func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
 	err error) {
 	rt.metrics.JobFailure(kind, c)
 	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c),
@@ -346,7 +348,7 @@ func (rt *Runtime) failNow(base context.Context, j Job, kind string, expires tim
 	rt.fail(base, j, kind, expires, rpcErr)
 }
 
-func (rt *Runtime) fail(base context.Context, j Job, kind string, expires time.Time, rpcErr *mcp.Error) {
+func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, expires time.Time, rpcErr *mcp.Error) {
 	rt.finish(kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "")
 	}))
@@ -355,7 +357,7 @@ func (rt *Runtime) fail(base context.Context, j Job, kind string, expires time.T
 // retryOrFail counts a failure of category c, caused by err, and retries the
 // job after the backoff, or fails the task once its attempts are used up. A
 // task whose client asked to cancel is cancelled instead of retried.
-func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires time.Time, c FailureCategory, err error) {
+func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
 	failures := j.Failures + 1
 	if failures >= j.MaxAttempts {
@@ -378,7 +380,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j Job, kind string, expires
 }
 
 // requestInput parks the job on the run's unanswered input requests.
-func (rt *Runtime) requestInput(base context.Context, j Job, jc *JobContext, kind string, expires time.Time) {
+func (rt *Runtime) requestInput(base context.Context, j backend.JobRow, jc *Job, kind string, expires time.Time) {
 	reqs := jc.pendingRequests()
 	if len(reqs) == 0 {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), errNoPendingAsk)
@@ -391,20 +393,20 @@ func (rt *Runtime) requestInput(base context.Context, j Job, jc *JobContext, kin
 	err := rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.RequestInput(ctx, j.Lease, reqs, msgWaitingInput)
 	})
-	if errors.Is(err, ErrKeyReused) {
+	if errors.Is(err, backend.ErrKeyReused) {
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), err)
 		return
 	}
 	rt.finish(kind, j.Attempt, TransitionInputRequested, err)
 }
 
-func (rt *Runtime) cancel(base context.Context, j Job, kind string, expires time.Time) {
+func (rt *Runtime) cancel(base context.Context, j backend.JobRow, kind string, expires time.Time) {
 	rt.finish(kind, j.Attempt, TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Cancel(ctx, j.Lease, msgCancelled)
 	}))
 }
 
-func (rt *Runtime) release(base context.Context, j Job, kind string, expires time.Time) {
+func (rt *Runtime) release(base context.Context, j backend.JobRow, kind string, expires time.Time) {
 	rt.finish(kind, j.Attempt, TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Release(ctx, j.Lease)
 	}))
@@ -415,7 +417,7 @@ func (rt *Runtime) finish(kind string, attempt int64, t Transition, err error) {
 	switch {
 	case err == nil:
 		rt.metrics.JobTransition(kind, t)
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, backend.ErrLeaseLost):
 		rt.metrics.JobTransition(kind, TransitionLeaseLost)
 		rt.log.Warn("worker: lease lost before the final write", "kind", kind, "attempt", attempt, "transition", string(t))
 	default:

@@ -28,8 +28,8 @@ const sumSchema = `{"type":"object","properties":{"sum":{"type":"integer"}},"req
 func TestTypedSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		var got *JobContext
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		var got *Job
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 			got = job
 			return sumOut{Sum: in.A + in.B}, nil
 		})
@@ -42,7 +42,7 @@ func TestTypedSuccess(t *testing.T) {
 		h.stop(t)
 
 		if got.TaskID() != id || got.Kind() != "sum" || got.Attempt() != 1 || got.Failures() != 0 {
-			t.Errorf("JobContext = %s %s %d %d", got.TaskID(), got.Kind(), got.Attempt(), got.Failures())
+			t.Errorf("Job = %s %s %d %d", got.TaskID(), got.Kind(), got.Attempt(), got.Failures())
 		}
 		if string(j.result.StructuredContent) != `{"sum":3}` {
 			t.Errorf("structuredContent = %s", j.result.StructuredContent)
@@ -66,7 +66,7 @@ func TestTypedSuccess(t *testing.T) {
 func TestRawHandlerResultIsValidated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := HandleRaw(h.rt, "raw", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		err := h.rt.AddRawHandler("raw", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			if string(job.Arguments()) != `{"x":1}` {
 				return nil, Permanent(errors.New("unexpected arguments"))
 			}
@@ -98,17 +98,17 @@ func TestRawHandlerResultIsValidated(t *testing.T) {
 
 func TestInvalidResultFailsWithoutRetry(t *testing.T) {
 	for name, h := range map[string]RawHandler{
-		"schema mismatch": func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		"schema mismatch": func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{StructuredContent: []byte(`{"sum":"three"}`)}, nil
 		},
-		"nil result": func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		"nil result": func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			return nil, nil
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hs := newHarness(t, Options{})
-				if err := HandleRaw(hs.rt, "sum", h); err != nil {
+				if err := hs.rt.AddRawHandler("sum", h); err != nil {
 					t.Fatal(err)
 				}
 				id := hs.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 5)
@@ -133,7 +133,7 @@ func TestInvalidResultFailsWithoutRetry(t *testing.T) {
 func TestTypedOutputThatCannotBeEncoded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := Handle(h.rt, "chan", func(ctx context.Context, job *JobContext, in struct{}) (chan int, error) {
+		err := AddHandler(h.rt, "chan", func(ctx context.Context, job *Job, in struct{}) (chan int, error) {
 			return make(chan int), nil
 		})
 		if err != nil {
@@ -153,7 +153,7 @@ func TestArgumentsThatDoNotDecodeAreAToolError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		ran := false
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 			ran = true
 			return sumOut{}, nil
 		})
@@ -177,7 +177,7 @@ func TestRetryWithBackoffThenFail(t *testing.T) {
 			backoffs = append(backoffs, n)
 			return time.Duration(n) * 10 * time.Second
 		}})
-		err := HandleRaw(h.rt, "flaky", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		err := h.rt.AddRawHandler("flaky", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			return nil, fmt.Errorf("boom in %s with secret-arg", job.TaskID())
 		})
 		if err != nil {
@@ -225,7 +225,7 @@ func TestRetryWithBackoffThenFail(t *testing.T) {
 func TestRetryThenSucceed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Backoff: func(int) time.Duration { return time.Second }})
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 			if job.Failures() == 0 {
 				return sumOut{}, context.DeadlineExceeded
 			}
@@ -260,7 +260,7 @@ func TestPermanentFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
-				err := HandleRaw(h.rt, "p", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+				err := h.rt.AddRawHandler("p", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 					return nil, tc.err
 				})
 				if err != nil {
@@ -294,7 +294,7 @@ func TestPermanentFailures(t *testing.T) {
 func TestToolErrorCompletesWithIsError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 			return sumOut{}, ToolError("The city was not found.")
 		})
 		if err != nil {
@@ -317,7 +317,7 @@ func TestToolErrorCompletesWithIsError(t *testing.T) {
 func TestPanicIsRecoveredAndRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Backoff: func(int) time.Duration { return time.Second }})
-		err := HandleRaw(h.rt, "boom", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		err := h.rt.AddRawHandler("boom", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			panic("secret-panic-value")
 		})
 		if err != nil {

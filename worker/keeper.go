@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // leaseKeeper keeps a running job's lease: it heartbeats every
@@ -18,7 +20,7 @@ type leaseKeeper struct {
 	base   context.Context // for store calls; outlives the handler
 	jctx   context.Context // the handler's context
 	cancel context.CancelCauseFunc
-	lease  Lease
+	lease  backend.Lease
 	kind   string
 
 	mu       sync.Mutex
@@ -31,7 +33,7 @@ type leaseKeeper struct {
 }
 
 // keepLease starts keeping j's lease, whose local deadline is expires.
-func (rt *Runtime) keepLease(base, jctx context.Context, cancel context.CancelCauseFunc, j Job, kind string,
+func (rt *Runtime) keepLease(base, jctx context.Context, cancel context.CancelCauseFunc, j backend.JobRow, kind string,
 	expires time.Time) *leaseKeeper {
 	k := &leaseKeeper{rt: rt, base: base, jctx: jctx, cancel: cancel, lease: j.Lease, kind: kind, expires: expires}
 	k.mu.Lock()
@@ -67,7 +69,7 @@ func (k *leaseKeeper) begin() bool {
 // beat is the timer's function: one heartbeat, then a cancel check, then
 // the next heartbeat is scheduled. A heartbeat that finds the lease gone, or
 // a local deadline that passed while heartbeats failed, cancels the handler
-// with cause ErrLeaseLost and ends the heartbeats.
+// with cause backend.ErrLeaseLost and ends the heartbeats.
 func (k *leaseKeeper) beat() {
 	if !k.begin() {
 		return
@@ -90,7 +92,7 @@ func (k *leaseKeeper) beat() {
 		k.mu.Lock()
 		k.expires = sent.Add(rt.opts.Lease)
 		k.mu.Unlock()
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, backend.ErrLeaseLost):
 		rt.loseLease(k.cancel, k.kind, k.lease.Attempt)
 		return
 	default:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -36,7 +37,7 @@ func newBlockingHandler(withResult bool) *blockingHandler {
 	return &blockingHandler{started: make(chan struct{}, 10), returned: make(chan struct{}, 10), withResult: withResult}
 }
 
-func (b *blockingHandler) handle(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+func (b *blockingHandler) handle(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 	b.runs.Add(1)
 	b.started <- struct{}{}
 	defer func() { b.returned <- struct{}{} }()
@@ -56,7 +57,7 @@ func TestCancelDuringRun(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
 				b := newBlockingHandler(false)
-				if err := Handle(h.rt, "slow", b.handle); err != nil {
+				if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 					t.Fatal(err)
 				}
 				id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
@@ -98,7 +99,7 @@ func TestCompletionWinsOverCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		b := newBlockingHandler(true)
-		if err := Handle(h.rt, "slow", b.handle); err != nil {
+		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
@@ -117,7 +118,7 @@ func TestCancelBeforeStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "slow", b.handle); err != nil {
+		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
@@ -137,7 +138,7 @@ func TestLeaseLost(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
 				b := newBlockingHandler(true) // returns a result that must be dropped
-				if err := Handle(h.rt, "slow", b.handle); err != nil {
+				if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 					t.Fatal(err)
 				}
 				id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
@@ -152,7 +153,7 @@ func TestLeaseLost(t *testing.T) {
 				<-b.returned
 				lostAfter := time.Since(t0)
 				synctest.Wait()
-				if !errors.Is(b.lastCause(), ErrLeaseLost) {
+				if !errors.Is(b.lastCause(), backend.ErrLeaseLost) {
 					t.Errorf("cause = %v", b.lastCause())
 				}
 				if how == "heartbeats keep failing" && (lostAfter < 20*time.Second || lostAfter > 31*time.Second) {
@@ -187,7 +188,7 @@ func TestLeaseLost(t *testing.T) {
 func TestLongHandlerKeepsItsLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := Handle(h.rt, "long", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+		err := AddHandler(h.rt, "long", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 			time.Sleep(100 * time.Second) // three leases
 			return sumOut{Sum: 1}, ctx.Err()
 		})
@@ -207,7 +208,7 @@ func TestLongHandlerKeepsItsLease(t *testing.T) {
 func TestRescuedJobRunsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		if err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+		if err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 			return sumOut{Sum: 5}, nil
 		}); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,9 @@
 package worker
 
-import "github.com/taskwire/taskwire/internal/logtext"
+import (
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/logtext"
+)
 
 // errText renders an error for the log: its text (a PostgreSQL error's
 // SQLSTATE included), cut to 1,000 bytes on a character boundary and
@@ -15,4 +18,6 @@ func errText(err error) string { return logtext.Error(err) }
 // in the log. It is a safety net, not a licence: handlers should keep
 // secrets out of their errors, since a value derived from an argument (a
 // decoded token, a record fetched with it) is not recognised.
-func jobErrText(j *Job, err error) string { return logtext.Scrubbed(err, j.TaskID, j.rawArguments()) }
+func jobErrText(j *backend.JobRow, err error) string {
+	return logtext.Scrubbed(err, j.TaskID, j.Origin.Params().Arguments)
+}

@@ -56,10 +56,10 @@ func TestStoreErrorsLoggedWithSQLSTATE(t *testing.T) {
 	must(t, err)
 
 	logs := &signalLog{wake: make(chan struct{}, 1)}
-	rt, err := worker.New(worker.Options{Store: st, PollInterval: 10 * time.Millisecond,
+	rt, err := worker.New(worker.Options{Store: st.Jobs(), PollInterval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	must(t, err)
-	must(t, worker.Handle(rt, "noop", func(context.Context, *worker.JobContext, struct{}) (struct{}, error) {
+	must(t, worker.AddHandler(rt, "noop", func(context.Context, *worker.Job, struct{}) (struct{}, error) {
 		return struct{}{}, nil
 	}))
 	runCtx, stop := context.WithCancel(ctx)

@@ -8,36 +8,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
-// ProgressReporter is an optional extension of Store: a store that
-// implements it records the progress a running job reports
-// (JobContext.ReportProgress). Without it, reports are dropped.
-type ProgressReporter interface {
-	// ReportProgress sets the status message of the lease's task to
-	// message and its progress count to p (nil: none), under the lease
-	// like every fenced write: when the lease is not the job's live claim
-	// it returns ErrLeaseLost and changes nothing. The task's status does
-	// not change. The change is committed with an outbox row and the task
-	// ID published after commit, so that listeners see it and tasks/get
-	// returns message as the task's statusMessage. A message that is not
-	// storable text fails with ErrInvalidText, and numbers that are not
-	// finite and non-negative fail too, before anything is written.
-	ReportProgress(ctx context.Context, l Lease, message string, p *task.Progress) error
-}
-
 // DefaultProgressInterval is the default Options.ProgressInterval.
 const DefaultProgressInterval = time.Second
-
-// MaxProgressMessage bounds the bytes of a status message a handler
-// reports.
-const MaxProgressMessage = 1024
-
-// ErrInvalidProgress: a progress report's message is longer than
-// MaxProgressMessage or not storable text, or its numbers are not finite
-// and non-negative.
-var ErrInvalidProgress = errors.New("worker: invalid progress report")
 
 // progressReport is one report: the message and the optional count.
 type progressReport struct {
@@ -48,16 +24,16 @@ type progressReport struct {
 // checkProgress validates a report before it is queued.
 func checkProgress(r progressReport) error {
 	switch {
-	case len(r.message) > MaxProgressMessage:
-		return fmt.Errorf("%w: the message exceeds %d bytes", ErrInvalidProgress, MaxProgressMessage)
+	case len(r.message) > backend.MaxProgressMessage:
+		return fmt.Errorf("%w: the message exceeds %d bytes", backend.ErrInvalidProgress, backend.MaxProgressMessage)
 	case !utf8.ValidString(r.message):
-		return fmt.Errorf("%w: the message is not valid UTF-8", ErrInvalidProgress)
+		return fmt.Errorf("%w: the message is not valid UTF-8", backend.ErrInvalidProgress)
 	case r.progress != nil && !r.progress.Valid():
-		return fmt.Errorf("%w: the numbers must be finite and not negative", ErrInvalidProgress)
+		return fmt.Errorf("%w: the numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	for i := 0; i < len(r.message); i++ {
 		if r.message[i] == 0 {
-			return fmt.Errorf("%w: the message holds a NUL byte", ErrInvalidProgress)
+			return fmt.Errorf("%w: the message holds a NUL byte", backend.ErrInvalidProgress)
 		}
 	}
 	return nil
@@ -193,9 +169,9 @@ func (c *progressCoalescer) finish() *progressReport {
 
 // newJobProgress returns the coalescer of one run, or nil when the store
 // records no progress.
-func (rt *Runtime) newJobProgress(base context.Context, j Job, kind string, claimedAt time.Time,
+func (rt *Runtime) newJobProgress(base context.Context, j backend.JobRow, kind string, claimedAt time.Time,
 	lost func()) *progressCoalescer {
-	pr, ok := rt.opts.Store.(ProgressReporter)
+	pr, ok := rt.opts.Store.(backend.ProgressReporter)
 	if !ok {
 		return nil
 	}
@@ -204,7 +180,7 @@ func (rt *Runtime) newJobProgress(base context.Context, j Job, kind string, clai
 		switch {
 		case err == nil:
 			return false
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, backend.ErrLeaseLost):
 			lost()
 			return false
 		default:
@@ -216,7 +192,7 @@ func (rt *Runtime) newJobProgress(base context.Context, j Job, kind string, clai
 }
 
 // writeProgress makes one progress write, bounded by HeartbeatEvery.
-func (rt *Runtime) writeProgress(base context.Context, pr ProgressReporter, l Lease, r progressReport) error {
+func (rt *Runtime) writeProgress(base context.Context, pr backend.ProgressReporter, l backend.Lease, r progressReport) error {
 	ctx, cancel := context.WithTimeout(base, rt.opts.HeartbeatEvery)
 	defer cancel()
 	return pr.ReportProgress(ctx, l, r.message, r.progress)
@@ -225,12 +201,12 @@ func (rt *Runtime) writeProgress(base context.Context, pr ProgressReporter, l Le
 // flushProgress writes a report still pending when the handler returned,
 // right before the job's final write. Failures are logged; the final write
 // goes on (and meets a lost lease itself).
-func (rt *Runtime) flushProgress(base context.Context, j Job, kind string, r *progressReport) {
-	pr, ok := rt.opts.Store.(ProgressReporter)
+func (rt *Runtime) flushProgress(base context.Context, j backend.JobRow, kind string, r *progressReport) {
+	pr, ok := rt.opts.Store.(backend.ProgressReporter)
 	if r == nil || !ok {
 		return
 	}
-	if err := rt.writeProgress(base, pr, j.Lease, *r); err != nil && !errors.Is(err, ErrLeaseLost) {
+	if err := rt.writeProgress(base, pr, j.Lease, *r); err != nil && !errors.Is(err, backend.ErrLeaseLost) {
 		rt.log.Warn("worker: the last progress write failed", "kind", kind, "attempt", j.Attempt, "err", errText(err))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -188,12 +189,12 @@ func TestProgressCoalescing(t *testing.T) {
 }
 
 func TestReportProgressRejectsInvalidReports(t *testing.T) {
-	jc := newJobContext(Job{}, nil, nil)
+	jc := newJob(backend.JobRow{}, nil, nil)
 	tests := []struct {
 		name string
 		call func() error
 	}{
-		{"too long", func() error { return jc.ReportStatus(strings.Repeat("x", MaxProgressMessage+1)) }},
+		{"too long", func() error { return jc.ReportStatus(strings.Repeat("x", backend.MaxProgressMessage+1)) }},
 		{"invalid UTF-8", func() error { return jc.ReportStatus("\xff") }},
 		{"NUL byte", func() error { return jc.ReportStatus("a\x00b") }},
 		{"negative", func() error { return jc.ReportProgress("m", -1, 10) }},
@@ -202,12 +203,12 @@ func TestReportProgressRejectsInvalidReports(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.call(); !errors.Is(err, ErrInvalidProgress) {
-				t.Errorf("err = %v, want ErrInvalidProgress", err)
+			if err := tt.call(); !errors.Is(err, backend.ErrInvalidProgress) {
+				t.Errorf("err = %v, want backend.ErrInvalidProgress", err)
 			}
 		})
 	}
-	if err := jc.ReportProgress(strings.Repeat("x", MaxProgressMessage), 0, 0); err != nil {
+	if err := jc.ReportProgress(strings.Repeat("x", backend.MaxProgressMessage), 0, 0); err != nil {
 		t.Errorf("a message of the maximum length: %v", err)
 	}
 }
@@ -227,7 +228,7 @@ func TestProgressIntervalOption(t *testing.T) {
 func TestReportProgressWritesUnderTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := Handle(h.rt, "rows", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+		err := AddHandler(h.rt, "rows", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 			time.Sleep(50 * time.Millisecond) // off the interval's ticks: no ties between timers
 			for i := 1; i <= 35; i++ {
 				if i > 1 {
@@ -278,7 +279,7 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		reported := make(chan struct{})
 		lost := make(chan struct{})
 		var cause error
-		err := Handle(h.rt, "rows", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+		err := AddHandler(h.rt, "rows", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 			if err := job.ReportStatus("before"); err != nil {
 				return sumOut{}, err
 			}
@@ -309,7 +310,7 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != "before" {
 			t.Errorf("reports = %+v, message %q; want only the write made under the lease", j.reports, j.message)
 		}
-		if !errors.Is(cause, ErrLeaseLost) {
+		if !errors.Is(cause, backend.ErrLeaseLost) {
 			t.Errorf("handler cause = %v, want ErrLeaseLost", cause)
 		}
 		if diff := cmp.Diff([]string{"ReportProgress"}, h.store.writeLog()); diff != "" {

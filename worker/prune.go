@@ -3,33 +3,17 @@ package worker
 import (
 	"context"
 	"time"
-)
 
-// Pruner is implemented by stores whose rows outlive their use:
-// store/sqlite and store/postgres do. When Options.Store implements it, Run
-// prunes on the cleanup schedule (Options.CleanupEvery, in batches of
-// Options.CleanupBatch), next to Store.DeleteExpired, so that a long-running
-// deployment keeps its tables bounded by its traffic over the retention
-// horizons rather than by its age.
-type Pruner interface {
-	// PruneOutbox deletes at most limit outbox rows created before the
-	// given time, oldest first, and returns how many.
-	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
-	// PruneJobs deletes at most limit job rows of tasks that finished
-	// (job state done) before the given time, by the task's last update,
-	// and returns how many. The task rows, which hold what clients read,
-	// stay until their TTL passes; a finished job is read by operators
-	// only (its attempt, failure and interrupted-run counts).
-	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
-}
+	"github.com/taskwire/taskwire/backend"
+)
 
 // Maintenance transitions of pruning, as reported to Metrics.Maintenance.
 const (
 	// TransitionOutboxPruned: outbox rows older than
-	// Options.OutboxRetention were deleted by Pruner.PruneOutbox.
+	// Options.OutboxRetention were deleted by backend.Pruner.PruneOutbox.
 	TransitionOutboxPruned Transition = "outbox_pruned"
 	// TransitionJobPruned: job rows of tasks finished longer than
-	// Options.JobRetention ago were deleted by Pruner.PruneJobs.
+	// Options.JobRetention ago were deleted by backend.Pruner.PruneJobs.
 	TransitionJobPruned Transition = "job_pruned"
 )
 
@@ -40,15 +24,15 @@ const (
 	defaultJobRetention    = time.Hour
 )
 
-// pruneOutbox is one Pruner.PruneOutbox call, with the retention horizon.
-func (rt *Runtime) pruneOutbox(p Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
+// pruneOutbox is one backend.Pruner.PruneOutbox call, with the retention horizon.
+func (rt *Runtime) pruneOutbox(p backend.Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
 	return func(ctx context.Context, now time.Time, limit int) (int, error) {
 		return p.PruneOutbox(ctx, now.Add(-rt.opts.OutboxRetention), limit)
 	}
 }
 
-// pruneJobs is one Pruner.PruneJobs call, with the retention horizon.
-func (rt *Runtime) pruneJobs(p Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
+// pruneJobs is one backend.Pruner.PruneJobs call, with the retention horizon.
+func (rt *Runtime) pruneJobs(p backend.Pruner) func(ctx context.Context, now time.Time, limit int) (int, error) {
 	return func(ctx context.Context, now time.Time, limit int) (int, error) {
 		return p.PruneJobs(ctx, now.Add(-rt.opts.JobRetention), limit)
 	}

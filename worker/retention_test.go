@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -75,7 +76,7 @@ func (m *maintenanceWatch) await(t *testing.T, what string, cond func() bool, st
 // tables hold one round's rows at most however many rounds run.
 func TestRetentionKeepsTablesBounded(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		testRetention(t, func(t *testing.T, now func() time.Time, ttl time.Duration) (retentionStore, func() (int, int, int)) {
+		testRetention(t, func(t *testing.T, now func() time.Time, ttl time.Duration) (backend.Store, func() (int, int, int)) {
 			st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now,
 				DefaultTTL: ttl, EventPoll: -1, Logger: slog.New(slog.DiscardHandler)})
 			must(t, err)
@@ -90,7 +91,7 @@ func TestRetentionKeepsTablesBounded(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		raw := pgtest.URL(t)
 		schema := pgtest.Schema(t, raw, "twretain_")
-		testRetention(t, func(t *testing.T, now func() time.Time, ttl time.Duration) (retentionStore, func() (int, int, int)) {
+		testRetention(t, func(t *testing.T, now func() time.Time, ttl time.Duration) (backend.Store, func() (int, int, int)) {
 			st, err := postgres.Open(context.Background(), postgres.Options{URL: raw, Schema: schema, Now: now,
 				DefaultTTL: ttl, Logger: slog.New(slog.DiscardHandler)})
 			must(t, err)
@@ -102,13 +103,6 @@ func TestRetentionKeepsTablesBounded(t *testing.T) {
 			}
 		})
 	})
-}
-
-// retentionStore is what the retention test drives.
-type retentionStore interface {
-	worker.Store
-	worker.Enqueuer
-	task.Manager
 }
 
 func total(m map[task.Status]int) (n int) {
@@ -125,7 +119,7 @@ func totalJobs(m map[string]int) (n int) {
 	return n
 }
 
-func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, ttl time.Duration) (retentionStore, func() (tasks, jobs, outbox int))) {
+func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, ttl time.Duration) (backend.Store, func() (tasks, jobs, outbox int))) {
 	const (
 		rounds   = 12
 		perRound = 30
@@ -140,12 +134,12 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 
 	watch := newMaintenanceWatch()
 	rt, err := worker.New(worker.Options{
-		Store: st, Events: st.EventPublisher(), Concurrency: 8, Now: now, Metrics: watch,
+		Store: st.Jobs(), Events: st.EventPublisher(), Concurrency: 8, Now: now, Metrics: watch,
 		PollInterval: 5 * time.Millisecond, CleanupEvery: time.Millisecond, CleanupBatch: batch,
 		OutboxRetention: ttl, JobRetention: ttl / 2, ShutdownGrace: time.Second, Logger: slog.New(slog.DiscardHandler),
 	})
 	must(t, err)
-	must(t, worker.Handle(rt, "noop", func(context.Context, *worker.JobContext, struct{}) (struct{}, error) {
+	must(t, worker.AddHandler(rt, "noop", func(context.Context, *worker.Job, struct{}) (struct{}, error) {
 		return struct{}{}, nil
 	}))
 	runCtx, stop := context.WithCancel(ctx)
@@ -164,7 +158,7 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 	for round := range rounds {
 		var last string
 		for range perRound {
-			tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, worker.EnqueueOptions{})
+			tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, backend.EnqueueOptions{})
 			must(t, err)
 			last = tk.ID()
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // Default backoff parameters.
@@ -18,9 +20,9 @@ const (
 // the delay is uniformly random between half the ceiling and the ceiling, so
 // retries of jobs that failed together spread out while every wait keeps at
 // least half its length. The first retry comes after 0.5–1 s; with
-// DefaultMaxAttempts (10) the nine waits before the final failure add up to
-// 255.5–511 s, so a fault that lasts up to about four minutes never fails a
-// task. n < 1 is treated as 1.
+// backend.DefaultMaxAttempts (10) the nine waits before the final failure
+// add up to 255.5–511 s, so a fault that lasts up to about four minutes
+// never fails a task. n < 1 is treated as 1.
 func DefaultBackoff(failures int) time.Duration {
 	if failures < 1 {
 		failures = 1
@@ -35,7 +37,7 @@ func DefaultBackoff(failures int) time.Duration {
 	return half + rand.N(ceiling-half+1)
 }
 
-// Final writes that fail for a reason other than ErrLeaseLost are retried
+// Final writes that fail for a reason other than backend.ErrLeaseLost are retried
 // this many times in all, with a doubling pause from writeRetryPause, while
 // the lease is still valid locally.
 const (
@@ -48,8 +50,8 @@ const batchTimeout = 30 * time.Second
 
 // write runs one fenced store write. Transient failures are retried while
 // the lease, which ends at expires by the local clock, still has room;
-// ErrLeaseLost and ErrKeyReused are returned at once, since retrying cannot
-// change them. Each try is bounded by the lease duration.
+// backend.ErrLeaseLost and backend.ErrKeyReused are returned at once, since
+// retrying cannot change them. Each try is bounded by the lease duration.
 
 func (rt *Runtime) write(base context.Context, expires time.Time, fn func(ctx context.Context) error) error {
 	pause := writeRetryPause
@@ -57,7 +59,7 @@ func (rt *Runtime) write(base context.Context, expires time.Time, fn func(ctx co
 		ctx, cancel := context.WithTimeout(base, rt.opts.Lease)
 		err := fn(ctx)
 		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrKeyReused) {
+		if err == nil || errors.Is(err, backend.ErrLeaseLost) || errors.Is(err, backend.ErrKeyReused) {
 			return err
 		}
 		if try >= writeAttempts || !rt.now().Add(pause).Before(expires) {

@@ -12,14 +12,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
 // Options configure a Runtime. Zero values mean the defaults given on each
 // field; negative durations and counts are errors.
 type Options struct {
-	// Store is the durable store the runtime claims jobs from. Required.
-	Store Store
+	// Store is the job side of the durable store the runtime claims jobs
+	// from: a backend.Store's Jobs(). Required. The runtime also uses the
+	// optional backend.BatchCompleter, backend.ProgressReporter and
+	// backend.Pruner when Store implements them.
+	Store backend.JobStore
 	// Events, when set, is the store's task-change publisher. Hints wake the
 	// idle claim loop early and make a running job check its task's cancel
 	// intent at once instead of at the next heartbeat. Without it the
@@ -49,7 +53,7 @@ type Options struct {
 	PollInterval time.Duration
 
 	// ProgressInterval is the shortest time between two progress writes
-	// of one job (see JobContext.ReportProgress). Default
+	// of one job (see Job.ReportProgress). Default
 	// DefaultProgressInterval; values below 10 ms are errors.
 	ProgressInterval time.Duration
 
@@ -70,15 +74,15 @@ type Options struct {
 	// also runs when Run starts. Default 1 min.
 	CleanupEvery time.Duration
 	// CleanupBatch is the limit of one DeleteExpired call. Default 500.
-	// It also bounds each call of the pruning passes (see Pruner).
+	// It also bounds each call of the pruning passes (see backend.Pruner).
 	CleanupBatch int
 	// OutboxRetention is how long outbox rows are kept when the store is a
-	// Pruner: longer than any outage a listener of another node should
+	// backend.Pruner: longer than any outage a listener of another node should
 	// bridge by catching up from the outbox. Default 1 h; negative keeps
 	// the outbox unpruned.
 	OutboxRetention time.Duration
 	// JobRetention is how long the job rows of finished tasks are kept
-	// when the store is a Pruner, for operators to inspect their attempt,
+	// when the store is a backend.Pruner, for operators to inspect their attempt,
 	// failure and interrupted-run counts. Default 1 h; negative keeps
 	// them unpruned.
 	JobRetention time.Duration
@@ -222,9 +226,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Runtime claims jobs from a Store and runs the handlers registered for
-// their kinds. Register handlers with Handle or HandleRaw, then call Run
-// once. A Runtime is safe for concurrent use.
+// Runtime claims jobs from Options.Store and runs the handlers registered
+// for their kinds. Register handlers with AddHandler or AddRawHandler, then
+// call Run once. A Runtime is safe for concurrent use.
 type Runtime struct {
 	opts      Options
 	log       *slog.Logger
@@ -315,7 +319,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
 	})
-	if p, ok := rt.opts.Store.(Pruner); ok {
+	if p, ok := rt.opts.Store.(backend.Pruner); ok {
 		if rt.opts.OutboxRetention > 0 {
 			maint.Go(func() {
 				rt.maintain(ctx, rt.opts.CleanupEvery, TransitionOutboxPruned, rt.opts.CleanupBatch, rt.pruneOutbox(p))
@@ -328,7 +332,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		}
 	}
 
-	if bc, ok := rt.opts.Store.(BatchCompleter); ok {
+	if bc, ok := rt.opts.Store.(backend.BatchCompleter); ok {
 		rt.completer = newCompleter(bc, rt.opts.Concurrency)
 	}
 	var jobs sync.WaitGroup
@@ -399,11 +403,11 @@ func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 }
 
 // claim runs one Store.Claim. On error it returns no jobs.
-func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, error) {
+func (rt *Runtime) claim(ctx context.Context, limit int) ([]backend.JobRow, time.Time, error) {
 	now := rt.now()
 	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
 	defer cancel()
-	jobs, err := rt.opts.Store.Claim(cctx, ClaimParams{
+	jobs, err := rt.opts.Store.Claim(cctx, backend.ClaimParams{
 		Worker: rt.opts.Name,
 		Kinds:  rt.kinds,
 		Limit:  limit,
@@ -420,7 +424,7 @@ func (rt *Runtime) claim(ctx context.Context, limit int) ([]Job, time.Time, erro
 }
 
 // releaseUnstarted gives back a job that was claimed but is not run.
-func (rt *Runtime) releaseUnstarted(base context.Context, j Job, claimedAt time.Time) {
+func (rt *Runtime) releaseUnstarted(base context.Context, j backend.JobRow, claimedAt time.Time) {
 	kind := rt.kindLabel(j.Kind)
 	rt.metrics.JobTransition(kind, TransitionClaimed)
 	rt.release(base, j, kind, claimedAt.Add(rt.opts.Lease))
@@ -470,7 +474,7 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 
 // rescue is one Store.RescueExpired call.
 func (rt *Runtime) rescue(ctx context.Context, now time.Time, limit int) (int, error) {
-	return rt.opts.Store.RescueExpired(ctx, RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
+	return rt.opts.Store.RescueExpired(ctx, backend.RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
 }
 
 // hint is the event subscriber: it must not block.

@@ -82,20 +82,20 @@ func TestRegistration(t *testing.T) {
 	if err := rt.Run(context.Background()); err == nil {
 		t.Error("Run without handlers succeeded")
 	}
-	raw := func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) { return nil, nil }
-	if err := HandleRaw(rt, "", raw); err == nil {
+	raw := func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) { return nil, nil }
+	if err := rt.AddRawHandler("", raw); err == nil {
 		t.Error("empty kind accepted")
 	}
-	if err := HandleRaw(rt, "k", nil); err == nil {
+	if err := rt.AddRawHandler("k", nil); err == nil {
 		t.Error("nil raw handler accepted")
 	}
-	if err := Handle[struct{}, struct{}](rt, "k", nil); err == nil {
+	if err := AddHandler[struct{}, struct{}](rt, "k", nil); err == nil {
 		t.Error("nil typed handler accepted")
 	}
-	if err := HandleRaw(rt, "k", raw); err != nil {
+	if err := rt.AddRawHandler("k", raw); err != nil {
 		t.Fatal(err)
 	}
-	if err := Handle(rt, "k", func(context.Context, *JobContext, struct{}) (int, error) { return 0, nil }); err == nil {
+	if err := AddHandler(rt, "k", func(context.Context, *Job, struct{}) (int, error) { return 0, nil }); err == nil {
 		t.Error("duplicate kind accepted")
 	}
 
@@ -106,14 +106,14 @@ func TestRegistration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := HandleRaw(rt, "k", raw); err != nil {
+		if err := rt.AddRawHandler("k", raw); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- rt.Run(ctx) }()
 		synctest.Wait()
-		if err := HandleRaw(rt, "late", raw); err == nil {
+		if err := rt.AddRawHandler("late", raw); err == nil {
 			t.Error("registration after Run accepted")
 		}
 		if err := rt.Run(ctx); err == nil {
@@ -129,7 +129,7 @@ func TestRegistration(t *testing.T) {
 func TestMaintenancePeriods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{RescueEvery: 10 * time.Second, CleanupEvery: 30 * time.Second})
-		if err := HandleRaw(h.rt, "x", func(context.Context, *JobContext) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
+		if err := h.rt.AddRawHandler("x", func(context.Context, *Job) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 		h.start()
@@ -145,7 +145,7 @@ func TestDrainWaitsForRunningHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		started := make(chan struct{})
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 			close(started)
 			time.Sleep(3 * time.Second)
 			return sumOut{Sum: 1}, nil
@@ -171,7 +171,7 @@ func TestDrainReleasesHandlersPastGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{ShutdownGrace: 5 * time.Second, Concurrency: 2})
 		b := newBlockingHandler(false)
-		if err := Handle(h.rt, "slow", b.handle); err != nil {
+		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
 		ids := []string{
@@ -210,7 +210,7 @@ func TestConcurrencyBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Concurrency: 3})
 		var running, peak atomic.Int32
-		err := Handle(h.rt, "sum", func(ctx context.Context, job *JobContext, in struct{}) (sumOut, error) {
+		err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
 			n := running.Add(1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
@@ -244,7 +244,7 @@ func TestConcurrencyBound(t *testing.T) {
 func TestIdleClaimLoopPolls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		if err := HandleRaw(h.rt, "x", func(context.Context, *JobContext) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
+		if err := h.rt.AddRawHandler("x", func(context.Context, *Job) (*mcp.CallToolResult, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 		h.start()
@@ -260,7 +260,7 @@ func TestWakeups(t *testing.T) {
 	t.Run("event hint", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := newHarness(t, Options{PollInterval: time.Hour})
-			if err := Handle(h.rt, "sum", func(context.Context, *JobContext, struct{}) (sumOut, error) { return sumOut{}, nil }); err != nil {
+			if err := AddHandler(h.rt, "sum", func(context.Context, *Job, struct{}) (sumOut, error) { return sumOut{}, nil }); err != nil {
 				t.Fatal(err)
 			}
 			h.start()
@@ -278,7 +278,7 @@ func TestWakeups(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := newHarness(t, Options{PollInterval: time.Hour, Concurrency: 1})
 			h.store.events = nil
-			if err := Handle(h.rt, "sum", func(context.Context, *JobContext, struct{}) (sumOut, error) {
+			if err := AddHandler(h.rt, "sum", func(context.Context, *Job, struct{}) (sumOut, error) {
 				time.Sleep(time.Second)
 				return sumOut{}, nil
 			}); err != nil {
@@ -302,7 +302,7 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Backoff: func(int) time.Duration { return time.Second }})
 		h.store.anyKindClaims = 1
-		if err := HandleRaw(h.rt, "known", func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+		if err := h.rt.AddRawHandler("known", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			if job.Failures() == 0 {
 				return nil, errors.New("once")
 			}
@@ -355,7 +355,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	}
 	heldStarted := make(chan struct{})
 	var once sync.Once
-	err = Handle(rt, "sum", func(ctx context.Context, job *JobContext, in sumIn) (sumOut, error) {
+	err = AddHandler(rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 		if in.A < 0 {
 			once.Do(func() { close(heldStarted) })
 			<-ctx.Done() // held until the grace ends

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
@@ -26,7 +27,7 @@ func TestSQLiteEndToEnd(t *testing.T) {
 	defer st.Close()
 
 	rt, err := worker.New(worker.Options{
-		Store: st, Events: st.EventPublisher(), Concurrency: 4,
+		Store: st.Jobs(), Events: st.EventPublisher(), Concurrency: 4,
 		Lease: 3 * time.Second, PollInterval: 50 * time.Millisecond, ShutdownGrace: time.Second,
 	})
 	if err != nil {
@@ -38,10 +39,10 @@ func TestSQLiteEndToEnd(t *testing.T) {
 	type out struct {
 		Sum int `json:"sum"`
 	}
-	must(t, worker.Handle(rt, "double", func(ctx context.Context, job *worker.JobContext, in in) (out, error) {
+	must(t, worker.AddHandler(rt, "double", func(ctx context.Context, job *worker.Job, in in) (out, error) {
 		return out{Sum: 2 * in.A}, nil
 	}))
-	must(t, worker.Handle(rt, "greet", func(ctx context.Context, job *worker.JobContext, _ struct{}) (map[string]string, error) {
+	must(t, worker.AddHandler(rt, "greet", func(ctx context.Context, job *worker.Job, _ struct{}) (map[string]string, error) {
 		raw, err := job.Ask(ctx, "name", mcp.NewElicitFormRequest("Name?", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)))
 		if err != nil {
 			return nil, err
@@ -53,7 +54,7 @@ func TestSQLiteEndToEnd(t *testing.T) {
 		name, _ := r.Content["name"].(string)
 		return map[string]string{"greeting": "Hello, " + name}, nil
 	}))
-	must(t, worker.Handle(rt, "wait", func(ctx context.Context, job *worker.JobContext, _ struct{}) (out, error) {
+	must(t, worker.AddHandler(rt, "wait", func(ctx context.Context, job *worker.Job, _ struct{}) (out, error) {
 		<-ctx.Done()
 		return out{}, context.Cause(ctx)
 	}))
@@ -68,7 +69,7 @@ func TestSQLiteEndToEnd(t *testing.T) {
 		}
 		o, err := task.NewOrigin(p)
 		must(t, err)
-		tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, worker.EnqueueOptions{})
+		tk, err := st.Enqueue(ctx, &task.CreationContext{Request: rc, Origin: o}, backend.EnqueueOptions{})
 		must(t, err)
 		return tk.ID()
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/task"
@@ -125,7 +126,7 @@ func (in ApprovalInput) message() string {
 // handlers only validate the input and enqueue a job in st; the workers
 // (registerWorkers) do the work, in this process or another. Both wait
 // inline for 2025-era clients without tasks (server.WithWaitInline).
-func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logger) {
+func addDurableTools(ep *server.Endpoint, st backend.Enqueuer, logger *slog.Logger) {
 	server.AddTaskTool[ReportInput, Report](ep, &mcp.Tool{
 		Name:  toolReports,
 		Title: "Generate a report",
@@ -153,13 +154,13 @@ func addDurableTools(ep *server.Endpoint, st worker.Enqueuer, logger *slog.Logge
 // enqueue creates the task and its job in one transaction. A
 // server.ToolError becomes a tool result the model reads; a store failure
 // is an internal error whose cause the server logs, not sends.
-func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
-	t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{IdempotencyKey: key})
+func enqueue(ctx context.Context, st backend.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
+	t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{IdempotencyKey: key})
 	switch {
-	case errors.Is(err, worker.ErrIdempotencyConflict):
+	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return task.Handle{}, server.NewToolError(errors.New("idempotencyKey was already used with different arguments: " +
 			"repeat the original arguments to get the original task, or use a new key"))
-	case errors.Is(err, worker.ErrInvalidText):
+	case errors.Is(err, backend.ErrInvalidText):
 		return task.Handle{}, server.NewToolError(errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
 			"and the caller's name must be valid UTF-8 without NUL characters"))
 	case err != nil:
@@ -172,10 +173,10 @@ func enqueue(ctx context.Context, st worker.Enqueuer, cc *task.CreationContext, 
 // reportsDir is where reports.generate writes its files.
 func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 	return errors.Join(
-		worker.Handle(rt, toolReports, func(ctx context.Context, job *worker.JobContext, in ReportInput) (Report, error) {
+		worker.AddHandler(rt, toolReports, func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
 			return generateReport(ctx, job, in, reportsDir)
 		}),
-		worker.Handle(rt, toolApprovals, requestApproval),
+		worker.AddHandler(rt, toolApprovals, requestApproval),
 	)
 }
 
@@ -186,7 +187,7 @@ func registerWorkers(rt *worker.Runtime, reportsDir string) error {
 //
 // While it works it reports its progress ("row 400 of 1000") every
 // progressStep; the runtime writes it to the task at most once per second.
-func generateReport(ctx context.Context, job *worker.JobContext, in ReportInput, dir string) (Report, error) {
+func generateReport(ctx context.Context, job *worker.Job, in ReportInput, dir string) (Report, error) {
 	if err := in.validate(); err != nil {
 		return Report{}, worker.ToolError(err.Error())
 	}
@@ -330,7 +331,7 @@ func reportTempPath(dir, taskID string, attempt int64) string {
 // decision. The first run records the question (the task turns
 // input_required); the run after the answer finds it and returns. Declining
 // or cancelling the form is a decision too: approved is false.
-func requestApproval(ctx context.Context, job *worker.JobContext, in ApprovalInput) (Approval, error) {
+func requestApproval(ctx context.Context, job *worker.Job, in ApprovalInput) (Approval, error) {
 	if err := in.validate(); err != nil {
 		return Approval{}, worker.ToolError(err.Error())
 	}

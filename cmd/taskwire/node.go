@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
-	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -169,7 +169,7 @@ func (c *nodeConfig) validate() error {
 // stop it with Shutdown.
 type node struct {
 	cfg   nodeConfig
-	store store.Backend
+	store backend.Store
 
 	srv       *server.Server
 	hs        *http.Server
@@ -211,7 +211,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 
 	if cfg.Workers > 0 {
 		n.rt, err = worker.New(worker.Options{
-			Store:         st,
+			Store:         st.Jobs(),
 			Events:        st.EventPublisher(),
 			Concurrency:   cfg.Workers,
 			Lease:         cfg.Lease,

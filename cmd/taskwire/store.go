@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -79,7 +80,7 @@ func resolveStore(flagValue string, getenv func(string) string) string {
 // Unless noMigrate is set, pending schema migrations are applied; with
 // noMigrate an outdated schema is an error that suggests `taskwire
 // migrate`.
-func openStore(ctx context.Context, spec storeSpec, noMigrate bool, logger *slog.Logger) (store.Backend, error) {
+func openStore(ctx context.Context, spec storeSpec, noMigrate bool, logger *slog.Logger) (backend.Store, error) {
 	return store.OpenSpec(ctx, spec.Spec, store.Options{Schema: spec.Schema, Timeout: spec.Timeout,
 		ConnectTimeout: spec.ConnectTimeout, NoMigrate: noMigrate, Logger: logger})
 }

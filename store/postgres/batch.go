@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // enqueueDefaults are the store's defaults for EnqueueOptions.
@@ -17,12 +17,12 @@ func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
 		MaxAttempts: s.opts.DefaultMaxAttempts}
 }
 
-// EnqueueBatch implements worker.BatchEnqueuer: the tasks, their jobs and
+// EnqueueBatch implements backend.BatchEnqueuer: the tasks, their jobs and
 // one outbox row naming them all are inserted in one statement, and the
 // task IDs are published after commit. Each item is checked as Enqueue
 // checks it; an invalid item fails the whole batch before anything is
 // written.
-func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
+func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]task.Task, error) {
 	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
 	if err != nil || len(items) == 0 {
 		return nil, wrapErr("enqueue batch", err)

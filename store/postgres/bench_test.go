@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // BenchmarkEnqueue measures Enqueue: one statement inserting the task, the
@@ -19,7 +19,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	cc := creation(b, "acme", "echo", `{"n":1}`)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{}); err != nil {
+		if _, err := s.Enqueue(ctx, cc, backend.EnqueueOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -34,19 +34,19 @@ func BenchmarkClaimComplete(b *testing.B) {
 			ctx := ctxT(b)
 			cc := creation(b, "acme", "echo", `{"n":1}`)
 			for range b.N {
-				if _, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{}); err != nil {
+				if _, err := s.Enqueue(ctx, cc, backend.EnqueueOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
 			b.ResetTimer()
 			for done := 0; done < b.N; {
-				jobs, err := s.Claim(ctx, worker.ClaimParams{Worker: "bench", Limit: batch, Lease: time.Minute})
+				jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "bench", Limit: batch, Lease: time.Minute})
 				if err != nil || len(jobs) == 0 {
 					b.Fatalf("Claim = %d jobs, %v", len(jobs), err)
 				}
 				for _, j := range jobs {
-					if err := s.Complete(ctx, j.Lease, res, ""); err != nil {
+					if err := s.Jobs().Complete(ctx, j.Lease, res, ""); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -121,7 +121,7 @@ func BenchmarkListTasks(b *testing.B) {
 		if i%21 == 0 {
 			tenant = "acme"
 		}
-		if _, err := s.Enqueue(ctx, creation(b, tenant, "echo", `{"n":1}`), worker.EnqueueOptions{}); err != nil {
+		if _, err := s.Enqueue(ctx, creation(b, tenant, "echo", `{"n":1}`), backend.EnqueueOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // proxied opens a store whose connections, the LISTEN session's included,
@@ -70,7 +70,7 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 	t.Parallel()
 	s, p := proxied(t, Options{Timeout: 300 * time.Millisecond, MaxConns: 4})
 	ctx := ctxT(t)
-	held, err := s.Enqueue(ctx, creation(t, "acme", "tool", `{}`), worker.EnqueueOptions{})
+	held, err := s.Enqueue(ctx, creation(t, "acme", "tool", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,20 +83,20 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 			return err
 		}},
 		{"Enqueue", func(ctx context.Context) error {
-			_, err := s.Enqueue(ctx, creation(t, "acme", "tool", `{}`), worker.EnqueueOptions{IdempotencyKey: "k"})
+			_, err := s.Enqueue(ctx, creation(t, "acme", "tool", `{}`), backend.EnqueueOptions{IdempotencyKey: "k"})
 			return err
 		}},
 		{"Claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, worker.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
+			_, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
 			return err
 		}},
 		{"RequestCancel", func(ctx context.Context) error { return s.RequestCancel(ctx, rc(held.ID(), "acme")) }},
 		{"RequestInput", func(ctx context.Context) error {
-			return s.RequestInput(ctx, worker.Lease{TaskID: held.ID(), Attempt: 1},
+			return s.Jobs().RequestInput(ctx, backend.Lease{TaskID: held.ID(), Attempt: 1},
 				mcp.InputRequests{"k": formRequest("q")}, "")
 		}},
 		{"RescueExpired", func(ctx context.Context) error {
-			_, err := s.RescueExpired(ctx, worker.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
+			_, err := s.Jobs().RescueExpired(ctx, backend.RescueParams{Limit: 10, MaxInterruptedRuns: 1})
 			return err
 		}},
 		{"ListTasks", func(ctx context.Context) error {

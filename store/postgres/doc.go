@@ -1,6 +1,7 @@
 // Package postgres is a durable task store on PostgreSQL for fleets: a
-// task.Manager for the server, and the worker.Store and worker.Enqueuer the
-// worker runtime drives, in one schema that any number of nodes share. It
+// backend.Store (the task.Manager of the server, the backend.Enqueuer of
+// task creation handlers, and through Jobs the backend.JobStore the worker
+// runtime drives), in one schema that any number of nodes share. It
 // behaves like store/sqlite, and both pass store/storetest.
 //
 // # Connections
@@ -57,7 +58,7 @@
 // creation time, then task ID), bumping attempt. Every fenced write
 // (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry, Release) applies
 // only while the job is running under the same attempt and its lease has
-// not expired; otherwise it returns worker.ErrLeaseLost and changes nothing.
+// not expired; otherwise it returns backend.ErrLeaseLost and changes nothing.
 // RequestInput parks the job until UpdateTask has accepted an answer for
 // every outstanding request; a cancellation request makes a parked job
 // available, so that a worker sees the intent. Retry counts a failure; the

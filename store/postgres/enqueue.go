@@ -8,16 +8,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // maxIdempotencyRounds bounds the lookup-then-insert rounds of an idempotent
 // Enqueue that keeps losing races for its key.
 const maxIdempotencyRounds = 5
 
-// Enqueue implements worker.Enqueuer: it creates a working task bound to
+// Enqueue implements backend.Enqueuer: it creates a working task bound to
 // cc.Request's endpoint, tenant and principal, with cc.Origin stored byte for
 // byte, its available job (kind: the origin's tool) and an outbox row in one
 // statement, and publishes the task ID after commit. The task is readable
@@ -27,13 +27,13 @@ const maxIdempotencyRounds = 5
 // tenant, endpoint and tool is returned unchanged, whatever its state, when
 // its arguments are the same (byte for byte, or after removing
 // insignificant white space); otherwise Enqueue fails with
-// worker.ErrIdempotencyConflict. An expired task does not hold its key: it
+// backend.ErrIdempotencyConflict. An expired task does not hold its key: it
 // is deleted and a new task created. Concurrent Enqueues with one key
 // create one task.
 //
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
-func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts worker.EnqueueOptions) (task.Task, error) {
+func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts backend.EnqueueOptions) (task.Task, error) {
 	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)
@@ -111,7 +111,7 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 
 // idempotent returns the live task holding the idempotency key, or the zero
 // Task when there is none; an expired holder is deleted to free the key. It
-// fails with worker.ErrIdempotencyConflict when the holder's arguments
+// fails with backend.ErrIdempotencyConflict when the holder's arguments
 // differ. A holder that disappears concurrently only costs another round.
 func (s *Store) idempotent(ctx context.Context, ins *insertion) (task.Task, error) {
 	var expired bool
@@ -135,7 +135,7 @@ func (s *Store) idempotent(ctx context.Context, ins *insertion) (task.Task, erro
 		return task.Task{}, err
 	}
 	if !taskdata.SameArguments(holder.Origin(), ins.cc.Origin) {
-		return task.Task{}, worker.ErrIdempotencyConflict
+		return task.Task{}, backend.ErrIdempotencyConflict
 	}
 	return holder, nil
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Two Stores on one schema stand for two nodes.
@@ -25,7 +25,7 @@ func TestEventsAcrossNodes(t *testing.T) {
 	onB := subscribe(t, b.EventPublisher(), "")
 
 	// A committed change on A reaches B's subscribers through NOTIFY.
-	snap, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEventsAcrossNodes(t *testing.T) {
 	}
 	// A does not hear its own changes twice.
 	j := claimOne(t, b, time.Time{})
-	if err := b.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+	if err := b.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := waitFor(t, onA, "A to hear of B's Complete"); got != snap.ID() {
@@ -87,7 +87,7 @@ func TestListenerReconnect(t *testing.T) {
 	onB := subscribe(t, b.EventPublisher(), "")
 
 	// A change before the outage advances B's cursor.
-	before, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	before, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,19 +96,19 @@ func TestListenerReconnect(t *testing.T) {
 	}
 
 	// Two running jobs, to be completed in one batch during the outage.
-	var batch []worker.Completion
+	var batch []backend.Completion
 	for range 2 {
-		if _, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{}); err != nil {
+		if _, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, onB, "the creation of a batch task")
 	}
-	jobs, err := a.Claim(ctx, worker.ClaimParams{Worker: "a", Limit: 2, Lease: time.Minute})
+	jobs, err := a.Jobs().Claim(ctx, backend.ClaimParams{Worker: "a", Limit: 2, Lease: time.Minute})
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 	}
 	for _, j := range jobs {
-		batch = append(batch, worker.Completion{Lease: j.Lease, Result: &mcp.CallToolResult{}})
+		batch = append(batch, backend.Completion{Lease: j.Lease, Result: &mcp.CallToolResult{}})
 	}
 
 	var killed bool
@@ -117,11 +117,11 @@ func TestListenerReconnect(t *testing.T) {
 	}
 	waitFor(t, disconnected, "B's listener to notice the outage")
 
-	during, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	during, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lost, err := a.CompleteBatch(ctx, batch); err != nil || slices.Contains(lost, true) {
+	if lost, err := (jobStore{a}).CompleteBatch(ctx, batch); err != nil || slices.Contains(lost, true) {
 		t.Fatalf("CompleteBatch: lost %v, %v", lost, err)
 	}
 	releaseB()
@@ -135,7 +135,7 @@ func TestListenerReconnect(t *testing.T) {
 		delete(missed, waitFor(t, onB, fmt.Sprintf("the changes committed during the outage (%d left)", len(missed))))
 	}
 
-	after, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	after, err := a.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// RescueExpired implements worker.Store. It takes at most p.Limit running
+// RescueExpired implements backend.JobStore. It takes at most p.Limit running
 // jobs whose lease expired at or before p.Now, earliest expiry first (then
 // task ID), skipping rows another rescuer holds, and counts an interrupted
 // run for each: a job whose interrupted runs reach p.MaxInterruptedRuns
@@ -20,7 +20,8 @@ import (
 // are claimed before the jobs queued after them, and their next claim gets
 // a new attempt. Handler failures (failures, max_attempts) are not touched.
 // A zero p.Now means the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, error) {
+func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
+	s := j.s
 	if p.Limit < 1 {
 		return 0, nil
 	}
@@ -38,11 +39,12 @@ func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, 
 	return n, nil
 }
 
-// DeleteExpired implements worker.Store. It deletes at most limit tasks
+// DeleteExpired implements backend.JobStore. It deletes at most limit tasks
 // whose TTL passed at or before now, earliest expiry first (then task ID),
 // with their jobs. Their outbox rows stay until PruneOutbox. A zero now
 // means the store's clock.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}
@@ -61,7 +63,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 // observable change; listeners read it to catch up on the notifications
 // they missed while disconnected. Call PruneOutbox periodically with a
 // horizon longer than any outage the listeners should bridge.
-func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/worker"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
@@ -143,7 +143,7 @@ func TestMigrateClaimColumns(t *testing.T) {
 	insertV1("before-upgrade")
 	upgraded := openStore(t, schema, nil)
 	insertV1("during-rollout")
-	jobs, err := upgraded.Claim(ctx, worker.ClaimParams{Worker: "w", Kinds: []string{"tool.v1"}, Limit: 10, Lease: time.Minute})
+	jobs, err := upgraded.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Kinds: []string{"tool.v1"}, Limit: 10, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestTerminalTaskImmutable(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	s := openStore(t, newSchema(t), nil)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestTerminalTaskImmutable(t *testing.T) {
 		t.Fatalf("updating a working task: %v", err)
 	}
 	j := claimOne(t, s, time.Time{})
-	if err := s.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+	if err := s.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.pool.Exec(ctx, update, snap.ID()); err == nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Defaults of Options.
@@ -27,7 +27,7 @@ const (
 	DefaultSchema       = "taskwire"
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
-	DefaultMaxAttempts  = worker.DefaultMaxAttempts
+	DefaultMaxAttempts  = backend.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 )
 
@@ -66,7 +66,7 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default worker.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts.
 	DefaultMaxAttempts int
 	// MaxConns bounds the connection pool (the LISTEN session comes on
 	// top). Default: pgxpool's, the larger of 4 and the number of CPUs.
@@ -93,8 +93,8 @@ type Options struct {
 }
 
 // Store is a durable task store in one PostgreSQL schema. It implements
-// task.Manager, worker.Store and worker.Enqueuer, and is safe for concurrent
-// use by any number of nodes sharing the schema. Close it when done.
+// backend.Store (its job side is Jobs) and is safe for concurrent use by
+// any number of nodes sharing the schema. Close it when done.
 type Store struct {
 	opts Options
 	pool *boundedPool // every call bounded by opts.Timeout; pool.Pool for migrations
@@ -133,11 +133,12 @@ type testHooks struct {
 }
 
 var (
-	_ task.Manager    = (*Store)(nil)
-	_ worker.Store    = (*Store)(nil)
-	_ worker.Enqueuer = (*Store)(nil)
+	_ backend.Store = (*Store)(nil)
 
-	_ worker.BatchEnqueuer = (*Store)(nil)
+	_ backend.JobStore         = jobStore{}
+	_ backend.BatchCompleter   = jobStore{}
+	_ backend.ProgressReporter = jobStore{}
+	_ backend.Pruner           = jobStore{}
 )
 
 // Open connects to opts.URL, applies pending migrations to opts.Schema

@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// ReportProgress implements worker.ProgressReporter: under a live lease
-// (else worker.ErrLeaseLost, changing nothing) it sets the task's status
+// ReportProgress implements backend.ProgressReporter: under a live lease
+// (else backend.ErrLeaseLost, changing nothing) it sets the task's status
 // message and progress count (nil: none) without changing its status, in
 // one statement that records the change in the outbox; the change is
 // published after commit.
-func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message string, p *task.Progress) error {
+func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+	s := j.s
 	if err := taskdata.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}

@@ -3,19 +3,16 @@ package postgres
 import (
 	"context"
 	"time"
-
-	"github.com/taskwire/taskwire/worker"
 )
 
-var _ worker.Pruner = (*Store)(nil)
-
-// PruneJobs implements worker.Pruner: it deletes at most limit job rows in
+// PruneJobs implements backend.Pruner: it deletes at most limit job rows in
 // state done (their tasks have finished; the task rows stay until their TTL
 // passes), skipping rows another pruner holds, and returns how many.
 // Autovacuum makes the space of deleted rows reusable, so the table stops
 // growing once pruning keeps up. A fenced write for a pruned job finds no
-// row and fails with worker.ErrLeaseLost, as for any finished job.
-func (s *Store) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+// row and fails with backend.ErrLeaseLost, as for any finished job.
+func (j jobStore) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

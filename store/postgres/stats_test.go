@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/backend"
 )
 
 // TestClaimAnalyzesNewJobsTable fills a never-analyzed jobs table past the
@@ -41,7 +41,7 @@ func TestClaimAnalyzesNewJobsTable(t *testing.T) {
 	}
 	claim := func() {
 		t.Helper()
-		if _, err := s.Claim(ctx, worker.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}); err != nil {
+		if _, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,18 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // These tests pin the backend's own behaviour; the shared behavioural suite
 // (store/storetest) runs in storetest_test.go.
 
-func claimOne(t *testing.T, s *Store, now time.Time) worker.Job {
+func claimOne(t *testing.T, s *Store, now time.Time) backend.JobRow {
 	t.Helper()
-	jobs, err := s.Claim(ctxT(t), worker.ClaimParams{Worker: "w", Limit: 1, Lease: 30 * time.Second, Now: now})
+	jobs, err := s.Jobs().Claim(ctxT(t), backend.ClaimParams{Worker: "w", Limit: 1, Lease: 30 * time.Second, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEnqueueAndAuthorization(t *testing.T) {
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
 	cc := creation(t, "acme", "echo", `{"n": 1.0, "s":"<b>"}`)
-	snap, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, cc, backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestEnqueueAndAuthorization(t *testing.T) {
 	if _, found, _ := s.FindTask(ctx, rc(snap.ID(), "acme")); found {
 		t.Error("expired task still found")
 	}
-	if n, err := s.DeleteExpired(ctx, time.Time{}, 10); n != 1 || err != nil {
+	if n, err := s.Jobs().DeleteExpired(ctx, time.Time{}, 10); n != 1 || err != nil {
 		t.Errorf("DeleteExpired = %d, %v", n, err)
 	}
 }
@@ -84,7 +84,7 @@ func TestFencing(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{MaxAttempts: 3})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,41 +94,41 @@ func TestFencing(t *testing.T) {
 	}
 	stale := first.Lease
 	stale.Attempt = 0
-	if err := s.Complete(ctx, stale, &mcp.CallToolResult{}, ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Jobs().Complete(ctx, stale, &mcp.CallToolResult{}, ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("Complete with a wrong attempt = %v", err)
 	}
-	if err := s.Heartbeat(ctx, first.Lease, time.Minute); err != nil {
+	if err := s.Jobs().Heartbeat(ctx, first.Lease, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)
 	for name, write := range map[string]func() error{
-		"Complete":  func() error { return s.Complete(ctx, first.Lease, &mcp.CallToolResult{}, "") },
-		"Heartbeat": func() error { return s.Heartbeat(ctx, first.Lease, time.Minute) },
-		"Retry":     func() error { return s.Retry(ctx, first.Lease, time.Time{}, "") },
-		"Release":   func() error { return s.Release(ctx, first.Lease) },
+		"Complete":  func() error { return s.Jobs().Complete(ctx, first.Lease, &mcp.CallToolResult{}, "") },
+		"Heartbeat": func() error { return s.Jobs().Heartbeat(ctx, first.Lease, time.Minute) },
+		"Retry":     func() error { return s.Jobs().Retry(ctx, first.Lease, time.Time{}, "") },
+		"Release":   func() error { return s.Jobs().Release(ctx, first.Lease) },
 		"RequestInput": func() error {
-			return s.RequestInput(ctx, first.Lease, mcp.InputRequests{"k": formRequest("?")}, "")
+			return s.Jobs().RequestInput(ctx, first.Lease, mcp.InputRequests{"k": formRequest("?")}, "")
 		},
 	} {
-		if err := write(); !errors.Is(err, worker.ErrLeaseLost) {
+		if err := write(); !errors.Is(err, backend.ErrLeaseLost) {
 			t.Errorf("%s after lease expiry = %v", name, err)
 		}
 	}
-	if n, err := s.RescueExpired(ctx, worker.RescueParams{Now: clk.Now(), Limit: 10, MaxInterruptedRuns: 20}); n != 1 || err != nil {
+	if n, err := s.Jobs().RescueExpired(ctx, backend.RescueParams{Now: clk.Now(), Limit: 10, MaxInterruptedRuns: 20}); n != 1 || err != nil {
 		t.Fatalf("RescueExpired = %d, %v", n, err)
 	}
 	second := claimOne(t, s, clk.Now())
 	if second.Attempt != 2 || second.Failures != 0 || second.InterruptedRuns != 1 {
 		t.Fatalf("reclaimed job = %+v", second)
 	}
-	if err := s.Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Jobs().Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("stale Fail after reclaim = %v", err)
 	}
 	res := &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"v":3.50}`)}
-	if err := s.Complete(ctx, second.Lease, res, "done"); err != nil {
+	if err := s.Jobs().Complete(ctx, second.Lease, res, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Cancel(ctx, second.Lease, ""); !errors.Is(err, worker.ErrLeaseLost) {
+	if err := s.Jobs().Cancel(ctx, second.Lease, ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("Cancel after Complete = %v", err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
@@ -143,7 +143,7 @@ func TestFencing(t *testing.T) {
 	if err := s.RequestCancel(ctx, rc(snap.ID(), "acme")); err != nil {
 		t.Fatalf("RequestCancel of a terminal task = %v", err)
 	}
-	if req, _ := s.CancelRequested(ctx, snap.ID()); req {
+	if req, _ := s.Jobs().CancelRequested(ctx, snap.ID()); req {
 		t.Error("cancellation recorded on a terminal task")
 	}
 }
@@ -153,18 +153,18 @@ func TestRetryExhaustion(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{MaxAttempts: 2})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{MaxAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := claimOne(t, s, clk.Now())
-	if err := s.Retry(ctx, j.Lease, clk.Now().Add(time.Minute), "backing off"); err != nil {
+	if err := s.Jobs().Retry(ctx, j.Lease, clk.Now().Add(time.Minute), "backing off"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, s, snap.ID(), "acme"); got.Status() != task.Working || got.StatusMessage() != "backing off" {
 		t.Fatalf("after Retry: %v %q", got.Status(), got.StatusMessage())
 	}
-	if jobs, _ := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
+	if jobs, _ := s.Jobs().Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
 		t.Fatal("a job was claimable before its run-at time")
 	}
 	clk.Advance(time.Minute)
@@ -172,7 +172,7 @@ func TestRetryExhaustion(t *testing.T) {
 	if j.Failures != 1 {
 		t.Fatalf("failures = %d", j.Failures)
 	}
-	if err := s.Retry(ctx, j.Lease, time.Time{}, "again"); err != nil {
+	if err := s.Jobs().Retry(ctx, j.Lease, time.Time{}, "again"); err != nil {
 		t.Fatal(err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
@@ -186,7 +186,7 @@ func TestIdempotency(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	opts := worker.EnqueueOptions{IdempotencyKey: "k1"}
+	opts := backend.EnqueueOptions{IdempotencyKey: "k1"}
 	a, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":1}`), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestIdempotency(t *testing.T) {
 	if err != nil || b.ID() != a.ID() {
 		t.Fatalf("retry with the same arguments = %v, %v", b.ID(), err)
 	}
-	if _, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":2}`), opts); !errors.Is(err, worker.ErrIdempotencyConflict) {
+	if _, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"a":2}`), opts); !errors.Is(err, backend.ErrIdempotencyConflict) {
 		t.Fatalf("retry with other arguments = %v", err)
 	}
 	c, err := s.Enqueue(ctx, creation(t, "other", "echo", `{"a":1}`), opts)
@@ -207,7 +207,7 @@ func TestIdempotency(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			got, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"b":1}`), worker.EnqueueOptions{IdempotencyKey: "k2"})
+			got, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{"b":1}`), backend.EnqueueOptions{IdempotencyKey: "k2"})
 			if err != nil {
 				t.Error(err)
 				return
@@ -238,21 +238,21 @@ func TestInputRounds(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := claimOne(t, s, clk.Now())
 	clk.Advance(time.Second)
 	reqs := mcp.InputRequests{"name": formRequest("name?"), "roots": {Method: mcp.MethodRootsList}}
-	if err := s.RequestInput(ctx, j.Lease, reqs, "need input"); err != nil {
+	if err := s.Jobs().RequestInput(ctx, j.Lease, reqs, "need input"); err != nil {
 		t.Fatal(err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
 	if got.Status() != task.InputRequired || len(got.InputRequests()) != 2 || !got.LastUpdatedAt().After(got.CreatedAt()) {
 		t.Fatalf("after RequestInput: %v %v", got.Status(), got.InputRequests())
 	}
-	if jobs, _ := s.Claim(ctx, worker.ClaimParams{Limit: 5, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
+	if jobs, _ := s.Jobs().Claim(ctx, backend.ClaimParams{Limit: 5, Lease: time.Second, Now: clk.Now()}); len(jobs) != 0 {
 		t.Fatal("a job awaiting input was claimable")
 	}
 	answer := json.RawMessage(`{"action":"accept", "content":{"price":3.50,"s":"<&>"}}`)
@@ -282,10 +282,10 @@ func TestInputRounds(t *testing.T) {
 	if string(j.Responses["name"]) != string(answer) || string(j.Responses["roots"]) != `{"roots":[]}` {
 		t.Fatalf("responses reached the worker as %s and %s", j.Responses["name"], j.Responses["roots"])
 	}
-	if err := s.RequestInput(ctx, j.Lease, mcp.InputRequests{"name": formRequest("again?")}, ""); !errors.Is(err, worker.ErrKeyReused) {
+	if err := s.Jobs().RequestInput(ctx, j.Lease, mcp.InputRequests{"name": formRequest("again?")}, ""); !errors.Is(err, backend.ErrKeyReused) {
 		t.Fatalf("reused key = %v", err)
 	}
-	if err := s.Heartbeat(ctx, j.Lease, time.Minute); err != nil {
+	if err := s.Jobs().Heartbeat(ctx, j.Lease, time.Minute); err != nil {
 		t.Fatalf("lease lost after ErrKeyReused: %v", err)
 	}
 }
@@ -295,23 +295,23 @@ func TestCancelWakesWaitingJob(t *testing.T) {
 	clk := newClock()
 	s := openStore(t, newSchema(t), clk.Now)
 	ctx := ctxT(t)
-	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+	snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hints := subscribe(t, s.EventPublisher(), snap.ID())
 	j := claimOne(t, s, clk.Now())
-	if err := s.RequestInput(ctx, j.Lease, mcp.InputRequests{"k": formRequest("?")}, ""); err != nil {
+	if err := s.Jobs().RequestInput(ctx, j.Lease, mcp.InputRequests{"k": formRequest("?")}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RequestCancel(ctx, rc(snap.ID(), "acme")); err != nil {
 		t.Fatal(err)
 	}
-	if req, err := s.CancelRequested(ctx, snap.ID()); !req || err != nil {
+	if req, err := s.Jobs().CancelRequested(ctx, snap.ID()); !req || err != nil {
 		t.Fatalf("CancelRequested = %v, %v", req, err)
 	}
 	j = claimOne(t, s, clk.Now())
-	if err := s.Cancel(ctx, j.Lease, "cancelled by the client"); err != nil {
+	if err := s.Jobs().Cancel(ctx, j.Lease, "cancelled by the client"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, s, snap.ID(), "acme"); got.Status() != task.Cancelled || len(got.InputRequests()) != 0 {
@@ -322,7 +322,7 @@ func TestCancelWakesWaitingJob(t *testing.T) {
 	if n := len(hints); n != 3 { // Enqueue was before Subscribe
 		t.Fatalf("local hints = %d, want 3", n)
 	}
-	if _, err := s.CancelRequested(ctx, "no-such-task"); !errors.Is(err, task.ErrNotFound) {
+	if _, err := s.Jobs().CancelRequested(ctx, "no-such-task"); !errors.Is(err, task.ErrNotFound) {
 		t.Fatalf("CancelRequested(unknown) = %v", err)
 	}
 }
@@ -336,7 +336,7 @@ func TestConcurrentClaims(t *testing.T) {
 	ctx := ctxT(t)
 	const jobs = 200
 	for i := range jobs {
-		if _, err := nodes[i%2].Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{}); err != nil {
+		if _, err := nodes[i%2].Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -347,7 +347,7 @@ func TestConcurrentClaims(t *testing.T) {
 		s := nodes[w%2]
 		wg.Go(func() {
 			for {
-				got, err := s.Claim(ctx, worker.ClaimParams{Worker: "w", Limit: 7, Lease: time.Minute})
+				got, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 7, Lease: time.Minute})
 				if err != nil {
 					t.Error(err)
 					return
@@ -356,7 +356,7 @@ func TestConcurrentClaims(t *testing.T) {
 					return
 				}
 				for _, j := range got {
-					if err := s.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+					if err := s.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
 						t.Error(err)
 					}
 					mu.Lock()
@@ -379,7 +379,7 @@ func TestConcurrentClaims(t *testing.T) {
 	if err != nil || st.Tasks[task.Completed] != jobs || st.Jobs["done"] != jobs || st.Outbox != 2*jobs {
 		t.Fatalf("Stats = %+v, %v", st, err)
 	}
-	if n, err := nodes[0].PruneOutbox(ctx, time.Now().Add(time.Hour), 1000); n != 2*jobs || err != nil {
+	if n, err := (jobStore{nodes[0]}).PruneOutbox(ctx, time.Now().Add(time.Hour), 1000); n != 2*jobs || err != nil {
 		t.Fatalf("PruneOutbox = %d, %v", n, err)
 	}
 }
@@ -392,14 +392,14 @@ func TestCancelRacesRequestInput(t *testing.T) {
 	s := openStore(t, newSchema(t), nil)
 	ctx := ctxT(t)
 	for i := range 20 {
-		snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), worker.EnqueueOptions{})
+		snap, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		j := claimOne(t, s, time.Time{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if err := s.RequestInput(ctx, j.Lease, mcp.InputRequests{"k": formRequest("?")}, ""); err != nil {
+			if err := s.Jobs().RequestInput(ctx, j.Lease, mcp.InputRequests{"k": formRequest("?")}, ""); err != nil {
 				t.Error(err)
 			}
 		})
@@ -413,7 +413,7 @@ func TestCancelRacesRequestInput(t *testing.T) {
 		if again.TaskID != snap.ID() {
 			t.Fatalf("round %d: claimed %s", i, again.TaskID)
 		}
-		if err := s.Cancel(ctx, again.Lease, ""); err != nil {
+		if err := s.Jobs().Cancel(ctx, again.Lease, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

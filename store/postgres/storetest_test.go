@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/storetest"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Parallel()
 	schemas := newSchemaPool(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Backend {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
 		return openStore(t, schemas.get(t), now)
 	})
 }

@@ -11,21 +11,33 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// Claim implements worker.Store. It leases up to p.Limit due available jobs
+// Jobs returns the store's backend.JobStore, for worker.Options.Store: the
+// fenced job writes of the worker runtime, over the same database. It
+// implements backend.BatchCompleter, backend.ProgressReporter and
+// backend.Pruner too. It is valid until Close.
+func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
+
+// jobStore is the Store's job side: the methods only the worker runtime
+// calls, kept off *Store so that an application's handle shows what it
+// uses.
+type jobStore struct{ s *Store }
+
+// Claim implements backend.JobStore. It leases up to p.Limit due available jobs
 // of the given kinds, oldest run_at first (then creation time, then task
 // ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers on any node never wait for each other or share a job.
 // Jobs of expired tasks are skipped. A job whose task has stored data this
 // code cannot read fails its task with the fixed internal error instead of
 // being handed out. A zero p.Now means the store's clock.
-func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+	s := j.s
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
@@ -40,7 +52,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		return nil, wrapErr("claim", err)
 	}
 	type claimed struct {
-		job               worker.Job
+		job               backend.JobRow
 		origin, responses []byte
 	}
 	var got []claimed
@@ -57,7 +69,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	if err := rows.Err(); err != nil {
 		return nil, wrapErr("claim", err)
 	}
-	jobs := make([]worker.Job, 0, len(got))
+	jobs := make([]backend.JobRow, 0, len(got))
 	for _, c := range got {
 		j := c.job
 		j.LeaseExpires = j.LeaseExpires.UTC()
@@ -71,7 +83,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 			// forever: fail its task and go on.
 			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
 			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON); err != nil &&
-				!errors.Is(err, worker.ErrLeaseLost) {
+				!errors.Is(err, backend.ErrLeaseLost) {
 				return nil, err
 			}
 			continue
@@ -81,8 +93,9 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 	return jobs, nil
 }
 
-// Heartbeat implements worker.Store: it extends a live lease to now+lease.
-func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+// Heartbeat implements backend.JobStore: it extends a live lease to now+lease.
+func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+	s := j.s
 	if lease < time.Millisecond {
 		return errors.New("postgres: Heartbeat needs a lease of at least 1 ms")
 	}
@@ -91,19 +104,20 @@ func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Durati
 		return wrapErr("heartbeat", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return worker.ErrLeaseLost
+		return backend.ErrLeaseLost
 	}
 	return nil
 }
 
-// RequestInput implements worker.Store. It fails with worker.ErrLeaseLost
-// when the lease is not live, and with worker.ErrKeyReused (changing
+// RequestInput implements backend.JobStore. It fails with backend.ErrLeaseLost
+// when the lease is not live, and with backend.ErrKeyReused (changing
 // nothing, keeping the lease) when a key was requested before during the
 // task's lifetime. Otherwise the requests replace any outstanding ones, the
 // task turns input_required with message, and the job waits for the answers
 // with its lease ended (or stays claimable when cancellation was requested,
 // so that a worker sees the intent).
-func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -118,7 +132,7 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 		now := s.now()
 		err := tx.QueryRow(ctx, s.q.lockLease, now, l.TaskID, l.Attempt).Scan(nil)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, worker.ErrLeaseLost
+			return nil, backend.ErrLeaseLost
 		}
 		if err != nil {
 			return nil, wrapErr("request input", err)
@@ -131,7 +145,7 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 		keys := slices.Sorted(maps.Keys(reqs))
 		for _, k := range keys {
 			if slices.Contains(used, k) {
-				return nil, fmt.Errorf("%w: %q", worker.ErrKeyReused, k)
+				return nil, fmt.Errorf("%w: %q", backend.ErrKeyReused, k)
 			}
 		}
 		used = slices.Concat(used, keys)
@@ -145,8 +159,9 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 	})
 }
 
-// Complete implements worker.Store.
-func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+// Complete implements backend.JobStore.
+func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+	s := j.s
 	if res == nil {
 		return errors.New("postgres: a result is required")
 	}
@@ -157,8 +172,9 @@ func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolR
 	return s.finish(ctx, s.now(), l, task.Completed, message, b, nil)
 }
 
-// Fail implements worker.Store.
-func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, message string) error {
+// Fail implements backend.JobStore.
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+	s := j.s
 	if rpcErr == nil {
 		return errors.New("postgres: an error is required")
 	}
@@ -169,14 +185,16 @@ func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, mes
 	return s.finish(ctx, s.now(), l, task.Failed, message, nil, b)
 }
 
-// Cancel implements worker.Store.
-func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) error {
+// Cancel implements backend.JobStore.
+func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
+	s := j.s
 	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil)
 }
 
-// CompleteBatch implements worker.BatchCompleter: every item is completed
+// CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence, in one statement and one transaction.
-func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
+func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+	s := j.s
 	ids := make([]string, len(items))
 	attempts := make([]int64, len(items))
 	messages := make([]string, len(items))
@@ -188,7 +206,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		if it.Progress != nil && !it.Progress.Valid() {
-			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 		}
 		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
 		progress[i], totals[i] = progressArgs(it.Progress)
@@ -220,7 +238,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 
 // finish ends a task in a terminal status under a live lease, in one
 // statement that also finishes the job and records the change.
-func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task.Status, message string, result, errJSON []byte) error {
+func (s *Store) finish(ctx context.Context, now any, l backend.Lease, status task.Status, message string, result, errJSON []byte) error {
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -234,12 +252,12 @@ func (s *Store) finish(ctx context.Context, now any, l worker.Lease, status task
 }
 
 // fencedEvent runs a fenced statement that returns the outbox row of its
-// change, and fails with worker.ErrLeaseLost when the fence matched no row.
+// change, and fails with backend.ErrLeaseLost when the fence matched no row.
 func fencedEvent(ctx context.Context, q queryRower, what, sql string, args ...any) (event, error) {
 	var ev event
 	err := q.QueryRow(ctx, sql, args...).Scan(&ev.id, &ev.taskID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return event{}, worker.ErrLeaseLost
+		return event{}, backend.ErrLeaseLost
 	}
 	if err != nil {
 		return event{}, wrapErr(what, err)
@@ -263,12 +281,13 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// Retry implements worker.Store. It counts a failure; when the failures
+// Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. Otherwise the job is available again at
 // runAt (zero: now) and the task's status message becomes message.
-func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
@@ -284,22 +303,24 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 	return nil
 }
 
-// Release implements worker.Store: the job is available again at once, in
+// Release implements backend.JobStore: the job is available again at once, in
 // its place in the queue (its run_at is kept), and no failure is counted. The task does not change, so nothing is published.
-func (s *Store) Release(ctx context.Context, l worker.Lease) error {
+func (j jobStore) Release(ctx context.Context, l backend.Lease) error {
+	s := j.s
 	tag, err := s.pool.Exec(ctx, s.q.release, s.now(), l.TaskID, l.Attempt)
 	if err != nil {
 		return wrapErr("release", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return worker.ErrLeaseLost
+		return backend.ErrLeaseLost
 	}
 	return nil
 }
 
-// CancelRequested implements worker.Store. It returns task.ErrNotFound for
+// CancelRequested implements backend.JobStore. It returns task.ErrNotFound for
 // unknown and expired tasks.
-func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+func (j jobStore) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	s := j.s
 	var requested bool
 	err := s.pool.QueryRow(ctx, s.q.cancelRequested, s.now(), taskID).Scan(&requested)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // BenchmarkSessions measures the session calls on a real file: Create (at
@@ -76,7 +76,7 @@ func BenchmarkListTasks(b *testing.B) {
 		if i%21 != 0 {
 			cc.Request.Tenant = fmt.Sprint("other", i%10)
 		}
-		if _, err := s.Enqueue(ctx, cc, worker.EnqueueOptions{}); err != nil {
+		if _, err := s.Enqueue(ctx, cc, backend.EnqueueOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
-// Package sqlite is a durable task store on SQLite: a task.Manager for the
-// server, and the worker.Store and worker.Enqueuer the worker runtime
-// drives, over one database file.
+// Package sqlite is a durable task store on SQLite: a backend.Store (the
+// task.Manager of the server, the backend.Enqueuer of task creation
+// handlers, and through Jobs the backend.JobStore the worker runtime
+// drives), over one database file.
 //
 // # Connections
 //
@@ -51,7 +52,7 @@
 // that a worker sees the intent and can cancel. Every
 // fenced write (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry,
 // Release) applies only while the job is running under the same attempt and
-// its lease has not expired; otherwise it returns worker.ErrLeaseLost and
+// its lease has not expired; otherwise it returns backend.ErrLeaseLost and
 // changes nothing. RequestInput parks the job until UpdateTask has accepted
 // an answer for every outstanding request. Retry counts a failure; the
 // failure that reaches the job's MaxAttempts fails the task with a

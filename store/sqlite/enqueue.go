@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// Enqueue implements worker.Enqueuer: it creates a working task bound to
+// Enqueue implements backend.Enqueuer: it creates a working task bound to
 // cc.Request's endpoint, tenant and principal, with cc.Origin stored byte for
 // byte, its available job (kind: the origin's tool) and an outbox row in one
 // transaction, and publishes the task ID after commit. The task is readable
@@ -22,12 +22,12 @@ import (
 // tenant, endpoint and tool is returned unchanged, whatever its state, when
 // its arguments are the same (byte for byte, or after removing
 // insignificant white space); otherwise Enqueue fails with
-// worker.ErrIdempotencyConflict. An expired task does not hold its key: it
+// backend.ErrIdempotencyConflict. An expired task does not hold its key: it
 // is deleted and a new task created.
 //
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
-func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts worker.EnqueueOptions) (task.Task, error) {
+func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts backend.EnqueueOptions) (task.Task, error) {
 	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)
@@ -57,11 +57,11 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts work
 	return snap, nil
 }
 
-// EnqueueBatch implements worker.BatchEnqueuer: every task, job and outbox
+// EnqueueBatch implements backend.BatchEnqueuer: every task, job and outbox
 // row is inserted in one transaction on the writer, and the task IDs are
 // published after commit. Each item is checked as Enqueue checks it; an
 // invalid item fails the whole batch before anything is written.
-func (s *Store) EnqueueBatch(ctx context.Context, items []worker.BatchItem) ([]task.Task, error) {
+func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]task.Task, error) {
 	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
 	if err != nil || len(items) == 0 {
 		return nil, wrapErr("enqueue batch", err)
@@ -95,7 +95,7 @@ func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
 // insertTask inserts a working task, its available job and an outbox row in
 // tx, and returns the task's snapshot.
 func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContext, e taskdata.Enqueue,
-	opts worker.EnqueueOptions, nowMs int64) (task.Task, error) {
+	opts backend.EnqueueOptions, nowMs int64) (task.Task, error) {
 	id, err := taskdata.NewID(s.now())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)
@@ -140,7 +140,7 @@ func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContex
 
 // idempotent returns the live task holding an idempotency key, or nil when
 // there is none; an expired holder is deleted to free the key. It fails with
-// worker.ErrIdempotencyConflict when the holder's arguments differ.
+// backend.ErrIdempotencyConflict when the holder's arguments differ.
 func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContext, key string, nowMs int64) (*taskRow, error) {
 	var id string
 	var expires sql.NullInt64
@@ -171,7 +171,7 @@ func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContex
 		return nil, fmt.Errorf("sqlite: task origin: %w", err)
 	}
 	if !taskdata.SameArguments(origin, cc.Origin) {
-		return nil, worker.ErrIdempotencyConflict
+		return nil, backend.ErrIdempotencyConflict
 	}
 	return r, nil
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // TestEventsAcrossStores opens two Stores on one file, as two processes
@@ -32,14 +32,14 @@ func TestEventsAcrossStores(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	own, err := a.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	own, err := a.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := next(); got != own.ID() {
 		t.Fatalf("A heard %q first, want its own task %q", got, own.ID())
 	}
-	other, err := b.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	other, err := b.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

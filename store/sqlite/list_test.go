@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // TestListCursorsShareTheFile: a cursor one Store issued continues the
@@ -27,7 +27,7 @@ func TestListCursorsShareTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := a.Enqueue(ctx, creation(t), worker.EnqueueOptions{}); err != nil {
+		if _, err := a.Enqueue(ctx, creation(t), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

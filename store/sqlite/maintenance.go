@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// RescueExpired implements worker.Store. It takes at most p.Limit running
+// RescueExpired implements backend.JobStore. It takes at most p.Limit running
 // jobs whose lease expired at or before p.Now, earliest expiry first (then
 // task ID), and counts an interrupted run for each: a job whose interrupted
 // runs reach p.MaxInterruptedRuns fails its task with the client-safe error
@@ -19,7 +19,8 @@ import (
 // a new attempt. Handler failures (failures, max_attempts) are not touched.
 // Each update is fenced by the attempt the rescuer read. A zero p.Now means
 // the store's clock.
-func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, error) {
+func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
+	s := j.s
 	if p.Limit < 1 {
 		return 0, nil
 	}
@@ -89,11 +90,12 @@ func (s *Store) RescueExpired(ctx context.Context, p worker.RescueParams) (int, 
 	return n, nil
 }
 
-// DeleteExpired implements worker.Store. It deletes at most limit tasks
+// DeleteExpired implements backend.JobStore. It deletes at most limit tasks
 // whose TTL passed at or before now, earliest expiry first (then task ID),
 // with their jobs. Their outbox rows stay until PruneOutbox. A zero now
 // means the store's clock.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}
@@ -122,7 +124,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 // time, oldest first, and returns how many. The outbox records every
 // observable change for consumers that poll it; call PruneOutbox
 // periodically with a horizon longer than any consumer's lag.
-func (s *Store) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

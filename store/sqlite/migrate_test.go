@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // TestMigrateClaimColumns upgrades a version 1 database holding an
@@ -60,7 +60,7 @@ func TestMigrateClaimColumns(t *testing.T) {
 
 	s := open(t, sqlite.Options{Path: path})
 	insertV1("d-during-rollout", "working", "available", 0)
-	jobs, err := s.Claim(context.Background(), worker.ClaimParams{Worker: "w", Kinds: []string{"tool"}, Limit: 10,
+	jobs, err := s.Jobs().Claim(context.Background(), backend.ClaimParams{Worker: "w", Kinds: []string{"tool"}, Limit: 10,
 		Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)

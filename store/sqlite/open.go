@@ -17,10 +17,10 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
 
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Defaults of Options.
@@ -28,7 +28,7 @@ const (
 	DefaultBusyTimeout  = 5 * time.Second
 	DefaultTTL          = 24 * time.Hour
 	DefaultPollInterval = time.Second
-	DefaultMaxAttempts  = worker.DefaultMaxAttempts
+	DefaultMaxAttempts  = backend.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 	// DefaultReadConns is the size of the read-only connection pool.
 	DefaultReadConns = 4
@@ -71,7 +71,7 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default worker.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts.
 	DefaultMaxAttempts int
 	// EventPoll is how often the store reads the outbox for changes that
 	// other processes committed to the same file, to publish them on its
@@ -81,8 +81,8 @@ type Options struct {
 }
 
 // Store is a durable task store over one SQLite database. It implements
-// task.Manager, worker.Store and worker.Enqueuer, and is safe for concurrent
-// use. Close it when done.
+// backend.Store (its job side is Jobs) and is safe for concurrent use.
+// Close it when done.
 type Store struct {
 	opts Options
 	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
@@ -99,11 +99,12 @@ type Store struct {
 }
 
 var (
-	_ task.Manager    = (*Store)(nil)
-	_ worker.Store    = (*Store)(nil)
-	_ worker.Enqueuer = (*Store)(nil)
+	_ backend.Store = (*Store)(nil)
 
-	_ worker.BatchEnqueuer = (*Store)(nil)
+	_ backend.JobStore         = jobStore{}
+	_ backend.BatchCompleter   = jobStore{}
+	_ backend.ProgressReporter = jobStore{}
+	_ backend.Pruner           = jobStore{}
 )
 
 // Open opens (creating when missing) the database at opts.Path, applies

@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // TestFilesPrivate checks that the database file and the WAL and
@@ -23,7 +23,7 @@ func TestFilesPrivate(t *testing.T) {
 	setUmask(t, 0o022)
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	s := open(t, sqlite.Options{Path: path})
-	if _, err := s.Enqueue(context.Background(), creation(t), worker.EnqueueOptions{}); err != nil {
+	if _, err := s.Enqueue(context.Background(), creation(t), backend.EnqueueOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {

@@ -5,16 +5,17 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// ReportProgress implements worker.ProgressReporter: under a live lease
-// (else worker.ErrLeaseLost, changing nothing) it sets the task's status
+// ReportProgress implements backend.ProgressReporter: under a live lease
+// (else backend.ErrLeaseLost, changing nothing) it sets the task's status
 // message and progress count (nil: none) without changing its status,
 // records the change in the outbox and publishes it after commit.
-func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message string, p *task.Progress) error {
+func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
+	s := j.s
 	if err := taskdata.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -33,7 +34,7 @@ func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message stri
 		if n, err := res.RowsAffected(); err != nil {
 			return nil, wrapErr("report progress", err)
 		} else if n == 0 {
-			return nil, worker.ErrLeaseLost
+			return nil, backend.ErrLeaseLost
 		}
 		if err := outbox(ctx, tx, l.TaskID, nowMs); err != nil {
 			return nil, err
@@ -45,9 +46,9 @@ func (s *Store) ReportProgress(ctx context.Context, l worker.Lease, message stri
 // completeWithProgress is setTerminal for a batched completion that
 // carries the progress count of its last report: one UPDATE sets both, so
 // the row is rewritten once.
-func completeWithProgress(ctx context.Context, tx *wtx, it worker.Completion, result string, nowMs int64) error {
+func completeWithProgress(ctx context.Context, tx *wtx, it backend.Completion, result string, nowMs int64) error {
 	if !it.Progress.Valid() {
-		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
 		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,

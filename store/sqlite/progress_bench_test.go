@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // BenchmarkCompleteBatchProgress measures a CompleteBatch of 200 jobs
@@ -26,9 +26,9 @@ func BenchmarkCompleteBatchProgress(b *testing.B) {
 			ctx := context.Background()
 			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}}
 			const batch = 200
-			items := make([]worker.BatchItem, batch)
+			items := make([]backend.BatchItem, batch)
 			for i := range items {
-				items[i] = worker.BatchItem{Creation: creation(b)}
+				items[i] = backend.BatchItem{Creation: creation(b)}
 			}
 			n := 0
 			for b.Loop() {
@@ -36,19 +36,19 @@ func BenchmarkCompleteBatchProgress(b *testing.B) {
 				if _, err := s.EnqueueBatch(ctx, items); err != nil {
 					b.Fatal(err)
 				}
-				jobs, err := s.Claim(ctx, worker.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute, Now: time.Now()})
+				jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute, Now: time.Now()})
 				if err != nil || len(jobs) != batch {
 					b.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 				}
-				cs := make([]worker.Completion, batch)
+				cs := make([]backend.Completion, batch)
 				for i, j := range jobs {
-					cs[i] = worker.Completion{Lease: j.Lease, Result: res}
+					cs[i] = backend.Completion{Lease: j.Lease, Result: res}
 					if withProgress {
 						cs[i].Progress = &task.Progress{Current: 1, Total: 1}
 					}
 				}
 				b.StartTimer()
-				if _, err := s.CompleteBatch(ctx, cs); err != nil {
+				if _, err := s.Jobs().(backend.BatchCompleter).CompleteBatch(ctx, cs); err != nil {
 					b.Fatal(err)
 				}
 				n += batch

@@ -3,19 +3,16 @@ package sqlite
 import (
 	"context"
 	"time"
-
-	"github.com/taskwire/taskwire/worker"
 )
 
-var _ worker.Pruner = (*Store)(nil)
-
-// PruneJobs implements worker.Pruner: it deletes at most limit job rows in
+// PruneJobs implements backend.Pruner: it deletes at most limit job rows in
 // state done (their tasks have finished; the task rows stay until their TTL
 // passes) and returns how many. The freed pages are reused by later writes,
 // so the file stops growing once pruning keeps up; it does not shrink
 // (VACUUM does that). A fenced write for a pruned job finds no row and
-// fails with worker.ErrLeaseLost, as for any finished job.
-func (s *Store) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+// fails with backend.ErrLeaseLost, as for any finished job.
+func (j jobStore) PruneJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}

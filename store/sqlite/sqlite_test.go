@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -36,7 +36,7 @@ func open(t testing.TB, opts sqlite.Options) *sqlite.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Backend {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
 		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now})
 	})
 }
@@ -44,7 +44,7 @@ func TestStore(t *testing.T) {
 func TestMemoryPath(t *testing.T) {
 	s := open(t, sqlite.Options{Path: sqlite.MemoryPath})
 	ctx := context.Background()
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +120,11 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := open(t, sqlite.Options{Path: path})
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{IdempotencyKey: "k"})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{IdempotencyKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Minute})
+	jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Minute})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Claim: %v %v", jobs, err)
 	}
@@ -137,10 +137,10 @@ func TestSurvivesReopen(t *testing.T) {
 		t.Fatalf("after reopen: %v %v %v", ok, err, got)
 	}
 	// The claim survived too: its lease still fences.
-	if err := s.Complete(ctx, jobs[0].Lease, &mcp.CallToolResult{}, ""); err != nil {
+	if err := s.Jobs().Complete(ctx, jobs[0].Lease, &mcp.CallToolResult{}, ""); err != nil {
 		t.Fatalf("Complete after reopen: %v", err)
 	}
-	again, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{IdempotencyKey: "k"})
+	again, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{IdempotencyKey: "k"})
 	if err != nil || again.ID() != tk.ID() || again.Status() != task.Completed {
 		t.Fatalf("idempotent enqueue after reopen: %v %v", again.ID(), err)
 	}
@@ -200,10 +200,10 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("after %s: %d outbox rows, want %d", what, got, want)
 		}
 	}
-	tk, err := s.Enqueue(ctx, creation(t), worker.EnqueueOptions{})
+	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
 	step("Enqueue", 1, err)
-	claimOne := func() worker.Job {
-		jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 1, Lease: time.Minute})
+	claimOne := func() backend.JobRow {
+		jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Limit: 1, Lease: time.Minute})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("Claim: %d jobs, %v", len(jobs), err)
 		}
@@ -211,9 +211,9 @@ func TestOutbox(t *testing.T) {
 	}
 	j := claimOne()
 	step("Claim", 1, nil)
-	step("Heartbeat", 1, s.Heartbeat(ctx, j.Lease, time.Minute))
+	step("Heartbeat", 1, s.Jobs().Heartbeat(ctx, j.Lease, time.Minute))
 	reqs := mcp.InputRequests{"a": {Method: mcp.MethodRootsList}, "b": {Method: mcp.MethodRootsList}}
-	step("RequestInput", 2, s.RequestInput(ctx, j.Lease, reqs, ""))
+	step("RequestInput", 2, s.Jobs().RequestInput(ctx, j.Lease, reqs, ""))
 	answer := func(keys ...string) error {
 		resp := mcp.InputResponses{}
 		for _, k := range keys {
@@ -227,12 +227,12 @@ func TestOutbox(t *testing.T) {
 	j = claimOne()
 	step("RequestCancel", 5, s.RequestCancel(ctx, reqCtx(tk.ID())))
 	step("RequestCancel again", 5, s.RequestCancel(ctx, reqCtx(tk.ID())))
-	step("Release", 5, s.Release(ctx, j.Lease))
+	step("Release", 5, s.Jobs().Release(ctx, j.Lease))
 	j = claimOne()
-	step("Complete", 6, s.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""))
+	step("Complete", 6, s.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""))
 	step("RequestCancel of a terminal task", 6, s.RequestCancel(ctx, reqCtx(tk.ID())))
 
-	n, err := s.PruneOutbox(ctx, time.Now().Add(time.Hour), 4)
+	n, err := s.Jobs().(backend.Pruner).PruneOutbox(ctx, time.Now().Add(time.Hour), 4)
 	step("PruneOutbox", 2, err)
 	if n != 4 {
 		t.Fatalf("PruneOutbox removed %d, want 4", n)
@@ -248,7 +248,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 	stores := []*sqlite.Store{open(t, sqlite.Options{Path: path}), open(t, sqlite.Options{Path: path})}
 	const n = 60
 	for range n {
-		if _, err := stores[0].Enqueue(ctx, creation(t), worker.EnqueueOptions{}); err != nil {
+		if _, err := stores[0].Enqueue(ctx, creation(t), backend.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 		s := stores[w%2]
 		wg.Go(func() {
 			for {
-				jobs, err := s.Claim(ctx, worker.ClaimParams{Limit: 2, Lease: time.Minute})
+				jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Limit: 2, Lease: time.Minute})
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 					return
@@ -268,7 +268,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 					return
 				}
 				for _, j := range jobs {
-					if err := s.Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
+					if err := s.Jobs().Complete(ctx, j.Lease, &mcp.CallToolResult{}, ""); err != nil {
 						t.Errorf("Complete: %v", err)
 						continue
 					}

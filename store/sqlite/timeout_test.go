@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // TestTimeoutBoundsWriterWait holds the one writer connection, as a
@@ -25,7 +25,7 @@ func TestTimeoutBoundsWriterWait(t *testing.T) {
 	cc := creation(t) // not in the goroutine: it may stop the test
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Enqueue(context.Background(), cc, worker.EnqueueOptions{})
+		_, err := s.Enqueue(context.Background(), cc, backend.EnqueueOptions{})
 		done <- err
 	}()
 	select {
@@ -39,7 +39,7 @@ func TestTimeoutBoundsWriterWait(t *testing.T) {
 		t.Fatal("Enqueue still waiting for the writer after 20 s")
 	}
 	release()
-	if _, err := s.Enqueue(context.Background(), creation(t), worker.EnqueueOptions{}); err != nil {
+	if _, err := s.Enqueue(context.Background(), creation(t), backend.EnqueueOptions{}); err != nil {
 		t.Fatalf("Enqueue after the writer is free: %v", err)
 	}
 }

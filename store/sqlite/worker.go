@@ -10,24 +10,36 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
+
+// Jobs returns the store's backend.JobStore, for worker.Options.Store: the
+// fenced job writes of the worker runtime, over the same database. It
+// implements backend.BatchCompleter, backend.ProgressReporter and
+// backend.Pruner too. It is valid until Close.
+func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
+
+// jobStore is the Store's job side: the methods only the worker runtime
+// calls, kept off *Store so that an application's handle shows what it
+// uses.
+type jobStore struct{ s *Store }
 
 // fenceClause restricts a jobs statement to the live claim a lease names:
 // the same attempt, still running, lease not expired. Its arguments are the
 // task ID, the attempt and the current time in milliseconds.
 const fenceClause = `task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at > ?`
 
-// Claim implements worker.Store. It leases up to p.Limit due jobs of the
+// Claim implements backend.JobStore. It leases up to p.Limit due jobs of the
 // given kinds, oldest run_at first (then creation time, then task ID), in
 // one transaction on the single writer. Claimable are available jobs, and
 // jobs awaiting input whose task has a cancellation request. Jobs of
 // expired tasks are skipped. A zero p.Now means the store's clock.
-func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
+	s := j.s
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("sqlite: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
@@ -55,7 +67,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 		ORDER BY j.run_at, j.created_at, j.task_id LIMIT ?3`
 	args := []any{nowMs, kinds, p.Limit}
 
-	var jobs []worker.Job
+	var jobs []backend.JobRow
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		jobs = nil
 		rows, err := tx.QueryContext(ctx, query, args...)
@@ -63,7 +75,7 @@ func (s *Store) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, 
 			return nil, wrapErr("claim", err)
 		}
 		type candidate struct {
-			job       worker.Job
+			job       backend.JobRow
 			origin    []byte
 			responses []byte
 		}
@@ -136,9 +148,9 @@ func failUnreadable(ctx context.Context, tx *wtx, id string, nowMs int64) error 
 }
 
 // fencedJob runs a fenced UPDATE of the lease's job row (set is the SET
-// list, setArgs its arguments) and returns worker.ErrLeaseLost when it
+// list, setArgs its arguments) and returns backend.ErrLeaseLost when it
 // matched no row.
-func fencedJob(ctx context.Context, tx *wtx, l worker.Lease, nowMs int64, set string, setArgs ...any) error {
+func fencedJob(ctx context.Context, tx *wtx, l backend.Lease, nowMs int64, set string, setArgs ...any) error {
 	args := append(setArgs, l.TaskID, l.Attempt, nowMs)
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET `+set+` WHERE `+fenceClause, args...)
 	if err != nil {
@@ -149,13 +161,14 @@ func fencedJob(ctx context.Context, tx *wtx, l worker.Lease, nowMs int64, set st
 		return wrapErr("update job", err)
 	}
 	if n == 0 {
-		return worker.ErrLeaseLost
+		return backend.ErrLeaseLost
 	}
 	return nil
 }
 
-// Heartbeat implements worker.Store: it extends a live lease to now+lease.
-func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+// Heartbeat implements backend.JobStore: it extends a live lease to now+lease.
+func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
+	s := j.s
 	if lease < time.Millisecond {
 		return errors.New("sqlite: Heartbeat needs a lease of at least 1 ms")
 	}
@@ -165,13 +178,14 @@ func (s *Store) Heartbeat(ctx context.Context, l worker.Lease, lease time.Durati
 	})
 }
 
-// RequestInput implements worker.Store. It fails with worker.ErrLeaseLost
-// when the lease is not live, and with worker.ErrKeyReused (changing
+// RequestInput implements backend.JobStore. It fails with backend.ErrLeaseLost
+// when the lease is not live, and with backend.ErrKeyReused (changing
 // nothing, keeping the lease) when a key was requested before during the
 // task's lifetime. Otherwise the requests replace any outstanding ones, the
 // task turns input_required with message, and the job waits for the answers
 // with its lease ended.
-func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.InputRequests, message string) error {
+func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -190,7 +204,7 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 			WHERE j.task_id = ? AND j.attempt = ? AND j.state = 'running' AND j.lease_expires_at > ?`,
 			l.TaskID, l.Attempt, nowMs).Scan(&usedJSON, &cancelRequested)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, worker.ErrLeaseLost
+			return nil, backend.ErrLeaseLost
 		}
 		if err != nil {
 			return nil, wrapErr("request input", err)
@@ -202,7 +216,7 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 		keys := slices.Sorted(maps.Keys(reqs))
 		for _, k := range keys {
 			if used[k] {
-				return nil, fmt.Errorf("%w: %q", worker.ErrKeyReused, k)
+				return nil, fmt.Errorf("%w: %q", backend.ErrKeyReused, k)
 			}
 		}
 		for _, k := range keys {
@@ -235,11 +249,12 @@ func (s *Store) RequestInput(ctx context.Context, l worker.Lease, reqs mcp.Input
 	})
 }
 
-// Complete implements worker.Store: under a live lease (else
-// worker.ErrLeaseLost) it ends the task completed with res and message,
+// Complete implements backend.JobStore: under a live lease (else
+// backend.ErrLeaseLost) it ends the task completed with res and message,
 // clears outstanding input requests, finishes the job and publishes the
 // change. res must already be validated against the task's origin.
-func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
+	s := j.s
 	if res == nil {
 		return errors.New("sqlite: a result is required")
 	}
@@ -250,10 +265,11 @@ func (s *Store) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolR
 	return s.finish(ctx, l, task.Completed, message, string(b), nil)
 }
 
-// Fail implements worker.Store: under a live lease (else
-// worker.ErrLeaseLost) it ends the task failed with the client-safe rpcErr
+// Fail implements backend.JobStore: under a live lease (else
+// backend.ErrLeaseLost) it ends the task failed with the client-safe rpcErr
 // and message, finishes the job and publishes the change.
-func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, message string) error {
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+	s := j.s
 	if rpcErr == nil {
 		return errors.New("sqlite: an error is required")
 	}
@@ -264,15 +280,16 @@ func (s *Store) Fail(ctx context.Context, l worker.Lease, rpcErr *mcp.Error, mes
 	return s.finish(ctx, l, task.Failed, message, nil, string(b))
 }
 
-// Cancel implements worker.Store: under a live lease (else
-// worker.ErrLeaseLost) it ends the task cancelled with message, finishes the
+// Cancel implements backend.JobStore: under a live lease (else
+// backend.ErrLeaseLost) it ends the task cancelled with message, finishes the
 // job and publishes the change.
-func (s *Store) Cancel(ctx context.Context, l worker.Lease, message string) error {
+func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
+	s := j.s
 	return s.finish(ctx, l, task.Cancelled, message, nil, nil)
 }
 
 // finish ends a task in a terminal status under a live lease.
-func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, message string, result, errJSON any) error {
+func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status, message string, result, errJSON any) error {
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -288,10 +305,11 @@ func (s *Store) finish(ctx context.Context, l worker.Lease, status task.Status, 
 	})
 }
 
-// CompleteBatch implements worker.BatchCompleter: every item is completed
+// CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence in one immediate transaction, so the batch costs one
 // commit. Items whose lease is lost are skipped and reported.
-func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([]bool, error) {
+func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
+	s := j.s
 	results := make([]string, len(items))
 	for i, it := range items {
 		b, err := taskdata.CompletionJSON(it)
@@ -306,7 +324,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []worker.Completion) ([
 		var done []string
 		for i, it := range items {
 			err := fencedJob(ctx, tx, it.Lease, nowMs, `state = 'done', lease_owner = NULL, lease_expires_at = NULL`)
-			if errors.Is(err, worker.ErrLeaseLost) {
+			if errors.Is(err, backend.ErrLeaseLost) {
 				lost[i] = true
 				continue
 			}
@@ -351,11 +369,12 @@ var exhaustedJSON = func() string {
 	return string(b)
 }()
 
-// Retry implements worker.Store. It counts a failure; when the failures
+// Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. A zero runAt means now.
-func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, message string) error {
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+	s := j.s
 	if err := taskdata.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -365,7 +384,7 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 		err := tx.QueryRowContext(ctx, `SELECT failures, max_attempts FROM jobs WHERE `+fenceClause,
 			l.TaskID, l.Attempt, nowMs).Scan(&failures, &maxAttempts)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, worker.ErrLeaseLost
+			return nil, backend.ErrLeaseLost
 		}
 		if err != nil {
 			return nil, wrapErr("retry", err)
@@ -399,19 +418,21 @@ func (s *Store) Retry(ctx context.Context, l worker.Lease, runAt time.Time, mess
 	})
 }
 
-// Release implements worker.Store: the job is available again at once, in
+// Release implements backend.JobStore: the job is available again at once, in
 // its place in the queue (its run_at is kept), and no failure is counted.
 // The task does not change, so nothing is published.
-func (s *Store) Release(ctx context.Context, l worker.Lease) error {
+func (j jobStore) Release(ctx context.Context, l backend.Lease) error {
+	s := j.s
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		return nil, fencedJob(ctx, tx, l, nowMs, `state = 'available', lease_owner = NULL, lease_expires_at = NULL`)
 	})
 }
 
-// CancelRequested implements worker.Store. It returns task.ErrNotFound for
+// CancelRequested implements backend.JobStore. It returns task.ErrNotFound for
 // unknown and expired tasks.
-func (s *Store) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+func (j jobStore) CancelRequested(ctx context.Context, taskID string) (bool, error) {
+	s := j.s
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var yes bool

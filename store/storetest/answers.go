@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testFormAnswers: UpdateTask ignores an answer to a form that does not
@@ -14,10 +14,10 @@ import (
 // of the wrong variant, and accepts one that matches.
 func testFormAnswers(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	form := mcp.NewElicitFormRequest("Proceed?", json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": form}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": form}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{

@@ -3,9 +3,9 @@ package storetest
 import (
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testCompleteBatch: a backend that batches completions applies each item's
@@ -13,15 +13,15 @@ import (
 // publishes only what changed.
 func testCompleteBatch(t *testing.T, open opener) {
 	b, c := open(t)
-	bc, ok := b.(worker.BatchCompleter)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
 	if !ok {
-		t.Skip("backend does not implement worker.BatchCompleter")
+		t.Skip("backend does not implement backend.BatchCompleter")
 	}
 	var ids []string
 	for range 3 {
-		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5}).ID())
+		ids = append(ids, enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5}).ID())
 	}
-	jobs := map[string]worker.Job{}
+	jobs := map[string]backend.JobRow{}
 	claimAll := func() {
 		for _, j := range claim(t, b, c, 3) {
 			jobs[j.TaskID] = j
@@ -34,7 +34,7 @@ func testCompleteBatch(t *testing.T, open opener) {
 	// The third lease goes stale: it expires and the job is reclaimed.
 	stale := jobs[ids[2]].Lease
 	c.Advance(lease)
-	if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 3 {
+	if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 3 {
 		t.Fatalf("RescueExpired = %d, %v; want 3", n, err)
 	}
 	claimAll() // reclaims all three; the third is then completed through its old lease
@@ -43,7 +43,7 @@ func testCompleteBatch(t *testing.T, open opener) {
 	defer unsubscribe()
 
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "batched"}}}
-	lost, err := bc.CompleteBatch(bg, []worker.Completion{
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{
 		{Lease: jobs[ids[0]].Lease, Result: res, Message: "one"},
 		{Lease: jobs[ids[1]].Lease, Result: res, Message: "two"},
 		{Lease: stale, Result: res, Message: "stale"},
@@ -72,7 +72,7 @@ func testCompleteBatch(t *testing.T, open opener) {
 		t.Fatalf("published %d hints, want one per completed task", len(published))
 	}
 	// Completed items are terminal: a second batch loses them all.
-	lost, err = bc.CompleteBatch(bg, []worker.Completion{{Lease: jobs[ids[0]].Lease, Result: res}})
+	lost, err = bc.CompleteBatch(bg, []backend.Completion{{Lease: jobs[ids[0]].Lease, Result: res}})
 	if err != nil || !lost[0] {
 		t.Fatalf("second CompleteBatch = %v, %v; want lost", lost, err)
 	}

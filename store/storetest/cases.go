@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -26,17 +27,17 @@ func testPublisher(t *testing.T, open opener) {
 }
 
 // fencedWrites are the writes a lease makes, by name.
-func fencedWrites(b Backend, l worker.Lease, c *Clock) map[string]func() error {
+func fencedWrites(b backend.Store, l backend.Lease, c *Clock) map[string]func() error {
 	return map[string]func() error{
-		"Heartbeat":    func() error { return b.Heartbeat(bg, l, lease) },
-		"RequestInput": func() error { return b.RequestInput(bg, l, mcp.InputRequests{"stale": reqElicit}, "ask") },
-		"Complete":     func() error { return b.Complete(bg, l, textResult, "done") },
-		"Fail":         func() error { return b.Fail(bg, l, toolError, "failed") },
-		"Cancel":       func() error { return b.Cancel(bg, l, "cancelled") },
-		"Retry":        func() error { return b.Retry(bg, l, c.Now(), "again") },
-		"Release":      func() error { return b.Release(bg, l) },
+		"Heartbeat":    func() error { return b.Jobs().Heartbeat(bg, l, lease) },
+		"RequestInput": func() error { return b.Jobs().RequestInput(bg, l, mcp.InputRequests{"stale": reqElicit}, "ask") },
+		"Complete":     func() error { return b.Jobs().Complete(bg, l, textResult, "done") },
+		"Fail":         func() error { return b.Jobs().Fail(bg, l, toolError, "failed") },
+		"Cancel":       func() error { return b.Jobs().Cancel(bg, l, "cancelled") },
+		"Retry":        func() error { return b.Jobs().Retry(bg, l, c.Now(), "again") },
+		"Release":      func() error { return b.Jobs().Release(bg, l) },
 		"ReportProgress": func() error {
-			return b.ReportProgress(bg, l, "stale progress", &task.Progress{Current: 1, Total: 2})
+			return reporter(b).ReportProgress(bg, l, "stale progress", &task.Progress{Current: 1, Total: 2})
 		},
 	}
 }
@@ -66,7 +67,7 @@ func detail(t task.Task) any {
 // expired, can no longer write, and its attempts change nothing.
 func testFencing(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
 	first := claimOne(t, b, c, tk.ID())
 	if first.Attempt < 1 || first.Failures != 0 || first.MaxAttempts != 5 || first.Kind != toolA {
 		t.Fatalf("first claim: attempt %d failures %d max %d kind %q", first.Attempt, first.Failures, first.MaxAttempts, first.Kind)
@@ -83,7 +84,7 @@ func testFencing(t *testing.T, open opener) {
 	}
 	sameSnapshot(t, "after writes of an expired lease", before, mustFind(t, b, tk.ID()))
 
-	if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
+	if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
 		t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
 	}
 	second := claimOne(t, b, c, tk.ID())
@@ -98,8 +99,8 @@ func testFencing(t *testing.T, open opener) {
 	sameSnapshot(t, "after writes of a stale lease", before, mustFind(t, b, tk.ID()))
 
 	// The current lease still works, once.
-	wantErr(t, "current Heartbeat", b.Heartbeat(bg, second.Lease, lease), "ok")
-	wantErr(t, "current Complete", b.Complete(bg, second.Lease, textResult, "done"), "ok")
+	wantErr(t, "current Heartbeat", b.Jobs().Heartbeat(bg, second.Lease, lease), "ok")
+	wantErr(t, "current Complete", b.Jobs().Complete(bg, second.Lease, textResult, "done"), "ok")
 	done := mustFind(t, b, tk.ID())
 	if done.Status() != task.Completed || done.Result() == nil || done.StatusMessage() != "done" {
 		t.Fatalf("after Complete: %v", done)
@@ -110,13 +111,13 @@ func testFencing(t *testing.T, open opener) {
 	sameSnapshot(t, "terminal task", done, mustFind(t, b, tk.ID()))
 
 	// A lease on a task that never existed.
-	wantErr(t, "unknown task", b.Heartbeat(bg, worker.Lease{TaskID: "nope", Attempt: 1}, lease), "ErrLeaseLost")
+	wantErr(t, "unknown task", b.Jobs().Heartbeat(bg, backend.Lease{TaskID: "nope", Attempt: 1}, lease), "ErrLeaseLost")
 }
 
 // testIdempotency: keys dedupe per tenant, endpoint and tool.
 func testIdempotency(t *testing.T, open opener) {
 	b, c := open(t)
-	opts := worker.EnqueueOptions{IdempotencyKey: "req-1", TTL: time.Hour}
+	opts := backend.EnqueueOptions{IdempotencyKey: "req-1", TTL: time.Hour}
 	mk := func(endpoint, tenant, tool, args string) (task.Task, error) {
 		return b.Enqueue(bg, creation(t, endpoint, tenant, tool, args), opts)
 	}
@@ -131,7 +132,7 @@ func testIdempotency(t *testing.T, open opener) {
 	// The existing task is returned as it is now.
 	j := claimOne(t, b, c, first.ID())
 	c.Advance(time.Millisecond)
-	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, ""); err != nil {
 		t.Fatal(err)
 	}
 	again, err = mk(endpointA, tenantA, toolA, `{"n":1}`)
@@ -152,8 +153,8 @@ func testIdempotency(t *testing.T, open opener) {
 		t.Fatalf("other arguments: got %v, want ErrIdempotencyConflict", err)
 	}
 	// Without a key every call creates a task.
-	x := enqueue(t, b, worker.EnqueueOptions{})
-	y := enqueue(t, b, worker.EnqueueOptions{})
+	x := enqueue(t, b, backend.EnqueueOptions{})
+	y := enqueue(t, b, backend.EnqueueOptions{})
 	if x.ID() == y.ID() || ids[x.ID()] || ids[y.ID()] {
 		t.Fatal("enqueues without a key must create distinct tasks")
 	}
@@ -169,9 +170,9 @@ func testIdempotency(t *testing.T, open opener) {
 // nothing.
 func testAuthorization(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatal(err)
 	}
 	before := mustFind(t, b, tk.ID())
@@ -187,7 +188,7 @@ func testAuthorization(t *testing.T, open opener) {
 		wantErr(t, "RequestCancel", b.RequestCancel(bg, r), "ErrNotFound")
 	}
 	sameSnapshot(t, "after unauthorized calls", before, mustFind(t, b, tk.ID()))
-	if yes, err := b.CancelRequested(bg, tk.ID()); err != nil || yes {
+	if yes, err := b.Jobs().CancelRequested(bg, tk.ID()); err != nil || yes {
 		t.Fatalf("CancelRequested = %v, %v after unauthorized cancel", yes, err)
 	}
 	// The principal is not part of the binding.
@@ -196,13 +197,13 @@ func testAuthorization(t *testing.T, open opener) {
 	if _, ok, _ := b.FindTask(bg, r); !ok {
 		t.Fatal("FindTask with another principal of the same tenant: not found")
 	}
-	if _, err := b.CancelRequested(bg, "unknown-task"); errClass(err) != "ErrNotFound" {
+	if _, err := b.Jobs().CancelRequested(bg, "unknown-task"); errClass(err) != "ErrNotFound" {
 		t.Fatalf("CancelRequested(unknown) = %v, want ErrNotFound", err)
 	}
 }
 
 // update sends responses as the task's owner.
-func update(t *testing.T, b Backend, id string, resp mcp.InputResponses) {
+func update(t *testing.T, b backend.Store, id string, resp mcp.InputResponses) {
 	t.Helper()
 	if err := b.UpdateTask(bg, task.UpdateContext{RequestContext: rc(id, endpointA, tenantA), Responses: resp}); err != nil {
 		t.Fatalf("UpdateTask: %v", err)
@@ -215,10 +216,10 @@ func keysOf[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Ke
 // the task's lifetime, and keys never repeat.
 func testInputRounds(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
 	c.Advance(time.Millisecond)
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k1": reqElicit, "k2": reqSample}, "need input"); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k1": reqElicit, "k2": reqSample}, "need input"); err != nil {
 		t.Fatal(err)
 	}
 	got := mustFind(t, b, tk.ID())
@@ -229,7 +230,7 @@ func testInputRounds(t *testing.T, open opener) {
 	if r := got.InputRequests()["k2"]; r.Method != mcp.MethodSamplingCreateMessage || compactJSON(r.Params) != compactJSON(reqSample.Params) {
 		t.Fatalf("stored request k2 = %s %s", r.Method, r.Params)
 	}
-	wantErr(t, "Heartbeat after RequestInput", b.Heartbeat(bg, j.Lease, lease), "ErrLeaseLost")
+	wantErr(t, "Heartbeat after RequestInput", b.Jobs().Heartbeat(bg, j.Lease, lease), "ErrLeaseLost")
 	if jobs := claim(t, b, c, 5); len(jobs) != 0 {
 		t.Fatal("a job awaiting input was claimed")
 	}
@@ -261,18 +262,18 @@ func testInputRounds(t *testing.T, open opener) {
 	// nothing and keeps the lease.
 	before := mustFind(t, b, tk.ID())
 	for _, k := range []string{"k1", "k2"} {
-		wantErr(t, "reused key "+k, b.RequestInput(bg, j2.Lease, mcp.InputRequests{"new": reqRoots, k: reqRoots}, ""), "ErrKeyReused")
+		wantErr(t, "reused key "+k, b.Jobs().RequestInput(bg, j2.Lease, mcp.InputRequests{"new": reqRoots, k: reqRoots}, ""), "ErrKeyReused")
 	}
 	sameSnapshot(t, "after a refused RequestInput", before, mustFind(t, b, tk.ID()))
-	wantErr(t, "Heartbeat after ErrKeyReused", b.Heartbeat(bg, j2.Lease, lease), "ok")
-	if err := b.RequestInput(bg, j2.Lease, mcp.InputRequests{"k3": reqRoots, "k4": reqURL}, ""); err != nil {
+	wantErr(t, "Heartbeat after ErrKeyReused", b.Jobs().Heartbeat(bg, j2.Lease, lease), "ok")
+	if err := b.Jobs().RequestInput(bg, j2.Lease, mcp.InputRequests{"k3": reqRoots, "k4": reqURL}, ""); err != nil {
 		t.Fatal(err)
 	}
 	update(t, b, tk.ID(), mcp.InputResponses{"k3": respRoots, "k4": json.RawMessage(`{"action":"cancel"}`)})
 	j3 := claimOne(t, b, c, tk.ID())
 	wantResponses(t, j3.Responses, mcp.InputResponses{"k1": respElicit, "k2": spaced, "k3": respRoots,
 		"k4": json.RawMessage(`{"action":"cancel"}`)})
-	if err := b.Complete(bg, j3.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j3.Lease, textResult, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got = mustFind(t, b, tk.ID()); got.Status() != task.Completed {
@@ -309,7 +310,7 @@ func testOriginBytes(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	cc := &task.CreationContext{Request: task.RequestContext{Endpoint: endpointA, Tenant: tenantA}, Origin: o}
-	tk, err := b.Enqueue(bg, cc, worker.EnqueueOptions{})
+	tk, err := b.Enqueue(bg, cc, backend.EnqueueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,10 +363,10 @@ func testEvents(t *testing.T, open opener) {
 			}
 		}
 	}
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	await("Enqueue", event{tk.ID(), true, task.Working, "[]"})
 	j := claimOne(t, b, c, tk.ID())
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"a": reqRoots, "b": reqRoots}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"a": reqRoots, "b": reqRoots}, ""); err != nil {
 		t.Fatal(err)
 	}
 	await("RequestInput", event{tk.ID(), true, task.InputRequired, "[a b]"})
@@ -374,19 +375,19 @@ func testEvents(t *testing.T, open opener) {
 	update(t, b, tk.ID(), mcp.InputResponses{"b": respRoots})
 	await("UpdateTask", event{tk.ID(), true, task.Working, "[]"})
 	j = claimOne(t, b, c, tk.ID())
-	if err := b.Fail(bg, j.Lease, toolError, ""); err != nil {
+	if err := b.Jobs().Fail(bg, j.Lease, toolError, ""); err != nil {
 		t.Fatal(err)
 	}
 	await("Fail", event{tk.ID(), true, task.Failed, "[]"})
 
-	other := enqueue(t, b, worker.EnqueueOptions{})
+	other := enqueue(t, b, backend.EnqueueOptions{})
 	await("Enqueue", event{other.ID(), true, task.Working, "[]"})
 	if err := b.RequestCancel(bg, rc(other.ID(), endpointA, tenantA)); err != nil {
 		t.Fatal(err)
 	}
 	await("RequestCancel", event{other.ID(), true, task.Working, "[]"})
 	j = claimOne(t, b, c, other.ID())
-	if err := b.Cancel(bg, j.Lease, ""); err != nil {
+	if err := b.Jobs().Cancel(bg, j.Lease, ""); err != nil {
 		t.Fatal(err)
 	}
 	await("Cancel", event{other.ID(), true, task.Cancelled, "[]"})
@@ -396,12 +397,12 @@ func testEvents(t *testing.T, open opener) {
 // bounded.
 func testTTL(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{TTL: time.Second, PollInterval: 250 * time.Millisecond})
+	tk := enqueue(t, b, backend.EnqueueOptions{TTL: time.Second, PollInterval: 250 * time.Millisecond})
 	got := mustFind(t, b, tk.ID())
 	if got.TTL() != time.Second || got.PollInterval() != 250*time.Millisecond || !got.CreatedAt().Equal(Epoch) {
 		t.Fatalf("TTL %v poll %v created %v", got.TTL(), got.PollInterval(), got.CreatedAt())
 	}
-	unlimited := enqueue(t, b, worker.EnqueueOptions{TTL: -1})
+	unlimited := enqueue(t, b, backend.EnqueueOptions{TTL: -1})
 	if got := mustFind(t, b, unlimited.ID()); got.TTL() != 0 {
 		t.Fatalf("negative TTL stored as %v, want 0 (unlimited)", got.TTL())
 	}
@@ -413,7 +414,7 @@ func testTTL(t *testing.T, open opener) {
 	}
 	wantErr(t, "UpdateTask of an expired task", b.UpdateTask(bg, task.UpdateContext{RequestContext: rc(tk.ID(), endpointA, tenantA)}), "ErrNotFound")
 	wantErr(t, "RequestCancel of an expired task", b.RequestCancel(bg, rc(tk.ID(), endpointA, tenantA)), "ErrNotFound")
-	if _, err := b.CancelRequested(bg, tk.ID()); errClass(err) != "ErrNotFound" {
+	if _, err := b.Jobs().CancelRequested(bg, tk.ID()); errClass(err) != "ErrNotFound" {
 		t.Fatalf("CancelRequested of an expired task: %v", err)
 	}
 	if jobs := claim(t, b, c, 10); len(jobs) != 1 || jobs[0].TaskID != unlimited.ID() {
@@ -422,19 +423,19 @@ func testTTL(t *testing.T, open opener) {
 
 	var expired []string
 	for range 5 {
-		expired = append(expired, enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute}).ID())
+		expired = append(expired, enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute}).ID())
 	}
 	lj := claim(t, b, c, 1)[0]
 	c.Advance(time.Minute)
 	for _, want := range []int{2, 2, 2, 0} {
-		if n, err := b.DeleteExpired(bg, c.Now(), 2); err != nil || n != want {
+		if n, err := b.Jobs().DeleteExpired(bg, c.Now(), 2); err != nil || n != want {
 			t.Fatalf("DeleteExpired(2) = %d, %v; want %d", n, err, want)
 		}
 	}
-	wantErr(t, "Complete of a deleted task", b.Complete(bg, lj.Lease, textResult, ""), "ErrLeaseLost")
+	wantErr(t, "Complete of a deleted task", b.Jobs().Complete(bg, lj.Lease, textResult, ""), "ErrLeaseLost")
 	mustFind(t, b, unlimited.ID())
 	c.Advance(1000 * time.Hour)
-	if n, err := b.DeleteExpired(bg, c.Now(), 10); err != nil || n != 0 {
+	if n, err := b.Jobs().DeleteExpired(bg, c.Now(), 10); err != nil || n != 0 {
 		t.Fatalf("DeleteExpired of unlimited tasks = %d, %v", n, err)
 	}
 	mustFind(t, b, unlimited.ID())
@@ -447,20 +448,20 @@ func testRescue(t *testing.T, open opener) {
 	b, c := open(t)
 	var ids []string
 	for range 5 {
-		ids = append(ids, enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 1}).ID())
+		ids = append(ids, enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 1}).ID())
 	}
 	jobs := claim(t, b, c, 10)
 	if len(jobs) != 5 {
 		t.Fatalf("claimed %d", len(jobs))
 	}
 	rescue := func(limit int) (int, error) {
-		return b.RescueExpired(bg, worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: 2})
+		return b.Jobs().RescueExpired(bg, backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: 2})
 	}
 	if n, err := rescue(10); err != nil || n != 0 {
 		t.Fatalf("RescueExpired of live leases = %d, %v", n, err)
 	}
 	c.Advance(lease / 2)
-	if err := b.Heartbeat(bg, jobs[0].Lease, lease); err != nil {
+	if err := b.Jobs().Heartbeat(bg, jobs[0].Lease, lease); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(lease / 2)
@@ -505,13 +506,13 @@ func testRescue(t *testing.T, open opener) {
 // failure fails the task.
 func testRetry(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2, RunAt: Epoch.Add(time.Second)})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 2, RunAt: Epoch.Add(time.Second)})
 	if jobs := claim(t, b, c, 1); len(jobs) != 0 {
 		t.Fatal("claimed a job before its run-at time")
 	}
 	c.Advance(time.Second)
 	j := claimOne(t, b, c, tk.ID())
-	if err := b.Retry(bg, j.Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
+	if err := b.Jobs().Retry(bg, j.Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "retrying" {
@@ -526,14 +527,14 @@ func testRetry(t *testing.T, open opener) {
 	if j.Failures != 1 {
 		t.Fatalf("failures %d", j.Failures)
 	}
-	if err := b.Release(bg, j.Lease); err != nil {
+	if err := b.Jobs().Release(bg, j.Lease); err != nil {
 		t.Fatal(err)
 	}
 	j = claimOne(t, b, c, tk.ID())
 	if j.Failures != 1 {
 		t.Fatalf("Release counted a failure: %d", j.Failures)
 	}
-	if err := b.Retry(bg, j.Lease, c.Now(), "again"); err != nil {
+	if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "again"); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Failed || !isExhausted(got.Error()) {
@@ -545,9 +546,9 @@ func testRetry(t *testing.T, open opener) {
 // claimable so a worker can cancel it; terminal tasks ignore it.
 func testCancelAwaitingInput(t *testing.T, open opener) {
 	b, c := open(t)
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatal(err)
 	}
 	r := rc(tk.ID(), endpointA, tenantA)
@@ -556,14 +557,14 @@ func testCancelAwaitingInput(t *testing.T, open opener) {
 			t.Fatal(err)
 		}
 	}
-	if yes, err := b.CancelRequested(bg, tk.ID()); !yes || err != nil {
+	if yes, err := b.Jobs().CancelRequested(bg, tk.ID()); !yes || err != nil {
 		t.Fatalf("CancelRequested = %v, %v", yes, err)
 	}
 	j = claimOne(t, b, c, tk.ID())
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.InputRequired {
 		t.Fatalf("claim changed the status to %v", got.Status())
 	}
-	if err := b.Cancel(bg, j.Lease, "cancelled"); err != nil {
+	if err := b.Jobs().Cancel(bg, j.Lease, "cancelled"); err != nil {
 		t.Fatal(err)
 	}
 	done := mustFind(t, b, tk.ID())
@@ -578,8 +579,8 @@ func testCancelAwaitingInput(t *testing.T, open opener) {
 
 // rescueParams are a RescueExpired at the clock's time with the runtime's
 // default limit of interrupted runs.
-func rescueParams(c *Clock, limit int) worker.RescueParams {
-	return worker.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
+func rescueParams(c *Clock, limit int) backend.RescueParams {
+	return backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
 }
 
 // isExhausted reports whether e is the error of a job that used its

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testEnqueueBatch: a backend that enqueues in batches creates each item as
@@ -17,9 +17,9 @@ import (
 // invalid item or too many items without writing anything.
 func testEnqueueBatch(t *testing.T, open opener) {
 	b, c := open(t)
-	be, ok := b.(worker.BatchEnqueuer)
+	be, ok := b.(backend.BatchEnqueuer)
 	if !ok {
-		t.Skip("backend does not implement worker.BatchEnqueuer")
+		t.Skip("backend does not implement backend.BatchEnqueuer")
 	}
 	var mu sync.Mutex
 	var published []string
@@ -30,10 +30,10 @@ func testEnqueueBatch(t *testing.T, open opener) {
 	})
 	defer unsubscribe()
 
-	items := []worker.BatchItem{
-		{Creation: creation(t, endpointA, tenantA, toolA, `{"n": 1.50}`), Options: worker.EnqueueOptions{TTL: time.Hour, MaxAttempts: 4}},
-		{Creation: creation(t, endpointA, tenantA, toolB, `{"n":2}`), Options: worker.EnqueueOptions{MaxAttempts: 2}},
-		{Creation: creation(t, endpointA, tenantA, toolA, `{"n":3}`), Options: worker.EnqueueOptions{RunAt: c.Now().Add(time.Minute)}},
+	items := []backend.BatchItem{
+		{Creation: creation(t, endpointA, tenantA, toolA, `{"n": 1.50}`), Options: backend.EnqueueOptions{TTL: time.Hour, MaxAttempts: 4}},
+		{Creation: creation(t, endpointA, tenantA, toolB, `{"n":2}`), Options: backend.EnqueueOptions{MaxAttempts: 2}},
+		{Creation: creation(t, endpointA, tenantA, toolA, `{"n":3}`), Options: backend.EnqueueOptions{RunAt: c.Now().Add(time.Minute)}},
 	}
 	snaps, err := be.EnqueueBatch(bg, items)
 	if err != nil || len(snaps) != len(items) {
@@ -83,18 +83,18 @@ func testEnqueueBatch(t *testing.T, open opener) {
 	mu.Lock()
 	before := len(published)
 	mu.Unlock()
-	valid := worker.BatchItem{Creation: creation(t, endpointA, tenantA, toolA, `{}`)}
-	for name, batch := range map[string][]worker.BatchItem{
-		"idempotency key": {valid, {Creation: valid.Creation, Options: worker.EnqueueOptions{IdempotencyKey: "k"}}},
+	valid := backend.BatchItem{Creation: creation(t, endpointA, tenantA, toolA, `{}`)}
+	for name, batch := range map[string][]backend.BatchItem{
+		"idempotency key": {valid, {Creation: valid.Creation, Options: backend.EnqueueOptions{IdempotencyKey: "k"}}},
 		"no creation":     {valid, {}},
-		"bad TTL":         {valid, {Creation: valid.Creation, Options: worker.EnqueueOptions{TTL: time.Microsecond}}},
-		"too many":        slices.Repeat([]worker.BatchItem{valid}, worker.MaxEnqueueBatch+1),
+		"bad TTL":         {valid, {Creation: valid.Creation, Options: backend.EnqueueOptions{TTL: time.Microsecond}}},
+		"too many":        slices.Repeat([]backend.BatchItem{valid}, backend.MaxEnqueueBatch+1),
 	} {
 		snaps, err := be.EnqueueBatch(bg, batch)
 		if err == nil || snaps != nil {
 			t.Errorf("%s: EnqueueBatch = %d snapshots, %v; want an error", name, len(snaps), err)
 		}
-		if name == "idempotency key" && !errors.Is(err, worker.ErrBatchIdempotencyKey) {
+		if name == "idempotency key" && !errors.Is(err, backend.ErrBatchIdempotencyKey) {
 			t.Errorf("%s: %v, want ErrBatchIdempotencyKey", name, err)
 		}
 	}

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // hammer is the shared bookkeeping of the concurrency test.
 type hammer struct {
 	t *testing.T
-	b Backend
+	b backend.Store
 	c *Clock
 
 	mu         sync.Mutex
@@ -50,7 +50,7 @@ func testHammer(t *testing.T, open opener) {
 	h := &hammer{t: t, b: b, c: c, maxClaimed: map[string]int64{}, holders: map[string]holding{}, outcomes: map[string][]string{}}
 	ids := make([]string, nTasks)
 	for i := range ids {
-		ids[i] = enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 3, TTL: -1}).ID()
+		ids[i] = enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 3, TTL: -1}).ID()
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -71,7 +71,7 @@ func testHammer(t *testing.T, open opener) {
 		for ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 			c.Advance(leaseDur / 4)
-			if _, err := b.RescueExpired(ctx, worker.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
+			if _, err := b.Jobs().RescueExpired(ctx, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: 3}); err != nil && ctx.Err() == nil {
 				t.Errorf("RescueExpired: %v", err)
 			}
 		}
@@ -128,7 +128,7 @@ func (h *hammer) work(ctx context.Context, rng *rand.Rand, leaseDur time.Duratio
 		h.mu.Lock()
 		before := maps.Clone(h.maxClaimed)
 		h.mu.Unlock()
-		jobs, err := h.b.Claim(ctx, worker.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
+		jobs, err := h.b.Jobs().Claim(ctx, backend.ClaimParams{Worker: "hammer", Limit: 1 + rng.IntN(3), Lease: leaseDur, Now: h.c.Now()})
 		if err != nil {
 			if ctx.Err() == nil {
 				h.t.Errorf("Claim: %v", err)
@@ -164,7 +164,7 @@ func (h *hammer) work(ctx context.Context, rng *rand.Rand, leaseDur time.Duratio
 }
 
 // settle does what a worker does with a claimed job, at random.
-func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, leaseDur time.Duration) {
+func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, leaseDur time.Duration) {
 	switch rng.IntN(20) {
 	case 0:
 		return // the worker "crashes": the lease must expire and be rescued
@@ -175,7 +175,7 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, lease
 	}
 	if rng.IntN(3) == 0 {
 		issued := h.c.Now()
-		if h.write(ctx, j, "heartbeat", false, func() error { return h.b.Heartbeat(ctx, j.Lease, leaseDur) }) {
+		if h.write(ctx, j, "heartbeat", false, func() error { return h.b.Jobs().Heartbeat(ctx, j.Lease, leaseDur) }) {
 			h.mu.Lock()
 			if hd := h.holders[j.TaskID]; hd.attempt == j.Attempt {
 				hd.expiresMs = max(hd.expiresMs, issued.Add(leaseDur).UnixMilli())
@@ -184,7 +184,7 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, lease
 			h.mu.Unlock()
 		}
 	}
-	cancel, err := h.b.CancelRequested(ctx, j.TaskID)
+	cancel, err := h.b.Jobs().CancelRequested(ctx, j.TaskID)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.t.Errorf("CancelRequested: %v", err)
@@ -193,26 +193,26 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j worker.Job, lease
 	}
 	switch n := rng.IntN(100); {
 	case cancel:
-		h.write(ctx, j, string(task.Cancelled), true, func() error { return h.b.Cancel(ctx, j.Lease, "") })
+		h.write(ctx, j, string(task.Cancelled), true, func() error { return h.b.Jobs().Cancel(ctx, j.Lease, "") })
 	case n < 55:
-		h.write(ctx, j, string(task.Completed), true, func() error { return h.b.Complete(ctx, j.Lease, textResult, "") })
+		h.write(ctx, j, string(task.Completed), true, func() error { return h.b.Jobs().Complete(ctx, j.Lease, textResult, "") })
 	case n < 70:
-		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Fail(ctx, j.Lease, toolError, "") })
+		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Jobs().Fail(ctx, j.Lease, toolError, "") })
 	case n < 88:
 		outcome := "retry"
 		if j.Failures+1 >= j.MaxAttempts {
 			outcome = "exhausted"
 		}
-		h.write(ctx, j, outcome, true, func() error { return h.b.Retry(ctx, j.Lease, h.c.Now(), "") })
+		h.write(ctx, j, outcome, true, func() error { return h.b.Jobs().Retry(ctx, j.Lease, h.c.Now(), "") })
 	default:
-		h.write(ctx, j, "release", true, func() error { return h.b.Release(ctx, j.Lease) })
+		h.write(ctx, j, "release", true, func() error { return h.b.Jobs().Release(ctx, j.Lease) })
 	}
 }
 
 // write issues a fenced write and checks it: it may succeed only while no
 // later claim of the job had been handed out when it was issued. Terminal
 // outcomes that succeed are recorded. ending marks the claim ended first.
-func (h *hammer) write(ctx context.Context, j worker.Job, outcome string, ending bool, fn func() error) bool {
+func (h *hammer) write(ctx context.Context, j backend.JobRow, outcome string, ending bool, fn func() error) bool {
 	h.mu.Lock()
 	latest := h.maxClaimed[j.TaskID]
 	if hd := h.holders[j.TaskID]; ending && hd.attempt == j.Attempt {

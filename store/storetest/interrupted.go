@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testQueueOrder: a job whose run was interrupted (rescued after its lease
@@ -18,22 +18,22 @@ func testQueueOrder(t *testing.T, open opener) {
 		name string
 		// interrupt ends the claim of j some way that leaves the job to
 		// run again.
-		interrupt func(t *testing.T, b Backend, c *Clock, j worker.Job)
+		interrupt func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow)
 	}{
-		{"rescued", func(t *testing.T, b Backend, c *Clock, j worker.Job) {
+		{"rescued", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
 			c.Advance(lease)
-			if n, err := b.RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
+			if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
 				t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
 			}
 		}},
-		{"released", func(t *testing.T, b Backend, c *Clock, j worker.Job) {
+		{"released", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
 			c.Advance(time.Second)
-			if err := b.Release(bg, j.Lease); err != nil {
+			if err := b.Jobs().Release(bg, j.Lease); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"answered", func(t *testing.T, b Backend, c *Clock, j worker.Job) {
-			if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, "asking"); err != nil {
+		{"answered", func(t *testing.T, b backend.Store, c *Clock, j backend.JobRow) {
+			if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, "asking"); err != nil {
 				t.Fatal(err)
 			}
 			c.Advance(time.Second)
@@ -42,12 +42,12 @@ func testQueueOrder(t *testing.T, open opener) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, c := open(t)
-			first := enqueue(t, b, worker.EnqueueOptions{})
+			first := enqueue(t, b, backend.EnqueueOptions{})
 			j := claimOne(t, b, c, first.ID())
 			var later []string
 			for range 3 {
 				c.Advance(time.Millisecond)
-				later = append(later, enqueue(t, b, worker.EnqueueOptions{}).ID())
+				later = append(later, enqueue(t, b, backend.EnqueueOptions{}).ID())
 			}
 			tc.interrupt(t, b, c, j)
 			again := claimOne(t, b, c, first.ID())
@@ -65,27 +65,27 @@ func testQueueOrder(t *testing.T, open opener) {
 // handler failures: interruptions never use up MaxAttempts and Retry never
 // uses up the limit of interrupted runs; each limit fails the task with the
 // exhausted error when reached. Jobs enqueued without MaxAttempts get
-// worker.DefaultMaxAttempts.
+// backend.DefaultMaxAttempts.
 func testInterruptedRuns(t *testing.T, open opener) {
 	b, c := open(t)
-	j := claimOne(t, b, c, enqueue(t, b, worker.EnqueueOptions{}).ID())
-	if j.MaxAttempts != worker.DefaultMaxAttempts {
-		t.Errorf("default MaxAttempts = %d, want %d", j.MaxAttempts, worker.DefaultMaxAttempts)
+	j := claimOne(t, b, c, enqueue(t, b, backend.EnqueueOptions{}).ID())
+	if j.MaxAttempts != backend.DefaultMaxAttempts {
+		t.Errorf("default MaxAttempts = %d, want %d", j.MaxAttempts, backend.DefaultMaxAttempts)
 	}
-	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, ""); err != nil {
 		t.Fatal(err)
 	}
 
 	const maxRuns = 4
-	interrupt := func(worker.Job) {
+	interrupt := func(backend.JobRow) {
 		t.Helper()
 		c.Advance(lease)
-		n, err := b.RescueExpired(bg, worker.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: maxRuns})
+		n, err := b.Jobs().RescueExpired(bg, backend.RescueParams{Now: c.Now(), Limit: 10, MaxInterruptedRuns: maxRuns})
 		if err != nil || n < 1 {
 			t.Fatalf("RescueExpired = %d, %v", n, err)
 		}
 	}
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 2})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 2})
 	for want := range maxRuns - 1 {
 		j := claimOne(t, b, c, tk.ID())
 		if j.InterruptedRuns != want || j.Failures != 0 {
@@ -94,11 +94,11 @@ func testInterruptedRuns(t *testing.T, open opener) {
 		if want == maxRuns-2 {
 			// One handler failure among the interruptions, and a
 			// release, which counts neither.
-			if err := b.Retry(bg, j.Lease, c.Now(), "retrying"); err != nil {
+			if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "retrying"); err != nil {
 				t.Fatal(err)
 			}
 			j = claimOne(t, b, c, tk.ID())
-			if err := b.Release(bg, j.Lease); err != nil {
+			if err := b.Jobs().Release(bg, j.Lease); err != nil {
 				t.Fatal(err)
 			}
 			j = claimOne(t, b, c, tk.ID())

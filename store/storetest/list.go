@@ -11,8 +11,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // The list cases pin task.Lister where backends must agree:
@@ -59,7 +59,7 @@ func RunLister(t *testing.T, open func(t *testing.T, now func() time.Time) ListF
 	}
 }
 
-// listTTL is the TTL of the tasks the list cases create on a Backend.
+// listTTL is the TTL of the tasks the list cases create on a backend.Store.
 const listTTL = time.Hour
 
 var listCases = []struct {
@@ -73,7 +73,7 @@ var listCases = []struct {
 	{"Limit", testListLimit},
 }
 
-// testList runs the list cases against a Backend.
+// testList runs the list cases against a backend.Store.
 func testList(t *testing.T, open opener) {
 	for _, tc := range listCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,11 +83,11 @@ func testList(t *testing.T, open opener) {
 	}
 }
 
-func backendFixture(t *testing.T, b Backend) ListFixture {
+func backendFixture(t *testing.T, b backend.Store) ListFixture {
 	return ListFixture{
 		Manager: b,
 		Create: func(cc *task.CreationContext) (task.Task, error) {
-			return b.Enqueue(bg, cc, worker.EnqueueOptions{TTL: listTTL})
+			return b.Enqueue(bg, cc, backend.EnqueueOptions{TTL: listTTL})
 		},
 		TTL: listTTL,
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // The model test applies random operation sequences to a backend and to
@@ -86,7 +86,7 @@ func short(id string) string { return id[:min(len(id), 8)] }
 
 func (m *mTask) expired(nowMs int64) bool { return m.expiresMs != 0 && nowMs >= m.expiresMs }
 
-func (m *mTask) live(l worker.Lease, nowMs int64) bool {
+func (m *mTask) live(l backend.Lease, nowMs int64) bool {
 	return !m.deleted && m.state == jobRunning && m.attempt == l.Attempt && m.leaseMs > nowMs
 }
 
@@ -128,11 +128,11 @@ func (m *mTask) fail(runAtMs int64, message string, setMessage bool) {
 // sequence is one random run against a fresh backend.
 type sequence struct {
 	t      *testing.T
-	b      Backend
+	b      backend.Store
 	c      *Clock
 	rng    *rand.Rand
 	model  refModel
-	leases []worker.Lease
+	leases []backend.Lease
 	keyN   int
 	log    []string
 }
@@ -195,12 +195,12 @@ func (s *sequence) pickTask() *mTask {
 
 // pickLease returns a lease the test obtained: a live one more often than
 // not, else a recent or any earlier one.
-func (s *sequence) pickLease() (worker.Lease, bool) {
+func (s *sequence) pickLease() (backend.Lease, bool) {
 	if len(s.leases) == 0 {
-		return worker.Lease{}, false
+		return backend.Lease{}, false
 	}
 	if s.rng.IntN(5) < 3 {
-		var live []worker.Lease
+		var live []backend.Lease
 		for _, l := range s.leases {
 			if s.model.byID[l.TaskID].live(l, s.nowMs()) {
 				live = append(live, l)
@@ -280,7 +280,7 @@ func (s *sequence) check() {
 			s.fatalf("FindTask(%s): %v", m.id, err)
 		}
 		gone := m.deleted || m.expired(now.UnixMilli())
-		cancel, cerr := s.b.CancelRequested(bg, m.id)
+		cancel, cerr := s.b.Jobs().CancelRequested(bg, m.id)
 		if gone {
 			if found || errClass(cerr) != "ErrNotFound" {
 				s.fatalf("task %s should be gone: found %v, CancelRequested err %v", m.id, found, cerr)

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // The operations of the model test. Each applies one random call to the
@@ -22,7 +22,7 @@ func (s *sequence) opCreate() string {
 	kind := []string{toolA, toolB}[s.rng.IntN(2)]
 	args := []string{`{"a":1}`, `{"a":2}`}[s.rng.IntN(2)]
 	ttl := []time.Duration{2 * time.Second, 6 * time.Second, -1}[s.rng.IntN(3)]
-	opts := worker.EnqueueOptions{TTL: ttl, MaxAttempts: 1 + s.rng.IntN(3)}
+	opts := backend.EnqueueOptions{TTL: ttl, MaxAttempts: 1 + s.rng.IntN(3)}
 	if s.rng.IntN(3) == 0 {
 		opts.IdempotencyKey = []string{"idem-1", "idem-2"}[s.rng.IntN(2)]
 	}
@@ -90,7 +90,7 @@ func (s *sequence) opClaim() string {
 	}
 	leaseDur := time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond
 	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v", limit, kinds, leaseDur)
-	jobs, err := s.b.Claim(bg, worker.ClaimParams{Worker: "model", Kinds: kinds, Limit: limit, Lease: leaseDur, Now: s.c.Now()})
+	jobs, err := s.b.Jobs().Claim(bg, backend.ClaimParams{Worker: "model", Kinds: kinds, Limit: limit, Lease: leaseDur, Now: s.c.Now()})
 	s.compare(desc, err, "ok")
 
 	nowMs := s.nowMs()
@@ -138,7 +138,7 @@ func (s *sequence) opClaim() string {
 // fenced runs a fenced write with a random lease and compares the error
 // class; apply updates the model when the lease is live and returns the
 // expected class.
-func (s *sequence) fenced(name string, write func(l worker.Lease) error, apply func(m *mTask) string) string {
+func (s *sequence) fenced(name string, write func(l backend.Lease) error, apply func(m *mTask) string) string {
 	l, ok := s.pickLease()
 	if !ok {
 		return name + ": no lease"
@@ -146,7 +146,7 @@ func (s *sequence) fenced(name string, write func(l worker.Lease) error, apply f
 	return s.fencedWith(l, name, write, apply)
 }
 
-func (s *sequence) fencedWith(l worker.Lease, name string, write func(l worker.Lease) error, apply func(m *mTask) string) string {
+func (s *sequence) fencedWith(l backend.Lease, name string, write func(l backend.Lease) error, apply func(m *mTask) string) string {
 	desc := fmt.Sprintf("%s %s#%d", name, short(l.TaskID), l.Attempt)
 	err := write(l)
 	m := s.model.byID[l.TaskID]
@@ -161,7 +161,7 @@ func (s *sequence) fencedWith(l worker.Lease, name string, write func(l worker.L
 
 func (s *sequence) opHeartbeat() string {
 	d := time.Duration(500+s.rng.IntN(2000)) * time.Millisecond
-	return s.fenced("heartbeat", func(l worker.Lease) error { return s.b.Heartbeat(bg, l, d) },
+	return s.fenced("heartbeat", func(l backend.Lease) error { return s.b.Jobs().Heartbeat(bg, l, d) },
 		func(m *mTask) string { m.leaseMs = s.nowMs() + d.Milliseconds(); return "ok" })
 }
 
@@ -183,7 +183,7 @@ func (s *sequence) opRequestInput() string {
 	}
 	msg := fmt.Sprintf("need %d", len(reqs))
 	return s.fencedWith(l, fmt.Sprintf("request-input %v", keysOf(reqs)),
-		func(l worker.Lease) error { return s.b.RequestInput(bg, l, reqs, msg) },
+		func(l backend.Lease) error { return s.b.Jobs().RequestInput(bg, l, reqs, msg) },
 		func(m *mTask) string {
 			for k := range reqs {
 				if m.used[k] {
@@ -263,7 +263,7 @@ func (s *sequence) opReportProgress() string {
 	if s.rng.IntN(3) > 0 {
 		p = &task.Progress{Current: float64(n), Total: float64(s.rng.IntN(2) * 1000)}
 	}
-	return s.fenced("progress", func(l worker.Lease) error { return s.b.ReportProgress(bg, l, msg, p) },
+	return s.fenced("progress", func(l backend.Lease) error { return reporter(s.b).ReportProgress(bg, l, msg, p) },
 		func(m *mTask) string {
 			m.message, m.progress = msg, p
 			return "ok"
@@ -271,28 +271,28 @@ func (s *sequence) opReportProgress() string {
 }
 
 func (s *sequence) opComplete() string {
-	return s.fenced("complete", func(l worker.Lease) error { return s.b.Complete(bg, l, textResult, "completed") },
+	return s.fenced("complete", func(l backend.Lease) error { return s.b.Jobs().Complete(bg, l, textResult, "completed") },
 		func(m *mTask) string { m.terminate(task.Completed, "completed"); m.hasResult = true; return "ok" })
 }
 
 func (s *sequence) opFail() string {
-	return s.fenced("fail", func(l worker.Lease) error { return s.b.Fail(bg, l, toolError, "failed") },
+	return s.fenced("fail", func(l backend.Lease) error { return s.b.Jobs().Fail(bg, l, toolError, "failed") },
 		func(m *mTask) string { m.terminate(task.Failed, "failed"); return "ok" })
 }
 
 func (s *sequence) opCancel() string {
-	return s.fenced("cancel", func(l worker.Lease) error { return s.b.Cancel(bg, l, "cancelled") },
+	return s.fenced("cancel", func(l backend.Lease) error { return s.b.Jobs().Cancel(bg, l, "cancelled") },
 		func(m *mTask) string { m.terminate(task.Cancelled, "cancelled"); return "ok" })
 }
 
 func (s *sequence) opRetry() string {
 	runAt := s.c.Now().Add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
-	return s.fenced("retry", func(l worker.Lease) error { return s.b.Retry(bg, l, runAt, "retrying") },
+	return s.fenced("retry", func(l backend.Lease) error { return s.b.Jobs().Retry(bg, l, runAt, "retrying") },
 		func(m *mTask) string { m.fail(runAt.UnixMilli(), "retrying", true); return "ok" })
 }
 
 func (s *sequence) opRelease() string {
-	return s.fenced("release", func(l worker.Lease) error { return s.b.Release(bg, l) },
+	return s.fenced("release", func(l backend.Lease) error { return s.b.Jobs().Release(bg, l) },
 		func(m *mTask) string { m.state, m.leaseMs = jobAvailable, 0; return "ok" }) // run-at kept
 }
 
@@ -323,7 +323,7 @@ func (s *sequence) opAdvance() string {
 
 func (s *sequence) opRescue() string {
 	limit, maxRuns := 1+s.rng.IntN(3), 1+s.rng.IntN(3)
-	n, err := s.b.RescueExpired(bg, worker.RescueParams{Now: s.c.Now(), Limit: limit, MaxInterruptedRuns: maxRuns})
+	n, err := s.b.Jobs().RescueExpired(bg, backend.RescueParams{Now: s.c.Now(), Limit: limit, MaxInterruptedRuns: maxRuns})
 	desc := fmt.Sprintf("rescue limit=%d max-interrupted=%d", limit, maxRuns)
 	s.compare(desc, err, "ok")
 	nowMs := s.nowMs()
@@ -352,7 +352,7 @@ func (s *sequence) opRescue() string {
 
 func (s *sequence) opDeleteExpired() string {
 	limit := 1 + s.rng.IntN(3)
-	n, err := s.b.DeleteExpired(bg, s.c.Now(), limit)
+	n, err := s.b.Jobs().DeleteExpired(bg, s.c.Now(), limit)
 	desc := fmt.Sprintf("delete-expired limit=%d", limit)
 	s.compare(desc, err, "ok")
 	nowMs := s.nowMs()

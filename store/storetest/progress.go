@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // progressView is what a snapshot shows of a report.
@@ -48,7 +48,7 @@ func testProgress(t *testing.T, open opener) {
 		defer mu.Unlock()
 		return slices.Contains(published, id)
 	}
-	tk := enqueue(t, b, worker.EnqueueOptions{MaxAttempts: 5})
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
 	j := claimOne(t, b, c, tk.ID())
 
 	steps := []struct {
@@ -64,7 +64,7 @@ func testProgress(t *testing.T, open opener) {
 		mu.Lock()
 		published = published[:0]
 		mu.Unlock()
-		if err := b.ReportProgress(bg, j.Lease, st.message, st.p); err != nil {
+		if err := reporter(b).ReportProgress(bg, j.Lease, st.message, st.p); err != nil {
 			t.Fatalf("ReportProgress(%q): %v", st.message, err)
 		}
 		want := progressView{task.Working, st.message, st.p, c.Now()}
@@ -78,39 +78,41 @@ func testProgress(t *testing.T, open opener) {
 
 	before := mustFind(t, b, tk.ID())
 	for name, bad := range map[string]func() error{
-		"NUL":   func() error { return b.ReportProgress(bg, j.Lease, "a\x00b", nil) },
-		"UTF-8": func() error { return b.ReportProgress(bg, j.Lease, "\xff", nil) },
+		"NUL":   func() error { return reporter(b).ReportProgress(bg, j.Lease, "a\x00b", nil) },
+		"UTF-8": func() error { return reporter(b).ReportProgress(bg, j.Lease, "\xff", nil) },
 		"too long": func() error {
-			return b.ReportProgress(bg, j.Lease, strings.Repeat("x", worker.MaxProgressMessage+1), nil)
+			return reporter(b).ReportProgress(bg, j.Lease, strings.Repeat("x", backend.MaxProgressMessage+1), nil)
 		},
-		"NaN":      func() error { return b.ReportProgress(bg, j.Lease, "m", &task.Progress{Current: math.NaN()}) },
-		"negative": func() error { return b.ReportProgress(bg, j.Lease, "m", &task.Progress{Current: 1, Total: -1}) },
+		"NaN": func() error { return reporter(b).ReportProgress(bg, j.Lease, "m", &task.Progress{Current: math.NaN()}) },
+		"negative": func() error {
+			return reporter(b).ReportProgress(bg, j.Lease, "m", &task.Progress{Current: 1, Total: -1})
+		},
 	} {
 		err := bad()
-		if !errors.Is(err, worker.ErrInvalidText) && !errors.Is(err, worker.ErrInvalidProgress) {
+		if !errors.Is(err, backend.ErrInvalidText) && !errors.Is(err, backend.ErrInvalidProgress) {
 			t.Errorf("%s: err = %v, want ErrInvalidText or ErrInvalidProgress", name, err)
 		}
 	}
 	sameSnapshot(t, "after invalid reports", before, mustFind(t, b, tk.ID()))
 
 	// A retry keeps the count; so does the terminal write of the next run.
-	wantErr(t, "ReportProgress with a count", b.ReportProgress(bg, j.Lease, "half", &task.Progress{Current: 5, Total: 10}), "ok")
-	wantErr(t, "Retry", b.Retry(bg, j.Lease, c.Now(), "again"), "ok")
+	wantErr(t, "ReportProgress with a count", reporter(b).ReportProgress(bg, j.Lease, "half", &task.Progress{Current: 5, Total: 10}), "ok")
+	wantErr(t, "Retry", b.Jobs().Retry(bg, j.Lease, c.Now(), "again"), "ok")
 	again := claimOne(t, b, c, tk.ID())
-	wantErr(t, "Fail", b.Fail(bg, again.Lease, toolError, "failed"), "ok")
+	wantErr(t, "Fail", b.Jobs().Fail(bg, again.Lease, toolError, "failed"), "ok")
 	if got := mustFind(t, b, tk.ID()).Params().Progress; got == nil || *got != (task.Progress{Current: 5, Total: 10}) {
 		t.Errorf("after Retry and Fail: progress %v, want 5 of 10", got)
 	}
-	wantErr(t, "ReportProgress after the terminal write", b.ReportProgress(bg, again.Lease, "late", nil), "ErrLeaseLost")
+	wantErr(t, "ReportProgress after the terminal write", reporter(b).ReportProgress(bg, again.Lease, "late", nil), "ErrLeaseLost")
 
-	bc, ok := b.(worker.BatchCompleter)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
 	if !ok {
 		return
 	}
-	other := enqueue(t, b, worker.EnqueueOptions{})
+	other := enqueue(t, b, backend.EnqueueOptions{})
 	oj := claimOne(t, b, c, other.ID())
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
-	lost, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: oj.Lease, Result: res, Progress: &task.Progress{Current: 10, Total: 10}}})
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: oj.Lease, Result: res, Progress: &task.Progress{Current: 10, Total: 10}}})
 	if err != nil || len(lost) != 1 || lost[0] {
 		t.Fatalf("CompleteBatch = %v, %v", lost, err)
 	}

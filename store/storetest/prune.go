@@ -4,31 +4,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
-// testPrune: for a backend that is a worker.Pruner, PruneJobs deletes only
+// testPrune: for a backend that is a backend.Pruner, PruneJobs deletes only
 // the jobs of finished tasks, in batches, and leaves what clients read;
 // writes of a pruned job's lease are refused; the tasks still expire and
 // are deleted; cancelling a finished task changes nothing. PruneOutbox is
 // bounded by its limit and its horizon. Backends that do not prune skip it.
 func testPrune(t *testing.T, open opener) {
 	b, c := open(t)
-	p, ok := b.(worker.Pruner)
+	p, ok := b.Jobs().(backend.Pruner)
 	if !ok {
-		t.Skip("the backend is not a worker.Pruner")
+		t.Skip("the backend is not a backend.Pruner")
 	}
-	var finished []worker.Job
+	var finished []backend.JobRow
 	for range 5 {
-		tk := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+		tk := enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
 		j := claimOne(t, b, c, tk.ID())
-		wantErr(t, "Complete", b.Complete(bg, j.Lease, textResult, "done"), "ok")
+		wantErr(t, "Complete", b.Jobs().Complete(bg, j.Lease, textResult, "done"), "ok")
 		finished = append(finished, j)
 	}
-	running := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+	running := enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
 	live := claimOne(t, b, c, running.ID())
-	waiting := enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
+	waiting := enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
 
 	// Nothing finished before the horizon: nothing is pruned.
 	if n, err := p.PruneJobs(bg, c.Now().Add(-time.Second), 100); err != nil || n != 0 {
@@ -58,12 +58,12 @@ func testPrune(t *testing.T, open opener) {
 		}
 	}
 	// Unfinished jobs are untouched.
-	wantErr(t, "Heartbeat of a running job", b.Heartbeat(bg, live.Lease, lease), "ok")
+	wantErr(t, "Heartbeat of a running job", b.Jobs().Heartbeat(bg, live.Lease, lease), "ok")
 	claimOne(t, b, c, waiting.ID())
 
 	// Expiry still deletes the tasks whose jobs were pruned.
 	c.Advance(time.Minute)
-	if n, err := b.DeleteExpired(bg, c.Now(), 100); err != nil || n != 7 {
+	if n, err := b.Jobs().DeleteExpired(bg, c.Now(), 100); err != nil || n != 7 {
 		t.Fatalf("DeleteExpired = %d, %v; want 7", n, err)
 	}
 

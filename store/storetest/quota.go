@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // testCountActive: a backend that counts active tasks counts, for one
@@ -27,7 +27,7 @@ func testCountActive(t *testing.T, open opener) {
 		}
 		return n
 	}
-	mustEnqueue := func(cc *task.CreationContext, opts worker.EnqueueOptions) task.Task {
+	mustEnqueue := func(cc *task.CreationContext, opts backend.EnqueueOptions) task.Task {
 		t.Helper()
 		tk, err := b.Enqueue(bg, cc, opts)
 		if err != nil {
@@ -41,25 +41,25 @@ func testCountActive(t *testing.T, open opener) {
 
 	// Owner's tasks: done (terminal), asking (input_required), short
 	// (expires), and two working, one of them on another endpoint.
-	done := enqueue(t, b, worker.EnqueueOptions{})
+	done := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, done.ID())
-	if err := b.Complete(bg, j.Lease, textResult, ""); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, ""); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	asking := enqueue(t, b, worker.EnqueueOptions{})
+	asking := enqueue(t, b, backend.EnqueueOptions{})
 	j = claimOne(t, b, c, asking.ID())
-	if err := b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
+	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, ""); err != nil {
 		t.Fatalf("RequestInput: %v", err)
 	}
-	enqueue(t, b, worker.EnqueueOptions{TTL: time.Minute})
-	enqueue(t, b, worker.EnqueueOptions{})
-	mustEnqueue(creation(t, endpointB, tenantA, toolA, `{}`), worker.EnqueueOptions{})
+	enqueue(t, b, backend.EnqueueOptions{TTL: time.Minute})
+	enqueue(t, b, backend.EnqueueOptions{})
+	mustEnqueue(creation(t, endpointB, tenantA, toolA, `{}`), backend.EnqueueOptions{})
 
 	// Other owners: another tenant, and another principal of the same tenant.
-	mustEnqueue(creation(t, endpointA, tenantB, toolA, `{}`), worker.EnqueueOptions{})
+	mustEnqueue(creation(t, endpointA, tenantB, toolA, `{}`), backend.EnqueueOptions{})
 	other := creation(t, endpointA, tenantA, toolA, `{}`)
 	other.Request.Principal = "someone-else"
-	mustEnqueue(other, worker.EnqueueOptions{})
+	mustEnqueue(other, backend.EnqueueOptions{})
 
 	for _, tc := range []struct {
 		owner task.Owner

@@ -2,7 +2,7 @@
 // pass. A backend's tests call Run with a constructor:
 //
 //	func TestStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Backend {
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
 //			s, err := mystore.Open(..., now)
 //			if err != nil {
 //				t.Fatal(err)
@@ -16,8 +16,8 @@
 // and release it in t.Cleanup. Tests call it once per subtest (and once per
 // random sequence of the model test), so it should be cheap.
 //
-// The suite pins the contract of task.Manager, worker.Store and
-// worker.Enqueuer beyond their doc comments, where backends must agree:
+// The suite pins the contract of task.Manager, backend.JobStore and
+// backend.Enqueuer beyond their doc comments, where backends must agree:
 //
 //   - Claim takes due jobs ordered by run-at time, then creation time, then
 //     task ID; RescueExpired by lease expiry, then task ID; DeleteExpired by
@@ -31,7 +31,7 @@
 //     apart; the failure that reaches MaxAttempts, and the interrupted run
 //     that reaches RescueParams.MaxInterruptedRuns, fail the task with
 //     {"code":-32603,"message":"The task failed after repeated attempts."}.
-//     MaxAttempts defaults to worker.DefaultMaxAttempts.
+//     MaxAttempts defaults to backend.DefaultMaxAttempts.
 //   - Claims skip jobs of expired tasks; fenced writes ignore TTL until
 //     the task is deleted.
 //   - ReportProgress changes the message and progress count of a task whose
@@ -56,26 +56,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
-
-// Backend is what a durable store implements: the server-facing manager and
-// lister and the worker-facing store and enqueuer, over the same data.
-type Backend interface {
-	task.Manager
-	task.Lister
-	worker.Store
-	worker.Enqueuer
-	worker.ProgressReporter
-}
 
 // Run runs the suite against backends made by open. open receives the test
 // clock; the store must use it for every time it reads itself (fenced
 // writes, updates, expiry), while the suite passes the same clock's time to
 // Claim, RescueExpired and DeleteExpired.
-func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
+func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Store) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, open opener)
@@ -106,7 +96,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, func(t *testing.T) (Backend, *Clock) {
+			tc.fn(t, func(t *testing.T) (backend.Store, *Clock) {
 				c := NewClock(Epoch)
 				return open(t, c.Now), c
 			})
@@ -115,7 +105,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) Backend) {
 }
 
 // opener makes a fresh backend and its clock.
-type opener func(t *testing.T) (Backend, *Clock)
+type opener func(t *testing.T) (backend.Store, *Clock)
 
 // Epoch is the time test clocks start at.
 var Epoch = time.UnixMilli(1_800_000_000_000).UTC()
@@ -184,7 +174,7 @@ func rc(id, endpoint, tenant string) task.RequestContext {
 
 // enqueue creates a task on (endpointA, tenantA, toolA) and fails the test
 // on error.
-func enqueue(t testing.TB, b Backend, opts worker.EnqueueOptions) task.Task {
+func enqueue(t testing.TB, b backend.Store, opts backend.EnqueueOptions) task.Task {
 	t.Helper()
 	tk, err := b.Enqueue(context.Background(), creation(t, endpointA, tenantA, toolA, `{"n":1}`), opts)
 	if err != nil {
@@ -195,7 +185,7 @@ func enqueue(t testing.TB, b Backend, opts worker.EnqueueOptions) task.Task {
 
 // find returns the task as (endpointA, tenantA) sees it; found false when it
 // is not visible.
-func find(t testing.TB, b Backend, id string) (task.Task, bool) {
+func find(t testing.TB, b backend.Store, id string) (task.Task, bool) {
 	t.Helper()
 	tk, ok, err := b.FindTask(context.Background(), rc(id, endpointA, tenantA))
 	if err != nil {
@@ -205,7 +195,7 @@ func find(t testing.TB, b Backend, id string) (task.Task, bool) {
 }
 
 // mustFind is find that fails the test when the task is not visible.
-func mustFind(t testing.TB, b Backend, id string) task.Task {
+func mustFind(t testing.TB, b backend.Store, id string) task.Task {
 	t.Helper()
 	tk, ok := find(t, b, id)
 	if !ok {
@@ -215,9 +205,9 @@ func mustFind(t testing.TB, b Backend, id string) task.Task {
 }
 
 // claim claims up to limit jobs at the clock's time.
-func claim(t testing.TB, b Backend, c *Clock, limit int) []worker.Job {
+func claim(t testing.TB, b backend.Store, c *Clock, limit int) []backend.JobRow {
 	t.Helper()
-	jobs, err := b.Claim(context.Background(), worker.ClaimParams{Worker: "w", Limit: limit, Lease: lease, Now: c.Now()})
+	jobs, err := b.Jobs().Claim(context.Background(), backend.ClaimParams{Worker: "w", Limit: limit, Lease: lease, Now: c.Now()})
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
@@ -225,7 +215,7 @@ func claim(t testing.TB, b Backend, c *Clock, limit int) []worker.Job {
 }
 
 // claimOne claims exactly the job of task id.
-func claimOne(t testing.TB, b Backend, c *Clock, id string) worker.Job {
+func claimOne(t testing.TB, b backend.Store, c *Clock, id string) backend.JobRow {
 	t.Helper()
 	jobs := claim(t, b, c, 1)
 	if len(jobs) != 1 || jobs[0].TaskID != id {
@@ -279,13 +269,13 @@ func errClass(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
-	case errors.Is(err, worker.ErrLeaseLost):
+	case errors.Is(err, backend.ErrLeaseLost):
 		return "ErrLeaseLost"
-	case errors.Is(err, worker.ErrKeyReused):
+	case errors.Is(err, backend.ErrKeyReused):
 		return "ErrKeyReused"
 	case errors.Is(err, task.ErrNotFound):
 		return "ErrNotFound"
-	case errors.Is(err, worker.ErrIdempotencyConflict):
+	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return "ErrIdempotencyConflict"
 	}
 	return "other: " + err.Error()
@@ -306,4 +296,10 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// reporter returns the ProgressReporter of b's JobStore. The suite requires
+// one: it panics when b.Jobs() does not implement it.
+func reporter(b backend.Store) backend.ProgressReporter {
+	return b.Jobs().(backend.ProgressReporter)
 }

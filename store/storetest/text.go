@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // badTexts are strings no store may keep as text: invalid UTF-8 (two
@@ -15,13 +15,13 @@ import (
 var badTexts = []string{"bad\xff", "bad\xfe", "bad\x00"}
 
 // testText: every store refuses the same text it cannot keep, with
-// worker.ErrInvalidText naming the field but not the bytes, and writes
+// backend.ErrInvalidText naming the field but not the bytes, and writes
 // nothing; lookups with such text find nothing; the store stays usable.
 func testText(t *testing.T, open opener) {
 	b, c := open(t)
 	checkRefusal := func(what string, err error, bad string) {
 		t.Helper()
-		if !errors.Is(err, worker.ErrInvalidText) {
+		if !errors.Is(err, backend.ErrInvalidText) {
 			t.Errorf("%s %q: got %v, want ErrInvalidText", what, bad, err)
 			return
 		}
@@ -30,28 +30,28 @@ func testText(t *testing.T, open opener) {
 		}
 	}
 	for _, bad := range badTexts {
-		creations := map[string]func() (*task.CreationContext, worker.EnqueueOptions){
-			"idempotency key": func() (*task.CreationContext, worker.EnqueueOptions) {
-				return creation(t, endpointA, tenantA, toolA, `{"n":1}`), worker.EnqueueOptions{IdempotencyKey: bad}
+		creations := map[string]func() (*task.CreationContext, backend.EnqueueOptions){
+			"idempotency key": func() (*task.CreationContext, backend.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, toolA, `{"n":1}`), backend.EnqueueOptions{IdempotencyKey: bad}
 			},
-			"tenant": func() (*task.CreationContext, worker.EnqueueOptions) {
-				return creation(t, endpointA, bad, toolA, `{"n":1}`), worker.EnqueueOptions{}
+			"tenant": func() (*task.CreationContext, backend.EnqueueOptions) {
+				return creation(t, endpointA, bad, toolA, `{"n":1}`), backend.EnqueueOptions{}
 			},
-			"principal": func() (*task.CreationContext, worker.EnqueueOptions) {
+			"principal": func() (*task.CreationContext, backend.EnqueueOptions) {
 				cc := creation(t, endpointA, tenantA, toolA, `{"n":1}`)
 				cc.Request.Principal = bad
-				return cc, worker.EnqueueOptions{}
+				return cc, backend.EnqueueOptions{}
 			},
-			"endpoint": func() (*task.CreationContext, worker.EnqueueOptions) {
-				return creation(t, bad, tenantA, toolA, `{"n":1}`), worker.EnqueueOptions{}
+			"endpoint": func() (*task.CreationContext, backend.EnqueueOptions) {
+				return creation(t, bad, tenantA, toolA, `{"n":1}`), backend.EnqueueOptions{}
 			},
-			"tool": func() (*task.CreationContext, worker.EnqueueOptions) {
-				return creation(t, endpointA, tenantA, bad, `{"n":1}`), worker.EnqueueOptions{}
+			"tool": func() (*task.CreationContext, backend.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, bad, `{"n":1}`), backend.EnqueueOptions{}
 			},
 		}
 		if bad != "bad\x00" { // a raw NUL is not valid JSON, so no origin holds one
-			creations["arguments"] = func() (*task.CreationContext, worker.EnqueueOptions) {
-				return creation(t, endpointA, tenantA, toolA, `{"k":"`+bad+`"}`), worker.EnqueueOptions{}
+			creations["arguments"] = func() (*task.CreationContext, backend.EnqueueOptions) {
+				return creation(t, endpointA, tenantA, toolA, `{"k":"`+bad+`"}`), backend.EnqueueOptions{}
 			}
 		}
 		for field, mk := range creations {
@@ -59,9 +59,9 @@ func testText(t *testing.T, open opener) {
 			_, err := b.Enqueue(bg, cc, opts)
 			checkRefusal("Enqueue with the "+field, err, bad)
 		}
-		if bb, ok := b.(worker.BatchEnqueuer); ok {
+		if bb, ok := b.(backend.BatchEnqueuer); ok {
 			cc := creation(t, endpointA, bad, toolA, `{"n":1}`)
-			_, err := bb.EnqueueBatch(bg, []worker.BatchItem{{Creation: creation(t, endpointA, tenantA, toolA, `{"n":1}`)}, {Creation: cc}})
+			_, err := bb.EnqueueBatch(bg, []backend.BatchItem{{Creation: creation(t, endpointA, tenantA, toolA, `{"n":1}`)}, {Creation: cc}})
 			checkRefusal("EnqueueBatch with the tenant", err, bad)
 		}
 	}
@@ -69,7 +69,7 @@ func testText(t *testing.T, open opener) {
 		t.Fatalf("refused creations left %d jobs", len(jobs))
 	}
 
-	tk := enqueue(t, b, worker.EnqueueOptions{})
+	tk := enqueue(t, b, backend.EnqueueOptions{})
 	for _, bad := range badTexts {
 		for name, r := range map[string]task.RequestContext{
 			"tenant": rc(tk.ID(), endpointA, bad), "endpoint": rc(tk.ID(), bad, tenantA), "task ID": rc(tk.ID()+bad, endpointA, tenantA),
@@ -99,21 +99,21 @@ func testText(t *testing.T, open opener) {
 	// Worker writes refuse such text and keep the lease.
 	j := claimOne(t, b, c, tk.ID())
 	for _, bad := range badTexts {
-		checkRefusal("RequestInput with a key", b.RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
-		checkRefusal("RequestInput with a message", b.RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
-		checkRefusal("Retry with a message", b.Retry(bg, j.Lease, c.Now(), bad), bad)
-		checkRefusal("Complete with a message", b.Complete(bg, j.Lease, textResult, bad), bad)
-		checkRefusal("Fail with a message", b.Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
-		checkRefusal("Cancel with a message", b.Cancel(bg, j.Lease, bad), bad)
-		if bc, ok := b.(worker.BatchCompleter); ok {
-			_, err := bc.CompleteBatch(bg, []worker.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})
+		checkRefusal("RequestInput with a key", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
+		checkRefusal("RequestInput with a message", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
+		checkRefusal("Retry with a message", b.Jobs().Retry(bg, j.Lease, c.Now(), bad), bad)
+		checkRefusal("Complete with a message", b.Jobs().Complete(bg, j.Lease, textResult, bad), bad)
+		checkRefusal("Fail with a message", b.Jobs().Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
+		checkRefusal("Cancel with a message", b.Jobs().Cancel(bg, j.Lease, bad), bad)
+		if bc, ok := b.Jobs().(backend.BatchCompleter); ok {
+			_, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})
 			checkRefusal("CompleteBatch with a message", err, bad)
 		}
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "" {
 		t.Fatalf("after refused writes: %s %q, want working without a message", got.Status(), got.StatusMessage())
 	}
-	if err := b.Complete(bg, j.Lease, textResult, "ünïcode ok"); err != nil {
+	if err := b.Jobs().Complete(bg, j.Lease, textResult, "ünïcode ok"); err != nil {
 		t.Fatalf("Complete after refused writes: %v", err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Completed || got.StatusMessage() != "ünïcode ok" {

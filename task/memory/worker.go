@@ -77,7 +77,7 @@ func (m *Manager) MarkWorking(id, message string) (task.Task, error) {
 }
 
 // ReportProgress sets a working task's status message and progress count
-// (nil: none), as a durable store's worker.ProgressReporter does for a
+// (nil: none), as a durable store's backend.ProgressReporter does for a
 // running job. It fails for a task that is not working.
 func (m *Manager) ReportProgress(id, message string, p *task.Progress) (task.Task, error) {
 	if p != nil && !p.Valid() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/backend"
 )
 
 // allPhases are the phases in their run order.
@@ -101,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.TempDir, "tmp", "", "directory for the SQLite databases (default: the system temporary directory)")
 	fs.BoolVar(&c.WhatIfNoCancelRead, "whatif-no-cancel-read", false, "EXPERIMENT, not taskwire's behaviour: in the worker phases, answer the runtime's per-job CancelRequested with false without a database read (upper bound for a Claim that returns the cancel intent)")
 	fs.BoolVar(&c.Analyze, "analyze", false, "run ANALYZE on the queue tables after pre-creating the jobs of the PostgreSQL worker phases (taskwire and River alike), as autovacuum eventually would")
-	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (JobContext.ReportProgress) in every job, and compare the throughputs")
+	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (Job.ReportProgress) in every job, and compare the throughputs")
 	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress, how many times the four runs (without, with, with, without) repeat")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -128,8 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, usageError{"no phases selected"}
 	case c.N < 1 || c.SQLiteN < 1 || c.E2ETasks < 1:
 		return config{}, usageError{"-n, -sqlite-n and -e2e-tasks must be positive"}
-	case c.EnqueueBatch < 0 || c.EnqueueBatch > worker.MaxEnqueueBatch:
-		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", worker.MaxEnqueueBatch)}
+	case c.EnqueueBatch < 0 || c.EnqueueBatch > backend.MaxEnqueueBatch:
+		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", backend.MaxEnqueueBatch)}
 	case c.EnqueueGoroutines < 1 || c.InsertGoroutines < 1 || c.E2EClients < 1:
 		return config{}, usageError{"goroutine and client counts must be positive"}
 	case c.Concurrency < 1 || c.ClaimBatch < 1 || c.ClaimBatch > c.Concurrency:

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // callStats accumulates the calls of one store method.
@@ -103,10 +103,17 @@ func (s *storeStats) String() string {
 	return "store calls by the runtime: " + strings.Join(parts, "; ")
 }
 
-// instrumented is a durableStore that times the calls the runtime makes on
-// its hot path. It is the bench's profiling aid; it changes nothing else.
+// jobStore is the job side of a taskwire store as the bench drives it:
+// both stores record progress.
+type jobStore interface {
+	backend.JobStore
+	backend.ProgressReporter
+}
+
+// instrumented is a jobStore that times the calls the runtime makes on its
+// hot path. It is the bench's profiling aid; it changes nothing else.
 type instrumented struct {
-	durableStore
+	jobStore
 	stats *storeStats
 	// skipCancelRead answers CancelRequested with false without asking the
 	// store: the -whatif-no-cancel-read experiment, an upper bound for a
@@ -115,9 +122,9 @@ type instrumented struct {
 	skipCancelRead bool
 }
 
-func (s *instrumented) Claim(ctx context.Context, p worker.ClaimParams) ([]worker.Job, error) {
+func (s *instrumented) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
 	t0 := time.Now()
-	jobs, err := s.durableStore.Claim(ctx, p)
+	jobs, err := s.jobStore.Claim(ctx, p)
 	d := time.Since(t0)
 	s.stats.claim.add(len(jobs), d)
 	s.stats.mu.Lock()
@@ -132,21 +139,21 @@ func (s *instrumented) CancelRequested(ctx context.Context, taskID string) (bool
 		return false, nil
 	}
 	t0 := time.Now()
-	yes, err := s.durableStore.CancelRequested(ctx, taskID)
+	yes, err := s.jobStore.CancelRequested(ctx, taskID)
 	s.stats.cancelRequested.add(1, time.Since(t0))
 	return yes, err
 }
 
-func (s *instrumented) Complete(ctx context.Context, l worker.Lease, res *mcp.CallToolResult, message string) error {
+func (s *instrumented) Complete(ctx context.Context, l backend.Lease, res *mcp.CallToolResult, message string) error {
 	t0 := time.Now()
-	err := s.durableStore.Complete(ctx, l, res, message)
+	err := s.jobStore.Complete(ctx, l, res, message)
 	s.stats.complete.add(1, time.Since(t0))
 	return err
 }
 
-func (s *instrumented) Heartbeat(ctx context.Context, l worker.Lease, lease time.Duration) error {
+func (s *instrumented) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {
 	t0 := time.Now()
-	err := s.durableStore.Heartbeat(ctx, l, lease)
+	err := s.jobStore.Heartbeat(ctx, l, lease)
 	s.stats.heartbeat.add(1, time.Since(t0))
 	return err
 }

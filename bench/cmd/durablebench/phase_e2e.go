@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -64,7 +65,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cancel()
 	}()
 
-	var st durableStore
+	var st backend.Store
 	var err error
 	switch *kind {
 	case "postgres":
@@ -88,7 +89,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	})
 	server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
 		func(ctx context.Context, _ *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
-			t, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{})
+			t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
 			if err != nil {
 				return task.Handle{}, err
 			}
@@ -101,14 +102,14 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	rt, err := worker.New(worker.Options{
-		Store: st, Events: st.EventPublisher(), Name: "durablebench-e2e",
+		Store: st.Jobs(), Events: st.EventPublisher(), Name: "durablebench-e2e",
 		Concurrency: *concurrency, ClaimBatch: *claimBatch, PollInterval: *workerPoll,
 		ShutdownGrace: 5 * time.Second, Logger: warnLogger(),
 	})
 	if err != nil {
 		return err
 	}
-	if err := worker.Handle(rt, benchKind, func(_ context.Context, _ *worker.JobContext, in benchArgs) (benchArgs, error) {
+	if err := worker.AddHandler(rt, benchKind, func(_ context.Context, _ *worker.Job, in benchArgs) (benchArgs, error) {
 		return in, nil
 	}); err != nil {
 		return err

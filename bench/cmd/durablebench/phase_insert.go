@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // rateResult is the outcome of one timed run of an operation.
@@ -192,7 +192,7 @@ func runInsertPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 	}
 
 	enqueue := func(ctx context.Context) error {
-		_, err := tgt.Store.Enqueue(ctx, cc, worker.EnqueueOptions{})
+		_, err := tgt.Store.Enqueue(ctx, cc, backend.EnqueueOptions{})
 		return err
 	}
 	fmt.Fprintf(out, "   %d goroutines, %s per measurement, %d interleaved rounds; raw: %s\n",

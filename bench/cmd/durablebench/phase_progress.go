@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // runWorkerPhase is pg-worker or sqlite-worker. With -progress it runs
@@ -78,9 +78,9 @@ func fmtRates(xs []float64) string {
 }
 
 // ReportProgress counts the runtime's progress writes.
-func (s *instrumented) ReportProgress(ctx context.Context, l worker.Lease, message string, p *task.Progress) error {
+func (s *instrumented) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
 	t0 := time.Now()
-	err := s.durableStore.ReportProgress(ctx, l, message, p)
+	err := s.jobStore.ReportProgress(ctx, l, message, p)
 	s.stats.progress.add(1, time.Since(t0))
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
@@ -80,7 +81,7 @@ func (m *countingMetrics) anomalies() string {
 
 // enqueueN creates n tasks with store.Enqueue, one per transaction, from
 // the given number of goroutines, and returns how long it took.
-func enqueueN(ctx context.Context, st worker.Enqueuer, n, goroutines int) (time.Duration, error) {
+func enqueueN(ctx context.Context, st backend.Enqueuer, n, goroutines int) (time.Duration, error) {
 	cc, err := creationContext(1)
 	if err != nil {
 		return 0, err
@@ -92,7 +93,7 @@ func enqueueN(ctx context.Context, st worker.Enqueuer, n, goroutines int) (time.
 	for range goroutines {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if _, err := st.Enqueue(ctx, cc, worker.EnqueueOptions{}); err != nil {
+				if _, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{}); err != nil {
 					errc <- err
 					return
 				}
@@ -110,21 +111,21 @@ func enqueueN(ctx context.Context, st worker.Enqueuer, n, goroutines int) (time.
 
 // enqueueBatchN creates n tasks with store.EnqueueBatch in batches of size
 // from one goroutine, and returns how long it took.
-func enqueueBatchN(ctx context.Context, st worker.Enqueuer, n, size int) (time.Duration, error) {
-	be, ok := st.(worker.BatchEnqueuer)
+func enqueueBatchN(ctx context.Context, st backend.Enqueuer, n, size int) (time.Duration, error) {
+	be, ok := st.(backend.BatchEnqueuer)
 	if !ok {
-		return 0, errors.New("the store does not implement worker.BatchEnqueuer")
+		return 0, errors.New("the store does not implement backend.BatchEnqueuer")
 	}
 	cc, err := creationContext(1)
 	if err != nil {
 		return 0, err
 	}
-	items := make([]worker.BatchItem, 0, size)
+	items := make([]backend.BatchItem, 0, size)
 	start := time.Now()
 	for done := 0; done < n; done += len(items) {
 		items = items[:0]
 		for range min(size, n-done) {
-			items = append(items, worker.BatchItem{Creation: cc})
+			items = append(items, backend.BatchItem{Creation: cc})
 		}
 		if _, err := be.EnqueueBatch(ctx, items); err != nil {
 			return 0, fmt.Errorf("enqueue batch: %w", err)
@@ -234,7 +235,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	if err != nil {
 		return nil, err
 	}
-	if err := worker.HandleRaw(rt, benchKind, func(_ context.Context, jc *worker.JobContext) (*mcp.CallToolResult, error) {
+	if err := rt.AddRawHandler(benchKind, func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
 		if progress {
 			if err := jc.ReportProgress("row 1 of 1", 1, 1); err != nil {

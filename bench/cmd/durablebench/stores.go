@@ -12,21 +12,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
-
-// durableStore is what both taskwire stores provide.
-type durableStore interface {
-	task.Manager
-	worker.Store
-	worker.Enqueuer
-	worker.ProgressReporter
-	Close() error
-}
 
 // benchEndpoint, benchTenant and benchKind bind the benchmark's tasks.
 const (
@@ -45,7 +36,7 @@ func warnLogger() *slog.Logger {
 // it afterwards.
 type storeTarget struct {
 	Kind  string // "postgres" or "sqlite"
-	Store durableStore
+	Store backend.Store
 	// Where: the schema (postgres) or the database file (sqlite).
 	Where string
 

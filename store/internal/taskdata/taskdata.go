@@ -16,9 +16,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // ExhaustedMessage is the message of the error a task fails with when its
@@ -203,7 +203,7 @@ func DecodeError(b []byte) (*mcp.Error, error) {
 // its ResultJSON when the runtime encoded it already, else the encoding of
 // its Result. It fails when the completion's message is not storable text
 // (see CheckMessage).
-func CompletionJSON(c worker.Completion) ([]byte, error) {
+func CompletionJSON(c backend.Completion) ([]byte, error) {
 	if err := CheckMessage(c.Message); err != nil {
 		return nil, err
 	}
@@ -238,8 +238,8 @@ type Enqueue struct {
 // ResolveEnqueue checks a creation context and its options and fills in the
 // defaults. A negative TTL means unlimited (0 in the result); TTL and
 // PollInterval must be whole milliseconds. Text a store keeps must be valid
-// UTF-8 without NUL bytes (worker.ErrInvalidText).
-func ResolveEnqueue(cc *task.CreationContext, opts worker.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
+// UTF-8 without NUL bytes (backend.ErrInvalidText).
+func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
 	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
 		return Enqueue{}, errors.New("a creation context with an origin and endpoint is required")
 	}
@@ -259,16 +259,16 @@ func ResolveEnqueue(cc *task.CreationContext, opts worker.EnqueueOptions, d Enqu
 }
 
 // ResolveBatch checks the items of an EnqueueBatch, as ResolveEnqueue
-// checks one creation, and that the batch is within worker.MaxEnqueueBatch
-// and carries no idempotency key (worker.ErrBatchIdempotencyKey).
-func ResolveBatch(items []worker.BatchItem, d EnqueueDefaults) ([]Enqueue, error) {
-	if len(items) > worker.MaxEnqueueBatch {
-		return nil, fmt.Errorf("a batch holds at most %d items, not %d", worker.MaxEnqueueBatch, len(items))
+// checks one creation, and that the batch is within backend.MaxEnqueueBatch
+// and carries no idempotency key (backend.ErrBatchIdempotencyKey).
+func ResolveBatch(items []backend.BatchItem, d EnqueueDefaults) ([]Enqueue, error) {
+	if len(items) > backend.MaxEnqueueBatch {
+		return nil, fmt.Errorf("a batch holds at most %d items, not %d", backend.MaxEnqueueBatch, len(items))
 	}
 	resolved := make([]Enqueue, len(items))
 	for i, it := range items {
 		if it.Options.IdempotencyKey != "" {
-			return nil, worker.ErrBatchIdempotencyKey
+			return nil, backend.ErrBatchIdempotencyKey
 		}
 		e, err := ResolveEnqueue(it.Creation, it.Options, d)
 		if err != nil {

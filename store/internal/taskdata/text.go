@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // Text a store keeps.
@@ -17,36 +17,36 @@ import (
 // store therefore checks the strings it keeps as text here, the same way,
 // before writing anything: a creation's endpoint, tenant, principal, tool
 // and idempotency key, its arguments (which must be UTF-8 JSON), input
-// request keys and status messages. The errors wrap worker.ErrInvalidText
+// request keys and status messages. The errors wrap backend.ErrInvalidText
 // and name the field, never its bytes, which may be a principal's.
 
 // storable reports whether s can be kept as text by every store.
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
-// CheckText returns an error wrapping worker.ErrInvalidText, naming field,
+// CheckText returns an error wrapping backend.ErrInvalidText, naming field,
 // when s is not valid UTF-8 or holds a NUL byte.
 func CheckText(field, s string) error {
 	if storable(s) {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", field, worker.ErrInvalidText)
+	return fmt.Errorf("%s: %w", field, backend.ErrInvalidText)
 }
 
 // CheckMessage is CheckText for a status message.
 func CheckMessage(message string) error { return CheckText("status message", message) }
 
 // CheckProgress checks a progress report a store is asked to keep: its
-// message is storable text (CheckText) of at most worker.MaxProgressMessage
+// message is storable text (CheckText) of at most backend.MaxProgressMessage
 // bytes, and its numbers, when present, are finite and not negative.
 func CheckProgress(message string, p *task.Progress) error {
-	if len(message) > worker.MaxProgressMessage {
-		return fmt.Errorf("%w: the status message exceeds %d bytes", worker.ErrInvalidProgress, worker.MaxProgressMessage)
+	if len(message) > backend.MaxProgressMessage {
+		return fmt.Errorf("%w: the status message exceeds %d bytes", backend.ErrInvalidProgress, backend.MaxProgressMessage)
 	}
 	if err := CheckMessage(message); err != nil {
 		return err
 	}
 	if p != nil && !p.Valid() {
-		return fmt.Errorf("%w: progress numbers must be finite and not negative", worker.ErrInvalidProgress)
+		return fmt.Errorf("%w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func checkCreation(cc *task.CreationContext, key string) error {
 		}
 	}
 	if !utf8.Valid(cc.Origin.Params().Arguments) {
-		return fmt.Errorf("arguments: %w", worker.ErrInvalidText)
+		return fmt.Errorf("arguments: %w", backend.ErrInvalidText)
 	}
 	return nil
 }

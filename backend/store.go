@@ -1,8 +1,7 @@
-package worker
+package backend
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -10,9 +9,10 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// Store is the store-side interface the runtime drives. A durable store
-// (store/sqlite, store/postgres) implements it next to task.Manager, over the
-// same tables: one task row and one job row per task.
+// JobStore is the job side of a durable store: the interface the worker
+// runtime drives (worker.Options.Store). A durable store (store/sqlite,
+// store/postgres) returns it from Store.Jobs; it works over the same tables
+// as the store's task.Manager: one task row and one job row per task.
 //
 // Fencing: every Claim bumps the job's attempt counter and hands it out in
 // the Lease. Every later write for that claim names the Lease, and the store
@@ -24,7 +24,7 @@ import (
 // Every state change a client can observe (status, input requests, result,
 // error) is committed together with an outbox row, and the task ID is
 // published on the store's task.EventPublisher after commit.
-type Store interface {
+type JobStore interface {
 	// Claim leases up to limit available jobs whose kind is in kinds (all
 	// kinds when kinds is empty) and whose run-at time has come, oldest
 	// run-at time first, until now+lease. A job keeps its run-at time when
@@ -34,7 +34,7 @@ type Store interface {
 	// claimers (FOR UPDATE SKIP LOCKED, or one writer on SQLite). Each Job
 	// reports the task's cancel intent as of the claim, so that the runtime
 	// need not read it before starting the handler.
-	Claim(ctx context.Context, p ClaimParams) ([]Job, error)
+	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)
 
 	// Heartbeat extends the lease to now+lease.
 	Heartbeat(ctx context.Context, l Lease, lease time.Duration) error
@@ -121,8 +121,8 @@ type Lease struct {
 	Attempt int64
 }
 
-// Job is a claimed job.
-type Job struct {
+// JobRow is a claimed job.
+type JobRow struct {
 	Lease
 	// Kind is the job kind: the tool name.
 	Kind string
@@ -149,16 +149,13 @@ type Job struct {
 	CancelRequested bool
 }
 
-// Errors a Store returns.
+// Errors a store returns.
 var (
 	// ErrLeaseLost: the write's lease is no longer the job's current claim.
-	ErrLeaseLost = errors.New("worker: lease lost")
+	ErrLeaseLost = errors.New("backend: lease lost")
 	// ErrKeyReused: an input request key was used before in the task.
-	ErrKeyReused = errors.New("worker: input request key reused")
+	ErrKeyReused = errors.New("backend: input request key reused")
 )
-
-// rawArguments returns the job's arguments.
-func (j *Job) rawArguments() json.RawMessage { return j.Origin.Params().Arguments }
 
 // Enqueuer creates a task and its job in one transaction; durable stores
 // implement it. The task row (ID, status working, origin bytes unchanged,
@@ -189,14 +186,14 @@ type EnqueueOptions struct {
 }
 
 // DefaultMaxAttempts is the MaxAttempts of a job enqueued without one. With
-// DefaultBackoff, the waits before the tenth failure add up to between about
-// 4¼ and 8½ minutes, so a fault of a few minutes (a database failover, a
-// full disk, an unreachable dependency) delays a task rather than failing
-// it.
+// worker.DefaultBackoff, the waits before the tenth failure add up to
+// between about 4¼ and 8½ minutes, so a fault of a few minutes (a database
+// failover, a full disk, an unreachable dependency) delays a task rather
+// than failing it.
 const DefaultMaxAttempts = 10
 
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
-var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with different arguments")
+var ErrIdempotencyConflict = errors.New("backend: idempotency key reused with different arguments")
 
 // ErrInvalidText: text a store keeps as such (an idempotency key, the
 // endpoint, tenant, principal or tool of a creation, an input request key,
@@ -204,7 +201,7 @@ var ErrIdempotencyConflict = errors.New("worker: idempotency key reused with dif
 // creation's arguments are not valid UTF-8. Every store refuses the same
 // values, before writing anything; the error names the field, never its
 // bytes.
-var ErrInvalidText = errors.New("worker: text must be valid UTF-8 without NUL bytes")
+var ErrInvalidText = errors.New("backend: text must be valid UTF-8 without NUL bytes")
 
 // BatchEnqueuer is an optional extension of Enqueuer for bulk work: a store
 // that implements it creates many tasks, with their jobs and outbox rows,
@@ -229,12 +226,13 @@ type BatchItem struct {
 const MaxEnqueueBatch = 1000
 
 // ErrBatchIdempotencyKey: an EnqueueBatch item carried an idempotency key.
-var ErrBatchIdempotencyKey = errors.New("worker: EnqueueBatch items cannot carry an idempotency key")
+var ErrBatchIdempotencyKey = errors.New("backend: EnqueueBatch items cannot carry an idempotency key")
 
-// BatchCompleter is an optional extension of Store: a store that implements
-// it completes many jobs in one transaction, which is the main throughput
-// lever of a durable queue (one commit, one fsync, for many jobs). The
-// runtime batches concurrent completions through it when it is available.
+// BatchCompleter is an optional extension of JobStore: a JobStore that
+// implements it completes many jobs in one transaction, which is the main
+// throughput lever of a durable queue (one commit, one fsync, for many
+// jobs). The runtime batches concurrent completions through it when it is
+// available.
 type BatchCompleter interface {
 	// CompleteBatch applies Complete to every item in one transaction.
 	// lost[i] reports that item i's lease was no longer current, in which
@@ -255,4 +253,50 @@ type Completion struct {
 	// when the handler returned: the store sets the task's count to it as
 	// it completes the task (see ProgressReporter). Nil keeps the count.
 	Progress *task.Progress
+}
+
+// ProgressReporter is an optional extension of JobStore: a JobStore that
+// implements it records the progress a running job reports (through the
+// worker runtime's Job.ReportProgress). Without it, the runtime drops
+// reports.
+type ProgressReporter interface {
+	// ReportProgress sets the status message of the lease's task to
+	// message and its progress count to p (nil: none), under the lease
+	// like every fenced write: when the lease is not the job's live claim
+	// it returns ErrLeaseLost and changes nothing. The task's status does
+	// not change. The change is committed with an outbox row and the task
+	// ID published after commit, so that listeners see it and tasks/get
+	// returns message as the task's statusMessage. A message that is not
+	// storable text fails with ErrInvalidText, and numbers that are not
+	// finite and non-negative fail too, before anything is written.
+	ReportProgress(ctx context.Context, l Lease, message string, p *task.Progress) error
+}
+
+// MaxProgressMessage bounds the bytes of a status message a running job
+// reports, which the runtime and the stores enforce.
+const MaxProgressMessage = 1024
+
+// ErrInvalidProgress: a progress report's message is longer than
+// MaxProgressMessage or not storable text, or its numbers are not finite
+// and non-negative. The worker runtime checks reports before queueing
+// them, and a ProgressReporter refuses such values before writing.
+var ErrInvalidProgress = errors.New("backend: invalid progress report")
+
+// Pruner is an optional extension of JobStore, for stores whose rows outlive
+// their use: store/sqlite and store/postgres implement it. When the JobStore
+// the worker runtime drives implements it, the runtime prunes on its cleanup
+// schedule (worker.Options.CleanupEvery, in batches of
+// worker.Options.CleanupBatch), next to JobStore.DeleteExpired, so that a
+// long-running deployment keeps its tables bounded by its traffic over the
+// retention horizons rather than by its age.
+type Pruner interface {
+	// PruneOutbox deletes at most limit outbox rows created before the
+	// given time, oldest first, and returns how many.
+	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
+	// PruneJobs deletes at most limit job rows of tasks that finished
+	// (job state done) before the given time, by the task's last update,
+	// and returns how many. The task rows, which hold what clients read,
+	// stay until their TTL passes; a finished job is read by operators
+	// only (its attempt, failure and interrupted-run counts).
+	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -18,7 +18,7 @@ type greetOut struct {
 const nameSchema = `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
 
 // askName asks for key's name and returns the accepted value.
-func askName(ctx context.Context, job *JobContext, key string) (string, error) {
+func askName(ctx context.Context, job *Job, key string) (string, error) {
 	raw, err := job.Ask(ctx, key, mcp.NewElicitFormRequest("Your name?", json.RawMessage(nameSchema)))
 	if err != nil {
 		return "", err
@@ -35,7 +35,7 @@ func TestAskRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		runs := 0
-		err := Handle(h.rt, "greet", func(ctx context.Context, job *JobContext, in struct{}) (greetOut, error) {
+		err := AddHandler(h.rt, "greet", func(ctx context.Context, job *Job, in struct{}) (greetOut, error) {
 			runs++
 			name, err := askName(ctx, job, "name")
 			if err != nil {
@@ -78,7 +78,7 @@ func TestAskRoundTrip(t *testing.T) {
 func TestAskSeveralKeysAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
-		err := Handle(h.rt, "pair", func(ctx context.Context, job *JobContext, in struct{}) (greetOut, error) {
+		err := AddHandler(h.rt, "pair", func(ctx context.Context, job *Job, in struct{}) (greetOut, error) {
 			a, errA := askName(ctx, job, "first")
 			b, errB := askName(ctx, job, "second")
 			// Asking the same key again with the same request is allowed.
@@ -123,7 +123,7 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 	}{
 		{
 			name: "undeclared input kind",
-			handler: func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			handler: func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 				_, err := askName(ctx, job, "name")
 				return nil, err
 			},
@@ -131,7 +131,7 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 		{
 			name:    "empty key",
 			declare: []string{task.InputElicitationForm},
-			handler: func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			handler: func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 				_, err := askName(ctx, job, "")
 				return nil, err
 			},
@@ -139,7 +139,7 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 		{
 			name:    "same key, other request",
 			declare: []string{task.InputElicitationForm},
-			handler: func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			handler: func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 				_, _ = askName(ctx, job, "k")
 				_, err := job.Ask(ctx, "k", mcp.NewElicitFormRequest("Other?", json.RawMessage(nameSchema)))
 				return nil, err
@@ -148,14 +148,14 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 		{
 			name:    "ErrInputPending without Ask",
 			declare: []string{task.InputElicitationForm},
-			handler: func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			handler: func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 				return nil, ErrInputPending
 			},
 		},
 		{
 			name:    "key reused",
 			declare: []string{task.InputElicitationForm},
-			handler: func(ctx context.Context, job *JobContext) (*mcp.CallToolResult, error) {
+			handler: func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 				_, err := askName(ctx, job, "used")
 				return nil, err
 			},
@@ -169,7 +169,7 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, Options{})
-				if err := HandleRaw(h.rt, "ask", tc.handler); err != nil {
+				if err := h.rt.AddRawHandler("ask", tc.handler); err != nil {
 					t.Fatal(err)
 				}
 				id := h.store.enqueue(t, testOrigin(t, "ask", `{}`, "", tc.declare...), 5)

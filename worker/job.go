@@ -8,11 +8,12 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
 
-// ErrInputPending is returned by JobContext.Ask when the client has not
+// ErrInputPending is returned by Job.Ask when the client has not
 // answered yet. The handler must return it (or an error wrapping it): the
 // runtime then records every unanswered request of the run with
 // Store.RequestInput, the task becomes input_required, and the job is parked
@@ -20,11 +21,11 @@ import (
 // an attempt failure.
 var ErrInputPending = errors.New("worker: input pending")
 
-// JobContext describes one run of a claimed job to its handler and lets the
+// Job describes one run of a claimed job to its handler and lets the
 // handler ask the client for input. It is valid only during the handler call
 // and is safe for concurrent use by the handler's goroutines.
-type JobContext struct {
-	job       Job
+type Job struct {
+	job       backend.JobRow
 	validator *task.Validator
 
 	// progress coalesces the run's progress reports; nil when the store
@@ -35,8 +36,8 @@ type JobContext struct {
 	pending mcp.InputRequests
 }
 
-func newJobContext(j Job, v *task.Validator, progress *progressCoalescer) *JobContext {
-	return &JobContext{job: j, validator: v, progress: progress}
+func newJob(j backend.JobRow, v *task.Validator, progress *progressCoalescer) *Job {
+	return &Job{job: j, validator: v, progress: progress}
 }
 
 // ReportProgress reports the job's progress: a status message for the
@@ -55,25 +56,25 @@ func newJobContext(j Job, v *task.Validator, progress *progressCoalescer) *JobCo
 // message). Each write changes the task's statusMessage, which tasks/get
 // returns and notifications/tasks carry; the numbers reach 2025-era
 // clients waiting inline as notifications/progress. A store that records
-// no progress (see ProgressReporter) drops reports.
+// no progress (see backend.ProgressReporter) drops reports.
 //
 // ReportProgress never blocks on the store. It fails with an error wrapping
-// ErrInvalidProgress, writing nothing, when message is longer than
-// MaxProgressMessage or not valid UTF-8 or holds a NUL byte, or when a
+// backend.ErrInvalidProgress, writing nothing, when message is longer than
+// backend.MaxProgressMessage or not valid UTF-8 or holds a NUL byte, or when a
 // number is negative, infinite or NaN. Write failures are logged, never
 // returned; a write that found the lease lost cancels the handler's
-// context with cause ErrLeaseLost.
-func (j *JobContext) ReportProgress(message string, current, total float64) error {
+// context with cause backend.ErrLeaseLost.
+func (j *Job) ReportProgress(message string, current, total float64) error {
 	return j.report(progressReport{message: message, progress: &task.Progress{Current: current, Total: total}})
 }
 
 // ReportStatus reports a status message without progress numbers; see
 // ReportProgress, whose rules it follows.
-func (j *JobContext) ReportStatus(message string) error {
+func (j *Job) ReportStatus(message string) error {
 	return j.report(progressReport{message: message})
 }
 
-func (j *JobContext) report(r progressReport) error {
+func (j *Job) report(r progressReport) error {
 	if err := checkProgress(r); err != nil {
 		return err
 	}
@@ -85,29 +86,29 @@ func (j *JobContext) report(r progressReport) error {
 
 // TaskID returns the ID of the job's task. Do not log it next to arguments
 // or results.
-func (j *JobContext) TaskID() string { return j.job.TaskID }
+func (j *Job) TaskID() string { return j.job.TaskID }
 
 // Kind returns the job kind, which is the tool name.
-func (j *JobContext) Kind() string { return j.job.Kind }
+func (j *Job) Kind() string { return j.job.Kind }
 
 // Attempt returns the job's claim counter at this run: 1 on the first run,
 // and one more on every later claim, including the claims that resume a
 // task after its input requests were answered.
-func (j *JobContext) Attempt() int64 { return j.job.Attempt }
+func (j *Job) Attempt() int64 { return j.job.Attempt }
 
 // Failures returns how many earlier runs of the handler failed (and were
 // retried).
-func (j *JobContext) Failures() int { return j.job.Failures }
+func (j *Job) Failures() int { return j.job.Failures }
 
 // InterruptedRuns returns how many earlier runs ended without an outcome
 // because their lease expired: a crash, a lost lease, a final write that
 // never committed. A handler whose side effects are not idempotent can use
 // it to look for the traces of such a run.
-func (j *JobContext) InterruptedRuns() int { return j.job.InterruptedRuns }
+func (j *Job) InterruptedRuns() int { return j.job.InterruptedRuns }
 
 // Arguments returns a copy of the tool arguments exactly as the client sent
 // them (a JSON object). They may contain secrets: never log them.
-func (j *JobContext) Arguments() json.RawMessage { return j.job.rawArguments() }
+func (j *Job) Arguments() json.RawMessage { return j.job.Origin.Params().Arguments }
 
 // Ask returns the client's answer to the input request stored under key, or
 // asks for it.
@@ -131,7 +132,7 @@ func (j *JobContext) Arguments() json.RawMessage { return j.job.rawArguments() }
 // input the tool declared or is malformed (see task.Validator.InputRequests),
 // or key was already asked in this run with a different request. ctx is not
 // used today; it is there for stores that could wait for answers in process.
-func (j *JobContext) Ask(ctx context.Context, key string, req *mcp.InputRequest) (json.RawMessage, error) {
+func (j *Job) Ask(ctx context.Context, key string, req *mcp.InputRequest) (json.RawMessage, error) {
 	_ = ctx
 	if key == "" || req == nil {
 		return nil, Permanent(fmt.Errorf("%w: Ask needs a key and a request", errInvalidInputRequest))
@@ -159,7 +160,7 @@ func (j *JobContext) Ask(ctx context.Context, key string, req *mcp.InputRequest)
 }
 
 // pendingRequests returns the requests asked in this run without answers.
-func (j *JobContext) pendingRequests() mcp.InputRequests {
+func (j *Job) pendingRequests() mcp.InputRequests {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return maps.Clone(j.pending)
