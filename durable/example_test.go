@@ -72,7 +72,7 @@ func Example() {
 	if err := tools.Work(rt); err != nil {
 		log.Fatal(err)
 	}
-	go rt.Run(ctx)
+	go func() { log.Fatal(rt.Run(ctx)) }()
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", srv))
 }
 
