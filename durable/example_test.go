@@ -54,7 +54,7 @@ func Example() {
 	defer st.Close()
 	tools := reportTools()
 
-	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "reports",
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "reports", Version: "1.0.0",
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion}})
 	if err := tools.Serve(ep, st); err != nil {
 		log.Fatal(err)
@@ -102,7 +102,7 @@ func ExampleImplement() {
 
 	var api durable.Set // the API binary: declarations only
 	declare(&api)
-	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "reports",
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "reports", Version: "1.0.0",
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion}})
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: sqlite.MemoryPath, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
