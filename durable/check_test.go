@@ -17,6 +17,10 @@ type otherIn struct {
 	A int `json:"a"`
 }
 
+type chanOut struct {
+	C chan int `json:"c"`
+}
+
 type embedded struct {
 	Key string `json:"key"`
 }
@@ -138,6 +142,15 @@ func TestCheck(t *testing.T) {
 			})
 		},
 		want: []string{`durable: tool "n": input schema must have "type": "object"`},
+	}, {
+		name: "output schema cannot be inferred",
+		build: func(s *durable.Set) {
+			durable.Add(s, durable.Tool[sumIn, chanOut]{
+				Tool: &mcp.Tool{Name: "c"},
+				Run:  func(context.Context, *worker.JobContext, sumIn) (chanOut, error) { return chanOut{}, nil },
+			})
+		},
+		want: []string{`durable: tool "c": output schema: For[durable_test.chanOut](): type chan int is unsupported by jsonschema`},
 	}, {
 		name: "raw without input schema",
 		build: func(s *durable.Set) {
