@@ -138,8 +138,13 @@ func (s *Set) Work(rt *worker.Runtime) error {
 	return errors.Join(errs...)
 }
 
+// enqueuer is what Serve enqueues in; the store-side names this package
+// uses (worker.Enqueuer, EnqueueOptions and the Enqueue errors) appear only
+// here, in Serve and in enqueue.
+type enqueuer = worker.Enqueuer
+
 // creation is the creation handler of a typed declaration.
-func creation[In, Out any](d *decl, enq worker.Enqueuer, keyOf func(In) string, validate func(In) error) server.TaskToolHandlerFor[In, Out] {
+func creation[In, Out any](d *decl, enq enqueuer, keyOf func(In) string, validate func(In) error) server.TaskToolHandlerFor[In, Out] {
 	return func(ctx context.Context, _ *server.Request, in In, cc *task.CreationContext) (task.Handle, error) {
 		if validate != nil {
 			if err := validate(in); err != nil {
@@ -151,7 +156,7 @@ func creation[In, Out any](d *decl, enq worker.Enqueuer, keyOf func(In) string, 
 }
 
 // rawCreation is the creation handler of a raw declaration.
-func rawCreation(d *decl, enq worker.Enqueuer, validate func(json.RawMessage) error) server.TaskToolHandlerFor[json.RawMessage, any] {
+func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) server.TaskToolHandlerFor[json.RawMessage, any] {
 	return func(ctx context.Context, _ *server.Request, args json.RawMessage, cc *task.CreationContext) (task.Handle, error) {
 		if validate != nil {
 			if err := validate(args); err != nil {
@@ -168,7 +173,7 @@ func rawCreation(d *decl, enq worker.Enqueuer, validate func(json.RawMessage) er
 
 // enqueue creates the task and its job. Errors the model can act on are
 // tool errors; the rest are the server's to log and hide.
-func (d *decl) enqueue(ctx context.Context, enq worker.Enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
+func (d *decl) enqueue(ctx context.Context, enq enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
 	opts := worker.EnqueueOptions{
 		IdempotencyKey: key, MaxAttempts: d.job.maxAttempts, TTL: d.job.ttl, PollInterval: d.job.pollInterval,
 	}

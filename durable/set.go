@@ -158,7 +158,7 @@ func Declare[In, Out any](s *Set, t ToolDecl[In, Out]) {
 		return
 	}
 	validate := t.Validate
-	d.serve = func(ep *server.Endpoint, enq worker.Enqueuer) {
+	d.serve = func(ep *server.Endpoint, enq enqueuer) {
 		server.AddTaskTool(ep, tool, creation[In, Out](d, enq, keyOf, validate), d.job.toolOptions()...)
 	}
 }
@@ -216,7 +216,7 @@ func AddRaw(s *Set, t RawTool) {
 			ok = false
 		}
 		if ok {
-			d.serve = func(ep *server.Endpoint, enq worker.Enqueuer) {
+			d.serve = func(ep *server.Endpoint, enq enqueuer) {
 				server.AddTaskTool(ep, &tool, rawCreation(d, enq, t.Validate), d.job.toolOptions()...)
 			}
 		}
@@ -258,7 +258,7 @@ type decl struct {
 	// func(json.RawMessage) error; possibly nil.
 	validate any
 	// serve registers the tool; nil when the declaration has problems.
-	serve func(ep *server.Endpoint, enq worker.Enqueuer)
+	serve func(ep *server.Endpoint, enq enqueuer)
 }
 
 // impl is one worker handler.
