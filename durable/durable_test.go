@@ -193,6 +193,13 @@ func TestIdempotencyKey(t *testing.T) {
 	if got := errorText(t, resp.Result); got != want {
 		t.Errorf("text = %q, want %q", got, want)
 	}
+
+	// A key the store cannot keep (worker.ErrInvalidText).
+	resp = r.call(t, "sum", map[string]any{"a": 1, "b": 2, "key": "k\x00"})
+	want = "the call cannot be stored as a task: the arguments, key and the caller's name must be valid UTF-8 without NUL characters"
+	if got := errorText(t, resp.Result); got != want {
+		t.Errorf("invalid key: text = %q, want %q", got, want)
+	}
 }
 
 // TestEnqueueFailure: a store that fails the Enqueue makes the call
