@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"time"
 
@@ -55,22 +54,10 @@ func WithTaskInput(kinds ...string) ToolOption {
 // The endpoint must serve Tasks (see EndpointOptions.TaskProtocolVersions and
 // Options.TaskManager), or New fails.
 func AddTaskTool[In, Out any](ep *Endpoint, t *mcp.Tool, h TaskToolHandlerFor[In, Out], opts ...ToolOption) {
-	tt := *t
-	if len(tt.InputSchema) == 0 {
-		s, err := inferSchema[In]()
-		if err != nil {
-			ep.fail(fmt.Errorf("tool %q: input schema: %w", t.Name, err))
-			return
-		}
-		tt.InputSchema = s
-	}
-	if len(tt.OutputSchema) == 0 && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
-		s, err := inferSchema[Out]()
-		if err != nil {
-			ep.fail(fmt.Errorf("tool %q: output schema: %w", t.Name, err))
-			return
-		}
-		tt.OutputSchema = s
+	tt, err := inferSchemas[In, Out](t)
+	if err != nil {
+		ep.fail(err)
+		return
 	}
 	fn := func(ctx context.Context, req *Request) (any, error) {
 		var in In

@@ -92,23 +92,10 @@ type toolEntry struct {
 // Problems with the tool are reported by New. AddTool panics if ep already
 // belongs to a server (see Endpoint).
 func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], opts ...ToolOption) {
-	tt := *t
-	if len(tt.InputSchema) == 0 {
-		s, err := inferSchema[In]()
-		if err != nil {
-			ep.fail(fmt.Errorf("tool %q: input schema: %w", t.Name, err))
-			return
-		}
-		tt.InputSchema = s
-	}
-	outIsAny := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
-	if len(tt.OutputSchema) == 0 && !outIsAny {
-		s, err := inferSchema[Out]()
-		if err != nil {
-			ep.fail(fmt.Errorf("tool %q: output schema: %w", t.Name, err))
-			return
-		}
-		tt.OutputSchema = s
+	tt, err := inferSchemas[In, Out](t)
+	if err != nil {
+		ep.fail(err)
+		return
 	}
 	structured := len(tt.OutputSchema) > 0
 	raw := func(ctx context.Context, req *Request) (any, error) {
@@ -229,6 +216,66 @@ func validToolName(name string) error {
 		}
 	}
 	return nil
+}
+
+// InferToolSchemas returns a copy of t whose empty InputSchema and
+// OutputSchema are inferred from In and Out exactly as AddTool and
+// AddTaskTool infer them (no output schema when Out is any), then checks
+// the copy as New would check a registration: the name follows the
+// specification's rules and both schemas are JSON objects of "type":
+// "object" that resolve. Registering the copy with AddTool or AddTaskTool
+// infers nothing again. It lets a package that registers tools on an
+// application's behalf (such as durable) find every problem before the
+// server is built; the error names the tool.
+func InferToolSchemas[In, Out any](t *mcp.Tool) (*mcp.Tool, error) {
+	tt, err := inferSchemas[In, Out](t)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckTool(&tt); err != nil {
+		return nil, err
+	}
+	return &tt, nil
+}
+
+// CheckTool checks t as New checks a registration: a valid name, and an
+// input schema (required) and output schema (optional) that are JSON
+// objects of "type": "object" and resolve. The error names the tool. It
+// reports nothing about the endpoint (a duplicate name, a missing Tasks
+// configuration), which only New can see.
+func CheckTool(t *mcp.Tool) error {
+	if err := validToolName(t.Name); err != nil {
+		return err
+	}
+	if len(t.InputSchema) == 0 {
+		return fmt.Errorf("tool %q: no input schema", t.Name)
+	}
+	e := &toolEntry{tool: t}
+	if err := e.compile(); err != nil {
+		return fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	return nil
+}
+
+// inferSchemas returns a copy of t with the schemas that are empty inferred
+// from In and Out; the error names the tool.
+func inferSchemas[In, Out any](t *mcp.Tool) (mcp.Tool, error) {
+	tt := *t
+	if len(tt.InputSchema) == 0 {
+		s, err := inferSchema[In]()
+		if err != nil {
+			return tt, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+		}
+		tt.InputSchema = s
+	}
+	if len(tt.OutputSchema) == 0 && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		s, err := inferSchema[Out]()
+		if err != nil {
+			return tt, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
+		}
+		tt.OutputSchema = s
+	}
+	return tt, nil
 }
 
 func inferSchema[T any]() (json.RawMessage, error) {

@@ -16,7 +16,7 @@ import (
 
 // demoEndpoint is the endpoint `taskwire serve` offers: small, genuinely
 // useful inline tools that show typed input and structured output. It
-// serves Tasks for 2026-07-28; addDurableTools adds the task tools, and the
+// serves Tasks for 2026-07-28; durableTools adds the task tools, and the
 // server needs a task manager.
 func demoEndpoint() *server.Endpoint {
 	ep := server.NewEndpoint(server.EndpointOptions{

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,9 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -30,7 +28,8 @@ const (
 	toolApprovals = "approvals.request"
 )
 
-// Input bounds of the durable tools.
+// Input bounds of the durable tools, checked on the API node before a task
+// is created and again on the worker before the handler runs.
 const (
 	maxReportRows    = 1_000_000
 	maxReportSeconds = 3600
@@ -122,75 +121,51 @@ func (in ApprovalInput) message() string {
 	return m
 }
 
-// addDurableTools registers the task-required demo tools on ep. Their
-// handlers only validate the input and enqueue a job in st; the workers
-// (registerWorkers) do the work, in this process or another. Both wait
-// inline for 2025-era clients without tasks (server.WithWaitInline).
-func addDurableTools(ep *server.Endpoint, st backend.Enqueuer, logger *slog.Logger) {
-	server.AddTaskTool[ReportInput, Report](ep, &mcp.Tool{
-		Name:  toolReports,
-		Title: "Generate a report",
-		Description: "Generate an account report as a durable task: it survives client timeouts and server restarts. " +
-			"seconds simulates the work time. Pass idempotencyKey to make retries safe.",
-	}, func(ctx context.Context, _ *server.Request, in ReportInput, cc *task.CreationContext) (task.Handle, error) {
-		if err := in.validate(); err != nil {
-			return task.Handle{}, server.NewToolError(err)
-		}
-		return enqueue(ctx, st, cc, toolReports, in.IdempotencyKey, logger)
-	}, server.WithWaitInline())
-	server.AddTaskTool[ApprovalInput, Approval](ep, &mcp.Tool{
-		Name:  toolApprovals,
-		Title: "Request an approval",
-		Description: "Ask the user to approve something, as a durable task: the task asks through a form " +
-			"(input_required) and completes with the decision.",
-	}, func(ctx context.Context, _ *server.Request, in ApprovalInput, cc *task.CreationContext) (task.Handle, error) {
-		if err := in.validate(); err != nil {
-			return task.Handle{}, server.NewToolError(err)
-		}
-		return enqueue(ctx, st, cc, toolApprovals, in.IdempotencyKey, logger)
-	}, server.WithTaskInput(task.InputElicitationForm), server.WithWaitInline())
-}
-
-// enqueue creates the task and its job in one transaction. A
-// server.ToolError becomes a tool result the model reads; a store failure
-// is an internal error whose cause the server logs, not sends.
-func enqueue(ctx context.Context, st backend.Enqueuer, cc *task.CreationContext, tool, key string, logger *slog.Logger) (task.Handle, error) {
-	t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{IdempotencyKey: key})
-	switch {
-	case errors.Is(err, backend.ErrIdempotencyConflict):
-		return task.Handle{}, server.NewToolError(errors.New("idempotencyKey was already used with different arguments: " +
-			"repeat the original arguments to get the original task, or use a new key"))
-	case errors.Is(err, backend.ErrInvalidText):
-		return task.Handle{}, server.NewToolError(errors.New("the call cannot be stored as a task: the arguments, idempotencyKey " +
-			"and the caller's name must be valid UTF-8 without NUL characters"))
-	case err != nil:
-		return task.Handle{}, err // the server logs it and answers -32603
-	}
-	return task.Handle{ID: t.ID()}, nil
-}
-
-// registerWorkers registers the worker handlers of the durable tools on rt.
+// durableTools declares the durable demo tools, for the API nodes (Serve)
+// and the workers (Work) alike: each creation only validates the input and
+// enqueues a job in the store; a worker, in this process or another, does
+// the work. Both tools wait inline for 2025-era clients without tasks.
 // reportsDir is where reports.generate writes its files.
-func registerWorkers(rt *worker.Runtime, reportsDir string) error {
-	return errors.Join(
-		worker.AddHandler(rt, toolReports, func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
+func durableTools(reportsDir string) *durable.Set {
+	var s durable.Set
+	durable.Add(&s, durable.Tool[ReportInput, Report]{
+		Tool: &mcp.Tool{
+			Name:  toolReports,
+			Title: "Generate a report",
+			Description: "Generate an account report as a durable task: it survives client timeouts and server restarts. " +
+				"seconds simulates the work time. Pass idempotencyKey to make retries safe.",
+		},
+		Run: func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
 			return generateReport(ctx, job, in, reportsDir)
-		}),
-		worker.AddHandler(rt, toolApprovals, requestApproval),
-	)
+		},
+		Validate:       ReportInput.validate,
+		IdempotencyKey: "idempotencyKey",
+		WaitInline:     true,
+	})
+	durable.Add(&s, durable.Tool[ApprovalInput, Approval]{
+		Tool: &mcp.Tool{
+			Name:  toolApprovals,
+			Title: "Request an approval",
+			Description: "Ask the user to approve something, as a durable task: the task asks through a form " +
+				"(input_required) and completes with the decision.",
+		},
+		Run:            requestApproval,
+		Validate:       ApprovalInput.validate,
+		IdempotencyKey: "idempotencyKey",
+		WaitInline:     true,
+		TaskInput:      []string{task.InputElicitationForm},
+	})
+	return &s
 }
 
 // generateReport simulates in.Seconds of work, then writes the report file
-// and returns the report. The file, named after the task, is written to a
+// and returns the report; the input was validated (durableTools). The file, named after the task, is written to a
 // temporary file and renamed into place, so a run repeated after a crash or a
 // lost lease replaces the same file and never leaves a second copy.
 //
 // While it works it reports its progress ("row 400 of 1000") every
 // progressStep; the runtime writes it to the task at most once per second.
 func generateReport(ctx context.Context, job *worker.Job, in ReportInput, dir string) (Report, error) {
-	if err := in.validate(); err != nil {
-		return Report{}, worker.ToolError(err.Error())
-	}
 	report := func(done int) {
 		// The message and numbers are valid by construction; a report
 		// is best effort.
@@ -332,9 +307,6 @@ func reportTempPath(dir, taskID string, attempt int64) string {
 // input_required); the run after the answer finds it and returns. Declining
 // or cancelling the form is a decision too: approved is false.
 func requestApproval(ctx context.Context, job *worker.Job, in ApprovalInput) (Approval, error) {
-	if err := in.validate(); err != nil {
-		return Approval{}, worker.ToolError(err.Error())
-	}
 	raw, err := job.Ask(ctx, approvalKey, mcp.NewElicitFormRequest(in.message(), approvalForm))
 	if err != nil {
 		return Approval{}, err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -23,39 +22,6 @@ import (
 // waitFor bounds every wait of these tests.
 const waitFor = 30 * time.Second
 
-// remote is an http.Handler that forwards each request over real HTTP to
-// a running node, so that mcptest.Client, which builds requests exactly as
-// a 2026-07-28 client does, talks to the node through its socket.
-type remote struct {
-	base   string // scheme://host:port
-	client *http.Client
-}
-
-func (r *remote) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out, err := http.NewRequestWithContext(req.Context(), req.Method, r.base+req.URL.Path, bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	out.Header = req.Header.Clone()
-	resp, err := r.client.Do(out)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
-}
-
 // newClient returns an mcptest client for the node at url (…/mcp) that
 // declares the Tasks extension and form elicitation.
 func newClient(t *testing.T, url string) *mcptest.Client {
@@ -66,7 +32,7 @@ func newClient(t *testing.T, url string) *mcptest.Client {
 	}
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	c := mcptest.NewClient(&remote{base: "http://" + base, client: &http.Client{Transport: tr, Timeout: waitFor}}, "/"+path)
+	c := mcptest.NewClient(mcptest.Remote("http://"+base, &http.Client{Transport: tr, Timeout: waitFor}), "/"+path)
 	c.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}
 	c.DeclareTasks()
 	return c

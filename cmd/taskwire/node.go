@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -170,6 +171,7 @@ func (c *nodeConfig) validate() error {
 type node struct {
 	cfg   nodeConfig
 	store backend.Store
+	tools *durable.Set // the durable demo tools, served and worked
 
 	srv       *server.Server
 	hs        *http.Server
@@ -198,7 +200,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	nd := &node{cfg: cfg, store: st, failed: make(chan error, 2)}
+	nd := &node{cfg: cfg, store: st, tools: durableTools(cfg.ReportsDir), failed: make(chan error, 2)}
 	n = nd
 	defer func() {
 		if err != nil { // n is nil by now; nd is what was started
@@ -223,7 +225,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := registerWorkers(n.rt, cfg.ReportsDir); err != nil {
+		if err := n.tools.Work(n.rt); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +233,9 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	var ln net.Listener
 	if cfg.Addr != "" {
 		ep := demoEndpoint()
-		addDurableTools(ep, st, cfg.Logger)
+		if err := n.tools.Serve(ep, st); err != nil {
+			return nil, err
+		}
 		sessions := cfg.Sessions
 		var relay server.AnswerRelay
 		sessions.Store, relay, err = n.sessionStore(ctx)

@@ -53,7 +53,7 @@ func newClients(t *testing.T, nodeURL string) *clients {
 }
 
 func (cs *clients) client() *mcptest.Client {
-	c := mcptest.NewClient(&remote{base: cs.base, client: cs.hc}, cs.path)
+	c := mcptest.NewClient(mcptest.Remote(cs.base, cs.hc), cs.path)
 	c.DeclareTasks()
 	return c
 }

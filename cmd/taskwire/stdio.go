@@ -102,7 +102,10 @@ func runStdio(ctx context.Context, cfg stdioConfig, stdin io.Reader, stdout io.W
 		return fmt.Errorf("serve --stdio: %w", err)
 	}
 	ep := demoEndpoint()
-	addDurableTools(ep, n.store, logger)
+	if err := n.tools.Serve(ep, n.store); err != nil {
+		n.Shutdown()
+		return fmt.Errorf("serve --stdio: %w", err)
+	}
 	sessions := cfg.Node.Sessions // in memory: a stdio session ends with its process
 	srv, err := server.New(server.Options{
 		Sessions:    &sessions,
@@ -145,7 +148,7 @@ func startStdioNode(ctx context.Context, cfg nodeConfig) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &node{cfg: cfg, store: st, failed: make(chan error, 2)}, nil
+	return &node{cfg: cfg, store: st, tools: durableTools(cfg.ReportsDir), failed: make(chan error, 2)}, nil
 }
 
 // stdioFlags are the flags of `serve --stdio`.
