@@ -33,7 +33,8 @@ type Client struct {
 	closeCtx context.Context
 	closeFn  context.CancelFunc
 
-	connectMu sync.Mutex // serializes Connect
+	connectMu sync.Mutex     // serializes Connect
+	wg        sync.WaitGroup // the session stream goroutine
 
 	mu           sync.Mutex
 	closed       bool
@@ -125,7 +126,7 @@ func (c *Client) discover(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if len(res.SupportedVersions) > 0 && !slices.Contains(res.SupportedVersions, version) {
+		if !slices.Contains(res.SupportedVersions, version) {
 			return errNotModern
 		}
 		c.mu.Lock()
@@ -299,6 +300,7 @@ func (c *Client) Close() error {
 	sid, legacy := c.sessionID, c.era == eraLegacy
 	c.mu.Unlock()
 	c.closeFn()
+	c.wg.Wait()
 	var err error
 	if legacy && sid != "" {
 		err = c.deleteSession()

@@ -1,11 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -49,6 +52,8 @@ func (c *Client) initialize(ctx context.Context) error {
 		if _, err := c.roundTrip(ctx, n); err != nil {
 			return err
 		}
+		c.wg.Add(1)
+		go c.sessionStream()
 		return nil
 	}
 	return lastErr
@@ -159,3 +164,65 @@ func (c *Client) canAnswer(method string) bool {
 var legacyTaskVersions = []string{mcp.ProtocolVersion20251125}
 
 func legacyTasks(version string) bool { return slices.Contains(legacyTaskVersions, version) }
+
+// sessionStream reads the standalone GET stream of a 2025-era session,
+// answering the server requests sent there (servers send requests that are
+// not tied to a POST there). It reconnects with Last-Event-ID after the
+// server's retry delay at most MaxReconnects times, ends quietly when the
+// server offers no stream (405), and ends with Close, which waits for it.
+func (c *Client) sessionStream() {
+	defer c.wg.Done()
+	ctx := c.closeCtx
+	lastID, retry := "", time.Second
+	for attempt := 0; attempt <= c.opts.MaxReconnects; attempt++ {
+		if attempt > 0 && sleep(ctx, retry) != nil {
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		if c.commonHeaders(ctx, req.Header) != nil {
+			return
+		}
+		resp, err := c.do(req, "GET")
+		if err != nil {
+			return
+		}
+		if resp.StatusCode != http.StatusOK || mediaType(resp.Header) != "text/event-stream" {
+			drain(resp)
+			return
+		}
+		sr := newSSEReader(resp.Body, c.opts.MaxNotificationBytes, c.opts.MaxStreamEvents)
+		for {
+			ev, err := sr.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+					c.opts.Logger.Debug("client: session stream broke", "err", err)
+				}
+				break
+			}
+			if ev.hasID {
+				lastID = ev.id
+			}
+			if ev.hasRetry {
+				retry = ev.retry
+			}
+			var m wireMessage
+			if len(bytes.TrimSpace(ev.data)) == 0 || json.Unmarshal(ev.data, &m) != nil || m.Method == "" || !m.hasID() {
+				continue
+			}
+			if err := c.answerServerRequest(ctx, &m); err != nil {
+				c.opts.Logger.Debug("client: answering a server request failed", "method", m.Method, "err", err)
+			}
+		}
+		resp.Body.Close()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
