@@ -85,7 +85,9 @@ func basic(ctx context.Context, url, _ string) error {
 	return callFirst(ctx, url, map[string]any{"a": 2, "b": 3})
 }
 
-func basicNoArgs(ctx context.Context, url, _ string) error { return callFirst(ctx, url, map[string]any{}) }
+func basicNoArgs(ctx context.Context, url, _ string) error {
+	return callFirst(ctx, url, map[string]any{})
+}
 
 func callFirst(ctx context.Context, url string, args map[string]any) error {
 	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
