@@ -46,6 +46,11 @@ type Handlers struct {
 	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	// Roots lists the client's roots (deprecated feature of the protocol).
 	Roots func(ctx context.Context) ([]*mcp.Root, error)
+	// Declare adds capabilities (elicitation, sampling, roots) the client
+	// declares without a handler: the server may then ask for them, and the
+	// request or task reports an *InputRequiredError that the caller
+	// answers itself, for example later with Task.Answer.
+	Declare *mcp.ClientCapabilities
 }
 
 // Options configure New. Zero values mean the defaults.
@@ -221,6 +226,17 @@ func (o *Options) capabilities() *mcp.ClientCapabilities {
 	}
 	if o.Handlers.Roots != nil {
 		c.Roots = &mcp.RootsCapability{}
+	}
+	if d := o.Handlers.Declare; d != nil {
+		if c.Elicitation == nil {
+			c.Elicitation = d.Elicitation
+		}
+		if c.Sampling == nil {
+			c.Sampling = d.Sampling
+		}
+		if c.Roots == nil {
+			c.Roots = d.Roots
+		}
 	}
 	if !o.DisableTasks {
 		c.Extensions = map[string]mcp.Object{mcp.ExtensionTasks: {}}
