@@ -90,7 +90,12 @@ func (c *Client) Call(ctx context.Context, name string, args any, opts ...CallOp
 		return nil, err
 	}
 	entry, err := c.toolEntry(ctx, name)
-	if err != nil {
+	var rpc *RPCError
+	if errors.As(err, &rpc) {
+		// A server that cannot list its tools is still called, without
+		// Mcp-Param-* headers.
+		c.opts.Logger.Debug("client: tools/list failed; calling without parameter headers", "err", err)
+	} else if err != nil {
 		return nil, err
 	}
 	var progressToken json.RawMessage
