@@ -52,8 +52,12 @@ func (c *Client) initialize(ctx context.Context) error {
 		if _, err := c.roundTrip(ctx, n); err != nil {
 			return err
 		}
-		c.wg.Add(1)
-		go c.sessionStream()
+		// The stream is open before Connect returns, so that requests the
+		// server sends there during the first call are not lost.
+		if first := c.openSessionStream(""); first != nil {
+			c.wg.Add(1)
+			go c.sessionStream(first)
+		}
 		return nil
 	}
 	return lastErr
@@ -165,39 +169,63 @@ var legacyTaskVersions = []string{mcp.ProtocolVersion20251125}
 
 func legacyTasks(version string) bool { return slices.Contains(legacyTaskVersions, version) }
 
+// sessionStreamConn is an open standalone GET stream.
+type sessionStreamConn struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+}
+
+func (s *sessionStreamConn) close() {
+	s.resp.Body.Close()
+	s.cancel()
+}
+
+// openSessionStream opens the standalone GET stream of a 2025-era
+// session; the wait for its response headers is bounded by
+// RequestTimeout, the stream itself lives until Close. It returns nil when
+// the server offers none (405) or the request fails; the stream is
+// optional.
+func (c *Client) openSessionStream(lastID string) *sessionStreamConn {
+	ctx, cancel := context.WithCancel(c.closeCtx)
+	timer := time.AfterFunc(c.opts.RequestTimeout, cancel)
+	defer timer.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint, nil)
+	if err != nil {
+		cancel()
+		return nil
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	if c.commonHeaders(ctx, req.Header) != nil {
+		cancel()
+		return nil
+	}
+	resp, err := c.do(req, "GET")
+	if err != nil {
+		cancel()
+		return nil
+	}
+	if resp.StatusCode != http.StatusOK || mediaType(resp.Header) != "text/event-stream" {
+		drain(resp)
+		cancel()
+		return nil
+	}
+	return &sessionStreamConn{resp: resp, cancel: cancel}
+}
+
 // sessionStream reads the standalone GET stream of a 2025-era session,
 // answering the server requests sent there (servers send requests that are
 // not tied to a POST there). It reconnects with Last-Event-ID after the
-// server's retry delay at most MaxReconnects times, ends quietly when the
-// server offers no stream (405), and ends with Close, which waits for it.
-func (c *Client) sessionStream() {
+// server's retry delay at most MaxReconnects times and ends with Close,
+// which waits for it.
+func (c *Client) sessionStream(conn *sessionStreamConn) {
 	defer c.wg.Done()
 	ctx := c.closeCtx
 	lastID, retry := "", time.Second
-	for attempt := 0; attempt <= c.opts.MaxReconnects; attempt++ {
-		if attempt > 0 && sleep(ctx, retry) != nil {
-			return
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		if c.commonHeaders(ctx, req.Header) != nil {
-			return
-		}
-		resp, err := c.do(req, "GET")
-		if err != nil {
-			return
-		}
-		if resp.StatusCode != http.StatusOK || mediaType(resp.Header) != "text/event-stream" {
-			drain(resp)
-			return
-		}
-		sr := newSSEReader(resp.Body, c.opts.MaxNotificationBytes, c.opts.MaxStreamEvents)
+	for attempt := 0; conn != nil; attempt++ {
+		sr := newSSEReader(conn.resp.Body, c.opts.MaxNotificationBytes, c.opts.MaxStreamEvents)
 		for {
 			ev, err := sr.next()
 			if err != nil {
@@ -220,9 +248,10 @@ func (c *Client) sessionStream() {
 				c.opts.Logger.Debug("client: answering a server request failed", "method", m.Method, "err", err)
 			}
 		}
-		resp.Body.Close()
-		if ctx.Err() != nil {
+		conn.close()
+		if attempt >= c.opts.MaxReconnects || sleep(ctx, retry) != nil {
 			return
 		}
+		conn = c.openSessionStream(lastID)
 	}
 }
