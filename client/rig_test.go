@@ -91,6 +91,11 @@ func newRig(t *testing.T, o rigOptions) *rig {
 			}
 			return nil, addOut{Sum: 1}, nil
 		})
+	server.AddTool[map[string]any, addOut](ep, &mcp.Tool{Name: "where", Description: "Routes by region.",
+		InputSchema: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}`)},
+		func(_ context.Context, _ *server.Request, in map[string]any) (*mcp.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: len(in)}, nil
+		})
 	opts := server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem}
 	if o.listen {
 		opts.Subscriptions = &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)}
