@@ -52,7 +52,7 @@ func toolHeaders(schema json.RawMessage) ([]paramHeader, error) {
 			continue
 		}
 		name, _ := hv.(string)
-		if !isToken(name) {
+		if !mcp.IsHeaderToken(name) {
 			return nil, errors.New("x-mcp-header is not an HTTP token")
 		}
 		if seen[strings.ToLower(name)] {
@@ -107,23 +107,6 @@ func nestedHeader(v any) bool {
 		}
 	}
 	return false
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // encodeHeaderValue returns v as sent in an Mcp-Name or Mcp-Param header:
