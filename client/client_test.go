@@ -40,10 +40,7 @@ func TestWaitListensThenGetsOnce(t *testing.T) {
 	cnt.answered = make(chan string, 16)
 	c := newClient(t, r.url, client.Options{Transport: cnt})
 	ctx := testContext(t)
-	res, err := c.Call(ctx, "report", map[string]string{"region": "eu"})
-	if err != nil || res.Task == nil {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	res := startReport(t, c)
 	done := make(chan error, 1)
 	var out *mcp.CallToolResult
 	go func() {
@@ -82,10 +79,7 @@ func TestWaitPollsAtPollInterval(t *testing.T) {
 	cnt.answered = make(chan string, 64)
 	c := newClient(t, r.url, client.Options{Transport: cnt})
 	ctx := testContext(t)
-	res, err := c.Call(ctx, "report", map[string]string{"region": "eu"})
-	if err != nil || res.Task == nil {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	res := startReport(t, c)
 	done := make(chan error, 1)
 	go func() { _, err := res.Task.Wait(ctx); done <- err }()
 	gets := 0
@@ -97,7 +91,7 @@ func TestWaitPollsAtPollInterval(t *testing.T) {
 		}
 	}
 	r.mem.Fail(res.Task.ID(), &mcp.Error{Code: -32603, Message: "boom", Data: json.RawMessage(`{"k":1}`)}, "failed")
-	err = <-done
+	err := <-done
 	var tf *client.TaskFailedError
 	if !errors.As(err, &tf) || tf.Err.Code != -32603 || tf.Err.Message != "boom" || string(tf.Err.Data) != `{"k":1}` {
 		t.Fatalf("err = %#v", err)
@@ -147,10 +141,7 @@ func TestTaskInputAndRebuiltHandle(t *testing.T) {
 	r := newRig(t, rigOptions{listen: true})
 	c1 := newClient(t, r.url, client.Options{})
 	ctx := testContext(t)
-	res, err := c1.Call(ctx, "report", map[string]string{"region": "eu"})
-	if err != nil || res.Task == nil {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	res := startReport(t, c1)
 	id := res.Task.ID()
 	if _, err := r.mem.RequestInput(id, mcp.InputRequests{"go": formRequest()}, "need input"); err != nil {
 		t.Fatal(err)
@@ -160,7 +151,7 @@ func TestTaskInputAndRebuiltHandle(t *testing.T) {
 	c2 := newClient(t, r.url, client.Options{Handlers: client.Handlers{
 		Declare: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}}},
 	}})
-	_, err = c2.Task(id).Wait(ctx)
+	_, err := c2.Task(id).Wait(ctx)
 	var ir *client.InputRequiredError
 	if !errors.As(err, &ir) || !slices.Equal(ir.Keys, []string{"go"}) {
 		t.Fatalf("err = %v", err)
@@ -190,10 +181,7 @@ func TestCancelledTask(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	c := newClient(t, r.url, client.Options{})
 	ctx := testContext(t)
-	res, err := c.Call(ctx, "report", map[string]string{"region": "eu"})
-	if err != nil || res.Task == nil {
-		t.Fatal(err)
-	}
+	res := startReport(t, c)
 	if err := res.Task.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -178,3 +178,14 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// startReport calls the task tool and returns its result, which must be a
+// task.
+func startReport(t *testing.T, c *client.Client) *client.CallResult {
+	t.Helper()
+	res, err := c.Call(testContext(t), "report", map[string]string{"region": "eu"})
+	if err != nil || res.Task == nil {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	return res
+}
