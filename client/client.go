@@ -91,6 +91,9 @@ func (c *Client) Connect(ctx context.Context) error {
 	if known {
 		return nil
 	}
+	if !slices.Contains(c.opts.ProtocolVersions, mcp.LatestProtocolVersion) {
+		return c.initialize(ctx)
+	}
 	err := c.discover(ctx)
 	if err == nil {
 		return nil

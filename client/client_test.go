@@ -260,3 +260,25 @@ func TestOptionsValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestLegacyTaskFlow(t *testing.T) {
+	r := newRig(t, rigOptions{}) // every revision; Tasks under 2026-07-28
+	c := newClient(t, r.url, client.Options{ProtocolVersions: []string{mcp.ProtocolVersion20251125}})
+	ctx := testContext(t)
+	res := startReport(t, c) // task-required: sent with params.task
+	if c.ProtocolVersion() != mcp.ProtocolVersion20251125 {
+		t.Fatalf("version %q", c.ProtocolVersion())
+	}
+	d, err := res.Task.Get(ctx)
+	if err != nil || d.Status != mcp.TaskWorking {
+		t.Fatalf("get: %v %+v", err, d)
+	}
+	r.mem.Complete(res.Task.ID(), &mcp.CallToolResult{StructuredContent: []byte(`{"rows":9}`)}, "done")
+	out, err := res.Task.Wait(ctx) // tasks/result
+	if err != nil || string(out.StructuredContent) != `{"rows":9}` {
+		t.Fatalf("wait: %v %+v", err, out)
+	}
+	if err := res.Task.Answer(ctx, mcp.InputResponses{"k": []byte(`{}`)}); !errors.Is(err, client.ErrUnsupported) {
+		t.Fatalf("answer in a session: %v", err)
+	}
+}

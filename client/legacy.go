@@ -13,12 +13,15 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 )
 
-// initialize opens a 2025-era session: initialize (2025-11-25, then
-// 2025-06-18 when the server rejects that), the session ID, and
-// notifications/initialized.
+// initialize opens a 2025-era session: initialize with the 2025 revisions
+// of Options.ProtocolVersions in order (the next one when the server
+// rejects one), the session ID, and notifications/initialized.
 func (c *Client) initialize(ctx context.Context) error {
 	var lastErr error
-	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618} {
+	for _, version := range c.opts.ProtocolVersions {
+		if version == mcp.LatestProtocolVersion {
+			continue
+		}
 		info := c.opts.ClientInfo
 		params := &mcp.InitializeParams{ProtocolVersion: version, Capabilities: c.opts.legacyCapabilities(version), ClientInfo: &info}
 		cl, err := c.newCall(mcp.MethodInitialize, params)
@@ -59,6 +62,9 @@ func (c *Client) initialize(ctx context.Context) error {
 			go c.sessionStream(first)
 		}
 		return nil
+	}
+	if lastErr == nil {
+		lastErr = errNotModern
 	}
 	return lastErr
 }

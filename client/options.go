@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,12 @@ type Options struct {
 	MinPollInterval time.Duration
 	MaxPollInterval time.Duration
 
+	// ProtocolVersions lists the revisions the client may negotiate, in
+	// order of preference. Nil means DefaultProtocolVersions: 2026-07-28,
+	// then a 2025-11-25 or 2025-06-18 session. Listing only 2025 revisions
+	// skips server/discover and opens a session directly.
+	ProtocolVersions []string
+
 	// ClientInfo identifies the client in every request. Default name
 	// "taskwire-client".
 	ClientInfo mcp.Implementation
@@ -109,6 +116,12 @@ type Options struct {
 	// notifications). Nil discards them. Task IDs, tokens and arguments are
 	// never logged.
 	Logger *slog.Logger
+}
+
+// DefaultProtocolVersions returns the revisions a client negotiates when
+// Options.ProtocolVersions is nil, in order of preference.
+func DefaultProtocolVersions() []string {
+	return []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618}
 }
 
 // protocolHeaders are owned by the client and may not be set in
@@ -190,6 +203,18 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	if o.MinPollInterval > o.MaxPollInterval {
 		bad("MinPollInterval (%v) exceeds MaxPollInterval (%v)", o.MinPollInterval, o.MaxPollInterval)
 	}
+	if o.ProtocolVersions == nil {
+		o.ProtocolVersions = DefaultProtocolVersions()
+	}
+	if len(o.ProtocolVersions) == 0 {
+		bad("ProtocolVersions must not be empty")
+	}
+	for _, v := range o.ProtocolVersions {
+		if v != mcp.LatestProtocolVersion && v != mcp.ProtocolVersion20251125 && v != mcp.ProtocolVersion20250618 {
+			bad("ProtocolVersions: %q is not a revision this client speaks", v)
+		}
+	}
+	o.ProtocolVersions = slices.Clone(o.ProtocolVersions)
 	if o.ClientInfo.Name == "" {
 		o.ClientInfo.Name = "taskwire-client"
 	}
@@ -261,6 +286,9 @@ func (o *Options) legacyCapabilities(version string) *mcp.LegacyClientCapabiliti
 	}
 	if o.Handlers.Roots != nil {
 		c.Roots = &mcp.RootsCapability{}
+	}
+	if version == mcp.ProtocolVersion20251125 && !o.DisableTasks {
+		c.Tasks = &mcp.ClientTasksCapability{}
 	}
 	return c
 }
