@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +281,42 @@ func TestLegacyTaskFlow(t *testing.T) {
 	}
 	if err := res.Task.Answer(ctx, mcp.InputResponses{"k": []byte(`{}`)}); !errors.Is(err, client.ErrUnsupported) {
 		t.Fatalf("answer in a session: %v", err)
+	}
+}
+
+func TestWaitAnswersTaskInputWithHandler(t *testing.T) {
+	r := newRig(t, rigOptions{listen: true})
+	cnt := newCounter()
+	cnt.answered = make(chan string, 16)
+	asked := make(chan string, 4)
+	c := newClient(t, r.url, client.Options{Transport: cnt, Handlers: client.Handlers{
+		Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked <- p.Message
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+		},
+	}})
+	ctx := testContext(t)
+	res := startReport(t, c)
+	id := res.Task.ID()
+	if _, err := r.mem.RequestInput(id, mcp.InputRequests{"go": formRequest()}, "need input"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := res.Task.Wait(ctx); done <- err }()
+	for m := range cnt.answered {
+		if m == mcp.MethodTasksUpdate {
+			break
+		}
+	}
+	got, err := r.mem.TakeInputResponses(id)
+	if err != nil || !strings.Contains(string(got["go"]), `"accept"`) {
+		t.Fatalf("responses %s %v", got["go"], err)
+	}
+	r.mem.Complete(id, &mcp.CallToolResult{StructuredContent: []byte(`{"rows":1}`)}, "done")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-asked; msg != "Proceed?" || len(asked) != 0 {
+		t.Fatalf("asked %q, %d more", msg, len(asked))
 	}
 }
