@@ -223,8 +223,8 @@ func (c *Client) legacyCall(ctx context.Context, version, name string, args json
 		Task *mcp.LegacyTask `json:"task"`
 	}
 	json.Unmarshal(raw, &probe)
-	if p.Task != nil || probe.Task != nil {
-		if probe.Task == nil || probe.Task.TaskID == "" {
+	if probe.Task != nil {
+		if probe.Task.TaskID == "" {
 			return nil, protoErr(mcp.MethodToolsCall, "task result without taskId", nil)
 		}
 		t := c.Task(probe.Task.TaskID)
