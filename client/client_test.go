@@ -320,3 +320,27 @@ func TestWaitAnswersTaskInputWithHandler(t *testing.T) {
 		t.Fatalf("asked %q, %d more", msg, len(asked))
 	}
 }
+
+func TestCloseEndsWait(t *testing.T) {
+	r := newRig(t, rigOptions{listen: true})
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cnt := newCounter()
+	cnt.answered = make(chan string, 16)
+	c, err := client.New(r.url, client.Options{Transport: cnt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := startReport(t, c)
+	done := make(chan error, 1)
+	go func() { _, err := res.Task.Wait(context.Background()); done <- err }()
+	for m := range cnt.answered {
+		if m == mcp.MethodTasksGet { // listening and acknowledged
+			break
+		}
+	}
+	c.Close()
+	if err := <-done; err == nil {
+		t.Fatal("Wait returned no error after Close")
+	}
+	cnt.next.(*http.Transport).CloseIdleConnections()
+}
