@@ -700,6 +700,7 @@ run_clients() {
 		dir="$OUT_DIR/client-$rev"
 		mkdir -p "$dir"
 		suite_log="$dir/$sc.log"
+		mkdir -p "$(dirname "$suite_log")"
 		status=0
 		timeout --signal=TERM --kill-after=10 "$per_s" "$NODE_BIN" "$SUITE_JS" client --command "$client_bin" \
 			--scenario "$sc" --spec-version "$rev" --timeout "$TIMEOUT_MS" -o "$dir" >"$suite_log" 2>&1 || status=$?
