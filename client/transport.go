@@ -181,8 +181,10 @@ func (c *Client) readResponse(ctx context.Context, cl *call, resp *http.Response
 	}
 }
 
+// statusError turns an unexpected status into a *RPCError when the body is
+// a JSON-RPC error (read up to MaxNotificationBytes), else an *HTTPError.
 func (c *Client) statusError(method string, resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxNotificationBytes))
 	drain(resp)
 	if mediaType(resp.Header) == "application/json" {
 		var m wireMessage
@@ -190,7 +192,7 @@ func (c *Client) statusError(method string, resp *http.Response) error {
 			return rpcError(method, resp.StatusCode, m.Error)
 		}
 	}
-	return &HTTPError{StatusCode: resp.StatusCode, ContentType: mediaType(resp.Header), Body: b, Method: method}
+	return &HTTPError{StatusCode: resp.StatusCode, ContentType: mediaType(resp.Header), Body: clip(b), Method: method}
 }
 
 func clip(b []byte) []byte {
