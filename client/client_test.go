@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -343,4 +344,19 @@ func TestCloseEndsWait(t *testing.T) {
 		t.Fatal("Wait returned no error after Close")
 	}
 	cnt.next.(*http.Transport).CloseIdleConnections()
+}
+
+func TestProgressOnTheResponseStream(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	c := newClient(t, r.url, client.Options{})
+	var got []string
+	res, err := c.Call(testContext(t), "steps", nil, client.WithProgress(func(p client.Progress) {
+		got = append(got, fmt.Sprintf("%g/%g %s", p.Progress, *p.Total, p.Message))
+	}))
+	if err != nil || string(res.Result.StructuredContent) != `{"sum":3}` {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if diff := cmp.Diff([]string{"1/3 step 1", "2/3 step 2", "3/3 step 3"}, got); diff != "" {
+		t.Fatal(diff)
+	}
 }

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -95,6 +96,15 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		InputSchema: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}`)},
 		func(_ context.Context, _ *server.Request, in map[string]any) (*mcp.CallToolResult, addOut, error) {
 			return nil, addOut{Sum: len(in)}, nil
+		})
+	server.AddTool[map[string]any, addOut](ep, &mcp.Tool{Name: "steps", Description: "Reports progress."},
+		func(ctx context.Context, req *server.Request, _ map[string]any) (*mcp.CallToolResult, addOut, error) {
+			for i := 1; i <= 3; i++ {
+				if err := req.ReportProgress(ctx, float64(i), 3, fmt.Sprintf("step %d", i)); err != nil {
+					return nil, addOut{}, err
+				}
+			}
+			return nil, addOut{Sum: 3}, nil
 		})
 	opts := server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem}
 	if o.listen {
