@@ -58,7 +58,14 @@ func (c *Client) initialize(ctx context.Context) error {
 		// The stream is open before Connect returns, so that requests the
 		// server sends there during the first call are not lost.
 		if first := c.openSessionStream(""); first != nil {
+			c.mu.Lock()
+			if c.closed { // Close came first: it waits for no stream
+				c.mu.Unlock()
+				first.close()
+				return ErrClosed
+			}
 			c.wg.Add(1)
+			c.mu.Unlock()
 			go c.sessionStream(first)
 		}
 		return nil
