@@ -63,8 +63,9 @@ func WithProgress(fn func(Progress)) CallOption { return func(c *callConfig) { c
 //
 // Mcp-Name and the Mcp-Param-* headers the tool's input schema declares are
 // sent with a 2026 call; the tools are listed first when they were not yet.
-// A tool missing from the list (or dropped as invalid) is still called,
-// without Mcp-Param-* headers. Errors: *RPCError, *AuthError,
+// A tool missing from the list is still called, without Mcp-Param-*
+// headers; a listed tool whose x-mcp-header declarations break the rules
+// (and that ListTools therefore leaves out) is refused without a request. Errors: *RPCError, *AuthError,
 // *ConnectionError, *ProtocolError, *InputRequiredError, ErrTooManyRounds.
 func (c *Client) Call(ctx context.Context, name string, args any, opts ...CallOption) (*CallResult, error) {
 	var cfg callConfig
@@ -97,6 +98,9 @@ func (c *Client) Call(ctx context.Context, name string, args any, opts ...CallOp
 		c.opts.Logger.Debug("client: tools/list failed; calling without parameter headers", "err", err)
 	} else if err != nil {
 		return nil, err
+	}
+	if entry != nil && entry.invalid != nil {
+		return nil, fmt.Errorf("client: tool %q is not callable: %w", name, entry.invalid)
 	}
 	var progressToken json.RawMessage
 	var onProgress func(json.RawMessage)

@@ -23,6 +23,9 @@ type toolEntry struct {
 	tool        *mcp.Tool
 	headers     []paramHeader
 	taskSupport string // 2025-11-25 execution.taskSupport
+	// invalid is why the tool's x-mcp-header declarations are unusable;
+	// such a tool is not listed and Call refuses it.
+	invalid error
 }
 
 // toolHeaders validates the x-mcp-header declarations of a tool's input

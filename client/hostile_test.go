@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,5 +179,39 @@ func TestAuthAndConnectionErrors(t *testing.T) {
 	var ce *client.ConnectionError
 	if err := c3.Connect(testContext(t)); !errors.As(err, &ce) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestInvalidToolIsNotCalled(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case mcp.MethodServerDiscover:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"private"}}`, req.ID)
+		case mcp.MethodToolsList:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"ok","inputSchema":{"type":"object"}},{"name":"bad","inputSchema":{"type":"object","properties":{"v":{"type":"number","x-mcp-header":"V"}}}}],"ttlMs":0,"cacheScope":"private"}}`, req.ID)
+		default:
+			calls.Add(1)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, req.ID)
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, client.Options{})
+	ctx := testContext(t)
+	tools, err := c.ListTools(ctx)
+	if err != nil || len(tools) != 1 || tools[0].Name != "ok" {
+		t.Fatalf("tools %v %v", tools, err)
+	}
+	if _, err := c.Call(ctx, "bad", nil); err == nil || calls.Load() != 0 {
+		t.Fatalf("calling the invalid tool: %v, %d requests", err, calls.Load())
+	}
+	if _, err := c.Call(ctx, "ok", nil); err != nil || calls.Load() != 1 {
+		t.Fatalf("calling the valid tool: %v, %d requests", err, calls.Load())
 	}
 }

@@ -58,6 +58,7 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 			hs, err := toolHeaders(t.InputSchema)
 			if err != nil {
 				c.opts.Logger.Warn("client: ignoring a tool with invalid x-mcp-header declarations", "tool", t.Name, "err", err)
+				out = append(out, &toolEntry{tool: &t.Tool, invalid: err})
 				continue
 			}
 			e := &toolEntry{tool: &t.Tool, headers: hs}
@@ -75,7 +76,9 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	tools := make([]*mcp.Tool, 0, len(entries))
 	for _, e := range entries {
 		cache[e.tool.Name] = e
-		tools = append(tools, e.tool)
+		if e.invalid == nil {
+			tools = append(tools, e.tool)
+		}
 	}
 	c.mu.Lock()
 	c.tools = cache
@@ -88,7 +91,7 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 // the server does not list (or that was left out as invalid).
 func (c *Client) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
 	e, err := c.toolEntry(ctx, name)
-	if e == nil || err != nil {
+	if e == nil || e.invalid != nil || err != nil {
 		return nil, err
 	}
 	return e.tool, nil
