@@ -215,3 +215,38 @@ func TestInvalidToolIsNotCalled(t *testing.T) {
 		t.Fatalf("calling the valid tool: %v, %d requests", err, calls.Load())
 	}
 }
+
+// A listen stream that never acknowledges must not hold Wait: after
+// RequestTimeout the client polls.
+func TestListenWithoutAcknowledgementFallsBackToPolling(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+		switch req.Method {
+		case mcp.MethodServerDiscover:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"private"}}`, req.ID)
+		case mcp.MethodSubscriptionsListen:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // silent until the client gives up
+		case mcp.MethodTasksGet:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","taskId":"t-1","status":"completed","createdAt":"x","lastUpdatedAt":"x","ttlMs":null,"result":{"content":[],"structuredContent":{"ok":true}}}}`, req.ID)
+		default:
+			http.Error(w, "no", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, client.Options{RequestTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := c.Task("t-1").Wait(ctx)
+	if err != nil || string(out.StructuredContent) != `{"ok":true}` {
+		t.Fatalf("%v %+v", err, out)
+	}
+}
