@@ -21,7 +21,7 @@ vet:
 	cd interop && $(GO) vet ./...
 	cd stdiotest && $(GO) vet ./...
 
-## conformance: the official MCP conformance suite against one fixture server: 2025-06-18, 2025-11-25 and 2026-07-28 runs.
+## conformance: the official MCP conformance suite against one fixture server (2025-06-18, 2025-11-25 and 2026-07-28 runs), then its client scenarios against conformance/client.
 conformance:
 	bash scripts/conformance.sh
 

@@ -13,6 +13,18 @@
 #   CONFORMANCE_SCENARIO=caching scripts/conformance.sh       # one scenario, with per-check output
 #   CONFORMANCE_SCENARIO=ping CONFORMANCE_REVISION=2025-06-18 scripts/conformance.sh
 #
+# Then the client runs: the conformance client (./conformance/client, built on
+# package client) against the suite's client scenarios, one suite invocation
+# per scenario:
+#
+#   2026-07-28  tools_call request-metadata sep-2322-client-request-state
+#               http-standard-headers http-custom-headers http-invalid-tool-headers
+#               json-schema-ref-no-deref json-schema-2020-12-preservation
+#   2025-11-25  initialize tools_call elicitation-sep1034-client-defaults sse-retry
+#
+# A client scenario passes when the suite exits 0 and its checks.json has
+# checks and no FAILURE (nothing may be baselined).
+#
 # Verdict (exit status):
 #   0  every run passed
 #   1  some run failed (each run prints its own verdict, then an overall one)
@@ -49,6 +61,11 @@
 #   CONFORMANCE_STRICT=1    also fail on WARNING checks (scored scenarios in 2026-07-28,
 #                           every scenario in the 2025 runs)
 #   CONFORMANCE_VERBOSE=1   pass --verbose to the suite (checks printed as JSON)
+#   CONFORMANCE_CLIENT      1 (default): server runs, then client runs; 0: server runs
+#                           only; only: client runs only. A CONFORMANCE_SCENARIO run
+#                           (a server scenario) never does client runs.
+#   CONFORMANCE_CLIENT_SCENARIOS  space-separated REVISION:SCENARIO pairs to run
+#                           instead of the list above (e.g. "2025-11-25:sse-retry")
 #
 # Baseline file format (2026-07-28 run only): one scenario name per line; '#'
 # starts a comment. Only tasks-* scenarios may be listed. A listed scenario
@@ -64,6 +81,12 @@ readonly NODE_VERSION="22.23.5"
 readonly SUITE_PKG="@modelcontextprotocol/conformance"
 readonly SUITE_VERSION="0.2.0-alpha.12"
 readonly STARTUP_TIMEOUT_S=60
+readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-metadata \
+2026-07-28:sep-2322-client-request-state 2026-07-28:http-standard-headers \
+2026-07-28:http-custom-headers 2026-07-28:http-invalid-tool-headers \
+2026-07-28:json-schema-ref-no-deref 2026-07-28:json-schema-2020-12-preservation \
+2025-11-25:initialize 2025-11-25:tools_call 2025-11-25:elicitation-sep1034-client-defaults \
+2025-11-25:sse-retry"
 readonly KEEP_RUNS=20
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,6 +94,7 @@ readonly REPO_ROOT
 CACHE_DIR="${CONFORMANCE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/taskwire-conformance}"
 BASELINE="${CONFORMANCE_BASELINE:-$REPO_ROOT/conformance/baseline.txt}"
 SCENARIO="${CONFORMANCE_SCENARIO:-}"
+CLIENT_MODE="${CONFORMANCE_CLIENT:-1}"
 TIMEOUT_MS="${CONFORMANCE_TIMEOUT_MS:-30000}"
 BUDGET_S="${CONFORMANCE_BUDGET_S:-300}"
 
@@ -648,8 +672,70 @@ run_revision() {
 	return "$verdict_status"
 }
 
+# Reads a client scenario's checks.json: prints the SUCCESS, FAILURE and
+# WARNING counts and their sum (INFO and SKIPPED checks are not counted, as
+# in the suite's "Passed: x/y"), or nothing when there is no readable file.
+client_counts() { # $1 = checks.json
+	"$NODE_BIN" -e '
+const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const n = (s) => c.filter((x) => x.status === s).length;
+console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")} ${n("SUCCESS") + n("FAILURE") + n("WARNING")}`);
+' "$1" 2>/dev/null || true
+}
+
+# Builds the conformance client once and runs every client scenario; prints
+# one line per scenario and a verdict. Returns 1 when any scenario failed.
+run_clients() {
+	local client_bin="$OUT_DIR/bin/conformance-client"
+	mkdir -p "$OUT_DIR/bin"
+	log "building ./conformance/client"
+	go build -o "$client_bin" ./conformance/client || die "go build ./conformance/client failed"
+	local -a lines=()
+	local entry rev sc dir suite_log status counts ok=0 bad=0 checks
+	local per_s=$((TIMEOUT_MS / 1000 + 30))
+	for entry in ${CONFORMANCE_CLIENT_SCENARIOS:-$DEFAULT_CLIENT_SCENARIOS}; do
+		rev="${entry%%:*}"
+		sc="${entry#*:}"
+		[[ -n "$rev" && -n "$sc" && "$rev" != "$entry" ]] || die "bad client scenario '$entry' (want REVISION:SCENARIO)"
+		dir="$OUT_DIR/client-$rev"
+		mkdir -p "$dir"
+		suite_log="$dir/$sc.log"
+		mkdir -p "$(dirname "$suite_log")"
+		status=0
+		timeout --signal=TERM --kill-after=10 "$per_s" "$NODE_BIN" "$SUITE_JS" client --command "$client_bin" \
+			--scenario "$sc" --spec-version "$rev" --timeout "$TIMEOUT_MS" -o "$dir" >"$suite_log" 2>&1 || status=$?
+		checks="$(ls -1d "$dir/$sc"-[0-9]*/checks.json 2>/dev/null | tail -n 1 || true)"
+		counts=""
+		[[ -n "$checks" ]] && counts="$(client_counts "$checks")"
+		local succ fail warn total
+		read -r succ fail warn total <<<"${counts:-0 0 0 0}"
+		if ((status == 0)) && [[ -n "$counts" ]] && ((total > 0 && fail == 0)); then
+			ok=$((ok + 1))
+			lines+=("$(printf '  %-10s  %-36s  PASS  %s/%s checks passed, %s warning(s)' "$rev" "$sc" "$succ" "$total" "$warn")")
+		else
+			bad=$((bad + 1))
+			lines+=("$(printf '  %-10s  %-36s  FAIL  %s/%s checks passed, %s failed, suite exit %s; log: %s' "$rev" "$sc" "$succ" "$total" "$fail" "$status" "$suite_log")")
+			grep -E 'FAILURE|Error:' "$suite_log" | head -n 20 >&2 || true
+		fi
+	done
+	echo ""
+	echo "=== taskwire conformance: client scenarios (./conformance/client) ==="
+	printf '%s\n' "${lines[@]}"
+	echo ""
+	if ((bad == 0)); then
+		echo "CONFORMANCE PASS (client: $ok/$((ok + bad)) scenarios passed); logs: $OUT_DIR"
+		return 0
+	fi
+	echo "CONFORMANCE FAIL (client: $bad of $((ok + bad)) scenarios failed); logs: $OUT_DIR"
+	return 1
+}
+
 main() {
 	cd "$REPO_ROOT"
+	case "$CLIENT_MODE" in
+	0 | 1 | only) ;;
+	*) die "CONFORMANCE_CLIENT must be 0, 1 or only" ;;
+	esac
 	[[ "$TIMEOUT_MS" =~ ^[0-9]+$ ]] || die "CONFORMANCE_TIMEOUT_MS must be a number of milliseconds"
 	[[ "$BUDGET_S" =~ ^[1-9][0-9]*$ ]] || die "CONFORMANCE_BUDGET_S must be a positive number of seconds"
 	command -v go >/dev/null 2>&1 || die "go is not on PATH"
@@ -701,6 +787,11 @@ main() {
 			"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" check "$REQUIREMENTS_FILE" "$BASELINE" "$SCENARIO" || exit 2
 		fi
 		revisions=("$rev")
+	fi
+
+	if [[ "$CLIENT_MODE" == only ]]; then
+		run_clients
+		return
 	fi
 
 	log "building ./conformance"
@@ -756,6 +847,9 @@ main() {
 		else
 			echo "CONFORMANCE FAIL (some runs failed; see each run's verdict above); logs: $OUT_DIR"
 		fi
+	fi
+	if [[ "$CLIENT_MODE" == 1 && -z "$SCENARIO" ]]; then
+		run_clients || failed=1
 	fi
 	return "$failed"
 }

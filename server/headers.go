@@ -150,7 +150,7 @@ func parseMirroredHeaders(schema map[string]any) ([]mirroredHeader, error) {
 			continue
 		}
 		hname, ok := hv.(string)
-		if !ok || !isToken(hname) {
+		if !ok || !mcp.IsHeaderToken(hname) {
 			return nil, fmt.Errorf("property %q: x-mcp-header must be a non-empty HTTP token", name)
 		}
 		key := http.CanonicalHeaderKey(headerParamPrefix + hname)
@@ -206,23 +206,6 @@ func findNestedHeaders(v any, root bool) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // expectedName returns the value Mcp-Name must carry for a method, and

@@ -1,0 +1,204 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("client: closed")
+	// ErrResponseTooLarge: a response body, an SSE event or a stream
+	// exceeded the limits of Options.
+	ErrResponseTooLarge = errors.New("client: response exceeds the configured limit")
+	// ErrTaskNotFound: the server does not know the task (unknown, expired
+	// after its TTL, or not visible to this caller; servers answer the three
+	// alike).
+	ErrTaskNotFound = errors.New("client: task not found")
+	// ErrTaskCancelled: the task ended in the cancelled state. The error
+	// returned is a *TaskCancelledError.
+	ErrTaskCancelled = errors.New("client: task was cancelled")
+	// ErrTooManyRounds: the server kept answering input_required beyond
+	// Options.MaxInputRounds.
+	ErrTooManyRounds = errors.New("client: too many input rounds")
+	// ErrAlreadyAnswered: Task.Answer was given a key this handle answered
+	// before; every input request key is answered once.
+	ErrAlreadyAnswered = errors.New("client: input request key already answered")
+	// ErrUnsupported: the operation does not exist in the negotiated
+	// protocol revision.
+	ErrUnsupported = errors.New("client: not supported by the negotiated protocol revision")
+)
+
+// RPCError is a JSON-RPC error the server answered a request with.
+// HTTPStatus is the status of the HTTP response that carried it (200 when
+// the server sent the error inside a normal response).
+type RPCError struct {
+	Code       int64
+	Message    string
+	Data       json.RawMessage
+	HTTPStatus int
+	// Method is the request method that failed.
+	Method string
+}
+
+// Error implements error. It never includes Data.
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("client: %s: jsonrpc error %d: %s", e.Method, e.Code, e.Message)
+}
+
+// MissingCapabilities returns the capabilities a -32021 error says the
+// request must declare, or nil for other errors.
+func (e *RPCError) MissingCapabilities() *mcp.ClientCapabilities {
+	if e.Code != mcp.CodeMissingRequiredClientCapability {
+		return nil
+	}
+	var d mcp.MissingCapabilitiesData
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	return d.RequiredCapabilities
+}
+
+// SupportedVersions returns the versions a -32022 error lists, or nil.
+func (e *RPCError) SupportedVersions() []string {
+	if e.Code != mcp.CodeUnsupportedProtocolVersion {
+		return nil
+	}
+	var d mcp.UnsupportedVersionData
+	if json.Unmarshal(e.Data, &d) != nil {
+		return nil
+	}
+	return d.Supported
+}
+
+func rpcError(method string, status int, e *mcp.Error) *RPCError {
+	return &RPCError{Code: e.Code, Message: e.Message, Data: e.Data, HTTPStatus: status, Method: method}
+}
+
+// AuthError: the server answered HTTP 401 or 403. WWWAuthenticate keeps the
+// challenge header (for example the resource_metadata URL or the
+// insufficient_scope error) so that a caller can obtain a better token.
+type AuthError struct {
+	StatusCode      int
+	WWWAuthenticate string
+}
+
+// Error implements error.
+func (e *AuthError) Error() string {
+	if e.StatusCode == 403 {
+		return "client: forbidden (HTTP 403)"
+	}
+	return "client: unauthorized (HTTP 401)"
+}
+
+// ConnectionError: the server could not be reached or the connection broke
+// before a response arrived (DNS, refused, reset, TLS, a stream that ended
+// early). Err is the cause.
+type ConnectionError struct {
+	Op  string
+	Err error
+}
+
+// Error implements error.
+func (e *ConnectionError) Error() string { return "client: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// HTTPError: the server answered with an unexpected HTTP status and no
+// JSON-RPC error. Body holds at most the first 512 bytes.
+type HTTPError struct {
+	StatusCode  int
+	ContentType string
+	Body        []byte
+	Method      string
+}
+
+// Error implements error.
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("client: %s: unexpected HTTP status %d", e.Method, e.StatusCode)
+}
+
+// ProtocolError: the server's answer broke the protocol (malformed JSON, a
+// response for another request id, a task result without a task ID, a body
+// over the limits). Err, when set, is the cause; ErrResponseTooLarge is one.
+type ProtocolError struct {
+	Method string
+	Reason string
+	Err    error
+}
+
+// Error implements error.
+func (e *ProtocolError) Error() string {
+	s := "client: " + e.Method + ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+func protoErr(method, reason string, err error) *ProtocolError {
+	return &ProtocolError{Method: method, Reason: reason, Err: err}
+}
+
+// TaskFailedError: the task ended in the failed state. Err is the JSON-RPC
+// error the server reported for it (code, message, data).
+type TaskFailedError struct {
+	TaskID        string
+	StatusMessage string
+	Err           *RPCError
+}
+
+// Error implements error. It names neither the task ID nor the error data.
+func (e *TaskFailedError) Error() string {
+	return fmt.Sprintf("client: task failed: jsonrpc error %d: %s", e.Err.Code, e.Err.Message)
+}
+
+// Unwrap returns the JSON-RPC error.
+func (e *TaskFailedError) Unwrap() error { return e.Err }
+
+// TaskCancelledError: the task ended in the cancelled state. It matches
+// ErrTaskCancelled with errors.Is.
+type TaskCancelledError struct {
+	TaskID        string
+	StatusMessage string
+}
+
+// Error implements error.
+func (e *TaskCancelledError) Error() string { return ErrTaskCancelled.Error() }
+
+// Is reports whether target is ErrTaskCancelled.
+func (e *TaskCancelledError) Is(target error) bool { return target == ErrTaskCancelled }
+
+// InputRequiredError: the server needs input that no configured handler can
+// provide (no handler for the method, or a task whose input must be
+// answered with Task.Answer). Keys lists the pending request keys, sorted;
+// Requests holds them. TaskID is empty for a request's own input round.
+type InputRequiredError struct {
+	TaskID   string
+	Keys     []string
+	Requests mcp.InputRequests
+}
+
+// Error implements error.
+func (e *InputRequiredError) Error() string {
+	return "client: input required for " + strings.Join(e.Keys, ", ")
+}
+
+func newInputRequiredError(taskID string, reqs mcp.InputRequests) *InputRequiredError {
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return &InputRequiredError{TaskID: taskID, Keys: keys, Requests: reqs}
+}

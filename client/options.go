@@ -1,0 +1,294 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxResultBytes       = 16 << 20
+	DefaultMaxNotificationBytes = 1 << 20
+	DefaultMaxStreamEvents      = 10000
+	DefaultRequestTimeout       = time.Minute
+	DefaultMaxInputRounds       = 8
+	DefaultPollInterval         = time.Second
+	DefaultMinPollInterval      = 10 * time.Millisecond
+	DefaultMaxPollInterval      = time.Minute
+	DefaultMaxPages             = 100
+	DefaultMaxReconnects        = 5
+)
+
+// Handlers answer the server's requests for input: the input_required
+// rounds of 2026-07-28 (of a request or of a task) and the server-to-client
+// requests of a 2025-era session. A nil handler means the client does not
+// declare the capability; a request for it then fails with an
+// *InputRequiredError (or, in a session, a JSON-RPC error to the server).
+type Handlers struct {
+	// Elicit asks the user. It returns the user's answer (accept, decline
+	// or cancel); an error aborts the request that needed it.
+	Elicit func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// ElicitURL declares URL-mode elicitation besides form mode; Elicit
+	// must then handle both modes.
+	ElicitURL bool
+	// ApplyElicitationDefaults fills fields an accepted form answer left
+	// out with the defaults of the requested schema (SEP-1034).
+	ApplyElicitationDefaults bool
+	// Sample runs a model (deprecated feature of the protocol).
+	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Roots lists the client's roots (deprecated feature of the protocol).
+	Roots func(ctx context.Context) ([]*mcp.Root, error)
+	// Declare adds capabilities (elicitation, sampling, roots) the client
+	// declares without a handler: the server may then ask for them, and the
+	// request or task reports an *InputRequiredError that the caller
+	// answers itself, for example later with Task.Answer.
+	Declare *mcp.ClientCapabilities
+}
+
+// Options configure New. Zero values mean the defaults.
+type Options struct {
+	// HTTPClient sends every request. Nil: a client of its own whose idle
+	// connections Close releases. Its Timeout must be zero (streams are
+	// long-lived; the client bounds requests with RequestTimeout instead).
+	HTTPClient *http.Client
+	// Transport, when set, is the RoundTripper of the client's own
+	// HTTPClient, for example one that adds credentials. It cannot be
+	// combined with HTTPClient.
+	Transport http.RoundTripper
+	// Token, when set, returns a bearer token for every request, sent as
+	// "Authorization: Bearer <token>". An error fails the request.
+	Token func(ctx context.Context) (string, error)
+	// Header is added to every request. It must not set the headers the
+	// protocol owns (Mcp-*, MCP-Protocol-Version, Content-Type, Accept,
+	// Last-Event-ID).
+	Header http.Header
+
+	// MaxResultBytes bounds one response: a JSON body or one SSE event.
+	// Default 16 MiB.
+	MaxResultBytes int64
+	// MaxNotificationBytes bounds one notification or server request on a
+	// stream. Default 1 MiB.
+	MaxNotificationBytes int64
+	// MaxStreamEvents bounds the events of one SSE stream. Default 10,000.
+	MaxStreamEvents int
+	// RequestTimeout bounds every request whose context has no earlier
+	// deadline, except the long-lived streams of Task.Wait and
+	// Task.Updates (bounded by their context only). Default one minute.
+	RequestTimeout time.Duration
+	// MaxInputRounds bounds the input_required rounds of one request.
+	// Default 8.
+	MaxInputRounds int
+	// MaxPages bounds the pages a List method follows. Default 100.
+	MaxPages int
+	// MaxReconnects bounds the resumptions (GET with Last-Event-ID) of one
+	// 2025-era response stream. Default 5.
+	MaxReconnects int
+	// MinPollInterval and MaxPollInterval clamp the server's pollIntervalMs
+	// when polling a task. Defaults 10 ms and one minute. Without a
+	// suggestion the client polls every DefaultPollInterval.
+	MinPollInterval time.Duration
+	MaxPollInterval time.Duration
+
+	// ProtocolVersions lists the revisions the client may negotiate, in
+	// order of preference. Nil means DefaultProtocolVersions: 2026-07-28,
+	// then a 2025-11-25 or 2025-06-18 session. Listing only 2025 revisions
+	// skips server/discover and opens a session directly.
+	ProtocolVersions []string
+
+	// ClientInfo identifies the client in every request. Default name
+	// "taskwire-client".
+	ClientInfo mcp.Implementation
+	// DisableTasks stops the client from declaring the Tasks extension, so
+	// that a server answers inline or refuses (-32021).
+	DisableTasks bool
+	// Handlers answer the server's input requests.
+	Handlers Handlers
+	// Logger receives diagnostics (fallbacks, dropped streams, server log
+	// notifications). Nil discards them. Task IDs, tokens and arguments are
+	// never logged.
+	Logger *slog.Logger
+}
+
+// DefaultProtocolVersions returns the revisions a client negotiates when
+// Options.ProtocolVersions is nil, in order of preference.
+func DefaultProtocolVersions() []string {
+	return []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618}
+}
+
+// protocolHeaders are owned by the client and may not be set in
+// Options.Header.
+var protocolHeaders = []string{
+	"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version", "Content-Type", "Accept", "Last-Event-Id",
+}
+
+// validate checks every option and returns a copy with defaults filled in.
+func (o Options) validate(rawURL string) (Options, *url.URL, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("url must be an absolute http or https URL")
+	}
+	if o.HTTPClient != nil && o.Transport != nil {
+		bad("HTTPClient and Transport cannot both be set")
+	}
+	if o.HTTPClient != nil && o.HTTPClient.Timeout != 0 {
+		bad("HTTPClient.Timeout must be zero (use RequestTimeout)")
+	}
+	for name := range o.Header {
+		for _, p := range protocolHeaders {
+			if strings.EqualFold(name, p) || strings.HasPrefix(strings.ToLower(name), "mcp-param-") {
+				bad("Header must not set %s", name)
+				break
+			}
+		}
+	}
+	if o.Token != nil && o.Header.Get("Authorization") != "" {
+		bad("Token and an Authorization header cannot both be set")
+	}
+	neg := func(name string, v int64) {
+		if v < 0 {
+			bad("%s must not be negative", name)
+		}
+	}
+	neg("MaxResultBytes", o.MaxResultBytes)
+	neg("MaxNotificationBytes", o.MaxNotificationBytes)
+	neg("MaxStreamEvents", int64(o.MaxStreamEvents))
+	neg("RequestTimeout", int64(o.RequestTimeout))
+	neg("MaxInputRounds", int64(o.MaxInputRounds))
+	neg("MaxPages", int64(o.MaxPages))
+	neg("MaxReconnects", int64(o.MaxReconnects))
+	neg("MinPollInterval", int64(o.MinPollInterval))
+	neg("MaxPollInterval", int64(o.MaxPollInterval))
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxResultBytes, DefaultMaxResultBytes)
+	def(&o.MaxNotificationBytes, DefaultMaxNotificationBytes)
+	if o.MaxNotificationBytes > o.MaxResultBytes {
+		bad("MaxNotificationBytes (%d) exceeds MaxResultBytes (%d)", o.MaxNotificationBytes, o.MaxResultBytes)
+	}
+	if o.MaxStreamEvents == 0 {
+		o.MaxStreamEvents = DefaultMaxStreamEvents
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxInputRounds == 0 {
+		o.MaxInputRounds = DefaultMaxInputRounds
+	}
+	if o.MaxPages == 0 {
+		o.MaxPages = DefaultMaxPages
+	}
+	if o.MaxReconnects == 0 {
+		o.MaxReconnects = DefaultMaxReconnects
+	}
+	if o.MinPollInterval == 0 {
+		o.MinPollInterval = DefaultMinPollInterval
+	}
+	if o.MaxPollInterval == 0 {
+		o.MaxPollInterval = DefaultMaxPollInterval
+	}
+	if o.MinPollInterval > o.MaxPollInterval {
+		bad("MinPollInterval (%v) exceeds MaxPollInterval (%v)", o.MinPollInterval, o.MaxPollInterval)
+	}
+	if o.ProtocolVersions == nil {
+		o.ProtocolVersions = DefaultProtocolVersions()
+	}
+	if len(o.ProtocolVersions) == 0 {
+		bad("ProtocolVersions must not be empty")
+	}
+	for _, v := range o.ProtocolVersions {
+		if v != mcp.LatestProtocolVersion && v != mcp.ProtocolVersion20251125 && v != mcp.ProtocolVersion20250618 {
+			bad("ProtocolVersions: %q is not a revision this client speaks", v)
+		}
+	}
+	o.ProtocolVersions = slices.Clone(o.ProtocolVersions)
+	if o.ClientInfo.Name == "" {
+		o.ClientInfo.Name = "taskwire-client"
+	}
+	if o.ClientInfo.Version == "" {
+		o.ClientInfo.Version = "0.1.0"
+	}
+	if o.Handlers.ElicitURL && o.Handlers.Elicit == nil {
+		bad("Handlers.ElicitURL needs Handlers.Elicit")
+	}
+	if o.Handlers.ApplyElicitationDefaults && o.Handlers.Elicit == nil {
+		bad("Handlers.ApplyElicitationDefaults needs Handlers.Elicit")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Header = o.Header.Clone()
+	if err := errors.Join(errs...); err != nil {
+		return o, nil, fmt.Errorf("client: invalid options: %w", err)
+	}
+	return o, u, nil
+}
+
+// capabilities are the client capabilities declared on every 2026 request.
+func (o *Options) capabilities() *mcp.ClientCapabilities {
+	c := &mcp.ClientCapabilities{}
+	if o.Handlers.Elicit != nil {
+		c.Elicitation = &mcp.ElicitationCapability{Form: mcp.Object{}}
+		if o.Handlers.ElicitURL {
+			c.Elicitation.URL = mcp.Object{}
+		}
+	}
+	if o.Handlers.Sample != nil {
+		c.Sampling = &mcp.SamplingCapability{}
+	}
+	if o.Handlers.Roots != nil {
+		c.Roots = &mcp.RootsCapability{}
+	}
+	if d := o.Handlers.Declare; d != nil {
+		if c.Elicitation == nil {
+			c.Elicitation = d.Elicitation
+		}
+		if c.Sampling == nil {
+			c.Sampling = d.Sampling
+		}
+		if c.Roots == nil {
+			c.Roots = d.Roots
+		}
+	}
+	if !o.DisableTasks {
+		c.Extensions = map[string]mcp.Object{mcp.ExtensionTasks: {}}
+	}
+	return c
+}
+
+// legacyCapabilities are the capabilities of a 2025-era initialize.
+func (o *Options) legacyCapabilities(version string) *mcp.LegacyClientCapabilities {
+	c := &mcp.LegacyClientCapabilities{}
+	if o.Handlers.Elicit != nil {
+		c.Elicitation = &mcp.ElicitationCapability{}
+		if version == mcp.ProtocolVersion20251125 {
+			c.Elicitation.Form = mcp.Object{}
+			if o.Handlers.ElicitURL {
+				c.Elicitation.URL = mcp.Object{}
+			}
+		}
+	}
+	if o.Handlers.Sample != nil {
+		c.Sampling = &mcp.SamplingCapability{}
+	}
+	if o.Handlers.Roots != nil {
+		c.Roots = &mcp.RootsCapability{}
+	}
+	if version == mcp.ProtocolVersion20251125 && !o.DisableTasks {
+		c.Tasks = &mcp.ClientTasksCapability{}
+	}
+	return c
+}

@@ -1,0 +1,248 @@
+// Command client is the conformance client of this module: the official
+// MCP conformance suite runs it as
+//
+//	conformance client --command '<this binary>' --scenario <name>
+//
+// with the scenario in MCP_CONFORMANCE_SCENARIO, optional scenario data in
+// MCP_CONFORMANCE_CONTEXT, and the server URL as the last argument. Each
+// scenario is carried out with package client, the way an application
+// would; the exit status is 0 when the flow completed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/mcp"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: MCP_CONFORMANCE_SCENARIO=<name> client <server-url>")
+		os.Exit(2)
+	}
+	url := os.Args[len(os.Args)-1]
+	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := run(ctx, scenario, url, os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
+		fmt.Fprintf(os.Stderr, "scenario %s: %v\n", scenario, err)
+		os.Exit(1)
+	}
+}
+
+var scenarios = map[string]func(ctx context.Context, url, data string) error{
+	"initialize":                          basic,
+	"tools_call":                          basic,
+	"request-metadata":                    listOnly,
+	"json-schema-ref-no-deref":            listOnly,
+	"json-schema-2020-12-preservation":    schemaEcho,
+	"sep-2322-client-request-state":       requestState,
+	"http-standard-headers":               everything,
+	"http-custom-headers":                 contextCalls,
+	"http-invalid-tool-headers":           everyValidTool,
+	"elicitation-sep1034-client-defaults": elicitationDefaults,
+	"sse-retry":                           basicNoArgs,
+}
+
+func run(ctx context.Context, scenario, url, data string) error {
+	fn, ok := scenarios[scenario]
+	if !ok {
+		return fmt.Errorf("unknown scenario %q", scenario)
+	}
+	return fn(ctx, url, data)
+}
+
+func newClient(url string, h client.Handlers) (*client.Client, error) {
+	return client.New(url, client.Options{
+		ClientInfo: mcp.Implementation{Name: "taskwire-conformance-client", Version: "1.0.0"},
+		Handlers:   h,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+}
+
+// withClient connects, runs fn and closes.
+func withClient(ctx context.Context, url string, h client.Handlers, fn func(*client.Client) error) error {
+	c, err := newClient(url, h)
+	if err != nil {
+		return err
+	}
+	err = c.Connect(ctx)
+	if err == nil {
+		err = fn(c)
+	}
+	return errors.Join(err, c.Close())
+}
+
+// basic lists the tools and calls the first with {a: 2, b: 3}.
+func basic(ctx context.Context, url, _ string) error {
+	return callFirst(ctx, url, map[string]any{"a": 2, "b": 3})
+}
+
+func basicNoArgs(ctx context.Context, url, _ string) error {
+	return callFirst(ctx, url, map[string]any{})
+}
+
+func callFirst(ctx context.Context, url string, args map[string]any) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		tools, err := c.ListTools(ctx)
+		if err != nil || len(tools) == 0 {
+			return err
+		}
+		_, err = c.Call(ctx, tools[0].Name, args)
+		return err
+	})
+}
+
+func listOnly(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		_, err := c.ListTools(ctx)
+		return err
+	})
+}
+
+// schemaEcho sends the focal tool's input schema, as listed, to the echo
+// tool.
+func schemaEcho(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		focal, err := c.Tool(ctx, "json_schema_2020_12_tool")
+		if err != nil {
+			return err
+		}
+		if focal == nil {
+			return errors.New("json_schema_2020_12_tool is not listed")
+		}
+		_, err = c.Call(ctx, "json_schema_echo", map[string]any{"schema": focal.InputSchema})
+		return err
+	})
+}
+
+// requestState answers the MRTR tools' elicitations; while the first
+// round is pending it calls an unrelated tool, which must carry none of
+// that round's state.
+func requestState(ctx context.Context, url, _ string) error {
+	var c *client.Client
+	unrelatedDone := false
+	h := client.Handlers{Elicit: func(ctx context.Context, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if !unrelatedDone {
+			unrelatedDone = true
+			if _, err := c.Call(ctx, "test_mrtr_unrelated", map[string]any{}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"confirmed": true}}, nil
+	}}
+	return withClient(ctx, url, h, func(cl *client.Client) error {
+		c = cl
+		for _, name := range []string{"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"} {
+			if _, err := c.Call(ctx, name, map[string]any{}); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// everything exercises every request that carries standard headers.
+func everything(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			if _, err := c.Call(ctx, t.Name, map[string]any{}); err != nil {
+				return err
+			}
+		}
+		resources, err := c.ListResources(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range resources {
+			if _, err := c.ReadResource(ctx, r.URI); err != nil {
+				return err
+			}
+		}
+		prompts, err := c.ListPrompts(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range prompts {
+			if _, err := c.GetPrompt(ctx, p.Name, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// contextCalls makes the tool calls the scenario lists in its context.
+func contextCalls(ctx context.Context, url, data string) error {
+	var sc struct {
+		ToolCalls []struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"toolCalls"`
+	}
+	if err := json.Unmarshal([]byte(data), &sc); err != nil {
+		return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+	}
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		if _, err := c.ListTools(ctx); err != nil {
+			return err
+		}
+		for _, tc := range sc.ToolCalls {
+			if _, err := c.Call(ctx, tc.Name, tc.Arguments); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// everyValidTool calls every tool the client kept, with a string for each
+// required string argument.
+func everyValidTool(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			var s struct {
+				Required []string `json:"required"`
+			}
+			json.Unmarshal(t.InputSchema, &s)
+			args := map[string]any{}
+			for _, r := range s.Required {
+				args[r] = "us-west1"
+			}
+			if _, err := c.Call(ctx, t.Name, args); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// elicitationDefaults accepts every form with empty content; the client
+// fills in the schema's defaults.
+func elicitationDefaults(ctx context.Context, url, _ string) error {
+	h := client.Handlers{
+		Elicit: func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{}}, nil
+		},
+		ApplyElicitationDefaults: true,
+	}
+	return withClient(ctx, url, h, func(c *client.Client) error {
+		_, err := c.Call(ctx, "test_client_elicitation_defaults", map[string]any{})
+		return err
+	})
+}
