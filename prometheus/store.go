@@ -113,7 +113,7 @@ var (
 	storeTasksDesc = prom.NewDesc(namespace+"_store_tasks",
 		"Tasks in the store by status, terminal and expired ones included until deleted.", []string{"status"}, nil)
 	storeJobsDesc = prom.NewDesc(namespace+"_store_jobs",
-		"Unfinished jobs in the store by kind and state (available, retry_waiting, running, input_waiting).", []string{"kind", "state"}, nil)
+		"Unfinished jobs in the store by kind and state (available, retry_waiting, scheduled, running, input_waiting).", []string{"kind", "state"}, nil)
 	storeOldestDesc = prom.NewDesc(namespace+"_store_oldest_available_job_age_seconds",
 		"How long the longest-waiting available job has been due; 0 when none is.", nil, nil)
 	storeSessionsDesc = prom.NewDesc(namespace+"_store_sessions",

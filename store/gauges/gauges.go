@@ -20,9 +20,12 @@ type JobState string
 const (
 	// JobAvailable: due and unclaimed, waiting for a worker.
 	JobAvailable JobState = "available"
-	// JobRetryWaiting: unclaimed, and not due before a retry's backoff
-	// ends.
+	// JobRetryWaiting: unclaimed after a failed run, and not due before
+	// the retry's backoff ends.
 	JobRetryWaiting JobState = "retry_waiting"
+	// JobScheduled: unclaimed, never failed, and not due yet (enqueued
+	// with a later first run).
+	JobScheduled JobState = "scheduled"
 	// JobRunning: claimed by a worker whose lease has not been given back.
 	JobRunning JobState = "running"
 	// JobInputWaiting: parked while its task is input_required.
@@ -30,7 +33,7 @@ const (
 )
 
 // JobStates lists every JobState, in a fixed order.
-var JobStates = []JobState{JobAvailable, JobRetryWaiting, JobRunning, JobInputWaiting}
+var JobStates = []JobState{JobAvailable, JobRetryWaiting, JobScheduled, JobRunning, JobInputWaiting}
 
 // Job keys the job counts of a Snapshot: a job kind as the application
 // registered it, and a state.

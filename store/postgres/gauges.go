@@ -42,21 +42,21 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			rows, err = tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, count(*) FROM `+s.q.ident+`.jobs
+			rows, err = tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*) FROM `+s.q.ident+`.jobs
 				WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > `+gaugeNow+`)
-				GROUP BY 1, 2, 3`, now)
+				GROUP BY 1, 2, 3, 4`, now)
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
 				var kind, state string
-				var later bool
+				var later, failed bool
 				var n int
-				if err := rows.Scan(&kind, &state, &later, &n); err != nil {
+				if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
 					rows.Close()
 					return err
 				}
-				snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later)}] += n
+				snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {

@@ -10,12 +10,12 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// sqlGaugeJobs counts the jobs that have not finished by kind, state and
-// whether they are due; jobs of expired tasks, which no claim takes, are
-// left out like finished ones.
-const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, count(*) FROM jobs
+// sqlGaugeJobs counts the jobs that have not finished by kind, state,
+// whether they are due and whether a run failed; jobs of expired tasks,
+// which no claim takes, are left out like finished ones.
+const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
 	WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > ?1)
-	GROUP BY 1, 2, 3`
+	GROUP BY 1, 2, 3, 4`
 
 // sqlGaugeOldest is the run_at of the longest-waiting due job (the claim
 // index's first entry).
@@ -46,13 +46,13 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 	}
 	for rows.Next() {
 		var kind, state string
-		var later bool
+		var later, failed bool
 		var n int
-		if err := rows.Scan(&kind, &state, &later, &n); err != nil {
+		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
 			rows.Close()
 			return gauges.Snapshot{}, wrapErr("gauges", err)
 		}
-		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later)}] += n
+		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -45,16 +45,18 @@ func Category(err error, other string) string {
 	return other
 }
 
-// JobState maps a job row's state, and whether its run_at is still ahead,
-// to the state it is reported in.
-func JobState(state string, later bool) gauges.JobState {
+// JobState maps a job row's state, whether its run_at is still ahead and
+// whether a run of it failed, to the state it is reported in.
+func JobState(state string, later, failed bool) gauges.JobState {
 	switch {
 	case state == "running":
 		return gauges.JobRunning
 	case state == "awaiting_input":
 		return gauges.JobInputWaiting
-	case later:
+	case later && failed:
 		return gauges.JobRetryWaiting
+	case later:
+		return gauges.JobScheduled
 	}
 	return gauges.JobAvailable
 }
