@@ -22,7 +22,7 @@ type toolSink struct {
 }
 
 func (s *toolSink) RequestFinished(server.RequestInfo, server.Outcome, time.Duration) {}
-func (s *toolSink) RequestRejected(string, int)                                     {}
+func (s *toolSink) RequestRejected(string, int)                                       {}
 func (s *toolSink) ToolCallFinished(info server.ToolCallInfo, outcome server.Outcome, _ time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
