@@ -49,8 +49,6 @@ type StoreOptions struct {
 	// Logger receives the errors of failed reads (the scrape shows only
 	// taskwire_store_up 0 and an error count). Nil discards them.
 	Logger *slog.Logger
-	// now is the clock, replaced by tests.
-	now func() time.Time
 }
 
 func (o StoreOptions) validate() error {
@@ -99,14 +97,7 @@ func RegisterStoreGauges(reg prom.Registerer, src gauges.Source, opts StoreOptio
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.now == nil {
-		opts.now = time.Now
-	}
-	c := &storeCollector{src: src, opts: opts, errors: prom.NewCounter(prom.CounterOpts{
-		Namespace: namespace, Subsystem: "store", Name: "read_errors_total",
-		Help: "Scrape-time reads of the store's gauges that failed or timed out.",
-	})}
-	return register(reg, c, c.errors)
+	return register(reg, &storeCollector{src: src, opts: opts})
 }
 
 var (
@@ -122,6 +113,8 @@ var (
 		"1 when the last read of the store's gauges succeeded, else 0.", nil, nil)
 	storeReadDesc = prom.NewDesc(namespace+"_store_read_duration_seconds",
 		"Wall time of the last read of the store's gauges.", nil, nil)
+	storeErrorsDesc = prom.NewDesc(namespace+"_store_read_errors_total",
+		"Scrape-time reads of the store's gauges that failed or timed out.", nil, nil)
 )
 
 // taskStatuses lists every task status, reported even when zero.
@@ -130,26 +123,27 @@ var taskStatuses = []task.Status{task.Working, task.InputRequired, task.Complete
 // storeCollector reads its source at Collect, at most once per
 // MinInterval; mu serializes reads, so concurrent scrapes cost one.
 type storeCollector struct {
-	src    gauges.Source
-	opts   StoreOptions
-	errors prom.Counter
+	src  gauges.Source
+	opts StoreOptions
 
 	mu      sync.Mutex
 	read    time.Time // when last was read; zero before the first read
 	last    gauges.Snapshot
 	lastErr error
 	took    time.Duration
+	errors  int // reads that failed
 }
 
 func (c *storeCollector) Describe(ch chan<- *prom.Desc) {
-	for _, d := range []*prom.Desc{storeTasksDesc, storeJobsDesc, storeOldestDesc, storeSessionsDesc, storeUpDesc, storeReadDesc} {
+	for _, d := range []*prom.Desc{storeTasksDesc, storeJobsDesc, storeOldestDesc, storeSessionsDesc, storeUpDesc, storeReadDesc, storeErrorsDesc} {
 		ch <- d
 	}
 }
 
 func (c *storeCollector) Collect(ch chan<- prom.Metric) {
-	snap, took, err := c.snapshot()
+	snap, took, errs, err := c.snapshot()
 	ch <- prom.MustNewConstMetric(storeReadDesc, prom.GaugeValue, took.Seconds())
+	ch <- prom.MustNewConstMetric(storeErrorsDesc, prom.CounterValue, float64(errs))
 	if err != nil {
 		ch <- prom.MustNewConstMetric(storeUpDesc, prom.GaugeValue, 0)
 		return
@@ -166,25 +160,25 @@ func (c *storeCollector) Collect(ch chan<- prom.Metric) {
 }
 
 // snapshot returns the last read if it is recent enough, else reads the
-// source under the Timeout.
-func (c *storeCollector) snapshot() (gauges.Snapshot, time.Duration, error) {
+// source under the Timeout; errs counts the failed reads so far.
+func (c *storeCollector) snapshot() (snap gauges.Snapshot, took time.Duration, errs int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.opts.now()
+	now := time.Now()
 	if !c.read.IsZero() && c.opts.MinInterval > 0 && now.Sub(c.read) < c.opts.MinInterval {
-		return c.last, c.took, c.lastErr
+		return c.last, c.took, c.errors, c.lastErr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	snap, err := c.src.Gauges(ctx)
+	snap, err = c.src.Gauges(ctx)
 	c.took = time.Since(start)
 	c.read, c.last, c.lastErr = now, snap, err
 	if err != nil {
-		c.errors.Inc()
+		c.errors++
 		c.opts.Logger.Warn("reading the store's gauges failed", "err", err)
 	}
-	return snap, c.took, err
+	return snap, c.took, c.errors, err
 }
 
 // jobSeries returns the value of every job series: each state of the
