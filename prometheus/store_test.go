@@ -7,14 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/internal/promscrape"
 	twprom "github.com/taskwire/taskwire/prometheus"
@@ -190,19 +188,10 @@ func TestStoreGaugesFailure(t *testing.T) {
 // connections stopped moving bytes returns within the gauges' Timeout.
 func TestStoreGaugesTimeout(t *testing.T) {
 	raw := pgtest.URL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultnet.Listen(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	u.Host = p.Addr()
+	proxied, p := pgtest.Proxied(t, raw)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := postgres.Open(ctx, postgres.Options{URL: u.String(), Schema: pgtest.Schema(t, raw, "twprom_"), Logger: quiet})
+	st, err := postgres.Open(ctx, postgres.Options{URL: proxied, Schema: pgtest.Schema(t, raw, "twprom_"), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
