@@ -24,14 +24,22 @@ type echoOut struct {
 
 // newEchoServer returns a server with one endpoint ("tools") and one tool
 // ("echo"), reporting to m.
-func newEchoServer(t *testing.T, m *twprom.ServerMetrics) *server.Server {
+func newEchoServer(t testing.TB, m *twprom.ServerMetrics) *server.Server {
+	t.Helper()
+	return newEchoServerWith(t, server.Options{Metrics: m, Observer: m.Observer()})
+}
+
+// newEchoServerWith is newEchoServer with the given options, endpoints
+// aside.
+func newEchoServerWith(t testing.TB, opts server.Options) *server.Server {
 	t.Helper()
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "tools", Version: "1"})
 	server.AddTool(ep, &mcp.Tool{Name: "echo", Description: "Echo the text."},
 		func(_ context.Context, _ *server.Request, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut{Echo: in.Text}, nil
 		})
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, Metrics: m, Observer: m.Observer()})
+	opts.Endpoints = []*server.Endpoint{ep}
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func creation(t *testing.T, tool, tenant string) *task.CreationContext {
 }
 
 // scrape serves reg's metrics over loopback HTTP and scrapes them once.
-func scrape(t *testing.T, h http.Handler) promscrape.Families {
+func scrape(t testing.TB, h http.Handler) promscrape.Families {
 	t.Helper()
 	hs := httptest.NewServer(h)
 	defer hs.Close()
