@@ -137,6 +137,7 @@ type notReady struct {
 	err    error
 }
 
+// Error returns the reason and the cause's text, for logs.
 func (e *notReady) Error() string {
 	if e.err == nil {
 		return e.reason

@@ -50,10 +50,10 @@ func NewRegistry() *prom.Registry {
 	return reg
 }
 
-// Handler serves the metrics of g in the Prometheus text formats. It
+// Handler serves the metrics of g in the Prometheus exposition formats. It
 // answers at most four scrapes at once (more get HTTP 503) and bounds each
-// to scrapeTimeout; a collector that fails (a store that does not answer)
-// costs its own series, never the whole scrape.
+// to 10 s; a collector that fails (a store that does not answer) costs its
+// own series, never the whole scrape.
 func Handler(g prom.Gatherer) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,

@@ -29,6 +29,7 @@ type Error struct {
 // NotReady returns an *Error with reason and cause.
 func NotReady(reason string, err error) error { return &Error{Reason: reason, Err: err} }
 
+// Error returns the reason and the cause's text, for logs.
 func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
 
 // Unwrap returns the cause.
