@@ -153,7 +153,12 @@ func (c *storeCollector) Collect(ch chan<- prom.Metric) {
 		ch <- prom.MustNewConstMetric(storeTasksDesc, prom.GaugeValue, float64(snap.Tasks[s]), string(s))
 	}
 	for job, n := range c.jobSeries(snap.Jobs) {
-		ch <- prom.MustNewConstMetric(storeJobsDesc, prom.GaugeValue, float64(n), job.Kind, string(job.State))
+		// A kind that is not a valid label value (the stores refuse
+		// invalid UTF-8, so only a row written by other means) is left
+		// out rather than failing the scrape.
+		if m, err := prom.NewConstMetric(storeJobsDesc, prom.GaugeValue, float64(n), job.Kind, string(job.State)); err == nil {
+			ch <- m
+		}
 	}
 	ch <- prom.MustNewConstMetric(storeOldestDesc, prom.GaugeValue, snap.OldestAvailable.Seconds())
 	ch <- prom.MustNewConstMetric(storeSessionsDesc, prom.GaugeValue, float64(snap.Sessions))
