@@ -15,7 +15,6 @@ import (
 	"github.com/taskwire/taskwire/admin"
 	twprom "github.com/taskwire/taskwire/prometheus"
 	"github.com/taskwire/taskwire/server"
-	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -84,9 +83,11 @@ type nodeAdmin struct {
 	draining atomic.Bool // set by drain: /readyz answers 503 from then on
 }
 
-// newNodeAdmin registers the metrics of the node cfg describes, over st,
-// on a registry of its own. It returns nil when cfg.AdminAddr is empty.
-func newNodeAdmin(cfg nodeConfig, st store.Backend) (*nodeAdmin, error) {
+// newNodeAdmin registers the metrics of the node cfg describes on a
+// registry of its own, with the gauges of st, the node's store, when it
+// reports them (gauges.Source: both stores do). It returns nil when
+// cfg.AdminAddr is empty.
+func newNodeAdmin(cfg nodeConfig, st any) (*nodeAdmin, error) {
 	if cfg.AdminAddr == "" {
 		return nil, nil
 	}
@@ -129,8 +130,9 @@ func (a *nodeAdmin) workerMetrics(test worker.Metrics) worker.Metrics {
 }
 
 // start registers the gauges of srv (nil on a node without HTTP) and
-// starts the admin listener, ready while st is.
-func (a *nodeAdmin) start(srv *server.Server, st store.Backend, logger *slog.Logger) error {
+// starts the admin listener, ready while st, the node's store, is (when it
+// has a Ready method: both stores do).
+func (a *nodeAdmin) start(srv *server.Server, st any, logger *slog.Logger) error {
 	if a == nil {
 		return nil
 	}
