@@ -31,13 +31,13 @@ import (
 // namespace prefixes every metric name.
 const namespace = "taskwire"
 
-// Bucket bounds, in seconds, of the duration histograms.
+// Bucket bounds, in seconds, of the duration histograms: requestBuckets
+// for requests and tool calls, from 1 ms to one minute (the default
+// request deadline); jobBuckets for job handler runs, from 10 ms to one
+// hour. They are never modified.
 var (
-	// RequestBuckets are those of request and tool call durations: from
-	// 1 ms to one minute, the default request deadline.
-	RequestBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
-	// JobBuckets are those of job handler runs: from 10 ms to one hour.
-	JobBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600}
+	requestBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	jobBuckets     = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600}
 )
 
 // NewRegistry returns an empty registry with the Go runtime's and the

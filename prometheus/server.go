@@ -39,7 +39,7 @@ func NewServerMetrics(reg prom.Registerer) (*ServerMetrics, error) {
 		durations: prom.NewHistogramVec(prom.HistogramOpts{
 			Namespace: namespace, Subsystem: "server", Name: "request_duration_seconds",
 			Help:    "Wall time of admitted MCP requests, from admission to the response, by endpoint and method.",
-			Buckets: RequestBuckets,
+			Buckets: requestBuckets,
 		}, []string{"endpoint", "method"}),
 		inFlight: prom.NewGaugeVec(prom.GaugeOpts{
 			Namespace: namespace, Subsystem: "server", Name: "requests_in_flight",
@@ -56,7 +56,7 @@ func NewServerMetrics(reg prom.Registerer) (*ServerMetrics, error) {
 		toolDuration: prom.NewHistogramVec(prom.HistogramOpts{
 			Namespace: namespace, Subsystem: "server", Name: "tool_call_duration_seconds",
 			Help:    "Wall time of admitted tools/call requests, by endpoint and registered tool.",
-			Buckets: RequestBuckets,
+			Buckets: requestBuckets,
 		}, []string{"endpoint", "tool"}),
 	}
 	if err := register(reg, m.requests, m.durations, m.inFlight, m.rejections, m.toolCalls, m.toolDuration); err != nil {

@@ -35,7 +35,7 @@ func NewWorkerMetrics(reg prom.Registerer) (*WorkerMetrics, error) {
 		durations: prom.NewHistogramVec(prom.HistogramOpts{
 			Namespace: namespace, Subsystem: "worker", Name: "job_duration_seconds",
 			Help:    "Wall time of job handler runs, by job kind.",
-			Buckets: JobBuckets,
+			Buckets: jobBuckets,
 		}, []string{"kind"}),
 		maintenance: prom.NewCounterVec(prom.CounterOpts{
 			Namespace: namespace, Subsystem: "worker", Name: "maintenance_total",
