@@ -100,6 +100,7 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+		s.toolCallFinished(ep, req.Method, p, outcome, elapsed)
 	}
 	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: finish}
 	defer func() {

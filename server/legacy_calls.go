@@ -359,6 +359,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+		s.toolCallFinished(ep, req.Method, c.params, outcome, elapsed)
 	}()
 	if !chargesAfterLookup[req.Method] && !charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {

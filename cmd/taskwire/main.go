@@ -219,8 +219,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
 	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
 	stdio := addStdioFlags(fs)
+	adminAddr := addAdminFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *stdio.on && adminAddr.addr != "" {
+		return errors.New("serve: --admin-addr does not apply to --stdio")
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
 	if err != nil {
@@ -253,7 +257,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits, Sessions: sessions,
+		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
 	}, "serve", stdout)
 }
 
@@ -300,6 +304,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long running jobs may take to finish on shutdown before they are released")
+	adminAddr := addAdminFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -312,7 +317,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	return runNode(ctx, nodeConfig{
 		Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
-		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger, AdminAddr: adminAddr.addr,
 	}, "worker", stdout)
 }
 
@@ -351,6 +356,9 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
 	}
 	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
+	if a := n.admin.listenAddr(); a != "" {
+		fmt.Fprintf(stdout, "taskwire: admin endpoints at http://%s (/metrics, /healthz, /readyz)\n", a)
+	}
 	if n.cfg.Workers > 0 {
 		plural := "s"
 		if n.cfg.Workers == 1 {

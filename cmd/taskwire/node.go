@@ -115,6 +115,9 @@ type nodeConfig struct {
 	// Sessions bound 2025-era sessions; the node keeps them in its store.
 	// The zero value means the server's defaults.
 	Sessions server.SessionOptions
+	// AdminAddr is the admin listener's address (admin.go). Empty: none,
+	// and no metrics.
+	AdminAddr string
 
 	// workerMetrics and workerPoll are for tests: zero values are the
 	// runtime's defaults.
@@ -180,6 +183,8 @@ type node struct {
 
 	relay io.Closer // the answer relay of a PostgreSQL node, or nil
 
+	admin *nodeAdmin // metrics and the admin listener (admin.go), or nil
+
 	rt       *worker.Runtime
 	rtCancel context.CancelFunc
 	rtDone   chan struct{} // closed when rt.Run has returned
@@ -202,6 +207,10 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	}
 	nd := &node{cfg: cfg, store: st, tools: durableTools(cfg.ReportsDir), failed: make(chan error, 2)}
 	n = nd
+	if n.admin, err = newNodeAdmin(cfg, st); err != nil {
+		st.Close()
+		return nil, err
+	}
 	defer func() {
 		if err != nil { // n is nil by now; nd is what was started
 			if nd.relay != nil {
@@ -220,7 +229,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			ShutdownGrace: cfg.ShutdownGrace,
 			PollInterval:  cfg.workerPoll,
 			Logger:        cfg.Logger,
-			Metrics:       cfg.workerMetrics,
+			Metrics:       n.admin.workerMetrics(cfg.workerMetrics),
 		})
 		if err != nil {
 			return nil, err
@@ -242,7 +251,10 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		if err != nil {
 			return nil, err
 		}
+		metrics, observer := n.admin.serverMetrics()
 		n.srv, err = server.New(server.Options{
+			Metrics:         metrics,
+			Observer:        observer,
 			Sessions:        &sessions,
 			AnswerRelay:     relay,
 			Endpoints:       []*server.Endpoint{ep},
@@ -275,6 +287,14 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		}
 		n.url = "http://" + ln.Addr().String() + ep.Path()
+	}
+
+	if err := n.admin.start(n.srv, st, cfg.Logger); err != nil {
+		if ln != nil {
+			ln.Close()
+			n.srv.Close()
+		}
+		return nil, err
 	}
 
 	// Nothing can fail from here on.
@@ -344,6 +364,7 @@ func (n *node) Failed() <-chan error { return n.failed }
 func (n *node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		var errs []error
+		n.admin.drain()
 		if n.srv != nil {
 			n.srv.Close()
 		}
@@ -359,6 +380,9 @@ func (n *node) Shutdown() error {
 		if n.rt != nil {
 			n.rtCancel()
 			<-n.rtDone
+		}
+		if err := n.admin.shutdown(); err != nil {
+			errs = append(errs, err)
 		}
 		if n.relay != nil {
 			if err := n.relay.Close(); err != nil {

@@ -1,0 +1,69 @@
+package prometheus
+
+import (
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/taskwire/taskwire/worker"
+)
+
+// WorkerMetrics implements worker.Metrics; set it as worker.Options.Metrics.
+// Build it with NewWorkerMetrics. It is safe for concurrent use and never
+// blocks.
+type WorkerMetrics struct {
+	transitions *prom.CounterVec
+	failures    *prom.CounterVec
+	durations   *prom.HistogramVec
+	maintenance *prom.CounterVec
+}
+
+var _ worker.Metrics = (*WorkerMetrics)(nil)
+
+// NewWorkerMetrics registers the worker runtime's metrics on reg. It fails
+// when reg is nil or already holds metrics of the same names.
+func NewWorkerMetrics(reg prom.Registerer) (*WorkerMetrics, error) {
+	m := &WorkerMetrics{
+		transitions: prom.NewCounterVec(prom.CounterOpts{
+			Namespace: namespace, Subsystem: "worker", Name: "job_transitions_total",
+			Help: "Job transitions made by this runtime, by job kind and transition (claimed, completed, failed, cancelled, retried, input_requested, released, lease_lost).",
+		}, []string{"kind", "transition"}),
+		failures: prom.NewCounterVec(prom.CounterOpts{
+			Namespace: namespace, Subsystem: "worker", Name: "job_failures_total",
+			Help: "Handler runs that failed, retried or not, by job kind and category.",
+		}, []string{"kind", "category"}),
+		durations: prom.NewHistogramVec(prom.HistogramOpts{
+			Namespace: namespace, Subsystem: "worker", Name: "job_duration_seconds",
+			Help:    "Wall time of job handler runs, by job kind.",
+			Buckets: jobBuckets,
+		}, []string{"kind"}),
+		maintenance: prom.NewCounterVec(prom.CounterOpts{
+			Namespace: namespace, Subsystem: "worker", Name: "maintenance_total",
+			Help: "Jobs, tasks or rows handled by maintenance passes, by operation (rescued, expired_deleted, outbox_pruned, job_pruned).",
+		}, []string{"operation"}),
+	}
+	if err := register(reg, m.transitions, m.failures, m.durations, m.maintenance); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// JobTransition implements worker.Metrics.
+func (m *WorkerMetrics) JobTransition(kind string, t worker.Transition) {
+	m.transitions.WithLabelValues(kind, string(t)).Inc()
+}
+
+// JobFailure implements worker.Metrics.
+func (m *WorkerMetrics) JobFailure(kind string, c worker.FailureCategory) {
+	m.failures.WithLabelValues(kind, string(c)).Inc()
+}
+
+// HandlerDuration implements worker.Metrics.
+func (m *WorkerMetrics) HandlerDuration(kind string, d time.Duration) {
+	m.durations.WithLabelValues(kind).Observe(seconds(d))
+}
+
+// Maintenance implements worker.Metrics.
+func (m *WorkerMetrics) Maintenance(t worker.Transition, n int) {
+	m.maintenance.WithLabelValues(string(t)).Add(float64(n))
+}

@@ -1,0 +1,66 @@
+// Package gauges defines what a durable store reports about its queue for
+// monitoring: a Snapshot of counts read at one moment, and the Source
+// interface that store/sqlite and store/postgres implement. It has no
+// dependency on a metrics library; package prometheus turns a Source into
+// gauges at scrape time.
+package gauges
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskwire/taskwire/task"
+)
+
+// JobState classifies a job that has not finished. The set is closed.
+type JobState string
+
+// Job states of a Snapshot. A job whose task finished (or whose task
+// expired and awaits deletion) is in none of them.
+const (
+	// JobAvailable: due and unclaimed, waiting for a worker.
+	JobAvailable JobState = "available"
+	// JobRetryWaiting: unclaimed after a failed run, and not due before
+	// the retry's backoff ends.
+	JobRetryWaiting JobState = "retry_waiting"
+	// JobScheduled: unclaimed, never failed, and not due yet (enqueued
+	// with a later first run).
+	JobScheduled JobState = "scheduled"
+	// JobRunning: claimed by a worker whose lease has not been given back.
+	JobRunning JobState = "running"
+	// JobInputWaiting: parked while its task is input_required.
+	JobInputWaiting JobState = "input_waiting"
+)
+
+// JobStates lists every JobState, in a fixed order.
+var JobStates = []JobState{JobAvailable, JobRetryWaiting, JobScheduled, JobRunning, JobInputWaiting}
+
+// Job keys the job counts of a Snapshot: a job kind as the application
+// registered it, and a state.
+type Job struct {
+	Kind  string
+	State JobState
+}
+
+// Snapshot is a store's queue at one moment.
+type Snapshot struct {
+	// Tasks counts tasks by status, terminal and expired ones included
+	// until they are deleted.
+	Tasks map[task.Status]int
+	// Jobs counts the jobs that have not finished, by kind and state. A
+	// missing key is zero.
+	Jobs map[Job]int
+	// OldestAvailable is how long the longest-waiting JobAvailable job has
+	// been due, by the store's clock; zero when none is.
+	OldestAvailable time.Duration
+	// Sessions counts the live 2025-era sessions the store holds, of every
+	// node sharing it.
+	Sessions int
+}
+
+// Source is a store that reports Snapshots. Gauges reads one consistent
+// snapshot, bounded by the store's per-call timeout and by ctx; it fails
+// with the store's wrapped error when the database does not answer.
+type Source interface {
+	Gauges(ctx context.Context) (Snapshot, error)
+}

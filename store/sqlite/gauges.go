@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/store/internal/opsdata"
+	"github.com/taskwire/taskwire/task"
+)
+
+// sqlGaugeJobs counts the jobs that have not finished by kind, state,
+// whether they are due and whether a run failed; jobs of expired tasks,
+// which no claim takes, are left out like finished ones.
+const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
+	WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > ?1)
+	GROUP BY 1, 2, 3, 4`
+
+// sqlGaugeOldest is the run_at of the longest-waiting due job (the claim
+// index's first entry).
+const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
+	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
+
+// Gauges implements gauges.Source from one read transaction. It counts
+// every task row (a scan of the tasks table) and the unfinished jobs, so
+// its cost grows with the store; callers scrape it every few seconds at
+// most. It is bounded by Options.Timeout.
+func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	defer tx.Rollback()
+	now := s.now()
+	nowMs := now.UnixMilli()
+	if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	rows, err := tx.QueryContext(ctx, sqlGaugeJobs, nowMs)
+	if err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	for rows.Next() {
+		var kind, state string
+		var later, failed bool
+		var n int
+		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
+			rows.Close()
+			return gauges.Snapshot{}, wrapErr("gauges", err)
+		}
+		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	var oldest sql.NullInt64
+	if err := tx.QueryRowContext(ctx, sqlGaugeOldest, nowMs).Scan(&oldest); err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	if oldest.Valid {
+		snap.OldestAvailable = now.Sub(time.UnixMilli(oldest.Int64))
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE ends_at > ?`, nowMs).Scan(&snap.Sessions); err != nil {
+		return gauges.Snapshot{}, wrapErr("gauges", err)
+	}
+	return snap, nil
+}
+
+// scanTaskCounts adds the count of tasks by status to into.
+func scanTaskCounts(ctx context.Context, tx *sql.Tx, into map[task.Status]int) error {
+	rows, err := tx.QueryContext(ctx, `SELECT status, count(*) FROM tasks GROUP BY status`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return err
+		}
+		into[task.Status(status)] = n
+	}
+	return rows.Err()
+}

@@ -1,0 +1,118 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/task"
+)
+
+// GaugesBackend is a backend.Store that reports gauges.
+type GaugesBackend interface {
+	backend.Store
+	gauges.Source
+}
+
+// RunGauges checks a backend's gauges.Source: a snapshot counts tasks by
+// status, unfinished jobs by kind and state (due, retrying, scheduled,
+// running, parked for input), the age of the oldest due job by the
+// store's clock, and live sessions; finished jobs, expired tasks' jobs and
+// expired sessions count in no job state or session.
+func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) GaugesBackend) {
+	ctx := context.Background()
+	c := NewClock(Epoch)
+	b := open(t, c.Now)
+
+	empty, err := b.Gauges(ctx)
+	if err != nil {
+		t.Fatalf("Gauges of an empty store: %v", err)
+	}
+	want := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	if d := cmp.Diff(want, empty); d != "" {
+		t.Errorf("empty store (-want +got):\n%s", d)
+	}
+
+	enqueue(t, b, backend.EnqueueOptions{}) // due at Epoch, never claimed
+	if _, err := b.Enqueue(ctx, creation(t, endpointA, tenantA, toolA, `{"n":2}`),
+		backend.EnqueueOptions{TTL: 10 * time.Second}); err != nil { // expires before the snapshot
+		t.Fatal(err)
+	}
+	c.Advance(30 * time.Second)
+	if _, err := b.Enqueue(ctx, creation(t, endpointA, tenantA, toolA, `{"n":3}`),
+		backend.EnqueueOptions{RunAt: c.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, err := b.Enqueue(ctx, creation(t, endpointB, tenantB, toolB, fmt.Sprintf(`{"i":%d}`, i)), backend.EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := b.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Kinds: []string{toolB}, Limit: 4, Lease: lease, Now: c.Now()})
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("Claim: %d jobs, %v; want 4", len(jobs), err)
+	}
+	// jobs[0] stays running.
+	if err := b.Jobs().Retry(ctx, jobs[1].Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+	if err := b.Jobs().RequestInput(ctx, jobs[2].Lease, mcp.InputRequests{"colour": reqElicit}, ""); err != nil {
+		t.Fatalf("RequestInput: %v", err)
+	}
+	if err := b.Jobs().Complete(ctx, jobs[3].Lease, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, ""); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	now := c.Now()
+	for i, ends := range []time.Time{now.Add(time.Hour), now.Add(-time.Second)} { // one live, one expired
+		r := session.Record{
+			Key:      strings.Repeat(string(rune('a'+i)), 64),
+			Endpoint: endpointA, Tenant: tenantA, Principal: "user-" + tenantA, ProtocolVersion: "2025-11-25",
+			CreatedAt: now.Add(-2 * time.Hour), LastUsedAt: now.Add(-2 * time.Hour), ExpiresAt: ends, IdleTimeout: 3 * time.Hour,
+		}
+		if err := b.Sessions().Create(ctx, r, session.Limits{}, r.CreatedAt); err != nil {
+			t.Fatalf("creating a session: %v", err)
+		}
+	}
+
+	got, err := b.Gauges(ctx)
+	if err != nil {
+		t.Fatalf("Gauges: %v", err)
+	}
+	want = gauges.Snapshot{
+		Tasks: map[task.Status]int{task.Working: 5, task.InputRequired: 1, task.Completed: 1},
+		Jobs: map[gauges.Job]int{
+			{Kind: toolA, State: gauges.JobAvailable}:    1,
+			{Kind: toolA, State: gauges.JobScheduled}:    1,
+			{Kind: toolB, State: gauges.JobRunning}:      1,
+			{Kind: toolB, State: gauges.JobRetryWaiting}: 1,
+			{Kind: toolB, State: gauges.JobInputWaiting}: 1,
+		},
+		OldestAvailable: 30 * time.Second,
+		Sessions:        1,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Gauges (-want +got):\n%s", d)
+	}
+
+	// The retried job is due when its backoff ends, and from then on the
+	// oldest due job is still the first one.
+	c.Advance(2 * time.Minute)
+	got, err = b.Gauges(ctx)
+	if err != nil {
+		t.Fatalf("Gauges: %v", err)
+	}
+	if n := got.Jobs[gauges.Job{Kind: toolB, State: gauges.JobAvailable}]; n != 1 {
+		t.Errorf("after the backoff, %d available %s jobs, want 1", n, toolB)
+	}
+	if got.OldestAvailable != 150*time.Second {
+		t.Errorf("OldestAvailable = %v, want 2m30s", got.OldestAvailable)
+	}
+}
