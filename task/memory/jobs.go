@@ -409,7 +409,9 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			continue
 		}
 		q, apply := end(e, task.Failed, "", nil, exhaustedError())
-		q.LastUpdatedAt = m.later(q.LastUpdatedAt)
+		if now.After(q.LastUpdatedAt) { // stamped at the rescue's time, as the durable stores do
+			q.LastUpdatedAt = now
+		}
 		snap, err := task.New(*q)
 		if err != nil {
 			m.mu.Unlock()
