@@ -11,9 +11,10 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// gatedBatchStore is a fakeStore whose CompleteBatch waits for gate.
+// gatedBatchStore is a harness's storeWrap that completes in batches,
+// through the in-memory backend's CompleteBatch, once gate is closed.
 type gatedBatchStore struct {
-	*fakeStore
+	*storeWrap
 	gate    chan struct{}
 	batches atomic.Int32
 }
@@ -21,11 +22,7 @@ type gatedBatchStore struct {
 func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s.batches.Add(1)
 	<-s.gate
-	lost := make([]bool, len(items))
-	for i, it := range items {
-		lost[i] = s.Complete(ctx, it.Lease, it.Result, it.Message) != nil
-	}
-	return lost, nil
+	return s.JobStore.(backend.BatchCompleter).CompleteBatch(ctx, items)
 }
 
 // TestQueuedCompletionFreesSlot: with one slot, a job whose handler has
@@ -34,7 +31,7 @@ func (s *gatedBatchStore) CompleteBatch(ctx context.Context, items []backend.Com
 func TestQueuedCompletionFreesSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Concurrency: 1})
-		gated := &gatedBatchStore{fakeStore: h.store, gate: make(chan struct{})}
+		gated := &gatedBatchStore{storeWrap: h.store, gate: make(chan struct{})}
 		h.rt.opts.Store = gated
 		var runs atomic.Int32
 		if err := h.rt.AddRawHandler("quick", func(context.Context, *Job) (*mcp.CallToolResult, error) {
@@ -43,8 +40,8 @@ func TestQueuedCompletionFreesSlot(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		first := h.store.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
-		second := h.store.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
+		first := h.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
+		second := h.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3)
 		h.start()
 		// Without letting time pass (a write would time out and free the
 		// slot after a lease), both handlers have run.
@@ -52,7 +49,7 @@ func TestQueuedCompletionFreesSlot(t *testing.T) {
 		if n := runs.Load(); n != 2 {
 			t.Fatalf("%d handlers ran while the first completion waited for its batch, want 2", n)
 		}
-		if got := h.store.job(first).status; got != task.Working {
+		if got := h.job(t, first).status; got != task.Working {
 			t.Fatalf("first task %q before its batch committed", got)
 		}
 		close(gated.gate)

@@ -36,7 +36,7 @@ func TestDefaultPolicyRidesOutAFault(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), backend.DefaultMaxAttempts)
+				id := h.enqueue(t, testOrigin(t, "report", `{}`, sumSchema), backend.DefaultMaxAttempts)
 				h.start()
 				j := h.waitStatus(t, id, task.Completed)
 				h.stop(t)
@@ -78,14 +78,14 @@ func TestInterruptedRunsSpareAttempts(t *testing.T) {
 		if err := AddHandler(h.rt, "pill", b.handle); err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "pill", `{}`, sumSchema), 1)
+		id := h.enqueue(t, testOrigin(t, "pill", `{}`, sumSchema), 1)
 		h.start()
 		for run := 1; run <= 3; run++ {
 			<-b.started
-			if j := h.store.job(id); j.failures != 0 || j.interrupted != run-1 {
+			if j := h.job(t, id); j.failures != 0 || j.interrupted != run-1 {
 				t.Fatalf("run %d: %d failures, %d interrupted runs", run, j.failures, j.interrupted)
 			}
-			h.store.expireLease(id) // the run is lost, as if its process had died
+			h.clock.jump(defaultLease) // the run stalls past its lease, as if its process had died
 			<-b.returned
 		}
 		j := h.waitStatus(t, id, task.Failed)
@@ -114,7 +114,7 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
-		h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
+		h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
 		h.start()
 		<-b.started
 		h.store.setHeartbeatErr(errors.New("postgres: heartbeat: connection reset by peer"))

@@ -36,7 +36,7 @@ func TestTypedSuccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{"a":1,"b":2}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "sum", `{"a":1,"b":2}`, sumSchema), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -83,7 +83,7 @@ func TestRawHandlerResultIsValidated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, o, 3)
+		id := h.enqueue(t, o, 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -111,7 +111,7 @@ func TestInvalidResultFailsWithoutRetry(t *testing.T) {
 				if err := hs.rt.AddRawHandler("sum", h); err != nil {
 					t.Fatal(err)
 				}
-				id := hs.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 5)
+				id := hs.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 5)
 				hs.start()
 				j := hs.waitStatus(t, id, task.Failed)
 				hs.stop(t)
@@ -139,7 +139,7 @@ func TestTypedOutputThatCannotBeEncoded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "chan", `{}`, ""), 5)
+		id := h.enqueue(t, testOrigin(t, "chan", `{}`, ""), 5)
 		h.start()
 		j := h.waitStatus(t, id, task.Failed)
 		h.stop(t)
@@ -160,7 +160,7 @@ func TestArgumentsThatDoNotDecodeAreAToolError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{"a":"one"}`, sumSchema), 5)
+		id := h.enqueue(t, testOrigin(t, "sum", `{"a":"one"}`, sumSchema), 5)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -183,7 +183,7 @@ func TestRetryWithBackoffThenFail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "flaky", `{"k":"secret-arg"}`, ""), 3)
+		id := h.enqueue(t, testOrigin(t, "flaky", `{"k":"secret-arg"}`, ""), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Failed)
 		h.stop(t)
@@ -234,7 +234,7 @@ func TestRetryThenSucceed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -266,7 +266,7 @@ func TestPermanentFailures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "p", `{"dir":"/secret/dir"}`, ""), 5)
+				id := h.enqueue(t, testOrigin(t, "p", `{"dir":"/secret/dir"}`, ""), 5)
 				h.start()
 				j := h.waitStatus(t, id, task.Failed)
 				h.stop(t)
@@ -300,7 +300,7 @@ func TestToolErrorCompletesWithIsError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 5)
+		id := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 5)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -323,7 +323,7 @@ func TestPanicIsRecoveredAndRetried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "boom", `{}`, ""), 2)
+		id := h.enqueue(t, testOrigin(t, "boom", `{}`, ""), 2)
 		h.start()
 		j := h.waitStatus(t, id, task.Failed)
 		h.stop(t)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,33 +13,76 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/task/memory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// harness runs a Runtime over a fakeStore, with recording metrics and a
-// captured log. Use it inside a synctest bubble.
+// harness runs a Runtime over the in-memory backend (task/memory) through a
+// storeWrap, with recording metrics and a captured log. The backend and the
+// runtime share one clock, which reads package time (inside a synctest
+// bubble, the bubble's fake time) plus the skew jump added. Use it inside a
+// synctest bubble, unless the test runs on the real clock throughout.
 type harness struct {
-	store   *fakeStore
-	events  *task.Broadcaster
+	mem     *memory.Manager
+	store   *storeWrap
+	clock   *skewClock
 	metrics *recMetrics
 	logs    *syncBuffer
 	rt      *Runtime
 	cancel  context.CancelFunc
 	done    chan error
+
+	mu  sync.Mutex
+	ids []string // every task enqueued, for checkLogsRedacted
 }
 
+// skewClock is package time's clock, moved forward by jump.
+type skewClock struct {
+	mu   sync.Mutex
+	skew time.Duration
+}
+
+func (c *skewClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.skew)
+}
+
+func (c *skewClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.skew += d
+}
+
+// noHints is the publisher of a store that publishes no hints: the runtime
+// then relies on polling and heartbeats alone.
+type noHints struct{}
+
+func (noHints) Subscribe(func(string)) func() { return func() {} }
+func (noHints) Publish(string)                {}
+
 // newHarness builds a Runtime with opts, filling in the store, events,
-// metrics and logger. Set h.store.events to nil before start for a store
-// that publishes no hints.
+// clock, metrics and logger. Pass Options.Events noHints{} for a store that
+// publishes no hints.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	events := task.NewBroadcaster()
-	h := &harness{events: events, store: newFakeStore(events), metrics: newRecMetrics(), logs: &syncBuffer{}}
+	clock := &skewClock{}
+	mem, err := memory.New(memory.Options{Now: clock.Now, TTL: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{mem: mem, store: newStoreWrap(mem.Jobs(), clock.Now), clock: clock, metrics: newRecMetrics(),
+		logs: &syncBuffer{}}
 	opts.Store = h.store
 	if opts.Events == nil {
-		opts.Events = events
+		opts.Events = mem.EventPublisher()
+	}
+	if opts.Now == nil {
+		opts.Now = clock.Now
 	}
 	opts.Metrics = h.metrics
 	opts.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -51,6 +95,17 @@ func newHarness(t *testing.T, opts Options) *harness {
 	}
 	h.rt = rt
 	return h
+}
+
+// newJobs returns the JobStore of an empty in-memory backend, for tests
+// that only build a Runtime.
+func newJobs(t *testing.T) backend.JobStore {
+	t.Helper()
+	mem, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem.Jobs()
 }
 
 // start runs Run in a goroutine.
@@ -70,6 +125,104 @@ func (h *harness) stop(t *testing.T) {
 	}
 }
 
+// testRequest is the request context the harness's tasks are bound to.
+var testRequest = task.RequestContext{Endpoint: "main", Tenant: "tenant", Principal: "alice", ProtocolVersion: "2026-07-28"}
+
+// enqueue creates a task and its available job and returns the task ID.
+func (h *harness) enqueue(t testing.TB, origin task.Origin, maxAttempts int) string {
+	t.Helper()
+	tk, err := h.mem.Enqueue(context.Background(), &task.CreationContext{Request: testRequest, Origin: origin},
+		backend.EnqueueOptions{MaxAttempts: maxAttempts})
+	if err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	h.mu.Lock()
+	h.ids = append(h.ids, tk.ID())
+	h.mu.Unlock()
+	return tk.ID()
+}
+
+// jobView is what a test reads of a task and its job.
+type jobView struct {
+	status  task.Status
+	message string
+	pending mcp.InputRequests
+	result  *mcp.CallToolResult
+	rpcErr  *mcp.Error
+
+	state       memory.JobState
+	attempt     int64
+	failures    int
+	interrupted int
+
+	claimTimes []time.Time // of the runtime's claims
+	reports    []report    // accepted progress writes
+}
+
+// job returns the task's and its job's state.
+func (h *harness) job(t testing.TB, id string) jobView {
+	t.Helper()
+	tk, err := h.mem.Find(id)
+	if err != nil {
+		t.Fatalf("Find: %v", err)
+	}
+	j, ok := h.mem.Job(id)
+	if !ok {
+		t.Fatalf("task %s has no job", id)
+	}
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	return jobView{
+		status: tk.Status(), message: tk.StatusMessage(), pending: tk.InputRequests(), result: tk.Result(), rpcErr: tk.Error(),
+		state: j.State, attempt: j.Attempt, failures: j.Failures, interrupted: j.InterruptedRuns,
+		claimTimes: slices.Clone(h.store.claimTimes[id]), reports: slices.Clone(h.store.reports[id]),
+	}
+}
+
+// answer sends a client's response to the input request key, as tasks/update
+// does.
+func (h *harness) answer(t testing.TB, id, key, raw string) {
+	t.Helper()
+	rc := testRequest
+	rc.TaskID = id
+	if err := h.mem.UpdateTask(context.Background(), task.UpdateContext{RequestContext: rc,
+		Responses: mcp.InputResponses{key: json.RawMessage(raw)}}); err != nil {
+		t.Fatalf("UpdateTask: %v", err)
+	}
+}
+
+// requestCancel records the client's cancel intent, as tasks/cancel does.
+func (h *harness) requestCancel(t testing.TB, id string) {
+	t.Helper()
+	rc := testRequest
+	rc.TaskID = id
+	if err := h.mem.RequestCancel(context.Background(), rc); err != nil {
+		t.Fatalf("RequestCancel: %v", err)
+	}
+}
+
+// claimElsewhere claims the task's job for another worker, with lease.
+func (h *harness) claimElsewhere(t testing.TB, id string, lease time.Duration) {
+	t.Helper()
+	jobs, err := h.mem.Jobs().Claim(context.Background(), backend.ClaimParams{Worker: "elsewhere", Limit: 1, Lease: lease,
+		Now: h.clock.Now()})
+	if err != nil || len(jobs) != 1 || jobs[0].TaskID != id {
+		t.Fatalf("claim elsewhere: %d jobs, %v; want the job of %s", len(jobs), err, id)
+	}
+}
+
+// rescueElsewhere has another node's rescuer, whose clock runs one default
+// lease ahead, take back the jobs whose lease then expired: the store ends
+// their leases without this runtime's knowledge.
+func (h *harness) rescueElsewhere(t testing.TB) {
+	t.Helper()
+	n, err := h.mem.Jobs().RescueExpired(context.Background(), backend.RescueParams{Now: h.clock.Now().Add(defaultLease),
+		Limit: 10, MaxInterruptedRuns: DefaultMaxInterruptedRuns})
+	if err != nil || n == 0 {
+		t.Fatalf("rescue elsewhere: %d jobs, %v", n, err)
+	}
+}
+
 // waitFor advances (fake) time in small steps until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -83,17 +236,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // waitStatus waits until the task reaches status.
-func (h *harness) waitStatus(t *testing.T, id string, status task.Status) fakeJob {
+func (h *harness) waitStatus(t *testing.T, id string, status task.Status) jobView {
 	t.Helper()
-	waitFor(t, "status "+string(status), func() bool { return h.store.job(id).status == status })
-	return h.store.job(id)
+	waitFor(t, "status "+string(status), func() bool { return h.job(t, id).status == status })
+	return h.job(t, id)
 }
 
 // checkLogsRedacted fails if the log shows a task ID or a secret.
 func (h *harness) checkLogsRedacted(t *testing.T, secrets ...string) {
 	t.Helper()
 	logs := h.logs.String()
-	for _, s := range append(secrets, "task-0") {
+	h.mu.Lock()
+	secrets = append(secrets, h.ids...)
+	h.mu.Unlock()
+	for _, s := range secrets {
 		if strings.Contains(logs, s) {
 			t.Errorf("log contains %q:\n%s", s, logs)
 		}

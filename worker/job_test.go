@@ -7,8 +7,10 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/task/memory"
 )
 
 type greetOut struct {
@@ -46,21 +48,21 @@ func TestAskRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "greet", `{}`, "", task.InputElicitationForm), 3)
+		id := h.enqueue(t, testOrigin(t, "greet", `{}`, "", task.InputElicitationForm), 3)
 		h.start()
 
 		j := h.waitStatus(t, id, task.InputRequired)
 		if len(j.pending) != 1 || j.pending["name"] == nil || j.pending["name"].Method != mcp.MethodElicitationCreate {
 			t.Fatalf("pending = %v", j.pending)
 		}
-		if j.state != "parked" || j.failures != 0 || j.message != msgWaitingInput {
+		if j.state != memory.JobAwaitingInput || j.failures != 0 || j.message != msgWaitingInput {
 			t.Errorf("state %s failures %d message %q", j.state, j.failures, j.message)
 		}
 		if n := h.metrics.transition("greet", TransitionInputRequested); n != 1 {
 			t.Errorf("input_requested = %d", n)
 		}
 
-		h.store.answer(id, "name", `{"action":"accept","content":{"name":"Ada"}}`)
+		h.answer(t, id, "name", `{"action":"accept","content":{"name":"Ada"}}`)
 		j = h.waitStatus(t, id, task.Completed)
 		h.stop(t)
 		if string(j.result.StructuredContent) != `{"greeting":"Hello, Ada"}` {
@@ -91,18 +93,18 @@ func TestAskSeveralKeysAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "pair", `{}`, "", task.InputElicitationForm), 3)
+		id := h.enqueue(t, testOrigin(t, "pair", `{}`, "", task.InputElicitationForm), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.InputRequired)
 		if len(j.pending) != 2 {
 			t.Fatalf("pending = %v, want both keys in one request", j.pending)
 		}
-		h.store.answer(id, "first", `{"action":"accept","content":{"name":"Ada"}}`)
+		h.answer(t, id, "first", `{"action":"accept","content":{"name":"Ada"}}`)
 		synctest.Wait()
-		if j := h.store.job(id); j.state != "parked" {
+		if j := h.job(t, id); j.state != memory.JobAwaitingInput {
 			t.Fatalf("state %s after a partial answer", j.state)
 		}
-		h.store.answer(id, "second", `{"action":"accept","content":{"name":"Grace"}}`)
+		h.answer(t, id, "second", `{"action":"accept","content":{"name":"Grace"}}`)
 		j = h.waitStatus(t, id, task.Completed)
 		h.stop(t)
 		if string(j.result.StructuredContent) != `{"greeting":"Ada \u0026 Grace"}` {
@@ -119,7 +121,7 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 		name    string
 		declare []string
 		handler RawHandler
-		setup   func(s *fakeStore, id string)
+		setup   func(h *harness)
 	}{
 		{
 			name: "undeclared input kind",
@@ -159,11 +161,10 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 				_, err := askName(ctx, job, "used")
 				return nil, err
 			},
-			setup: func(s *fakeStore, id string) {
-				s.mu.Lock()
-				s.jobs[id].used["used"] = true
-				s.mu.Unlock()
-			},
+			// The store reports the key used before (no run of a correct
+			// store can reach that: a key that was asked and not answered
+			// keeps the job parked).
+			setup: func(h *harness) { h.store.setRequestInputErr(backend.ErrKeyReused) },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,9 +173,9 @@ func TestAskMisuseFailsWithoutRetry(t *testing.T) {
 				if err := h.rt.AddRawHandler("ask", tc.handler); err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "ask", `{}`, "", tc.declare...), 5)
+				id := h.enqueue(t, testOrigin(t, "ask", `{}`, "", tc.declare...), 5)
 				if tc.setup != nil {
-					tc.setup(h.store, id)
+					tc.setup(h)
 				}
 				h.start()
 				j := h.waitStatus(t, id, task.Failed)

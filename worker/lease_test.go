@@ -55,19 +55,20 @@ func TestCancelDuringRun(t *testing.T) {
 	for _, viaHint := range []bool{true, false} {
 		t.Run("hint="+strconv.FormatBool(viaHint), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Options{})
+				opts := Options{}
+				if !viaHint {
+					opts.Events = noHints{} // the store publishes nothing: heartbeats find the intent
+				}
+				h := newHarness(t, opts)
 				b := newBlockingHandler(false)
 				if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
-				if !viaHint {
-					h.store.events = nil // the store publishes nothing: heartbeats find the intent
-				}
+				id := h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
 				h.start()
 				<-b.started
 				t0 := time.Now()
-				h.store.requestCancel(id)
+				h.requestCancel(t, id)
 				j := h.waitStatus(t, id, task.Cancelled)
 				elapsed := time.Since(t0)
 				h.stop(t)
@@ -102,10 +103,10 @@ func TestCompletionWinsOverCancel(t *testing.T) {
 		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
 		h.start()
 		<-b.started
-		h.store.requestCancel(id)
+		h.requestCancel(t, id)
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
 		if !errors.Is(b.lastCause(), ErrCancelRequested) || string(j.result.StructuredContent) != `{"sum":42}` {
@@ -121,8 +122,8 @@ func TestCancelBeforeStart(t *testing.T) {
 		if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
-		h.store.requestCancel(id)
+		id := h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
+		h.requestCancel(t, id)
 		h.start()
 		h.waitStatus(t, id, task.Cancelled)
 		h.stop(t)
@@ -141,12 +142,14 @@ func TestLeaseLost(t *testing.T) {
 				if err := AddHandler(h.rt, "slow", b.handle); err != nil {
 					t.Fatal(err)
 				}
-				id := h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
+				id := h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3)
 				h.start()
 				<-b.started
 				t0 := time.Now()
 				if how == "store expired the lease" {
-					h.store.expireLease(id)
+					// The store ends the lease: the next heartbeat is
+					// refused.
+					h.rescueElsewhere(t)
 				} else {
 					h.store.setHeartbeatErr(errors.New("db down"))
 				}
@@ -165,7 +168,7 @@ func TestLeaseLost(t *testing.T) {
 				if n := h.metrics.transition("slow", TransitionLeaseLost); n != 1 {
 					t.Errorf("lease_lost = %d", n)
 				}
-				if j := h.store.job(id); j.status != task.Working {
+				if j := h.job(t, id); j.status != task.Working {
 					t.Errorf("status %s", j.status)
 				}
 
@@ -173,7 +176,7 @@ func TestLeaseLost(t *testing.T) {
 				// the first run was still winding down) and it runs anew.
 				h.store.setHeartbeatErr(nil)
 				<-b.started
-				if j := h.store.job(id); j.attempt != 2 || j.failures != 0 || j.interrupted != 1 {
+				if j := h.job(t, id); j.attempt != 2 || j.failures != 0 || j.interrupted != 1 {
 					t.Errorf("rerun: attempt %d failures %d interrupted runs %d", j.attempt, j.failures, j.interrupted)
 				}
 				h.stop(t) // the rerun returns a result when cancelled: it completes
@@ -195,7 +198,7 @@ func TestLongHandlerKeepsItsLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "long", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "long", `{}`, sumSchema), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -213,8 +216,8 @@ func TestRescuedJobRunsAgain(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
-		h.store.claimElsewhere(id, time.Now().Add(20*time.Second)) // a worker that died
+		id := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+		h.claimElsewhere(t, id, 20*time.Second) // a worker that died
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)

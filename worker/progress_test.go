@@ -215,7 +215,7 @@ func TestReportProgressRejectsInvalidReports(t *testing.T) {
 
 func TestProgressIntervalOption(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, time.Millisecond} {
-		if _, err := New(Options{Store: newFakeStore(nil), ProgressInterval: d}); err == nil {
+		if _, err := New(Options{Store: newJobs(t), ProgressInterval: d}); err == nil {
 			t.Errorf("ProgressInterval %v accepted", d)
 		}
 	}
@@ -243,7 +243,7 @@ func TestReportProgressWritesUnderTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
 		h.start()
 		j := h.waitStatus(t, id, task.Completed)
 		h.stop(t)
@@ -296,17 +296,18 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
 		h.start()
 		<-reported
-		h.store.claimElsewhere(id, time.Now().Add(time.Hour))
+		h.rescueElsewhere(t)
+		h.claimElsewhere(t, id, time.Hour)
 		close(lost)
 		synctest.Wait()
 		time.Sleep(2 * time.Second) // past the next interval; the refused write cancels the handler
 		synctest.Wait()
 		h.stop(t)
 
-		j := h.store.job(id)
+		j := h.job(t, id)
 		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != "before" {
 			t.Errorf("reports = %+v, message %q; want only the write made under the lease", j.reports, j.message)
 		}

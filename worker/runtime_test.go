@@ -18,10 +18,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/task/memory"
 )
 
 func TestOptions(t *testing.T) {
-	store := newFakeStore(nil)
+	store := newJobs(t)
 	o, err := Options{Store: store}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestDefaultBackoff(t *testing.T) {
 }
 
 func TestRegistration(t *testing.T) {
-	rt, err := New(Options{Store: newFakeStore(nil)})
+	rt, err := New(Options{Store: newJobs(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestRegistration(t *testing.T) {
 	// Channels made outside a bubble do not block durably in it: build the
 	// runtime that runs inside the bubble.
 	synctest.Test(t, func(t *testing.T) {
-		rt, err := New(Options{Store: newFakeStore(nil)})
+		rt, err := New(Options{Store: newJobs(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func TestDrainWaitsForRunningHandlers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+		id := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
 		h.start()
 		<-started
 		t0 := time.Now()
@@ -161,7 +162,7 @@ func TestDrainWaitsForRunningHandlers(t *testing.T) {
 		if d := time.Since(t0); d != 3*time.Second {
 			t.Errorf("Run returned %v after cancel, want when the handler finished (3s)", d)
 		}
-		if j := h.store.job(id); j.status != task.Completed {
+		if j := h.job(t, id); j.status != task.Completed {
 			t.Errorf("status = %s", j.status)
 		}
 	})
@@ -175,8 +176,8 @@ func TestDrainReleasesHandlersPastGrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := []string{
-			h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
-			h.store.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
+			h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
+			h.enqueue(t, testOrigin(t, "slow", `{}`, sumSchema), 3),
 		}
 		h.start()
 		<-b.started
@@ -190,7 +191,7 @@ func TestDrainReleasesHandlersPastGrace(t *testing.T) {
 			t.Errorf("cause = %v", b.lastCause())
 		}
 		for _, id := range ids {
-			if j := h.store.job(id); j.state != "available" || j.status != task.Working || j.failures != 0 {
+			if j := h.job(t, id); j.state != memory.JobAvailable || j.status != task.Working || j.failures != 0 {
 				t.Errorf("state %s status %s failures %d, want released", j.state, j.status, j.failures)
 			}
 		}
@@ -223,7 +224,7 @@ func TestConcurrencyBound(t *testing.T) {
 		}
 		var ids []string
 		for range 20 {
-			ids = append(ids, h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3))
+			ids = append(ids, h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3))
 		}
 		h.start()
 		for _, id := range ids {
@@ -266,7 +267,7 @@ func TestWakeups(t *testing.T) {
 			h.start()
 			time.Sleep(time.Minute)
 			t0 := time.Now()
-			id := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3) // publishes a hint
+			id := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3) // publishes a hint
 			h.waitStatus(t, id, task.Completed)
 			if d := time.Since(t0); d > 10*time.Millisecond {
 				t.Errorf("hinted job completed after %v", d)
@@ -276,16 +277,15 @@ func TestWakeups(t *testing.T) {
 	})
 	t.Run("freed slot", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := newHarness(t, Options{PollInterval: time.Hour, Concurrency: 1})
-			h.store.events = nil
+			h := newHarness(t, Options{PollInterval: time.Hour, Concurrency: 1, Events: noHints{}})
 			if err := AddHandler(h.rt, "sum", func(context.Context, *Job, struct{}) (sumOut, error) {
 				time.Sleep(time.Second)
 				return sumOut{}, nil
 			}); err != nil {
 				t.Fatal(err)
 			}
-			a := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
-			b := h.store.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+			a := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
+			b := h.enqueue(t, testOrigin(t, "sum", `{}`, sumSchema), 3)
 			t0 := time.Now()
 			h.start()
 			h.waitStatus(t, a, task.Completed)
@@ -301,7 +301,7 @@ func TestWakeups(t *testing.T) {
 func TestMetricLabelsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Backoff: func(int) time.Duration { return time.Second }})
-		h.store.anyKindClaims = 1
+		h.store.anyKindClaims = 1 // a buggy store hands out a job of a kind not asked for
 		if err := h.rt.AddRawHandler("known", func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) {
 			if job.Failures() == 0 {
 				return nil, errors.New("once")
@@ -310,13 +310,13 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		stray := h.store.enqueue(t, testOrigin(t, "not-registered", `{}`, ""), 3)
-		id := h.store.enqueue(t, testOrigin(t, "known", `{}`, ""), 3)
+		stray := h.enqueue(t, testOrigin(t, "not-registered", `{}`, ""), 3)
+		id := h.enqueue(t, testOrigin(t, "known", `{}`, ""), 3)
 		h.start()
 		h.waitStatus(t, id, task.Completed)
 		waitFor(t, "stray released", func() bool { return h.metrics.transition(unknownKind, TransitionReleased) == 1 })
 		h.stop(t)
-		if j := h.store.job(stray); j.state != "available" || j.failures != 0 {
+		if j := h.job(t, stray); j.state != memory.JobAvailable || j.failures != 0 {
 			t.Errorf("stray job: state %s failures %d", j.state, j.failures)
 		}
 
@@ -344,18 +344,13 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 // TestRunLeavesNoGoroutines runs on the real clock, outside any bubble, and
 // checks with goleak that every goroutine has ended when Run returns.
 func TestRunLeavesNoGoroutines(t *testing.T) {
-	events := task.NewBroadcaster()
-	store := newFakeStore(events)
-	rt, err := New(Options{
-		Store: store, Events: events, Concurrency: 4, Lease: 1500 * time.Millisecond,
+	h := newHarness(t, Options{
+		Concurrency: 4, Lease: 1500 * time.Millisecond,
 		PollInterval: 5 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	heldStarted := make(chan struct{})
 	var once sync.Once
-	err = AddHandler(rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
+	err := AddHandler(h.rt, "sum", func(ctx context.Context, job *Job, in sumIn) (sumOut, error) {
 		if in.A < 0 {
 			once.Do(func() { close(heldStarted) })
 			<-ctx.Done() // held until the grace ends
@@ -367,39 +362,45 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	changed := make(chan struct{}, 1)
+	unsubscribe := h.mem.EventPublisher().Subscribe(func(string) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer unsubscribe()
 	var ids []string
 	for range 5 {
-		ids = append(ids, store.enqueue(t, testOrigin(t, "sum", `{"a":1}`, sumSchema), 3))
+		ids = append(ids, h.enqueue(t, testOrigin(t, "sum", `{"a":1}`, sumSchema), 3))
 	}
-	held := store.enqueue(t, testOrigin(t, "sum", `{"a":-1}`, sumSchema), 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
+	held := h.enqueue(t, testOrigin(t, "sum", `{"a":-1}`, sumSchema), 3)
+	h.start()
 	<-heldStarted
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	deadline := time.After(30 * time.Second)
+	for {
 		n := 0
 		for _, id := range ids {
-			if store.job(id).status == task.Completed {
+			if h.job(t, id).status == task.Completed {
 				n++
 			}
 		}
 		if n == len(ids) {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline:
 			t.Fatalf("%d of %d jobs completed", n, len(ids))
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	h.stop(t)
 	for _, id := range ids {
-		if s := store.job(id).status; s != task.Completed {
+		if s := h.job(t, id).status; s != task.Completed {
 			t.Errorf("status %s", s)
 		}
 	}
-	if j := store.job(held); j.state != "available" {
+	if j := h.job(t, held); j.state != memory.JobAvailable {
 		t.Errorf("held job state %s, want released", j.state)
 	}
 	goleak.VerifyNone(t)

@@ -48,8 +48,9 @@ type ListFixture struct {
 	TTL    time.Duration
 }
 
-// RunLister runs the list cases alone, for managers that are not durable
-// Backends (task/memory). open receives the test clock, as in Run.
+// RunLister runs the list cases alone, for managers that are not a
+// backend.Store (task/memory lists the tasks its Create made through it).
+// open receives the test clock, as in Run.
 func RunLister(t *testing.T, open func(t *testing.T, now func() time.Time) ListFixture) {
 	for _, tc := range listCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,7 @@
-// Package storetest is the behavioural suite every durable task store must
-// pass. A backend's tests call Run with a constructor:
+// Package storetest is the behavioural suite every task store must pass:
+// the durable stores (store/sqlite, store/postgres) and the in-memory
+// backend (task/memory) alike. A backend's tests call Run with a
+// constructor:
 //
 //	func TestStore(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
@@ -42,7 +44,7 @@
 //   - ListTasks lists what FindTask finds, unexpired, newest first, ties
 //     by descending ID, in pages of at most 100, with keyset cursors bound
 //     to the caller (see list.go). RunLister runs these cases alone, for
-//     managers that are not durable backends.
+//     managers that are not a backend.Store.
 //
 // Run the suite with -race. -short shrinks the model test and the hammer.
 package storetest

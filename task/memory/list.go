@@ -29,7 +29,7 @@ func newCursors() (*listcursor.Codec, error) {
 // among tasks created at the same time, by descending ID. A page holds at
 // most q.Limit tasks, clamped to [1, 100]. Cursors are bound to the caller's
 // endpoint, tenant and principal; any other cursor gets task.ErrBadCursor.
-// A listing costs O(n log n) in the manager's live tasks (at most Capacity).
+// A listing costs O(n log n) in the tasks held (at most Capacity).
 func (m *Manager) ListTasks(_ context.Context, q task.ListQuery) (task.ListPage, error) {
 	var after *listcursor.Position
 	if q.Cursor != "" {
@@ -42,10 +42,9 @@ func (m *Manager) ListTasks(_ context.Context, q task.ListQuery) (task.ListPage,
 	limit := listcursor.Limit(q.Limit)
 	m.mu.Lock()
 	now := m.now()
-	m.expireLocked(now)
 	var tasks []task.Task
 	for _, e := range m.tasks {
-		if e.endpoint != q.Request.Endpoint || e.tenant != q.Request.Tenant || !now.Before(e.expires) {
+		if e.endpoint != q.Request.Endpoint || e.tenant != q.Request.Tenant || e.expired(now) {
 			continue
 		}
 		if after != nil && compareTasks(e.snap, after.At, after.ID) <= 0 { // not after the cursor

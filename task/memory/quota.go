@@ -6,11 +6,9 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ task.ActiveCounter = (*Manager)(nil)
-
 // CountActive implements task.ActiveCounter: it counts the live tasks of
 // owner that are working or input_required, up to limit. It walks every
-// live task (at most Capacity) under the manager's lock.
+// task held (at most Capacity) under the manager's lock.
 func (m *Manager) CountActive(_ context.Context, owner task.Owner, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -18,10 +16,9 @@ func (m *Manager) CountActive(_ context.Context, owner task.Owner, limit int) (i
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expireLocked(now)
 	n := 0
 	for _, e := range m.tasks {
-		if e.tenant != owner.Tenant || e.principal != owner.Principal || !now.Before(e.expires) || e.snap.Status().Terminal() {
+		if e.tenant != owner.Tenant || e.principal != owner.Principal || e.expired(now) || e.snap.Status().Terminal() {
 			continue
 		}
 		if n++; n == limit {

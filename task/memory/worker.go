@@ -9,11 +9,14 @@ import (
 )
 
 // The worker-side methods below are trusted: they perform no authorization.
-// Unknown and expired IDs give task.ErrNotFound; transitions of a terminal
-// task give ErrTerminal. Each committed change is published to the
-// manager's EventPublisher after the lock is released.
+// They drive the tasks Create made: unknown and expired IDs give
+// task.ErrNotFound, a task Enqueue made gives ErrEnqueued (its job's lease
+// drives it, see Jobs), and transitions of a terminal task give
+// ErrTerminal. Each committed change is published to the manager's
+// EventPublisher after the lock is released.
 
-// Find returns the task's snapshot without authorization.
+// Find returns the snapshot of any unexpired task, made by Create or by
+// Enqueue, without authorization.
 func (m *Manager) Find(id string) (task.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -43,6 +46,9 @@ func (m *Manager) transitionLocked(id string, fn func(e *entry, p *task.Params) 
 	e := m.liveLocked(id)
 	if e == nil {
 		return task.Task{}, false, task.ErrNotFound
+	}
+	if e.job != nil {
+		return task.Task{}, false, ErrEnqueued
 	}
 	if e.snap.Status().Terminal() {
 		return task.Task{}, false, ErrTerminal
@@ -153,6 +159,9 @@ func (m *Manager) TakeInputResponses(id string) (mcp.InputResponses, error) {
 	if e == nil {
 		return nil, task.ErrNotFound
 	}
+	if e.job != nil {
+		return nil, ErrEnqueued
+	}
 	r := e.responses
 	e.responses = nil
 	return r, nil
@@ -189,7 +198,8 @@ func (m *Manager) Cancel(id, message string) (task.Task, error) {
 	})
 }
 
-// CancelRequested reports whether a client asked to cancel the task.
+// CancelRequested reports whether a client asked to cancel the task, made
+// by Create or by Enqueue.
 func (m *Manager) CancelRequested(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,0 +1,23 @@
+package memory_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/storetest"
+	"github.com/taskwire/taskwire/task/memory"
+)
+
+// TestStore runs the shared behavioural suite of the durable stores, each
+// case on a fresh manager with the default bounds.
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
+		m, err := memory.New(memory.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
+}
