@@ -1,0 +1,46 @@
+package taskdata
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/backend"
+)
+
+func TestEnqueueDefaultsResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   EnqueueDefaults
+		want EnqueueDefaults
+		err  string
+	}{
+		{"zero", EnqueueDefaults{}, EnqueueDefaults{TTL: DefaultTTL, PollInterval: DefaultPollInterval,
+			MaxAttempts: backend.DefaultMaxAttempts}, ""},
+		{"set", EnqueueDefaults{TTL: time.Hour, PollInterval: 2 * time.Second, MaxAttempts: 3},
+			EnqueueDefaults{TTL: time.Hour, PollInterval: 2 * time.Second, MaxAttempts: 3}, ""},
+		{"unlimited TTL", EnqueueDefaults{TTL: -1},
+			EnqueueDefaults{TTL: -1, PollInterval: DefaultPollInterval, MaxAttempts: backend.DefaultMaxAttempts}, ""},
+		{"negative attempts", EnqueueDefaults{MaxAttempts: -1}, EnqueueDefaults{}, "DefaultMaxAttempts must not be negative"},
+		{"TTL not whole ms", EnqueueDefaults{TTL: time.Second + 1}, EnqueueDefaults{}, "DefaultTTL must be whole milliseconds"},
+		{"negative poll", EnqueueDefaults{PollInterval: -time.Second}, EnqueueDefaults{},
+			"DefaultPollInterval must be positive whole milliseconds"},
+		{"poll not whole ms", EnqueueDefaults{PollInterval: time.Microsecond}, EnqueueDefaults{},
+			"DefaultPollInterval must be positive whole milliseconds"},
+	} {
+		d := tc.in
+		err := d.Resolve()
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		} else if diff := cmp.Diff(tc.want, d); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
