@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -170,28 +171,10 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, wrapErr("stats", err)
 	}
 	defer tx.Rollback()
-	count := func(query string, add func(key string, n int)) error {
-		rows, err := tx.QueryContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			var n int
-			if err := rows.Scan(&k, &n); err != nil {
-				return err
-			}
-			add(k, n)
-		}
-		return rows.Err()
-	}
-	if err := count(`SELECT status, count(*) FROM tasks GROUP BY status`,
-		func(k string, n int) { st.Tasks[task.Status(k)] = n }); err != nil {
+	if err := countBy(ctx, tx, `SELECT status, count(*) FROM tasks GROUP BY status`, st.Tasks); err != nil {
 		return Stats{}, wrapErr("stats", err)
 	}
-	if err := count(`SELECT state, count(*) FROM jobs GROUP BY state`,
-		func(k string, n int) { st.Jobs[k] = n }); err != nil {
+	if err := countBy(ctx, tx, `SELECT state, count(*) FROM jobs GROUP BY state`, st.Jobs); err != nil {
 		return Stats{}, wrapErr("stats", err)
 	}
 	var last sql.NullInt64
@@ -203,4 +186,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	return st, nil
+}
+
+// countBy adds the rows of a grouped count query to into.
+func countBy[K ~string](ctx context.Context, tx *sql.Tx, query string, into map[K]int) error {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return taskdata.CountBy(rows, into)
 }
