@@ -68,7 +68,7 @@ func (s *Store) ListTasks(ctx context.Context, q task.ListQuery) (task.ListPage,
 			return task.ListPage{}, wrapErr("list tasks", err)
 		}
 		if len(page.Tasks) == limit {
-			cur, err := s.cursors.Encode(q.Request, listcursor.Position{At: last.createdAt.UnixMicro(), ID: last.id})
+			cur, err := s.cursors.Encode(q.Request, listcursor.Position{At: last.CreatedAt.UnixMicro(), ID: last.ID})
 			if err != nil {
 				return task.ListPage{}, fmt.Errorf("postgres: %w", err)
 			}

@@ -73,12 +73,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for _, c := range got {
 		j := c.job
 		j.LeaseExpires = j.LeaseExpires.UTC()
-		origin, err := task.ParseOrigin(c.origin)
-		if err == nil {
-			j.Origin = origin
-			j.Responses, err = taskdata.DecodeResponses(c.responses)
-		}
-		if err != nil {
+		if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.
 			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
@@ -268,18 +263,10 @@ func fencedEvent(ctx context.Context, q queryRower, what, sql string, args ...an
 // Stored errors of tasks the store fails by itself.
 var (
 	// exhaustedJSON: the job used its attempts.
-	exhaustedJSON = mustJSON(taskdata.ExhaustedError())
+	exhaustedJSON = taskdata.ExhaustedJSON()
 	// internalErrorJSON: the task's stored data is unreadable.
-	internalErrorJSON = mustJSON(mcp.InternalError())
+	internalErrorJSON = taskdata.InternalErrorJSON()
 )
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
 
 // Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/taskwire/taskwire/backend"
@@ -64,17 +63,4 @@ func progressArgs(p *task.Progress) (cur, total any) {
 		return nil, nil
 	}
 	return p.Current, p.Total
-}
-
-// storedProgress returns the count the columns hold, or nil; numbers the
-// snapshot would refuse (written by hand) count as none.
-func storedProgress(cur, total sql.NullFloat64) *task.Progress {
-	if !cur.Valid {
-		return nil
-	}
-	p := &task.Progress{Current: cur.Float64, Total: total.Float64}
-	if !p.Valid() {
-		return nil
-	}
-	return p
 }

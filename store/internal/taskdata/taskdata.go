@@ -1,8 +1,12 @@
 // Package taskdata holds the backend-neutral rules every durable store
-// applies to task data: task IDs, the union-variant matching of input
-// responses, the idempotency comparison of origins, the client-safe error of
-// exhausted jobs, and the JSON codecs of the columns that hold input
-// requests, responses, results and errors.
+// applies to task data, so that store/sqlite and store/postgres differ in
+// their SQL only: task IDs, the snapshot a task row describes (Row), the
+// acceptance of input responses (Accept), the decoding of a claimed job
+// (DecodeClaim), the idempotency comparison of origins, the options of a
+// creation and the store's enqueue defaults, the client-safe errors of
+// tasks a store fails by itself, the JSON codecs of the columns that hold
+// input requests, responses, results and errors, and the grouped counts
+// of Stats.
 package taskdata
 
 import (
