@@ -85,6 +85,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"InterruptedRuns", testInterruptedRuns},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
+		{"CompleteBatchOneJobTwice", testCompleteBatchOneJobTwice},
 		{"Progress", testProgress},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"Text", testText},
