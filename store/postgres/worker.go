@@ -202,9 +202,6 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		if it.Progress != nil && !it.Progress.Valid() {
-			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
-		}
 		if first[it.Lease] {
 			continue
 		}

@@ -43,12 +43,9 @@ func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message s
 }
 
 // completeWithProgress is setTerminal for a batched completion that
-// carries the progress count of its last report: one UPDATE sets both, so
-// the row is rewritten once.
+// carries the (checked) progress count of its last report: one UPDATE sets
+// both, so the row is rewritten once.
 func completeWithProgress(ctx context.Context, tx *wtx, it backend.Completion, result string, nowMs int64) error {
-	if !it.Progress.Valid() {
-		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
-	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
 		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
 		it.Message, result, it.Progress.Current, it.Progress.Total, nowMs, it.Lease.TaskID); err != nil {

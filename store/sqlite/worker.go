@@ -301,7 +301,8 @@ func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status,
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence in one immediate transaction, so the batch costs one
-// commit. Items whose lease is lost are skipped and reported.
+// commit. Items whose lease is lost are skipped and reported. Every item is
+// checked before anything is written: an invalid one fails the batch.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
 	results := make([]string, len(items))

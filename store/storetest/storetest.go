@@ -87,6 +87,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"CompleteBatch", testCompleteBatch},
 		{"CompleteBatchOneJobTwice", testCompleteBatchOneJobTwice},
 		{"Progress", testProgress},
+		{"CompleteBatchInvalidProgress", testCompleteBatchInvalidProgress},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"Text", testText},
 		{"CountActive", testCountActive},

@@ -2,6 +2,8 @@ package taskdata
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +213,41 @@ func TestStoredErrors(t *testing.T) {
 	ExhaustedJSON()[0] = 'x'
 	if ExhaustedJSON()[0] != '{' {
 		t.Error("ExhaustedJSON returned shared bytes")
+	}
+}
+
+func TestCompletionJSON(t *testing.T) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}
+	want, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    backend.Completion
+		want string // the JSON, or the error it wraps
+		err  error
+	}{
+		{"result", backend.Completion{Result: res, Progress: &task.Progress{Current: 1, Total: 2}}, string(want), nil},
+		{"encoded already", backend.Completion{Result: res, ResultJSON: []byte(`{"content":[]}`)}, `{"content":[]}`, nil},
+		{"NaN progress", backend.Completion{Result: res, Progress: &task.Progress{Current: math.NaN()}}, "",
+			backend.ErrInvalidProgress},
+		{"negative total", backend.Completion{Result: res, Progress: &task.Progress{Current: 1, Total: -1}}, "",
+			backend.ErrInvalidProgress},
+		{"NUL in the message", backend.Completion{Result: res, Message: "a\x00"}, "", backend.ErrInvalidText},
+	} {
+		b, err := CompletionJSON(tc.c)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%s: %s, %v; want %v", tc.name, b, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.name, b, err, tc.want)
+		}
+	}
+	if _, err := CompletionJSON(backend.Completion{}); err == nil {
+		t.Error("a completion without a result was accepted")
 	}
 }

@@ -206,10 +206,15 @@ func DecodeError(b []byte) (*mcp.Error, error) {
 // CompletionJSON returns the JSON a store keeps for a completion's result:
 // its ResultJSON when the runtime encoded it already, else the encoding of
 // its Result. It fails when the completion's message is not storable text
-// (see CheckMessage).
+// (see CheckMessage), and with backend.ErrInvalidProgress when it carries
+// progress numbers that are not finite and non-negative. A store checks
+// every item of a batch with it before writing anything.
 func CompletionJSON(c backend.Completion) ([]byte, error) {
 	if err := CheckMessage(c.Message); err != nil {
 		return nil, err
+	}
+	if c.Progress != nil && !c.Progress.Valid() {
+		return nil, fmt.Errorf("%w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	if len(c.ResultJSON) > 0 {
 		return c.ResultJSON, nil
