@@ -3,7 +3,6 @@ package taskdata
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -110,15 +109,11 @@ type Answered struct {
 	Done bool
 }
 
-// Accept applies the rule of task.Manager.UpdateTask to a task whose
-// columns hold the outstanding requests (reqJSON) and the responses
-// accepted so far (respJSON): a response is accepted when its key names an
-// outstanding request and it is an answer to that request
-// (task.AnswerMatches); it then stops being outstanding and joins the
-// accepted responses byte for byte. Every other response is ignored:
-// unknown, answered or superseded keys, and answers of the wrong shape. It
-// returns changed false, and the store writes nothing, when no response
-// was accepted. It fails only when a column does not decode.
+// Accept applies the rule of task.Manager.UpdateTask (task.AcceptResponses)
+// to a task whose columns hold the outstanding requests (reqJSON) and the
+// responses accepted so far (respJSON), and returns the columns' new
+// values. It returns changed false, and the store writes nothing, when no
+// response was accepted. It fails only when a column does not decode.
 func Accept(reqJSON, respJSON []byte, responses mcp.InputResponses) (a Answered, changed bool, err error) {
 	outstanding, err := DecodeRequests(reqJSON)
 	if err != nil {
@@ -128,20 +123,10 @@ func Accept(reqJSON, respJSON []byte, responses mcp.InputResponses) (a Answered,
 	if err != nil {
 		return Answered{}, false, err
 	}
-	outstanding, accepted = maps.Clone(outstanding), maps.Clone(accepted)
 	if accepted == nil {
 		accepted = mcp.InputResponses{}
 	}
-	for key, raw := range responses {
-		req, ok := outstanding[key]
-		if !ok || !json.Valid(raw) || !task.AnswerMatches(req, raw) {
-			continue
-		}
-		accepted[key] = raw
-		delete(outstanding, key)
-		changed = true
-	}
-	if !changed {
+	if task.AcceptResponses(outstanding, accepted, responses) == 0 {
 		return Answered{}, false, nil
 	}
 	if a.Requests, err = EncodeJSON(outstanding); err != nil {
