@@ -49,9 +49,7 @@ func (s *Store) ListTasks(ctx context.Context, q task.ListQuery) (task.ListPage,
 		}
 		at, id = time.UnixMicro(p.At).UTC(), p.ID
 	}
-	probe := q.Request
-	probe.TaskID = "x"
-	if !taskdata.Findable(probe) {
+	if !taskdata.Listable(q.Request) {
 		return task.ListPage{}, nil // no stored task has this binding
 	}
 	limit := listcursor.Limit(q.Limit)

@@ -59,9 +59,7 @@ func (s *Store) ListTasks(ctx context.Context, q task.ListQuery) (task.ListPage,
 		}
 		after = p
 	}
-	probe := q.Request
-	probe.TaskID = "x"
-	if !taskdata.Findable(probe) {
+	if !taskdata.Listable(q.Request) {
 		return task.ListPage{}, nil // no stored task has this binding
 	}
 	limit := listcursor.Limit(q.Limit)
