@@ -67,7 +67,8 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default backend.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts; at most
+	// backend.MaxMaxAttempts.
 	DefaultMaxAttempts int
 	// MaxConns bounds the connection pool (the LISTEN session comes on
 	// top). Default: pgxpool's, the larger of 4 and the number of CPUs.

@@ -72,7 +72,8 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default backend.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts; at most
+	// backend.MaxMaxAttempts.
 	DefaultMaxAttempts int
 	// EventPoll is how often the store reads the outbox for changes that
 	// other processes committed to the same file, to publish them on its

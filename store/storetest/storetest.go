@@ -89,6 +89,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Progress", testProgress},
 		{"CompleteBatchInvalidProgress", testCompleteBatchInvalidProgress},
 		{"EnqueueBatch", testEnqueueBatch},
+		{"MaxAttemptsRange", testMaxAttemptsRange},
 		{"Text", testText},
 		{"CountActive", testCountActive},
 		{"FormAnswers", testFormAnswers},

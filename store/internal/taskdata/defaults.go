@@ -2,6 +2,7 @@ package taskdata
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -17,8 +18,9 @@ const (
 // DefaultTTL, PollInterval DefaultPollInterval, MaxAttempts
 // backend.DefaultMaxAttempts) and checks them as Options fields: a
 // negative TTL (unlimited) is kept, a positive one and PollInterval must be
-// whole milliseconds, and neither PollInterval nor MaxAttempts may be
-// negative. The errors name the Options fields (DefaultTTL, ...).
+// whole milliseconds, PollInterval must not be negative, and MaxAttempts
+// must be within [0, backend.MaxMaxAttempts]. The errors name the Options
+// fields (DefaultTTL, ...).
 func (d *EnqueueDefaults) Resolve() error {
 	if d.TTL == 0 {
 		d.TTL = DefaultTTL
@@ -30,8 +32,8 @@ func (d *EnqueueDefaults) Resolve() error {
 		d.MaxAttempts = backend.DefaultMaxAttempts
 	}
 	switch {
-	case d.MaxAttempts < 0:
-		return errors.New("DefaultMaxAttempts must not be negative")
+	case d.MaxAttempts < 0 || d.MaxAttempts > backend.MaxMaxAttempts:
+		return fmt.Errorf("DefaultMaxAttempts must be between 0 and %d", backend.MaxMaxAttempts)
 	case d.TTL > 0 && d.TTL%time.Millisecond != 0:
 		return errors.New("DefaultTTL must be whole milliseconds")
 	case d.PollInterval < 0 || d.PollInterval%time.Millisecond != 0:

@@ -246,7 +246,8 @@ type Enqueue struct {
 
 // ResolveEnqueue checks a creation context and its options and fills in the
 // defaults. A negative TTL means unlimited (0 in the result); TTL and
-// PollInterval must be whole milliseconds. Text a store keeps must be valid
+// PollInterval must be whole milliseconds, and MaxAttempts at most
+// backend.MaxMaxAttempts. Text a store keeps must be valid
 // UTF-8 without NUL bytes (backend.ErrInvalidText).
 func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
 	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
@@ -261,8 +262,8 @@ func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d Enq
 	switch {
 	case e.TTL%time.Millisecond != 0 || e.PollInterval < 0 || e.PollInterval%time.Millisecond != 0:
 		return Enqueue{}, errors.New("TTL and PollInterval must be whole milliseconds")
-	case e.MaxAttempts < 0:
-		return Enqueue{}, errors.New("MaxAttempts must not be negative")
+	case e.MaxAttempts < 0 || e.MaxAttempts > backend.MaxMaxAttempts:
+		return Enqueue{}, fmt.Errorf("MaxAttempts must be between 0 and %d", backend.MaxMaxAttempts)
 	}
 	return e, nil
 }
