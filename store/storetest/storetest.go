@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Events", testEvents},
 		{"TTL", testTTL},
 		{"Prune", testPrune},
+		{"PruneMilliseconds", testPruneMilliseconds},
 		{"Rescue", testRescue},
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},
