@@ -84,7 +84,7 @@ func Run(ctx context.Context, db DB, ms []Migration, p Plan) error {
 		target = len(ms)
 	}
 	if target < 0 || target > len(ms) {
-		return fmt.Errorf("migration target %d is not a version of 0..%d", target, len(ms))
+		return fmt.Errorf("migrations: target %d is not a version of 0..%d", target, len(ms))
 	}
 	if p.Schema.TooNew == nil {
 		return errors.New("migrations: Plan.Schema.TooNew is required")
