@@ -103,22 +103,9 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 	if now.IsZero() {
 		now = s.now()
 	}
-	var n int
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id IN (
-			SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
-			ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
-		if err != nil {
-			return nil, wrapErr("delete expired", err)
-		}
-		k, err := res.RowsAffected()
-		n = int(k)
-		return nil, wrapErr("delete expired", err)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.deleteRows(ctx, "delete expired", `DELETE FROM tasks WHERE id IN (
+		SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
+		ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
 }
 
 // PruneOutbox deletes at most limit outbox rows created before the given
@@ -130,16 +117,22 @@ func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) 
 	if limit < 1 {
 		return 0, nil
 	}
+	return s.deleteRows(ctx, "prune outbox", `DELETE FROM outbox WHERE id IN (
+		SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+}
+
+// deleteRows runs one bounded DELETE on the writer and returns how many
+// rows it deleted; nothing is published.
+func (s *Store) deleteRows(ctx context.Context, what, query string, args ...any) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (
-			SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
-			return nil, wrapErr("prune outbox", err)
+			return nil, wrapErr(what, err)
 		}
 		k, err := res.RowsAffected()
 		n = int(k)
-		return nil, wrapErr("prune outbox", err)
+		return nil, wrapErr(what, err)
 	})
 	if err != nil {
 		return 0, err
