@@ -175,7 +175,8 @@ type EnqueueOptions struct {
 	// ErrIdempotencyConflict.
 	IdempotencyKey string
 	// MaxAttempts bounds the handler failures of the job (default
-	// DefaultMaxAttempts); interrupted runs do not count.
+	// DefaultMaxAttempts, at most MaxMaxAttempts); interrupted runs do not
+	// count.
 	MaxAttempts int
 	// TTL is how long the task is kept from creation (default 24 h).
 	TTL time.Duration
@@ -191,6 +192,10 @@ type EnqueueOptions struct {
 // failover, a full disk, an unreachable dependency) delays a task rather
 // than failing it.
 const DefaultMaxAttempts = 10
+
+// MaxMaxAttempts is the largest MaxAttempts a store keeps (the range of a
+// 32-bit column); a creation with more fails before anything is written.
+const MaxMaxAttempts = 1<<31 - 1
 
 // ErrIdempotencyConflict: an idempotency key was reused with other arguments.
 var ErrIdempotencyConflict = errors.New("backend: idempotency key reused with different arguments")

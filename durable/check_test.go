@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
@@ -170,6 +171,13 @@ func TestCheck(t *testing.T) {
 			`durable: tool "b": TTL, PollInterval and Delay must not be negative`,
 			`durable: tool "b": the handler is nil`,
 		},
+	}, {
+		name: "more attempts than a store keeps",
+		build: func(s *durable.Set) {
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "b"}, MaxAttempts: backend.MaxMaxAttempts + 1,
+				Run: add})
+		},
+		want: []string{`durable: tool "b": MaxAttempts must be at most 2147483647`},
 	}, {
 		name: "every problem at once",
 		build: func(s *durable.Set) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
@@ -52,8 +53,9 @@ type Tool[In, Out any] struct {
 	// other arguments is a tool error. An empty value means no key.
 	IdempotencyKey string
 	// MaxAttempts, TTL, PollInterval and Delay configure each job; zero
-	// values are the store's defaults (see backend.EnqueueOptions). Delay
-	// postpones the first run by that long after creation.
+	// values are the store's defaults (see backend.EnqueueOptions;
+	// MaxAttempts is at most backend.MaxMaxAttempts). Delay postpones the
+	// first run by that long after creation.
 	MaxAttempts  int
 	TTL          time.Duration
 	PollInterval time.Duration
@@ -300,6 +302,8 @@ func (s *Set) checkJob(name string, j jobSpec) bool {
 	n := len(s.problems)
 	if j.maxAttempts < 0 {
 		s.report(name, "MaxAttempts must not be negative")
+	} else if j.maxAttempts > backend.MaxMaxAttempts {
+		s.report(name, "MaxAttempts must be at most %d", backend.MaxMaxAttempts)
 	}
 	if j.ttl < 0 || j.pollInterval < 0 || j.delay < 0 {
 		s.report(name, "TTL, PollInterval and Delay must not be negative")

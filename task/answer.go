@@ -16,6 +16,30 @@ func AnswerMatches(req *mcp.InputRequest, raw json.RawMessage) bool {
 	return CheckAnswer(req, raw) == nil
 }
 
+// AcceptResponses applies the rule of Manager.UpdateTask to one task: each
+// response whose key names an outstanding request and that answers it
+// (AnswerMatches) is accepted, exactly once: its key leaves outstanding and
+// a copy of its bytes, unchanged, joins accepted. Every other response is
+// ignored: unknown, already answered or superseded keys, and answers of the
+// wrong shape. outstanding and accepted are changed in place; accepted may
+// be nil only when nothing is accepted, so callers pass a non-nil map. It
+// returns how many responses it accepted: none means the task does not
+// change. Every Manager (task/memory, store/sqlite, store/postgres) accepts
+// responses through it.
+func AcceptResponses(outstanding mcp.InputRequests, accepted, responses mcp.InputResponses) int {
+	n := 0
+	for key, raw := range responses {
+		req, ok := outstanding[key]
+		if !ok || !AnswerMatches(req, raw) {
+			continue
+		}
+		accepted[key] = append(json.RawMessage(nil), raw...)
+		delete(outstanding, key)
+		n++
+	}
+	return n
+}
+
 // CheckAnswer returns nil when raw is an answer to req, and otherwise an
 // error that says why in terms of req alone (it never quotes raw):
 //

@@ -2,8 +2,12 @@ package task_test
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -119,5 +123,60 @@ func TestValidatorRefusesInvalidForms(t *testing.T) {
 		if want := schema == answerForm || schema == `{"type":"object"}`; (err == nil) != want {
 			t.Errorf("ValidateInputRequests(%s): %v, want ok %v", schema, err, want)
 		}
+	}
+}
+
+func TestAcceptResponses(t *testing.T) {
+	form := mcp.NewElicitFormRequest("Proceed?", json.RawMessage(
+		`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
+	roots := &mcp.InputRequest{Method: mcp.MethodRootsList}
+	yes := json.RawMessage("{ \"action\": \"accept\", \"content\": {\"ok\": true} }")
+	for _, tc := range []struct {
+		name            string
+		responses       mcp.InputResponses
+		want            int
+		left            []string
+		acceptedAfter   []string
+		wantBytesOfForm string
+	}{
+		{"the form answered, byte for byte", mcp.InputResponses{"f": yes}, 1, []string{"r"}, []string{"f", "old"}, string(yes)},
+		{"both answered", mcp.InputResponses{"f": yes, "r": json.RawMessage(`{"roots":[]}`)}, 2, nil,
+			[]string{"f", "old", "r"}, string(yes)},
+		{"unknown key", mcp.InputResponses{"x": yes}, 0, []string{"f", "r"}, []string{"old"}, ""},
+		{"answered before", mcp.InputResponses{"old": yes}, 0, []string{"f", "r"}, []string{"old"}, ""},
+		{"wrong variant", mcp.InputResponses{"f": json.RawMessage(`{"roots":[]}`)}, 0, []string{"f", "r"}, []string{"old"}, ""},
+		{"not the form's shape", mcp.InputResponses{"f": json.RawMessage(`{"action":"accept","content":{"ok":1}}`)}, 0,
+			[]string{"f", "r"}, []string{"old"}, ""},
+		{"not JSON", mcp.InputResponses{"r": json.RawMessage(`{"roots":[`)}, 0, []string{"f", "r"}, []string{"old"}, ""},
+		{"nothing", nil, 0, []string{"f", "r"}, []string{"old"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outstanding := mcp.InputRequests{"f": form, "r": roots}
+			accepted := mcp.InputResponses{"old": json.RawMessage(`{"action":"decline"}`)}
+			responses := mcp.InputResponses{} // the caller's buffers, reused below
+			for k, v := range tc.responses {
+				responses[k] = slices.Clone(v)
+			}
+			if got := task.AcceptResponses(outstanding, accepted, responses); got != tc.want {
+				t.Errorf("accepted %d, want %d", got, tc.want)
+			}
+			if diff := cmp.Diff(tc.left, slices.Sorted(maps.Keys(outstanding))); diff != "" {
+				t.Errorf("outstanding (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.acceptedAfter, slices.Sorted(maps.Keys(accepted))); diff != "" {
+				t.Errorf("accepted keys (-want +got):\n%s", diff)
+			}
+			if tc.wantBytesOfForm != "" && string(accepted["f"]) != tc.wantBytesOfForm {
+				t.Errorf("accepted form answer %s, want %s", accepted["f"], tc.wantBytesOfForm)
+			}
+			for k, v := range responses {
+				if len(v) > 0 {
+					v[0] = 'X'
+				}
+				if a, ok := accepted[k]; ok && k != "old" && string(a) != string(tc.responses[k]) {
+					t.Errorf("accepted %q shares the caller's bytes", k)
+				}
+			}
+		})
 	}
 }

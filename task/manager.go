@@ -63,8 +63,9 @@ type Manager interface {
 	// outstanding input requests, exactly once per key. It ignores
 	// responses whose key is unknown, already answered, duplicated or
 	// superseded, and responses that do not match the request's kind
-	// (for example a sampling result for an elicitation). It returns
-	// ErrNotFound for unknown and unauthorized tasks.
+	// (for example a sampling result for an elicitation);
+	// AcceptResponses applies this rule. It returns ErrNotFound for
+	// unknown and unauthorized tasks.
 	UpdateTask(ctx context.Context, uc UpdateContext) error
 
 	// RequestCancel authorizes rc and records durable, cooperative

@@ -64,15 +64,10 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 	if err != nil {
 		return nil, wrapErr("insert tasks", err)
 	}
-	created = created.UTC()
 	snaps := make([]task.Task, len(items))
 	evs := make([]event, len(items))
 	for i, it := range items {
-		snap, err := task.New(task.Params{
-			ID: c.ids[i], Origin: it.Creation.Origin, Status: task.Working,
-			CreatedAt: created, LastUpdatedAt: created,
-			TTL: resolved[i].TTL, PollInterval: resolved[i].PollInterval,
-		})
+		snap, err := resolved[i].Created(c.ids[i], it.Creation.Origin, created)
 		if err != nil {
 			return nil, errors.Join(errors.New("postgres: tasks created, snapshot failed"), err)
 		}

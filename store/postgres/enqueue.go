@@ -42,7 +42,7 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts back
 	if err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)
 	}
-	ins := insertion{cc: cc, id: id, ttl: e.TTL, poll: e.PollInterval, maxAttempts: e.MaxAttempts, key: opts.IdempotencyKey}
+	ins := insertion{cc: cc, id: id, e: e, key: opts.IdempotencyKey}
 	if !opts.RunAt.IsZero() {
 		ins.runAt = opts.RunAt.Truncate(time.Millisecond)
 	}
@@ -67,12 +67,11 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts back
 
 // insertion is what Enqueue inserts.
 type insertion struct {
-	cc          *task.CreationContext
-	id          string
-	ttl, poll   time.Duration
-	maxAttempts int
-	key         string
-	runAt       time.Time
+	cc    *task.CreationContext
+	id    string
+	e     taskdata.Enqueue
+	key   string
+	runAt time.Time
 }
 
 // insert creates the task, its job and its outbox row in one statement, and
@@ -89,8 +88,8 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 	var created time.Time
 	var outboxID int64
 	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
-		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.ttl.Milliseconds(),
-		ins.poll.Milliseconds(), key, ins.maxAttempts, runAt).Scan(&created, &outboxID)
+		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.e.TTL.Milliseconds(),
+		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt).Scan(&created, &outboxID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
 	}
@@ -98,11 +97,7 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 		return task.Task{}, false, wrapErr("insert task", err)
 	}
 	s.emit(event{id: outboxID, taskID: ins.id})
-	snap, err := task.New(task.Params{
-		ID: ins.id, Origin: ins.cc.Origin, Status: task.Working,
-		CreatedAt: created.UTC(), LastUpdatedAt: created.UTC(),
-		TTL: ins.ttl, PollInterval: ins.poll,
-	})
+	snap, err := ins.e.Created(ins.id, ins.cc.Origin, created)
 	if err != nil {
 		return task.Task{}, false, fmt.Errorf("postgres: %w", err)
 	}
@@ -125,7 +120,7 @@ func (s *Store) idempotent(ctx context.Context, ins *insertion) (task.Task, erro
 		return task.Task{}, wrapErr("idempotency lookup", err)
 	}
 	if expired {
-		if _, err := s.pool.Exec(ctx, s.q.deleteHolder, r.id); err != nil {
+		if _, err := s.pool.Exec(ctx, s.q.deleteHolder, r.ID); err != nil {
 			return task.Task{}, wrapErr("delete expired task", err)
 		}
 		return task.Task{}, nil

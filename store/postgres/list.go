@@ -49,9 +49,7 @@ func (s *Store) ListTasks(ctx context.Context, q task.ListQuery) (task.ListPage,
 		}
 		at, id = time.UnixMicro(p.At).UTC(), p.ID
 	}
-	probe := q.Request
-	probe.TaskID = "x"
-	if !taskdata.Findable(probe) {
+	if !taskdata.Listable(q.Request) {
 		return task.ListPage{}, nil // no stored task has this binding
 	}
 	limit := listcursor.Limit(q.Limit)
@@ -68,7 +66,7 @@ func (s *Store) ListTasks(ctx context.Context, q task.ListQuery) (task.ListPage,
 			return task.ListPage{}, wrapErr("list tasks", err)
 		}
 		if len(page.Tasks) == limit {
-			cur, err := s.cursors.Encode(q.Request, listcursor.Position{At: last.createdAt.UnixMicro(), ID: last.id})
+			cur, err := s.cursors.Encode(q.Request, listcursor.Position{At: last.CreatedAt.UnixMicro(), ID: last.ID})
 			if err != nil {
 				return task.ListPage{}, fmt.Errorf("postgres: %w", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskwire/taskwire/task"
@@ -67,13 +68,19 @@ func TestListUpgradeAndNodes(t *testing.T) {
 		t.Errorf("listing across nodes (-want +got):\n%s", diff)
 	}
 	var indexes int
-	// pg_index of this schema's tasks table only: pg_indexes would render
-	// the definition of every index in the database, and fail when another
-	// test drops its schema meanwhile ("could not open relation").
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_index i
-		JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-		WHERE n.nspname = $1 AND t.relname = 'tasks'
-		AND pg_get_indexdef(i.indexrelid) LIKE '%(endpoint, tenant, created_at, id)%'`, schema).Scan(&indexes); err != nil || indexes != 1 {
+	// Only this schema's relations may reach pg_get_indexdef: it opens the
+	// index it is given, and fails ("could not open relation with OID")
+	// when another test drops its schema meanwhile. Filtering by table name
+	// and schema name in one query is not enough, as the planner may call
+	// it on every table named tasks before it joins pg_namespace. So the
+	// table is resolved to its OID first, its indexes are chosen by that
+	// OID and by the schema's namespace OID, and the CTE is materialized so
+	// that the definition is rendered for those rows only.
+	if err := pool.QueryRow(ctx, `WITH mine AS MATERIALIZED (
+			SELECT i.indexrelid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = to_regclass($1) AND c.relnamespace = to_regnamespace($2))
+		SELECT count(*) FROM mine WHERE pg_get_indexdef(indexrelid) LIKE '%(endpoint, tenant, created_at, id)%'`,
+		pgx.Identifier{schema, "tasks"}.Sanitize(), pgx.Identifier{schema}.Sanitize()).Scan(&indexes); err != nil || indexes != 1 {
 		t.Errorf("listing indexes after the upgrade: %d, %v; want the one built beforehand", indexes, err)
 	}
 	other := openStore(t, newSchema(t), nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -94,28 +95,12 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{Tasks: map[task.Status]int{}, Jobs: map[string]int{}}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
-			count := func(query string, add func(key string, n int)) error {
-				rows, err := tx.Query(ctx, query)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var k string
-					var n int
-					if err := rows.Scan(&k, &n); err != nil {
-						return err
-					}
-					add(k, n)
-				}
-				return rows.Err()
-			}
-			if err := count(`SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`,
-				func(k string, n int) { st.Tasks[task.Status(k)] = n }); err != nil {
+			if err := countBy(ctx, tx, `SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`,
+				st.Tasks); err != nil {
 				return err
 			}
-			if err := count(`SELECT state, count(*) FROM `+s.q.ident+`.jobs GROUP BY state`,
-				func(k string, n int) { st.Jobs[k] = n }); err != nil {
+			if err := countBy(ctx, tx, `SELECT state, count(*) FROM `+s.q.ident+`.jobs GROUP BY state`,
+				st.Jobs); err != nil {
 				return err
 			}
 			if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0) FROM `+s.q.ident+`.outbox`).
@@ -130,4 +115,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, wrapErr("stats", err)
 	}
 	return st, nil
+}
+
+// countBy adds the rows of a grouped count query to into.
+func countBy[K ~string](ctx context.Context, tx pgx.Tx, query string, into map[K]int) error {
+	rows, err := tx.Query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return taskdata.CountBy(rows, into)
 }

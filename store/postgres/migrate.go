@@ -38,6 +38,12 @@ func SchemaVersion() int {
 	return migrations.MustCount(migrationFiles, "migrations")
 }
 
+// schema names the store's schema in version errors.
+func (s *Store) schema() migrations.Schema {
+	return migrations.Schema{Name: fmt.Sprintf("schema %q", s.opts.Schema), TooNew: ErrSchemaTooNew,
+		Outdated: ErrSchemaOutdated}
+}
+
 // checkSchema migrates the schema, or only checks its version when
 // NoMigrate is set.
 func (s *Store) checkSchema(ctx context.Context) error {
@@ -48,13 +54,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch known := SchemaVersion(); {
-	case v > known:
-		return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, known)
-	case v < known:
-		return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaOutdated, s.opts.Schema, v, known)
-	}
-	return nil
+	return s.schema().Check(v, SchemaVersion())
 }
 
 type queryRower interface {
@@ -90,7 +90,6 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 	if err != nil {
 		return err
 	}
-	var applied []migrations.Migration
 	// Migrations may take long on large tables: no per-call deadline, but
 	// MigrateTimeout for the whole (0: none).
 	if d := s.opts.MigrateTimeout; d > 0 {
@@ -98,51 +97,9 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	err = pgx.BeginFunc(ctx, s.pool.Pool, func(tx pgx.Tx) error {
-		applied = nil
-		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = `+strconv.FormatInt(s.opts.MigrateTimeout.Milliseconds(), 10)); err != nil {
-			return wrapErr("migration", err)
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
-			s.opts.Schema); err != nil {
-			return wrapErr("migration lock", err)
-		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`,
-			s.opts.Schema).Scan(&exists); err != nil {
-			return wrapErr("look up schema", err)
-		}
-		if !exists {
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+s.q.ident); err != nil {
-				return wrapErr("create schema", err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.q.ident+`.schema_version (
-			version    INTEGER     PRIMARY KEY,
-			name       TEXT        NOT NULL,
-			applied_at TIMESTAMPTZ NOT NULL
-		)`); err != nil {
-			return wrapErr("create schema_version", err)
-		}
-		v, err := s.version(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if v > len(ms) {
-			return fmt.Errorf("%w: schema %q is at version %d, code at version %d", ErrSchemaTooNew, s.opts.Schema, v, len(ms))
-		}
-		for _, m := range ms[v:max(v, target)] {
-			if _, err := tx.Exec(ctx, s.q.expand(m.SQL)); err != nil {
-				return fmt.Errorf("postgres: migration %03d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+s.q.ident+`.schema_version (version, name, applied_at)
-				VALUES ($1, $2, `+nowExpr(3)+`)`, m.Version, m.Name, s.now()); err != nil {
-				return wrapErr("record migration", err)
-			}
-			applied = append(applied, m)
-		}
-		return nil
-	})
+	var applied []migrations.Migration
+	err = migrations.Run(ctx, migrationDB{s}, ms, migrations.Plan{Schema: s.schema(), Target: target,
+		Applied: func(m migrations.Migration) { applied = append(applied, m) }})
 	if err != nil {
 		if d := s.opts.MigrateTimeout; d > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("postgres: migration of schema %q did not finish within %v (MigrateTimeout): %w", s.opts.Schema, d, err)
@@ -153,4 +110,66 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		s.log.Info("postgres: applied migration", "version", m.Version, "name", m.Name, "schema", s.opts.Schema)
 	}
 	return nil
+}
+
+// migrationDB is the PostgreSQL dialect of the migration runner: one
+// transaction, bounded by MigrateTimeout as its statement_timeout, holding
+// a transaction-scoped advisory lock on the schema's name.
+type migrationDB struct{ s *Store }
+
+// InTx implements migrations.DB.
+func (d migrationDB) InTx(ctx context.Context, fn func(migrations.Tx) error) error {
+	s := d.s
+	return pgx.BeginFunc(ctx, s.pool.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = `+strconv.FormatInt(s.opts.MigrateTimeout.Milliseconds(), 10)); err != nil {
+			return wrapErr("migration", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('taskwire migrate ' || $1, 0))`,
+			s.opts.Schema); err != nil {
+			return wrapErr("migration lock", err)
+		}
+		return fn(migrationTx{s, tx})
+	})
+}
+
+// migrationTx is the migration transaction.
+type migrationTx struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+// Prepare implements migrations.Tx: it creates the schema and its
+// schema_version table when missing.
+func (t migrationTx) Prepare(ctx context.Context) error {
+	s, tx := t.s, t.tx
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`,
+		s.opts.Schema).Scan(&exists); err != nil {
+		return wrapErr("look up schema", err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+s.q.ident); err != nil {
+			return wrapErr("create schema", err)
+		}
+	}
+	_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.q.ident+`.schema_version (
+		version    INTEGER     PRIMARY KEY,
+		name       TEXT        NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL
+	)`)
+	return wrapErr("create schema_version", err)
+}
+
+// Version implements migrations.Tx.
+func (t migrationTx) Version(ctx context.Context) (int, error) { return t.s.version(ctx, t.tx) }
+
+// Apply implements migrations.Tx.
+func (t migrationTx) Apply(ctx context.Context, m migrations.Migration) error {
+	s := t.s
+	if _, err := t.tx.Exec(ctx, s.q.expand(m.SQL)); err != nil {
+		return fmt.Errorf("postgres: migration %03d_%s: %w", m.Version, m.Name, err)
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO `+s.q.ident+`.schema_version (version, name, applied_at)
+		VALUES ($1, $2, `+nowExpr(3)+`)`, m.Version, m.Name, s.now())
+	return wrapErr("record migration", err)
 }

@@ -19,14 +19,15 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
 // Defaults of Options.
 const (
 	DefaultSchema       = "taskwire"
-	DefaultTTL          = 24 * time.Hour
-	DefaultPollInterval = time.Second
+	DefaultTTL          = taskdata.DefaultTTL
+	DefaultPollInterval = taskdata.DefaultPollInterval
 	DefaultMaxAttempts  = backend.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 )
@@ -66,7 +67,8 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default backend.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts; at most
+	// backend.MaxMaxAttempts.
 	DefaultMaxAttempts int
 	// MaxConns bounds the connection pool (the LISTEN session comes on
 	// top). Default: pgxpool's, the larger of 4 and the number of CPUs.
@@ -217,15 +219,11 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.DefaultTTL == 0 {
-		o.DefaultTTL = DefaultTTL
+	d := taskdata.EnqueueDefaults{TTL: o.DefaultTTL, PollInterval: o.DefaultPollInterval, MaxAttempts: o.DefaultMaxAttempts}
+	if err := d.Resolve(); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
-	if o.DefaultPollInterval == 0 {
-		o.DefaultPollInterval = DefaultPollInterval
-	}
-	if o.DefaultMaxAttempts == 0 {
-		o.DefaultMaxAttempts = DefaultMaxAttempts
-	}
+	o.DefaultTTL, o.DefaultPollInterval, o.DefaultMaxAttempts = d.TTL, d.PollInterval, d.MaxAttempts
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -233,12 +231,8 @@ func (o *Options) setDefaults() error {
 		o.ConnectTimeout = o.Timeout
 	}
 	switch {
-	case o.DefaultMaxAttempts < 0 || o.MaxConns < 0:
-		return errors.New("postgres: DefaultMaxAttempts and MaxConns must not be negative")
-	case o.DefaultTTL > 0 && o.DefaultTTL%time.Millisecond != 0:
-		return errors.New("postgres: DefaultTTL must be whole milliseconds")
-	case o.DefaultPollInterval < 0 || o.DefaultPollInterval%time.Millisecond != 0:
-		return errors.New("postgres: DefaultPollInterval must be positive whole milliseconds")
+	case o.MaxConns < 0:
+		return errors.New("postgres: MaxConns must not be negative")
 	case o.Timeout < time.Millisecond || o.Timeout%time.Millisecond != 0:
 		return errors.New("postgres: Timeout must be positive whole milliseconds")
 	case o.ConnectTimeout < time.Millisecond || o.ConnectTimeout%time.Millisecond != 0:

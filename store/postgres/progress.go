@@ -36,19 +36,3 @@ func progressArgs(p *task.Progress) (cur, total *float64) {
 	}
 	return &p.Current, &p.Total
 }
-
-// storedProgress returns the count the columns hold, or nil; numbers the
-// snapshot would refuse (written by hand) count as none.
-func storedProgress(cur, total *float64) *task.Progress {
-	if cur == nil {
-		return nil
-	}
-	p := &task.Progress{Current: *cur}
-	if total != nil {
-		p.Total = *total
-	}
-	if !p.Valid() {
-		return nil
-	}
-	return p
-}

@@ -83,10 +83,7 @@ func (ss *Sessions) Create(ctx context.Context, r session.Record, limits session
 			return wrapErr("lock session owner", err)
 		}
 	}
-	tag, err := tx.Exec(ctx, s.q.createSession, r.Key, r.Endpoint, r.Tenant, r.Principal, r.ProtocolVersion,
-		nullBytes(r.ClientCapabilities), nullBytes(r.ClientInfo), r.LogLevel, r.CreatedAt.UnixMilli(),
-		r.LastUsedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), r.IdleTimeout.Milliseconds(),
-		sessiondata.EndsMs(r.ExpiresAt, r.LastUsedAt, r.IdleTimeout), now.UnixMilli(), maxPerOwner)
+	tag, err := tx.Exec(ctx, s.q.createSession, append(sessiondata.Values(&r), now.UnixMilli(), maxPerOwner)...)
 	if err != nil {
 		return wrapErr("insert session", err)
 	}
@@ -101,19 +98,13 @@ func (ss *Sessions) Load(ctx context.Context, key string, now time.Time) (sessio
 	if !sessiondata.ValidKey(key) {
 		return session.Record{}, session.ErrNotFound
 	}
-	var r session.Record
-	var created, used, expires, idleMs int64
-	err := ss.s.pool.QueryRow(ctx, ss.s.q.loadSession, key, now.UnixMilli()).Scan(&r.Key, &r.Endpoint, &r.Tenant,
-		&r.Principal, &r.ProtocolVersion, &r.ClientCapabilities, &r.ClientInfo, &r.LogLevel, &created, &used,
-		&expires, &idleMs)
+	r, err := sessiondata.Scan(ss.s.pool.QueryRow(ctx, ss.s.q.loadSession, key, now.UnixMilli()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Record{}, session.ErrNotFound
 	}
 	if err != nil {
 		return session.Record{}, wrapErr("load session", err)
 	}
-	r.CreatedAt, r.LastUsedAt, r.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(used).UTC(), time.UnixMilli(expires).UTC()
-	r.IdleTimeout = time.Duration(idleMs) * time.Millisecond
 	return r, nil
 }
 
@@ -179,12 +170,4 @@ func (ss *Sessions) Sweep(ctx context.Context, now time.Time, limit int) (int, e
 		return 0, wrapErr("sweep sessions", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// nullBytes stores empty JSON as NULL, which reads back as nil.
-func nullBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
 }

@@ -171,30 +171,33 @@ const (
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
 	// $5 results, $6 progress counts and $7 totals (NULL: keep the
-	// task's count). Returns one outbox row naming the tasks completed (none
-	// when none was). The
-	// statement is shaped so that its generic (cached) plan is the right
-	// one whatever the batch size: the batch drives primary-key probes of
-	// jobs (the fence names no indexed column but the key: a live lease's
-	// expiry implies state 'running'), and the tasks are probed from the
-	// jobs' RETURNING, which carries the batch's values, so the batch is
-	// never joined with itself.
+	// task's count); no two items may name the same task and attempt.
+	// Returns, for each task completed, the outbox row naming the tasks
+	// completed, the task ID and the attempt of the item that completed it
+	// (no row when none was). The statement is shaped so that its generic
+	// (cached) plan is the right one whatever the batch size: the batch
+	// drives primary-key probes of jobs (the fence names no indexed column
+	// but the key: a live lease's expiry implies state 'running'), and the
+	// tasks are probed from the jobs' RETURNING, which carries the batch's
+	// values, so the batch is never joined with itself.
 	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
 			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::float8[], $7::float8[])
 				AS v(task_id, attempt, message, result, progress, total)
 			WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id, v.message, v.result, v.progress, v.total),
+			RETURNING j.task_id, v.attempt, v.message, v.result, v.progress, v.total),
 		t AS (
 			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = j.message, input_requests = NULL,
 				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
 				progress = coalesce(j.progress, t.progress),
 				progress_total = CASE WHEN j.progress IS NULL THEN t.progress_total ELSE j.total END
 			FROM j WHERE t.id = j.task_id
-			RETURNING t.id)
-		INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
-		SELECT '', array_agg(id), {{now}} FROM t HAVING count(*) > 0
-		RETURNING id, task_ids`
+			RETURNING t.id, j.attempt),
+		o AS (
+			INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
+			SELECT '', array_agg(id), {{now}} FROM t HAVING count(*) > 0
+			RETURNING id)
+		SELECT o.id, t.id, t.attempt FROM o, t`
 
 	// $4 run at (NULL: now), $5 message, $6 exhausted error. The
 	// failure that reaches max_attempts fails the task instead.

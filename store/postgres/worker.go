@@ -73,12 +73,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for _, c := range got {
 		j := c.job
 		j.LeaseExpires = j.LeaseExpires.UTC()
-		origin, err := task.ParseOrigin(c.origin)
-		if err == nil {
-			j.Origin = origin
-			j.Responses, err = taskdata.DecodeResponses(c.responses)
-		}
-		if err != nil {
+		if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.
 			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
@@ -192,45 +187,47 @@ func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 }
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
-// under its own fence, in one statement and one transaction.
+// under its own fence, in one statement and one transaction. An item that
+// repeats an earlier item's lease is lost, as it would be if the items were
+// completed one by one: the job is done by then.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
-	ids := make([]string, len(items))
-	attempts := make([]int64, len(items))
-	messages := make([]string, len(items))
-	results := make([][]byte, len(items))
-	progress, totals := make([]*float64, len(items)), make([]*float64, len(items))
+	n := len(items)
+	ids, attempts, messages := make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
+	results, progress, totals := make([][]byte, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
+	first := make(map[backend.Lease]bool, n) // the leases sent, each with its first item
+	sent := make([]bool, n)
 	for i, it := range items {
 		b, err := taskdata.CompletionJSON(it)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		if it.Progress != nil && !it.Progress.Valid() {
-			return nil, fmt.Errorf("postgres: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
+		if first[it.Lease] {
+			continue
 		}
-		ids[i], attempts[i], messages[i], results[i] = it.Lease.TaskID, it.Lease.Attempt, it.Message, b
-		progress[i], totals[i] = progressArgs(it.Progress)
+		first[it.Lease], sent[i] = true, true
+		cur, total := progressArgs(it.Progress)
+		ids, attempts, messages = append(ids, it.Lease.TaskID), append(attempts, it.Lease.Attempt), append(messages, it.Message)
+		results, progress, totals = append(results, b), append(progress, cur), append(totals, total)
 	}
 	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, progress, totals)
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
-	var outboxID int64
-	var completed []string
-	if _, err := pgx.ForEachRow(rows, []any{&outboxID, &completed}, func() error { return nil }); err != nil {
+	var ev event
+	var attempt int64
+	var evs []event
+	done := make(map[backend.Lease]bool, len(ids))
+	if _, err := pgx.ForEachRow(rows, []any{&ev.id, &ev.taskID, &attempt}, func() error {
+		evs = append(evs, ev)
+		done[backend.Lease{TaskID: ev.taskID, Attempt: attempt}] = true
+		return nil
+	}); err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
-	evs := make([]event, len(completed))
-	for i, id := range completed {
-		evs[i] = event{id: outboxID, taskID: id}
-	}
-	done := make(map[string]bool, len(evs))
-	for _, ev := range evs {
-		done[ev.taskID] = true
-	}
-	lost := make([]bool, len(items))
-	for i, id := range ids {
-		lost[i] = !done[id]
+	lost := make([]bool, n)
+	for i, it := range items {
+		lost[i] = !sent[i] || !done[it.Lease]
 	}
 	s.emit(evs...)
 	return lost, nil
@@ -268,18 +265,10 @@ func fencedEvent(ctx context.Context, q queryRower, what, sql string, args ...an
 // Stored errors of tasks the store fails by itself.
 var (
 	// exhaustedJSON: the job used its attempts.
-	exhaustedJSON = mustJSON(taskdata.ExhaustedError())
+	exhaustedJSON = taskdata.ExhaustedJSON()
 	// internalErrorJSON: the task's stored data is unreadable.
-	internalErrorJSON = mustJSON(mcp.InternalError())
+	internalErrorJSON = taskdata.InternalErrorJSON()
 )
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
 
 // Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error

@@ -37,10 +37,8 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts back
 		nowMs := s.now().UnixMilli()
 		if key := opts.IdempotencyKey; key != "" {
 			existing, err := s.idempotent(ctx, tx, cc, key, nowMs)
-			if err != nil || existing != nil {
-				if existing != nil {
-					snap, err = existing.snapshot()
-				}
+			if err != nil || !existing.IsZero() {
+				snap = existing
 				return nil, err
 			}
 		}
@@ -127,51 +125,47 @@ func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContex
 	if err := outbox(ctx, tx, id, nowMs); err != nil {
 		return task.Task{}, err
 	}
-	snap, err := task.New(task.Params{
-		ID: id, Origin: cc.Origin, Status: task.Working,
-		CreatedAt: time.UnixMilli(nowMs).UTC(), LastUpdatedAt: time.UnixMilli(nowMs).UTC(),
-		TTL: e.TTL, PollInterval: e.PollInterval,
-	})
+	snap, err := e.Created(id, cc.Origin, time.UnixMilli(nowMs))
 	if err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)
 	}
 	return snap, nil
 }
 
-// idempotent returns the live task holding an idempotency key, or nil when
-// there is none; an expired holder is deleted to free the key. It fails with
+// idempotent returns the live task holding an idempotency key, or the zero
+// Task when there is none; an expired holder is deleted to free the key. It fails with
 // backend.ErrIdempotencyConflict when the holder's arguments differ.
-func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContext, key string, nowMs int64) (*taskRow, error) {
+func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContext, key string, nowMs int64) (task.Task, error) {
 	var id string
 	var expires sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT id, expires_at FROM tasks
 		WHERE tenant = ? AND endpoint = ? AND kind = ? AND idempotency_key = ?`,
 		cc.Request.Tenant, cc.Request.Endpoint, cc.Origin.Tool(), key).Scan(&id, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return task.Task{}, nil
 	}
 	if err != nil {
-		return nil, wrapErr("idempotency lookup", err)
+		return task.Task{}, wrapErr("idempotency lookup", err)
 	}
 	if expires.Valid && expires.Int64 <= nowMs {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id); err != nil {
-			return nil, wrapErr("delete expired task", err)
+			return task.Task{}, wrapErr("delete expired task", err)
 		}
-		return nil, nil
+		return task.Task{}, nil
 	}
 	r, err := liveTask(ctx, tx, id, nowMs)
 	if err != nil {
-		return nil, err
+		return task.Task{}, err
 	}
 	if r == nil {
-		return nil, errors.New("sqlite: the idempotency key's holder vanished")
+		return task.Task{}, errors.New("sqlite: the idempotency key's holder vanished")
 	}
-	origin, err := task.ParseOrigin(r.origin)
+	holder, err := r.snapshot()
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: task origin: %w", err)
+		return task.Task{}, err
 	}
-	if !taskdata.SameArguments(origin, cc.Origin) {
-		return nil, backend.ErrIdempotencyConflict
+	if !taskdata.SameArguments(holder.Origin(), cc.Origin) {
+		return task.Task{}, backend.ErrIdempotencyConflict
 	}
-	return r, nil
+	return holder, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -102,22 +103,9 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 	if now.IsZero() {
 		now = s.now()
 	}
-	var n int
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id IN (
-			SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
-			ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
-		if err != nil {
-			return nil, wrapErr("delete expired", err)
-		}
-		k, err := res.RowsAffected()
-		n = int(k)
-		return nil, wrapErr("delete expired", err)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.deleteRows(ctx, "delete expired", `DELETE FROM tasks WHERE id IN (
+		SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
+		ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
 }
 
 // PruneOutbox deletes at most limit outbox rows created before the given
@@ -129,16 +117,22 @@ func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) 
 	if limit < 1 {
 		return 0, nil
 	}
+	return s.deleteRows(ctx, "prune outbox", `DELETE FROM outbox WHERE id IN (
+		SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+}
+
+// deleteRows runs one bounded DELETE on the writer and returns how many
+// rows it deleted; nothing is published.
+func (s *Store) deleteRows(ctx context.Context, what, query string, args ...any) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (
-			SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
-			return nil, wrapErr("prune outbox", err)
+			return nil, wrapErr(what, err)
 		}
 		k, err := res.RowsAffected()
 		n = int(k)
-		return nil, wrapErr("prune outbox", err)
+		return nil, wrapErr(what, err)
 	})
 	if err != nil {
 		return 0, err
@@ -170,28 +164,10 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, wrapErr("stats", err)
 	}
 	defer tx.Rollback()
-	count := func(query string, add func(key string, n int)) error {
-		rows, err := tx.QueryContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			var n int
-			if err := rows.Scan(&k, &n); err != nil {
-				return err
-			}
-			add(k, n)
-		}
-		return rows.Err()
-	}
-	if err := count(`SELECT status, count(*) FROM tasks GROUP BY status`,
-		func(k string, n int) { st.Tasks[task.Status(k)] = n }); err != nil {
+	if err := countBy(ctx, tx, `SELECT status, count(*) FROM tasks GROUP BY status`, st.Tasks); err != nil {
 		return Stats{}, wrapErr("stats", err)
 	}
-	if err := count(`SELECT state, count(*) FROM jobs GROUP BY state`,
-		func(k string, n int) { st.Jobs[k] = n }); err != nil {
+	if err := countBy(ctx, tx, `SELECT state, count(*) FROM jobs GROUP BY state`, st.Jobs); err != nil {
 		return Stats{}, wrapErr("stats", err)
 	}
 	var last sql.NullInt64
@@ -203,4 +179,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	return st, nil
+}
+
+// countBy adds the rows of a grouped count query to into.
+func countBy[K ~string](ctx context.Context, tx *sql.Tx, query string, into map[K]int) error {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return taskdata.CountBy(rows, into)
 }

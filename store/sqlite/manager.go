@@ -3,13 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
-	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
@@ -19,65 +16,35 @@ const taskColumns = `id, endpoint, tenant, kind, status, status_message, origin,
 	ttl_ms, poll_interval_ms, input_requests, input_responses, used_keys, result, error, cancel_requested,
 	progress, progress_total`
 
-// taskRow is one row of the tasks table.
+// taskRow is one row of the tasks table: what a snapshot is built from,
+// and the columns the store's own rules read.
 type taskRow struct {
-	id, endpoint, tenant, kind string
-	status                     task.Status
-	message                    string
-	origin                     []byte
-	createdAt, updatedAt       int64
-	ttlMs, pollMs              int64
-	requests, responses        []byte
-	usedKeys                   []byte
-	result, errJSON            []byte
-	cancelRequested            bool
-	progress, progressTotal    sql.NullFloat64
+	taskdata.Row
+	endpoint, tenant, kind string
+	responses, usedKeys    []byte
+	cancelRequested        bool
 }
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTask(sc scanner) (*taskRow, error) {
 	var r taskRow
-	var status string
-	err := sc.Scan(&r.id, &r.endpoint, &r.tenant, &r.kind, &status, &r.message, &r.origin, &r.createdAt,
-		&r.updatedAt, &r.ttlMs, &r.pollMs, &r.requests, &r.responses, &r.usedKeys, &r.result, &r.errJSON,
-		&r.cancelRequested, &r.progress, &r.progressTotal)
+	var createdMs, updatedMs int64
+	err := sc.Scan(&r.ID, &r.endpoint, &r.tenant, &r.kind, &r.Status, &r.Message, &r.Origin, &createdMs,
+		&updatedMs, &r.TTLMs, &r.PollMs, &r.Requests, &r.responses, &r.usedKeys, &r.Result, &r.Error,
+		&r.cancelRequested, &r.Progress, &r.ProgressTotal)
 	if err != nil {
 		return nil, err
 	}
-	r.status = task.Status(status)
+	r.CreatedAt, r.UpdatedAt = time.UnixMilli(createdMs), time.UnixMilli(updatedMs)
 	return &r, nil
 }
 
 // snapshot builds the task.Task a row describes.
 func (r *taskRow) snapshot() (task.Task, error) {
-	origin, err := task.ParseOrigin(r.origin)
+	t, err := r.Snapshot()
 	if err != nil {
-		return task.Task{}, fmt.Errorf("sqlite: task origin: %w", err)
-	}
-	p := task.Params{
-		ID:            r.id,
-		Origin:        origin,
-		Status:        r.status,
-		StatusMessage: r.message,
-		CreatedAt:     time.UnixMilli(r.createdAt).UTC(),
-		LastUpdatedAt: time.UnixMilli(r.updatedAt).UTC(),
-		TTL:           time.Duration(r.ttlMs) * time.Millisecond,
-		PollInterval:  time.Duration(r.pollMs) * time.Millisecond,
-		Progress:      storedProgress(r.progress, r.progressTotal),
-	}
-	if p.InputRequests, err = taskdata.DecodeRequests(r.requests); err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)
-	}
-	if p.Result, err = taskdata.DecodeResult(r.result); err != nil {
-		return task.Task{}, fmt.Errorf("sqlite: %w", err)
-	}
-	if p.Error, err = taskdata.DecodeError(r.errJSON); err != nil {
-		return task.Task{}, fmt.Errorf("sqlite: %w", err)
-	}
-	t, err := task.New(p)
-	if err != nil {
-		return task.Task{}, fmt.Errorf("sqlite: stored task is invalid: %w", err)
 	}
 	return t, nil
 }
@@ -131,8 +98,9 @@ func (s *Store) FindTask(ctx context.Context, rc task.RequestContext) (task.Task
 // accepted once: it is removed from the outstanding requests and added, byte
 // for byte, to the task's accepted responses. Other responses are ignored.
 // When nothing remains outstanding the task turns working with no status
-// message and a job waiting for the answers becomes available. It returns task.ErrNotFound for unknown,
-// expired and unauthorized tasks.
+// message and a job waiting for the answers becomes available
+// (taskdata.Accept). It returns task.ErrNotFound for unknown, expired and
+// unauthorized tasks.
 func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 	if !taskdata.Findable(uc.RequestContext) {
 		return task.ErrNotFound
@@ -146,62 +114,34 @@ func (s *Store) UpdateTask(ctx context.Context, uc task.UpdateContext) error {
 		if r == nil {
 			return nil, task.ErrNotFound
 		}
-		outstanding, err := taskdata.DecodeRequests(r.requests)
+		a, changed, err := taskdata.Accept(r.Requests, r.responses, uc.Responses)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		accepted, err := taskdata.DecodeResponses(r.responses)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		if accepted == nil {
-			accepted = mcp.InputResponses{}
-		}
-		outstanding = maps.Clone(outstanding)
-		changed := false
-		for key, raw := range uc.Responses {
-			req, ok := outstanding[key]
-			if !ok || !json.Valid(raw) || !task.AnswerMatches(req, raw) {
-				continue
-			}
-			accepted[key] = raw
-			delete(outstanding, key)
-			changed = true
 		}
 		if !changed {
 			return nil, nil
 		}
-		reqJSON, err := taskdata.EncodeJSON(outstanding)
-		if err != nil {
-			return nil, wrapErr("encode input requests", err)
-		}
-		respJSON, err := taskdata.EncodeResponses(accepted)
-		if err != nil {
-			return nil, wrapErr("encode input responses", err)
-		}
-		// With every request answered the task works again, and the
-		// message that asked for input is stale.
-		status, message := r.status, r.message
-		if len(outstanding) == 0 {
-			status, message = task.Working, ""
+		status, message := r.Status, r.Message
+		if a.Done {
+			status, message = string(task.Working), ""
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, status_message = ?, input_requests = ?,
 			input_responses = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
-			string(status), message, nullText(reqJSON), nullText(respJSON), nowMs, r.id); err != nil {
+			status, message, nullText(a.Requests), nullText(a.Responses), nowMs, r.ID); err != nil {
 			return nil, wrapErr("update task", err)
 		}
-		if len(outstanding) == 0 {
+		if a.Done {
 			// The job wakes with its run_at kept (it is in the past), so
 			// it is claimed in its original place in the queue.
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available'
-				WHERE task_id = ? AND state IN ('awaiting_input', 'available')`, r.id); err != nil {
+				WHERE task_id = ? AND state IN ('awaiting_input', 'available')`, r.ID); err != nil {
 				return nil, wrapErr("wake job", err)
 			}
 		}
-		if err := outbox(ctx, tx, r.id, nowMs); err != nil {
+		if err := outbox(ctx, tx, r.ID, nowMs); err != nil {
 			return nil, err
 		}
-		return []string{r.id}, nil
+		return []string{r.ID}, nil
 	})
 }
 
@@ -223,22 +163,22 @@ func (s *Store) RequestCancel(ctx context.Context, rc task.RequestContext) error
 		if r == nil {
 			return nil, task.ErrNotFound
 		}
-		if r.cancelRequested || r.status.Terminal() {
+		if r.cancelRequested || task.Status(r.Status).Terminal() {
 			return nil, nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET cancel_requested = 1 WHERE id = ?`, r.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET cancel_requested = 1 WHERE id = ?`, r.ID); err != nil {
 			return nil, wrapErr("request cancel", err)
 		}
 		// A job awaiting input becomes available, keeping its run-at time
 		// (when it parked), so that a worker sees the intent.
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'available'
-			WHERE task_id = ? AND state = 'awaiting_input'`, r.id); err != nil {
+			WHERE task_id = ? AND state = 'awaiting_input'`, r.ID); err != nil {
 			return nil, wrapErr("request cancel", err)
 		}
-		if err := outbox(ctx, tx, r.id, nowMs); err != nil {
+		if err := outbox(ctx, tx, r.ID, nowMs); err != nil {
 			return nil, err
 		}
-		return []string{r.id}, nil
+		return []string{r.ID}, nil
 	})
 }
 

@@ -37,6 +37,9 @@ func SchemaVersion() int {
 	return migrations.MustCount(migrationFiles, "migrations")
 }
 
+// schema names the database in version errors.
+var schema = migrations.Schema{Name: "database", TooNew: ErrSchemaTooNew, Outdated: ErrSchemaOutdated}
+
 // checkSchema migrates the database, or only checks its version when
 // NoMigrate is set.
 func (s *Store) checkSchema(ctx context.Context) error {
@@ -47,13 +50,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch known := SchemaVersion(); {
-	case v > known:
-		return fmt.Errorf("%w: database version %d, code version %d", ErrSchemaTooNew, v, known)
-	case v < known:
-		return fmt.Errorf("%w: database version %d, code version %d", ErrSchemaOutdated, v, known)
-	}
-	return nil
+	return schema.Check(v, SchemaVersion())
 }
 
 type queryer interface {
@@ -83,45 +80,52 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range ms {
-		applied := false
-		err := s.writeUnbounded(ctx, func(tx *wtx) ([]string, error) {
-			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-				version    INTEGER PRIMARY KEY,
-				name       TEXT    NOT NULL,
-				applied_at INTEGER NOT NULL
-			) STRICT`); err != nil {
-				return nil, wrapErr("create schema_version", err)
-			}
-			v, err := s.version(ctx, tx)
-			if err != nil {
-				return nil, err
-			}
-			if v > len(ms) {
-				return nil, fmt.Errorf("%w: database version %d, code version %d", ErrSchemaTooNew, v, len(ms))
-			}
-			if v >= m.Version {
-				return nil, nil
-			}
-			// Several statements: run unprepared.
-			if _, err := tx.tx.ExecContext(ctx, m.SQL); err != nil {
-				return nil, fmt.Errorf("sqlite: migration %03d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, s.now().UnixMilli()); err != nil {
-				return nil, wrapErr("record migration", err)
-			}
-			applied = true
-			return nil, nil
-		})
-		if err != nil {
-			return err
-		}
-		if applied {
+	return migrations.Run(ctx, migrationDB{s}, ms, migrations.Plan{Schema: schema, Each: true,
+		Applied: func(m migrations.Migration) {
 			s.log.Info("sqlite: applied migration", "version", m.Version, "name", m.Name, "path", s.opts.Path)
-		}
+		}})
+}
+
+// migrationDB is the SQLite dialect of the migration runner: the one
+// writer's BEGIN IMMEDIATE is the lock, without the per-call deadline
+// (migrations may take long).
+type migrationDB struct{ s *Store }
+
+// InTx implements migrations.DB.
+func (d migrationDB) InTx(ctx context.Context, fn func(migrations.Tx) error) error {
+	return d.s.writeUnbounded(ctx, func(tx *wtx) ([]string, error) {
+		return nil, fn(migrationTx{d.s, tx})
+	})
+}
+
+// migrationTx is one migration transaction on the writer.
+type migrationTx struct {
+	s  *Store
+	tx *wtx
+}
+
+// Prepare implements migrations.Tx.
+func (t migrationTx) Prepare(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`)
+	return wrapErr("create schema_version", err)
+}
+
+// Version implements migrations.Tx.
+func (t migrationTx) Version(ctx context.Context) (int, error) { return t.s.version(ctx, t.tx) }
+
+// Apply implements migrations.Tx.
+func (t migrationTx) Apply(ctx context.Context, m migrations.Migration) error {
+	// Several statements: run unprepared.
+	if _, err := t.tx.tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("sqlite: migration %03d_%s: %w", m.Version, m.Name, err)
 	}
-	return nil
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, t.s.now().UnixMilli())
+	return wrapErr("record migration", err)
 }
 
 // wrapErr prefixes a storage error with what the store was doing; nil stays

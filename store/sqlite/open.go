@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 
 	"github.com/taskwire/taskwire/task"
 )
@@ -26,8 +27,8 @@ import (
 // Defaults of Options.
 const (
 	DefaultBusyTimeout  = 5 * time.Second
-	DefaultTTL          = 24 * time.Hour
-	DefaultPollInterval = time.Second
+	DefaultTTL          = taskdata.DefaultTTL
+	DefaultPollInterval = taskdata.DefaultPollInterval
 	DefaultMaxAttempts  = backend.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 	// DefaultReadConns is the size of the read-only connection pool.
@@ -71,7 +72,8 @@ type Options struct {
 	// without one. Default 1 s.
 	DefaultPollInterval time.Duration
 	// DefaultMaxAttempts bounds the attempts of jobs enqueued without a
-	// bound. Default backend.DefaultMaxAttempts.
+	// bound. Default backend.DefaultMaxAttempts; at most
+	// backend.MaxMaxAttempts.
 	DefaultMaxAttempts int
 	// EventPoll is how often the store reads the outbox for changes that
 	// other processes committed to the same file, to publish them on its
@@ -222,24 +224,16 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.DefaultTTL == 0 {
-		o.DefaultTTL = DefaultTTL
+	d := taskdata.EnqueueDefaults{TTL: o.DefaultTTL, PollInterval: o.DefaultPollInterval, MaxAttempts: o.DefaultMaxAttempts}
+	if err := d.Resolve(); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	if o.DefaultPollInterval == 0 {
-		o.DefaultPollInterval = DefaultPollInterval
-	}
-	if o.DefaultMaxAttempts == 0 {
-		o.DefaultMaxAttempts = DefaultMaxAttempts
-	}
+	o.DefaultTTL, o.DefaultPollInterval, o.DefaultMaxAttempts = d.TTL, d.PollInterval, d.MaxAttempts
 	switch {
-	case o.BusyTimeout < 0 || o.ReadConns < 0 || o.DefaultMaxAttempts < 0:
-		return errors.New("sqlite: BusyTimeout, ReadConns and DefaultMaxAttempts must not be negative")
+	case o.BusyTimeout < 0 || o.ReadConns < 0:
+		return errors.New("sqlite: BusyTimeout and ReadConns must not be negative")
 	case o.Timeout < 0:
 		return errors.New("sqlite: Timeout must be positive")
-	case o.DefaultTTL > 0 && o.DefaultTTL%time.Millisecond != 0:
-		return errors.New("sqlite: DefaultTTL must be whole milliseconds")
-	case o.DefaultPollInterval < 0 || o.DefaultPollInterval%time.Millisecond != 0:
-		return errors.New("sqlite: DefaultPollInterval must be positive whole milliseconds")
 	}
 	return nil
 }

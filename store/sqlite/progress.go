@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/taskwire/taskwire/backend"
@@ -44,12 +43,9 @@ func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message s
 }
 
 // completeWithProgress is setTerminal for a batched completion that
-// carries the progress count of its last report: one UPDATE sets both, so
-// the row is rewritten once.
+// carries the (checked) progress count of its last report: one UPDATE sets
+// both, so the row is rewritten once.
 func completeWithProgress(ctx context.Context, tx *wtx, it backend.Completion, result string, nowMs int64) error {
-	if !it.Progress.Valid() {
-		return fmt.Errorf("sqlite: %w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
-	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
 		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
 		it.Message, result, it.Progress.Current, it.Progress.Total, nowMs, it.Lease.TaskID); err != nil {
@@ -64,17 +60,4 @@ func progressArgs(p *task.Progress) (cur, total any) {
 		return nil, nil
 	}
 	return p.Current, p.Total
-}
-
-// storedProgress returns the count the columns hold, or nil; numbers the
-// snapshot would refuse (written by hand) count as none.
-func storedProgress(cur, total sql.NullFloat64) *task.Progress {
-	if !cur.Valid {
-		return nil
-	}
-	p := &task.Progress{Current: cur.Float64, Total: total.Float64}
-	if !p.Valid() {
-		return nil
-	}
-	return p
 }

@@ -16,20 +16,7 @@ func (j jobStore) PruneJobs(ctx context.Context, before time.Time, limit int) (i
 	if limit < 1 {
 		return 0, nil
 	}
-	var n int
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE task_id IN (
-			SELECT j.task_id FROM jobs j JOIN tasks t ON t.id = j.task_id
-			WHERE j.state = 'done' AND t.updated_at < ? LIMIT ?)`, before.UnixMilli(), limit)
-		if err != nil {
-			return nil, wrapErr("prune jobs", err)
-		}
-		k, err := res.RowsAffected()
-		n = int(k)
-		return nil, wrapErr("prune jobs", err)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.deleteRows(ctx, "prune jobs", `DELETE FROM jobs WHERE task_id IN (
+		SELECT j.task_id FROM jobs j JOIN tasks t ON t.id = j.task_id
+		WHERE j.state = 'done' AND t.updated_at < ? LIMIT ?)`, before.UnixMilli(), limit)
 }

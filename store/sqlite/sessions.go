@@ -97,10 +97,7 @@ func (ss *Sessions) Create(ctx context.Context, r session.Record, limits session
 				return nil, session.ErrLimit
 			}
 		}
-		if _, err := tx.ExecContext(ctx, sqlInsertSession, r.Key, r.Endpoint, r.Tenant, r.Principal,
-			r.ProtocolVersion, nullBlob(r.ClientCapabilities), nullBlob(r.ClientInfo), r.LogLevel,
-			r.CreatedAt.UnixMilli(), r.LastUsedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), r.IdleTimeout.Milliseconds(),
-			sessiondata.EndsMs(r.ExpiresAt, r.LastUsedAt, r.IdleTimeout)); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlInsertSession, sessiondata.Values(&r)...); err != nil {
 			return nil, wrapErr("insert session", err)
 		}
 		return nil, nil
@@ -114,19 +111,13 @@ func (ss *Sessions) Load(ctx context.Context, key string, now time.Time) (sessio
 	}
 	ctx, cancel := ss.s.bound(ctx)
 	defer cancel()
-	var r session.Record
-	var created, used, expires, idleMs int64
-	err := ss.s.rs.QueryRowContext(ctx, sqlLoadSession, key, now.UnixMilli()).Scan(&r.Key, &r.Endpoint, &r.Tenant,
-		&r.Principal, &r.ProtocolVersion, &r.ClientCapabilities, &r.ClientInfo, &r.LogLevel, &created, &used,
-		&expires, &idleMs)
+	r, err := sessiondata.Scan(ss.s.rs.QueryRowContext(ctx, sqlLoadSession, key, now.UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return session.Record{}, session.ErrNotFound
 	}
 	if err != nil {
 		return session.Record{}, wrapErr("load session", err)
 	}
-	r.CreatedAt, r.LastUsedAt, r.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(used).UTC(), time.UnixMilli(expires).UTC()
-	r.IdleTimeout = time.Duration(idleMs) * time.Millisecond
 	return r, nil
 }
 
@@ -208,12 +199,4 @@ func (ss *Sessions) Sweep(ctx context.Context, now time.Time, limit int) (int, e
 		return nil, wrapErr("sweep sessions", err)
 	})
 	return int(n), err
-}
-
-// nullBlob stores empty JSON as NULL, which reads back as nil.
-func nullBlob(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
 }

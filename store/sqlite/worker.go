@@ -96,12 +96,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		var publish []string
 		for _, c := range cands {
 			j := c.job
-			origin, err := task.ParseOrigin(c.origin)
-			if err == nil {
-				j.Origin = origin
-				j.Responses, err = taskdata.DecodeResponses(c.responses)
-			}
-			if err != nil {
+			if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
 				// A row this code cannot read must not block the queue
 				// forever: fail its task and go on.
 				s.log.Error("sqlite: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
@@ -135,13 +130,12 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 // failUnreadable fails a task whose row cannot be decoded, with the fixed
 // internal error, and finishes its job.
 func failUnreadable(ctx context.Context, tx *wtx, id string, nowMs int64) error {
-	errJSON, _ := json.Marshal(mcp.InternalError())
 	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
 		WHERE task_id = ?`, id); err != nil {
 		return wrapErr("fail unreadable task", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', status_message = '', input_requests = NULL,
-		result = NULL, error = ?, updated_at = max(updated_at, ?) WHERE id = ?`, string(errJSON), nowMs, id); err != nil {
+		result = NULL, error = ?, updated_at = max(updated_at, ?) WHERE id = ?`, string(taskdata.InternalErrorJSON()), nowMs, id); err != nil {
 		return wrapErr("fail unreadable task", err)
 	}
 	return outbox(ctx, tx, id, nowMs)
@@ -307,7 +301,8 @@ func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status,
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence in one immediate transaction, so the batch costs one
-// commit. Items whose lease is lost are skipped and reported.
+// commit. Items whose lease is lost are skipped and reported. Every item is
+// checked before anything is written: an invalid one fails the batch.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
 	results := make([]string, len(items))
@@ -361,13 +356,7 @@ func setTerminal(ctx context.Context, tx *wtx, id string, status task.Status, me
 }
 
 // exhaustedJSON is the stored error of a task whose job used its attempts.
-var exhaustedJSON = func() string {
-	b, err := json.Marshal(taskdata.ExhaustedError())
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}()
+var exhaustedJSON = string(taskdata.ExhaustedJSON())
 
 // Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/taskwire/taskwire/backend"
@@ -75,5 +76,40 @@ func testCompleteBatch(t *testing.T, open opener) {
 	lost, err = bc.CompleteBatch(bg, []backend.Completion{{Lease: jobs[ids[0]].Lease, Result: res}})
 	if err != nil || !lost[0] {
 		t.Fatalf("second CompleteBatch = %v, %v; want lost", lost, err)
+	}
+}
+
+// testCompleteBatchOneJobTwice: a batch that holds a job's old lease and its
+// current lease, the current one twice, completes the job once, through the
+// first item that names its current lease, and reports every other item
+// lost, as the same completions made one by one would.
+func testCompleteBatchOneJobTwice(t *testing.T, open opener) {
+	b, c := open(t)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
+	if !ok {
+		t.Skip("backend does not implement backend.BatchCompleter")
+	}
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
+	stale := claimOne(t, b, c, tk.ID()).Lease
+	c.Advance(lease)
+	if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
+		t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
+	}
+	current := claimOne(t, b, c, tk.ID()).Lease
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "batched"}}}
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{
+		{Lease: stale, Result: res, Message: "stale"},
+		{Lease: current, Result: res, Message: "current"},
+		{Lease: current, Result: res, Message: "again"},
+	})
+	if err != nil {
+		t.Fatalf("CompleteBatch: %v", err)
+	}
+	if want := []bool{true, false, true}; !slices.Equal(lost, want) {
+		t.Errorf("lost = %v, want %v", lost, want)
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Completed || got.StatusMessage() != "current" {
+		t.Errorf("after CompleteBatch: %v message %q, want completed through the first current item", got.Status(),
+			got.StatusMessage())
 	}
 }

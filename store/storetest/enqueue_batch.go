@@ -110,3 +110,31 @@ func testEnqueueBatch(t *testing.T, open opener) {
 		t.Errorf("refused batches published %v", published[before:])
 	}
 }
+
+// testMaxAttemptsRange: MaxAttempts beyond backend.MaxMaxAttempts is
+// refused, by Enqueue and EnqueueBatch alike and before anything is
+// written, rather than stored by one database, refused by another and
+// wrapped around on the way to it; the largest allowed value is kept as it
+// is.
+func testMaxAttemptsRange(t *testing.T, open opener) {
+	b, c := open(t)
+	for _, tooMany := range []int{backend.MaxMaxAttempts + 1, 1<<32 + 3} {
+		if _, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{"n":1}`),
+			backend.EnqueueOptions{MaxAttempts: tooMany}); err == nil {
+			t.Errorf("Enqueue with MaxAttempts %d succeeded", tooMany)
+		}
+		if be, ok := b.(backend.BatchEnqueuer); ok {
+			if _, err := be.EnqueueBatch(bg, []backend.BatchItem{{Creation: creation(t, endpointA, tenantA, toolA, `{"n":1}`),
+				Options: backend.EnqueueOptions{MaxAttempts: tooMany}}}); err == nil {
+				t.Errorf("EnqueueBatch with MaxAttempts %d succeeded", tooMany)
+			}
+		}
+	}
+	if jobs := claim(t, b, c, 10); len(jobs) != 0 {
+		t.Fatalf("the refused creations left %d jobs", len(jobs))
+	}
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: backend.MaxMaxAttempts})
+	if j := claimOne(t, b, c, tk.ID()); j.MaxAttempts != backend.MaxMaxAttempts {
+		t.Errorf("MaxAttempts %d stored as %d", backend.MaxMaxAttempts, j.MaxAttempts)
+	}
+}

@@ -121,3 +121,44 @@ func testProgress(t *testing.T, open opener) {
 		t.Errorf("batched completion: %v progress %v, want completed with 10 of 10", done.Status(), p)
 	}
 }
+
+// testCompleteBatchInvalidProgress: a batch with an item whose progress
+// numbers are invalid fails as a whole before anything is written, whether
+// or not that item's lease is still current, as an invalid report to
+// ReportProgress does.
+func testCompleteBatchInvalidProgress(t *testing.T, open opener) {
+	b, c := open(t)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
+	if !ok {
+		t.Skip("backend does not implement backend.BatchCompleter")
+	}
+	live := enqueue(t, b, backend.EnqueueOptions{})
+	gone := enqueue(t, b, backend.EnqueueOptions{})
+	jobs := claim(t, b, c, 2)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs, want 2", len(jobs))
+	}
+	leases := map[string]backend.Lease{}
+	for _, j := range jobs {
+		leases[j.TaskID] = j.Lease
+	}
+	stale := leases[gone.ID()]
+	stale.Attempt-- // a lease of an attempt that is not the job's
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}
+	for name, p := range map[string]*task.Progress{
+		"NaN":      {Current: math.NaN()},
+		"negative": {Current: -1},
+		"infinite": {Current: 1, Total: math.Inf(1)},
+	} {
+		lost, err := bc.CompleteBatch(bg, []backend.Completion{
+			{Lease: leases[live.ID()], Result: res},
+			{Lease: stale, Result: res, Progress: p},
+		})
+		if !errors.Is(err, backend.ErrInvalidProgress) {
+			t.Errorf("%s progress on a lost item: CompleteBatch = %v, %v; want backend.ErrInvalidProgress", name, lost, err)
+		}
+		if got := mustFind(t, b, live.ID()); got.Status() != task.Working {
+			t.Fatalf("%s progress: the batch committed its valid item: %v", name, got.Status())
+		}
+	}
+}

@@ -86,3 +86,27 @@ func testPrune(t *testing.T, open opener) {
 		t.Fatal("PruneOutbox deleted nothing")
 	}
 }
+
+// testPruneMilliseconds: stores keep times in whole milliseconds, and the
+// horizons of PruneJobs and PruneOutbox count in them too: a job or an
+// outbox row written in the horizon's millisecond is not before it.
+func testPruneMilliseconds(t *testing.T, open opener) {
+	b, c := open(t)
+	p, ok := b.Jobs().(backend.Pruner)
+	if !ok {
+		t.Skip("the backend is not a backend.Pruner")
+	}
+	tk := enqueue(t, b, backend.EnqueueOptions{})
+	j := claimOne(t, b, c, tk.ID())
+	wantErr(t, "Complete", b.Jobs().Complete(bg, j.Lease, textResult, "done"), "ok")
+	within := c.Now().Add(999 * time.Microsecond) // the same millisecond
+	if n, err := p.PruneJobs(bg, within, 10); err != nil || n != 0 {
+		t.Errorf("PruneJobs in the millisecond the task finished = %d, %v; want 0", n, err)
+	}
+	if n, err := p.PruneOutbox(bg, within, 10); err != nil || n != 0 {
+		t.Errorf("PruneOutbox in the millisecond of the rows = %d, %v; want 0", n, err)
+	}
+	if n, err := p.PruneJobs(bg, c.Now().Add(time.Millisecond), 10); err != nil || n != 1 {
+		t.Errorf("PruneJobs a millisecond later = %d, %v; want 1", n, err)
+	}
+}

@@ -91,3 +91,42 @@ func EndsMs(expiresAt, lastUsedAt time.Time, idle time.Duration) int64 {
 
 // SweepLimit clamps a Sweep limit to [0, MaxSweep].
 func SweepLimit(limit int) int { return min(max(limit, 0), MaxSweep) }
+
+// Values returns the column values of r a store inserts, in the order of
+// the stores' session columns (key, endpoint, tenant, principal,
+// protocol_version, client_capabilities, client_info, log_level,
+// created_at, last_used_at, expires_at, idle_timeout_ms) followed by
+// ends_at (EndsMs). Times are Unix milliseconds; empty JSON is NULL, which
+// reads back as nil.
+func Values(r *session.Record) []any {
+	return []any{r.Key, r.Endpoint, r.Tenant, r.Principal, r.ProtocolVersion, nullJSON(r.ClientCapabilities),
+		nullJSON(r.ClientInfo), r.LogLevel, r.CreatedAt.UnixMilli(), r.LastUsedAt.UnixMilli(), r.ExpiresAt.UnixMilli(),
+		r.IdleTimeout.Milliseconds(), EndsMs(r.ExpiresAt, r.LastUsedAt, r.IdleTimeout)}
+}
+
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Scanner is a row of the session columns: *sql.Row and pgx.Row alike.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// Scan reads a record from a row of the session columns (see Values,
+// without ends_at). It returns the driver's error as is, so that the
+// caller can tell no row from a failure.
+func Scan(row Scanner) (session.Record, error) {
+	var r session.Record
+	var created, used, expires, idleMs int64
+	if err := row.Scan(&r.Key, &r.Endpoint, &r.Tenant, &r.Principal, &r.ProtocolVersion, &r.ClientCapabilities,
+		&r.ClientInfo, &r.LogLevel, &created, &used, &expires, &idleMs); err != nil {
+		return session.Record{}, err
+	}
+	r.CreatedAt, r.LastUsedAt = time.UnixMilli(created).UTC(), time.UnixMilli(used).UTC()
+	r.ExpiresAt, r.IdleTimeout = time.UnixMilli(expires).UTC(), time.Duration(idleMs)*time.Millisecond
+	return r, nil
+}

@@ -1,8 +1,12 @@
 // Package taskdata holds the backend-neutral rules every durable store
-// applies to task data: task IDs, the union-variant matching of input
-// responses, the idempotency comparison of origins, the client-safe error of
-// exhausted jobs, and the JSON codecs of the columns that hold input
-// requests, responses, results and errors.
+// applies to task data, so that store/sqlite and store/postgres differ in
+// their SQL only: task IDs, the snapshot a task row describes (Row), the
+// acceptance of input responses (Accept), the decoding of a claimed job
+// (DecodeClaim), the idempotency comparison of origins, the options of a
+// creation and the store's enqueue defaults, the client-safe errors of
+// tasks a store fails by itself, the JSON codecs of the columns that hold
+// input requests, responses, results and errors, and the grouped counts
+// of Stats.
 package taskdata
 
 import (
@@ -202,10 +206,15 @@ func DecodeError(b []byte) (*mcp.Error, error) {
 // CompletionJSON returns the JSON a store keeps for a completion's result:
 // its ResultJSON when the runtime encoded it already, else the encoding of
 // its Result. It fails when the completion's message is not storable text
-// (see CheckMessage).
+// (see CheckMessage), and with backend.ErrInvalidProgress when it carries
+// progress numbers that are not finite and non-negative. A store checks
+// every item of a batch with it before writing anything.
 func CompletionJSON(c backend.Completion) ([]byte, error) {
 	if err := CheckMessage(c.Message); err != nil {
 		return nil, err
+	}
+	if c.Progress != nil && !c.Progress.Valid() {
+		return nil, fmt.Errorf("%w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
 	if len(c.ResultJSON) > 0 {
 		return c.ResultJSON, nil
@@ -237,7 +246,8 @@ type Enqueue struct {
 
 // ResolveEnqueue checks a creation context and its options and fills in the
 // defaults. A negative TTL means unlimited (0 in the result); TTL and
-// PollInterval must be whole milliseconds. Text a store keeps must be valid
+// PollInterval must be whole milliseconds, and MaxAttempts at most
+// backend.MaxMaxAttempts. Text a store keeps must be valid
 // UTF-8 without NUL bytes (backend.ErrInvalidText).
 func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
 	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
@@ -252,8 +262,8 @@ func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d Enq
 	switch {
 	case e.TTL%time.Millisecond != 0 || e.PollInterval < 0 || e.PollInterval%time.Millisecond != 0:
 		return Enqueue{}, errors.New("TTL and PollInterval must be whole milliseconds")
-	case e.MaxAttempts < 0:
-		return Enqueue{}, errors.New("MaxAttempts must not be negative")
+	case e.MaxAttempts < 0 || e.MaxAttempts > backend.MaxMaxAttempts:
+		return Enqueue{}, fmt.Errorf("MaxAttempts must be between 0 and %d", backend.MaxMaxAttempts)
 	}
 	return e, nil
 }

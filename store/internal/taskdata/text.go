@@ -81,3 +81,11 @@ func Countable(owner task.Owner) bool {
 func Findable(rc task.RequestContext) bool {
 	return storable(rc.TaskID) && storable(rc.Endpoint) && storable(rc.Tenant)
 }
+
+// Listable reports whether rc can own stored tasks: its endpoint and
+// tenant are text a store keeps (its task ID does not matter). A store
+// answers a listing that is not listable with an empty page, without
+// asking the database.
+func Listable(rc task.RequestContext) bool {
+	return storable(rc.Endpoint) && storable(rc.Tenant)
+}
