@@ -132,16 +132,14 @@ func generateOne(snips []Snippet, imports Imports) (Package, error) {
 		pkgName = "snippet"
 	}
 	// The package-level names of the group, which are not package
-	// qualifiers wherever they are used.
+	// qualifiers wherever they are used. (Imports are not among them:
+	// they belong to one file.)
 	declared := map[string]bool{}
 	for _, p := range ps {
 		for _, d := range p.file.Decls {
 			for _, n := range declNames(d) {
 				declared[n] = true
 			}
-		}
-		for _, im := range p.file.Imports {
-			declared[importName(im)] = true
 		}
 	}
 	pkg := Package{Name: pkgName, Files: map[string][]byte{}, Snippets: snips}
