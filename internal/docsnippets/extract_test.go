@@ -125,6 +125,17 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
+			name: "a file's imports serve that file only",
+			snips: []Snippet{
+				{File: "R.md", Line: 3, Code: "package snippet\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint", Group: "g"},
+				{File: "R.md", Line: 12, Code: "fmt.Println()", Group: "g"},
+			},
+			want: map[string]string{
+				"snippet000.go": "//line R.md:3\npackage snippet\n\nimport \"fmt\"\n\nvar _ = fmt.Sprint\n",
+				"snippet001.go": "package snippet\n\nimport (\n\t\"fmt\"\n)\n\nfunc _() error {\n//line R.md:12\nfmt.Println()\nreturn nil\n}\n",
+			},
+		},
+		{
 			name:  "an ambiguous package name",
 			snips: []Snippet{{File: "R.md", Line: 2, Code: "m, _ := memory.New()"}},
 			err:   `R.md:2: package name "memory" is ambiguous`,
