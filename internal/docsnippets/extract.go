@@ -5,7 +5,8 @@
 //
 // # Marker rules
 //
-// Every ```go block is compiled. A block is one of:
+// Every ```go block is compiled, and must be formatted as gofmt formats it
+// (statements as they would be inside a function). A block is one of:
 //
 //   - a complete file: it starts with a package clause and lists its
 //     imports, and is built as it is, in a package of its own;
