@@ -243,11 +243,14 @@ func startsWithDecl(code string) bool {
 	return false
 }
 
+// parsePos matches the position that starts a go/parser error.
+var parsePos = regexp.MustCompile(`^(\d+):(\d+): (.*)`)
+
 // parseError renders a parse error of s, whose code was parsed after
 // head extra lines, at its Markdown line.
 func parseError(s Snippet, err error, head int) error {
 	msg := err.Error()
-	if m := regexp.MustCompile(`^(\d+):(\d+): (.*)`).FindStringSubmatch(msg); m != nil {
+	if m := parsePos.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return fmt.Errorf("%s:%d: %s", s.File, s.Line+n-1-head, m[3])
 	}
