@@ -9,7 +9,7 @@
 //
 //	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "demo", Version: "1.0.0"})
 //	server.AddTool(ep, &mcp.Tool{Name: "greet", Description: "Say hello"},
-//		func(ctx context.Context, req *server.CallToolRequest, in GreetInput) (*mcp.CallToolResult, GreetOutput, error) {
+//		func(ctx context.Context, req *server.Request, in GreetInput) (*mcp.CallToolResult, GreetOutput, error) {
 //			return nil, GreetOutput{Greeting: "Hello, " + in.Name}, nil
 //		})
 //	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
