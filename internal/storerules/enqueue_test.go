@@ -12,6 +12,24 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
+// checkResolved reports a resolution that did not fail with wantErr, or,
+// when wantErr is empty, did not give want.
+func checkResolved[T any](t *testing.T, name string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr != "":
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("%s: err %v, want %q", name, err, wantErr)
+		}
+	case err != nil:
+		t.Errorf("%s: %v", name, err)
+	default:
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
 func TestEnqueueDefaultsResolve(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -36,17 +54,7 @@ func TestEnqueueDefaultsResolve(t *testing.T) {
 	} {
 		d := tc.in
 		err := d.Resolve()
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-		} else if diff := cmp.Diff(tc.want, d); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
+		checkResolved(t, tc.name, d, err, tc.want, tc.err)
 	}
 }
 
@@ -104,17 +112,7 @@ func TestResolveEnqueue(t *testing.T) {
 			"idempotency key: backend: text must be valid UTF-8 without NUL bytes"},
 	} {
 		got, err := ResolveEnqueue(cc, tc.opts, d)
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-		} else if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
+		checkResolved(t, tc.name, got, err, tc.want, tc.err)
 	}
 	if _, err := ResolveBatch([]backend.BatchItem{{Creation: cc}, {Creation: cc, Options: backend.EnqueueOptions{MaxAttempts: -1}}}, d); err == nil ||
 		err.Error() != "batch item 1: MaxAttempts must be between 0 and 2147483647" {
