@@ -68,9 +68,9 @@ func (o StoreOptions) validate() error {
 	return nil
 }
 
-// RegisterStoreGauges registers, on reg, gauges of a durable store read at
-// scrape time from src (*sqlite.Store and *postgres.Store implement
-// gauges.Source): tasks by status, unfinished jobs by kind and state, the
+// RegisterStoreGauges registers, on reg, gauges of a store read at scrape
+// time from src (*sqlite.Store, *postgres.Store and *memory.Manager
+// implement gauges.Source): tasks by status, unfinished jobs by kind and state, the
 // age of the oldest available job, and live sessions, with
 // taskwire_store_up, taskwire_store_read_errors_total and
 // taskwire_store_read_duration_seconds about the read itself. A read that

@@ -86,9 +86,23 @@ func (s *Store) Create(ctx context.Context, r session.Record, limits session.Lim
 // liveOf counts o's live records. It scans the whole map, but only runs
 // when o's record count (live or expired) has reached the limit.
 func (s *Store) liveOf(o owner, now time.Time) int {
+	return s.countLiveLocked(now, func(r *session.Record) bool { return ownerOf(r) == o })
+}
+
+// CountLive returns how many records are live at now (session.Record.Live):
+// expired records that no sweep has removed yet are not counted. It reads
+// every record held, at most Options.MaxSessions.
+func (s *Store) CountLive(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.countLiveLocked(now, nil)
+}
+
+// countLiveLocked counts the live records that match (nil: every one).
+func (s *Store) countLiveLocked(now time.Time, match func(*session.Record) bool) int {
 	n := 0
 	for _, r := range s.records {
-		if ownerOf(&r) == o && r.Live(now) {
+		if r.Live(now) && (match == nil || match(&r)) {
 			n++
 		}
 	}

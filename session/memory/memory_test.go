@@ -56,3 +56,34 @@ func TestNegativeMax(t *testing.T) {
 		t.Error("New accepted a negative MaxSessions")
 	}
 }
+
+// TestCountLive: expired and idle records count as gone before any sweep
+// removes them.
+func TestCountLive(t *testing.T) {
+	s, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	for i, r := range []struct{ ttl, idle time.Duration }{
+		{time.Hour, time.Hour}, {time.Minute, time.Hour}, {time.Hour, time.Minute},
+	} {
+		rec := session.Record{Key: sessiontest.Key(fmt.Sprint(i)), CreatedAt: now, LastUsedAt: now,
+			ExpiresAt: now.Add(r.ttl), IdleTimeout: r.idle}
+		if err := s.Create(ctx, rec, session.Limits{}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		want int
+	}{{0, 3}, {time.Minute, 1}, {time.Hour, 0}} {
+		if got := s.CountLive(now.Add(tc.at)); got != tc.want {
+			t.Errorf("CountLive after %v = %d, want %d", tc.at, got, tc.want)
+		}
+	}
+	if s.Len() != 3 {
+		t.Errorf("CountLive removed records: %d held, want 3", s.Len())
+	}
+}

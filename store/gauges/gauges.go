@@ -1,6 +1,6 @@
-// Package gauges defines what a durable store reports about its queue for
+// Package gauges defines what a store reports about its queue for
 // monitoring: a Snapshot of counts read at one moment, and the Source
-// interface that store/sqlite and store/postgres implement. It has no
+// interface that store/sqlite, store/postgres and task/memory implement. It has no
 // dependency on a metrics library; package prometheus turns a Source into
 // gauges at scrape time.
 package gauges

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
 // enqueueDefaults are the store's defaults for EnqueueOptions.
-func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
-	return taskdata.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
+func (s *Store) enqueueDefaults() storerules.EnqueueDefaults {
+	return storerules.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
 		MaxAttempts: s.opts.DefaultMaxAttempts}
 }
 
@@ -23,7 +24,7 @@ func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
 // checks it; an invalid item fails the whole batch before anything is
 // written.
 func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]task.Task, error) {
-	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
+	resolved, err := storerules.ResolveBatch(items, s.enqueueDefaults())
 	if err != nil || len(items) == 0 {
 		return nil, wrapErr("enqueue batch", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
@@ -34,7 +35,7 @@ const maxIdempotencyRounds = 5
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
 func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts backend.EnqueueOptions) (task.Task, error) {
-	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
+	e, err := storerules.ResolveEnqueue(cc, opts, s.enqueueDefaults())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("postgres: %w", err)
 	}
@@ -69,7 +70,7 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts back
 type insertion struct {
 	cc    *task.CreationContext
 	id    string
-	e     taskdata.Enqueue
+	e     storerules.Enqueue
 	key   string
 	runAt time.Time
 }
@@ -129,7 +130,7 @@ func (s *Store) idempotent(ctx context.Context, ins *insertion) (task.Task, erro
 	if err != nil {
 		return task.Task{}, err
 	}
-	if !taskdata.SameArguments(holder.Origin(), ins.cc.Origin) {
+	if !storerules.SameArguments(holder.Origin(), ins.cc.Origin) {
 		return task.Task{}, backend.ErrIdempotencyConflict
 	}
 	return holder, nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -16,7 +16,7 @@ import (
 // published after commit.
 func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
 	s := j.s
-	if err := taskdata.CheckProgress(message, p); err != nil {
+	if err := storerules.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	cur, total := progressArgs(p)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -113,10 +114,10 @@ func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Dur
 // so that a worker sees the intent).
 func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
 	s := j.s
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	if err := taskdata.ValidateRequests(reqs); err != nil {
+	if err := storerules.CheckRequests(reqs); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	reqJSON, err := taskdata.EncodeJSON(reqs)
@@ -236,7 +237,7 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 // finish ends a task in a terminal status under a live lease, in one
 // statement that also finishes the job and records the change.
 func (s *Store) finish(ctx context.Context, now any, l backend.Lease, status task.Status, message string, result, errJSON []byte) error {
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	ev, err := fencedEvent(ctx, s.pool, "end task", s.q.finish, now, l.TaskID, l.Attempt, string(status), message,
@@ -277,7 +278,7 @@ var (
 // runAt (zero: now) and the task's status message becomes message.
 func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
 	s := j.s
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	var at any

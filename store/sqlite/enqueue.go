@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
@@ -28,7 +29,7 @@ import (
 // Zero options take the store's defaults. A negative opts.TTL means
 // unlimited. TTL and PollInterval must be whole milliseconds.
 func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts backend.EnqueueOptions) (task.Task, error) {
-	e, err := taskdata.ResolveEnqueue(cc, opts, s.enqueueDefaults())
+	e, err := storerules.ResolveEnqueue(cc, opts, s.enqueueDefaults())
 	if err != nil {
 		return task.Task{}, fmt.Errorf("sqlite: %w", err)
 	}
@@ -60,7 +61,7 @@ func (s *Store) Enqueue(ctx context.Context, cc *task.CreationContext, opts back
 // published after commit. Each item is checked as Enqueue checks it; an
 // invalid item fails the whole batch before anything is written.
 func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]task.Task, error) {
-	resolved, err := taskdata.ResolveBatch(items, s.enqueueDefaults())
+	resolved, err := storerules.ResolveBatch(items, s.enqueueDefaults())
 	if err != nil || len(items) == 0 {
 		return nil, wrapErr("enqueue batch", err)
 	}
@@ -85,14 +86,14 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 }
 
 // enqueueDefaults are the store's defaults for EnqueueOptions.
-func (s *Store) enqueueDefaults() taskdata.EnqueueDefaults {
-	return taskdata.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
+func (s *Store) enqueueDefaults() storerules.EnqueueDefaults {
+	return storerules.EnqueueDefaults{TTL: s.opts.DefaultTTL, PollInterval: s.opts.DefaultPollInterval,
 		MaxAttempts: s.opts.DefaultMaxAttempts}
 }
 
 // insertTask inserts a working task, its available job and an outbox row in
 // tx, and returns the task's snapshot.
-func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContext, e taskdata.Enqueue,
+func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContext, e storerules.Enqueue,
 	opts backend.EnqueueOptions, nowMs int64) (task.Task, error) {
 	id, err := taskdata.NewID(s.now())
 	if err != nil {
@@ -164,7 +165,7 @@ func (s *Store) idempotent(ctx context.Context, tx *wtx, cc *task.CreationContex
 	if err != nil {
 		return task.Task{}, err
 	}
-	if !taskdata.SameArguments(holder.Origin(), cc.Origin) {
+	if !storerules.SameArguments(holder.Origin(), cc.Origin) {
 		return task.Task{}, backend.ErrIdempotencyConflict
 	}
 	return holder, nil

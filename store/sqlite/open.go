@@ -19,7 +19,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/internal/storerules"
 
 	"github.com/taskwire/taskwire/task"
 )
@@ -27,8 +27,8 @@ import (
 // Defaults of Options.
 const (
 	DefaultBusyTimeout  = 5 * time.Second
-	DefaultTTL          = taskdata.DefaultTTL
-	DefaultPollInterval = taskdata.DefaultPollInterval
+	DefaultTTL          = storerules.DefaultTTL
+	DefaultPollInterval = storerules.DefaultPollInterval
 	DefaultMaxAttempts  = backend.DefaultMaxAttempts
 	DefaultTimeout      = 5 * time.Second
 	// DefaultReadConns is the size of the read-only connection pool.
@@ -224,7 +224,7 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	d := taskdata.EnqueueDefaults{TTL: o.DefaultTTL, PollInterval: o.DefaultPollInterval, MaxAttempts: o.DefaultMaxAttempts}
+	d := storerules.EnqueueDefaults{TTL: o.DefaultTTL, PollInterval: o.DefaultPollInterval, MaxAttempts: o.DefaultMaxAttempts}
 	if err := d.Resolve(); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}

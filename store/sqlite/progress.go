@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -15,7 +15,7 @@ import (
 // records the change in the outbox and publishes it after commit.
 func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
 	s := j.s
-	if err := taskdata.CheckProgress(message, p); err != nil {
+	if err := storerules.CheckProgress(message, p); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	cur, total := progressArgs(p)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -180,10 +181,10 @@ func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Dur
 // with its lease ended.
 func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
 	s := j.s
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	if err := taskdata.ValidateRequests(reqs); err != nil {
+	if err := storerules.CheckRequests(reqs); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	reqJSON, err := taskdata.EncodeJSON(reqs)
@@ -284,7 +285,7 @@ func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 
 // finish ends a task in a terminal status under a live lease.
 func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status, message string, result, errJSON any) error {
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
@@ -364,7 +365,7 @@ var exhaustedJSON = string(taskdata.ExhaustedJSON())
 // instead, and the job is finished. A zero runAt means now.
 func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
 	s := j.s
-	if err := taskdata.CheckMessage(message); err != nil {
+	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	return s.write(ctx, func(tx *wtx) ([]string, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -27,16 +28,18 @@ type idemKey struct{ tenant, endpoint, tool, key string }
 //
 // Zero options take the defaults: Options.TTL and Options.PollInterval, and
 // backend.DefaultMaxAttempts. A negative opts.TTL means unlimited; TTL and
-// PollInterval must be whole milliseconds. Text the stores keep must be
-// valid UTF-8 without NUL bytes (backend.ErrInvalidText). At capacity it
-// fails with ErrFull.
+// PollInterval must be whole milliseconds, and MaxAttempts within
+// [0, backend.MaxMaxAttempts]. Text the stores keep must be valid UTF-8
+// without NUL bytes (backend.ErrInvalidText). These are the durable
+// stores' rules, refused with the same errors before anything is created.
+// At capacity it fails with ErrFull.
 func (m *Manager) Enqueue(ctx context.Context, cc *task.CreationContext, opts backend.EnqueueOptions) (task.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return task.Task{}, err
 	}
-	spec, err := m.resolveEnqueue(cc, opts)
+	spec, err := storerules.ResolveEnqueue(cc, opts, m.enqueueDefaults())
 	if err != nil {
-		return task.Task{}, err
+		return task.Task{}, fmt.Errorf("memory: %w", err)
 	}
 	id, err := newID()
 	if err != nil {
@@ -81,7 +84,7 @@ func (m *Manager) idempotentLocked(key idemKey, cc *task.CreationContext, now ti
 		m.deleteLocked(id)
 		return nil, nil
 	}
-	if !sameArguments(e.snap.Origin(), cc.Origin) {
+	if !storerules.SameArguments(e.snap.Origin(), cc.Origin) {
 		return nil, backend.ErrIdempotencyConflict
 	}
 	return e, nil
@@ -97,26 +100,18 @@ func (m *Manager) EnqueueBatch(ctx context.Context, items []backend.BatchItem) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(items) > backend.MaxEnqueueBatch {
-		return nil, fmt.Errorf("memory: a batch holds at most %d items, not %d", backend.MaxEnqueueBatch, len(items))
+	specs, err := storerules.ResolveBatch(items, m.enqueueDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
 	}
 	if len(items) == 0 {
 		return nil, nil
 	}
-	specs := make([]enqueueSpec, len(items))
 	ids := make([]string, len(items))
-	for i, it := range items {
-		if it.Options.IdempotencyKey != "" {
-			return nil, backend.ErrBatchIdempotencyKey
-		}
-		s, err := m.resolveEnqueue(it.Creation, it.Options)
-		if err != nil {
-			return nil, fmt.Errorf("memory: batch item %d: %w", i, err)
-		}
+	for i := range ids {
 		if ids[i], err = newID(); err != nil {
 			return nil, err
 		}
-		specs[i] = s
 	}
 	m.mu.Lock()
 	now := m.now()
@@ -143,24 +138,27 @@ func (m *Manager) EnqueueBatch(ctx context.Context, items []backend.BatchItem) (
 	return snaps, nil
 }
 
+// enqueueDefaults are the manager's defaults for EnqueueOptions.
+func (m *Manager) enqueueDefaults() storerules.EnqueueDefaults {
+	return storerules.EnqueueDefaults{TTL: m.opts.TTL, PollInterval: m.opts.PollInterval,
+		MaxAttempts: backend.DefaultMaxAttempts}
+}
+
 // insertLocked adds a working task with its available job, which is due at
 // runAt (zero: now).
-func (m *Manager) insertLocked(id string, cc *task.CreationContext, s enqueueSpec, runAt time.Time, key idemKey,
+func (m *Manager) insertLocked(id string, cc *task.CreationContext, s storerules.Enqueue, runAt time.Time, key idemKey,
 	now time.Time) (task.Task, error) {
-	snap, err := task.New(task.Params{
-		ID: id, Origin: cc.Origin, Status: task.Working, CreatedAt: now, LastUpdatedAt: now,
-		TTL: s.ttl, PollInterval: s.pollInterval,
-	})
+	snap, err := s.Created(id, cc.Origin, now)
 	if err != nil {
 		return task.Task{}, fmt.Errorf("memory: %w", err)
 	}
 	e := &entry{
 		snap: snap, endpoint: cc.Request.Endpoint, tenant: cc.Request.Tenant, principal: cc.Request.Principal,
 		key: key, used: map[string]bool{},
-		job: &job{state: jobAvailable, kind: cc.Origin.Tool(), maxAttempts: s.maxAttempts, runAt: now},
+		job: &job{state: jobAvailable, kind: cc.Origin.Tool(), maxAttempts: s.MaxAttempts, runAt: now},
 	}
-	if s.ttl > 0 {
-		e.expires = now.Add(s.ttl)
+	if s.TTL > 0 {
+		e.expires = now.Add(s.TTL)
 	}
 	if !runAt.IsZero() {
 		e.job.runAt = runAt

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -236,11 +238,11 @@ func (s jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Dur
 // lease ends: the job waits for the answers (or, when cancellation was
 // requested, is claimable at once), keeping its run-at time.
 func (s jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
-	if err := checkMessage(message); err != nil {
-		return err
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	if err := checkRequests(reqs); err != nil {
-		return err
+	if err := storerules.CheckRequests(reqs); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	reqs = cloneRequests(reqs)
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
@@ -282,8 +284,8 @@ func (s jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 	if res == nil {
 		return errors.New("memory: a result is required")
 	}
-	if err := checkMessage(message); err != nil {
-		return err
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
 		p, apply := end(e, task.Completed, message, res, nil)
@@ -297,8 +299,8 @@ func (s jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 	if rpcErr == nil {
 		return errors.New("memory: an error is required")
 	}
-	if err := checkMessage(message); err != nil {
-		return err
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
 		p, apply := end(e, task.Failed, message, nil, rpcErr)
@@ -309,8 +311,8 @@ func (s jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 // Cancel implements backend.JobStore: under a live lease it ends the task
 // cancelled with message.
 func (s jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
-	if err := checkMessage(message); err != nil {
-		return err
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
 		p, apply := end(e, task.Cancelled, message, nil, nil)
@@ -324,13 +326,13 @@ func (s jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 // with the client-safe error {"code":-32603,"message":"The task failed
 // after repeated attempts."} and no message.
 func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
-	if err := checkMessage(message); err != nil {
-		return err
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return s.m.fenced(ctx, l, func(e *entry, now time.Time) (*task.Params, func(), error) {
 		j := e.job
 		if j.failures+1 >= j.maxAttempts {
-			p, apply := end(e, task.Failed, "", nil, exhaustedError())
+			p, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
 			return p, func() { j.failures++; apply() }, nil
 		}
 		if runAt.IsZero() {
@@ -408,7 +410,7 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			j.state, j.leaseExpires, j.worker = jobAvailable, time.Time{}, ""
 			continue
 		}
-		q, apply := end(e, task.Failed, "", nil, exhaustedError())
+		q, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
 		if now.After(q.LastUpdatedAt) { // stamped at the rescue's time, as the durable stores do
 			q.LastUpdatedAt = now
 		}

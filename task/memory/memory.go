@@ -39,7 +39,6 @@ package memory
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -283,8 +282,8 @@ func (m *Manager) FindTask(_ context.Context, rc task.RequestContext) (task.Task
 }
 
 // UpdateTask implements task.Manager: each response that answers an
-// outstanding request of the same kind (task.AnswerMatches) is accepted
-// once, byte for byte; others are ignored. When no request remains
+// outstanding request is accepted once, byte for byte, and others are
+// ignored (task.AcceptResponses). When no request remains
 // outstanding the task returns to working without a status message, and
 // its job, if it was waiting for the answers, is available again in its
 // place in the queue.
@@ -306,18 +305,9 @@ func (m *Manager) update(uc task.UpdateContext) (bool, error) {
 	if e == nil {
 		return false, task.ErrNotFound
 	}
-	accepted := mcp.InputResponses{}
-	for key, raw := range uc.Responses {
-		if req, ok := e.outstanding[key]; ok && json.Valid(raw) && task.AnswerMatches(req, raw) {
-			accepted[key] = append(json.RawMessage(nil), raw...)
-		}
-	}
-	if len(accepted) == 0 {
+	outstanding, accepted := maps.Clone(e.outstanding), mcp.InputResponses{}
+	if task.AcceptResponses(outstanding, accepted, uc.Responses) == 0 {
 		return false, nil
-	}
-	outstanding := maps.Clone(e.outstanding)
-	for key := range accepted {
-		delete(outstanding, key)
 	}
 	p := e.snap.Params()
 	p.LastUpdatedAt = m.later(p.LastUpdatedAt)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -15,8 +16,8 @@ import (
 // storable text or longer than backend.MaxProgressMessage, and numbers that
 // are not finite and non-negative, fail before anything changes.
 func (s jobStore) ReportProgress(ctx context.Context, l backend.Lease, message string, p *task.Progress) error {
-	if err := checkProgress(message, p); err != nil {
-		return err
+	if err := storerules.CheckProgress(message, p); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
 		q := e.snap.Params()
@@ -36,14 +37,11 @@ func (s jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		return nil, err
 	}
 	for i, it := range items {
-		switch {
-		case it.Result == nil:
+		if it.Result == nil {
 			return nil, fmt.Errorf("memory: batch item %d: a result is required", i)
-		case it.Progress != nil && !it.Progress.Valid():
-			return nil, fmt.Errorf("memory: batch item %d: %w: progress numbers must be finite and not negative", i, backend.ErrInvalidProgress)
 		}
-		if err := checkMessage(it.Message); err != nil {
-			return nil, err
+		if err := storerules.CheckCompletion(it); err != nil {
+			return nil, fmt.Errorf("memory: batch item %d: %w", i, err)
 		}
 	}
 	m := s.m

@@ -12,12 +12,22 @@ import (
 // TestStore runs the shared behavioural suite of the durable stores, each
 // case on a fresh manager with the default bounds.
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store {
-		m, err := memory.New(memory.Options{Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	})
+	storetest.Run(t, func(t *testing.T, now func() time.Time) backend.Store { return openStore(t, now) })
+}
+
+// TestGauges runs the shared gauges case: the Prometheus store gauges
+// read this backend as they read the durable stores.
+func TestGauges(t *testing.T) {
+	storetest.RunGauges(t, func(t *testing.T, now func() time.Time) storetest.GaugesBackend { return openStore(t, now) })
+}
+
+// openStore returns a fresh manager with the default bounds on the clock
+// now.
+func openStore(t *testing.T, now func() time.Time) *memory.Manager {
+	m, err := memory.New(memory.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

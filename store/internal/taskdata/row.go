@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -79,21 +80,6 @@ func StoredProgress(cur, total *float64) *task.Progress {
 	return p
 }
 
-// Created returns the snapshot of a task a store has just inserted: working,
-// created and last updated at created, with the resolved TTL and poll
-// interval.
-func (e Enqueue) Created(id string, origin task.Origin, created time.Time) (task.Task, error) {
-	t, err := task.New(task.Params{
-		ID: id, Origin: origin, Status: task.Working,
-		CreatedAt: created.UTC(), LastUpdatedAt: created.UTC(),
-		TTL: e.TTL, PollInterval: e.PollInterval,
-	})
-	if err != nil {
-		return task.Task{}, fmt.Errorf("new task: %w", err)
-	}
-	return t, nil
-}
-
 // Answered is what UpdateTask writes when Accept accepted a response.
 type Answered struct {
 	// Requests is the new input_requests column: the requests still
@@ -159,12 +145,12 @@ func DecodeClaim(j *backend.JobRow, origin, responses []byte) error {
 
 // Stored errors of the tasks a store fails by itself.
 var (
-	exhaustedJSON = mustJSON(ExhaustedError())
+	exhaustedJSON = mustJSON(storerules.ExhaustedError())
 	internalJSON  = mustJSON(mcp.InternalError())
 )
 
 // ExhaustedJSON returns the error column of a task whose job used all its
-// attempts or interrupted runs: ExhaustedError, encoded.
+// attempts or interrupted runs: storerules.ExhaustedError, encoded.
 func ExhaustedJSON() []byte { return append([]byte(nil), exhaustedJSON...) }
 
 // InternalErrorJSON returns the error column of a task whose stored data

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -202,7 +203,7 @@ func TestStoredErrors(t *testing.T) {
 		got  []byte
 		want *mcp.Error
 	}{
-		{ExhaustedJSON(), ExhaustedError()},
+		{ExhaustedJSON(), storerules.ExhaustedError()},
 		{InternalErrorJSON(), mcp.InternalError()},
 	} {
 		e, err := DecodeError(tc.got)

@@ -40,32 +40,6 @@ func TestAnswerMatches(t *testing.T) {
 	}
 }
 
-func TestSameArguments(t *testing.T) {
-	o := func(args string) task.Origin {
-		x, err := task.NewOrigin(task.OriginParams{ProtocolVersion: "v", Endpoint: "e", Operation: "tools/call", Tool: "t",
-			Arguments: json.RawMessage(args)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	for _, tc := range []struct {
-		a, b string
-		want bool
-	}{
-		{`{"a":1}`, `{"a":1}`, true},
-		{`{"a":1}`, "{ \"a\" :\n 1 }", true},
-		{`{"a":1}`, `{"a":1.0}`, false},
-		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, false},
-		{`{"a":"\u00e9"}`, `{"a":"é"}`, false},
-		{`{"a":1}`, `{"a":2}`, false},
-	} {
-		if got := SameArguments(o(tc.a), o(tc.b)); got != tc.want {
-			t.Errorf("SameArguments(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 func TestNewID(t *testing.T) {
 	re := regexp.MustCompile(`^[0-9a-f]{12}-[0-9a-f]{32}$`)
 	seen := map[string]bool{}

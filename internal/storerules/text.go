@@ -1,4 +1,4 @@
-package taskdata
+package storerules
 
 import (
 	"fmt"
@@ -20,13 +20,14 @@ import (
 // request keys and status messages. The errors wrap backend.ErrInvalidText
 // and name the field, never its bytes, which may be a principal's.
 
-// storable reports whether s can be kept as text by every store.
-func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+// Storable reports whether s can be kept as text by every store: it is
+// valid UTF-8 without a NUL byte.
+func Storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // CheckText returns an error wrapping backend.ErrInvalidText, naming field,
 // when s is not valid UTF-8 or holds a NUL byte.
 func CheckText(field, s string) error {
-	if storable(s) {
+	if Storable(s) {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", field, backend.ErrInvalidText)
@@ -45,6 +46,12 @@ func CheckProgress(message string, p *task.Progress) error {
 	if err := CheckMessage(message); err != nil {
 		return err
 	}
+	return checkNumbers(p)
+}
+
+// checkNumbers fails with backend.ErrInvalidProgress when p is set and its
+// numbers are not finite and non-negative.
+func checkNumbers(p *task.Progress) error {
 	if p != nil && !p.Valid() {
 		return fmt.Errorf("%w: progress numbers must be finite and not negative", backend.ErrInvalidProgress)
 	}
@@ -65,27 +72,4 @@ func checkCreation(cc *task.CreationContext, key string) error {
 		return fmt.Errorf("arguments: %w", backend.ErrInvalidText)
 	}
 	return nil
-}
-
-// Countable reports whether owner's tenant and principal are text a store
-// keeps. No stored task belongs to an owner that is not countable, so a
-// store counts none without asking the database.
-func Countable(owner task.Owner) bool {
-	return storable(owner.Tenant) && storable(owner.Principal)
-}
-
-// Findable reports whether rc can name a stored task: its task ID,
-// endpoint and tenant are text a store keeps. A store answers a lookup
-// that is not findable as it answers one for an unknown task, without
-// asking the database.
-func Findable(rc task.RequestContext) bool {
-	return storable(rc.TaskID) && storable(rc.Endpoint) && storable(rc.Tenant)
-}
-
-// Listable reports whether rc can own stored tasks: its endpoint and
-// tenant are text a store keeps (its task ID does not matter). A store
-// answers a listing that is not listable with an empty page, without
-// asking the database.
-func Listable(rc task.RequestContext) bool {
-	return storable(rc.Endpoint) && storable(rc.Tenant)
 }

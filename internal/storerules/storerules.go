@@ -1,0 +1,83 @@
+// Package storerules holds the rules every backend.Store of this module
+// applies to what it is asked to keep, so that task/memory, store/sqlite
+// and store/postgres refuse the same values with the same errors: text a
+// store keeps (CheckText), progress reports (CheckProgress), input
+// requests (CheckRequests), completions (CheckCompletion), the options of
+// a creation resolved against a backend's defaults (ResolveEnqueue,
+// ResolveBatch), the idempotency comparison of origins (SameArguments),
+// and the client-safe error of a task whose job used its attempts
+// (ExhaustedError).
+//
+// The errors carry no prefix: each backend wraps them with its own name.
+// They name the field or option at fault, never the bytes, which may be a
+// principal's.
+package storerules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
+)
+
+// ExhaustedMessage is the message of the error a task fails with when its
+// job used all its attempts or interrupted runs. It is client-safe: it
+// reveals no cause.
+const ExhaustedMessage = "The task failed after repeated attempts."
+
+// ExhaustedError returns the client-safe error of a task whose job used
+// all its attempts or interrupted runs.
+func ExhaustedError() *mcp.Error {
+	return mcp.NewError(mcp.CodeInternalError, ExhaustedMessage)
+}
+
+// SameArguments reports whether two origins carry the same tool arguments
+// for idempotency purposes: byte-identical, or identical once insignificant
+// white space is removed. Member order, number spellings and escapes still
+// count, so the comparison never merges two argument objects a tool could
+// tell apart.
+func SameArguments(a, b task.Origin) bool {
+	x, y := a.Params().Arguments, b.Params().Arguments
+	if bytes.Equal(x, y) {
+		return true
+	}
+	var cx, cy bytes.Buffer
+	if json.Compact(&cx, x) != nil || json.Compact(&cy, y) != nil {
+		return false
+	}
+	return bytes.Equal(cx.Bytes(), cy.Bytes())
+}
+
+// CheckRequests checks what a store needs of input requests: at least
+// one, each with a non-empty key that is storable text (see CheckText), a
+// value and a method. Workers validate the rest against the origin with
+// task.Validator before calling the store.
+func CheckRequests(reqs mcp.InputRequests) error {
+	if len(reqs) == 0 {
+		return errors.New("at least one input request is required")
+	}
+	for k, r := range reqs {
+		if k == "" || r == nil || r.Method == "" {
+			return errors.New("input requests need a key and a method")
+		}
+		if err := CheckText("input request key", k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckCompletion checks what a store keeps of a completion besides its
+// result: its message is storable text (CheckMessage), and its progress
+// numbers, when present, are finite and not negative
+// (backend.ErrInvalidProgress). A store checks every item of a batch
+// before writing anything.
+func CheckCompletion(c backend.Completion) error {
+	if err := CheckMessage(c.Message); err != nil {
+		return err
+	}
+	return checkNumbers(c.Progress)
+}

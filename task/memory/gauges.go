@@ -1,0 +1,57 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/task"
+)
+
+var _ gauges.Source = (*Manager)(nil)
+
+// Gauges implements gauges.Source, so that prometheus.RegisterStoreGauges
+// reports this backend as it reports the durable stores: tasks by status
+// (expired ones included until they are deleted), the unfinished jobs of
+// unexpired tasks by kind and state, how long the longest-waiting due job
+// has been due by Options.Now, and the live sessions of Sessions. It reads
+// every task under the manager's lock, so its cost grows with the tasks
+// held (at most Options.Capacity), and fails only when ctx is done.
+func (m *Manager) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return gauges.Snapshot{}, err
+	}
+	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	m.mu.Lock()
+	now := m.now()
+	for _, e := range m.tasks {
+		snap.Tasks[e.snap.Status()]++
+		j := e.job
+		if j == nil || j.state == jobDone || e.expired(now) {
+			continue
+		}
+		state := j.gaugeState(now)
+		snap.Jobs[gauges.Job{Kind: j.kind, State: state}]++
+		if due := now.Sub(j.runAt); state == gauges.JobAvailable && due > snap.OldestAvailable {
+			snap.OldestAvailable = due
+		}
+	}
+	m.mu.Unlock()
+	snap.Sessions = m.sessions.CountLive(now)
+	return snap, nil
+}
+
+// gaugeState is the state an unfinished job is reported in at now.
+func (j *job) gaugeState(now time.Time) gauges.JobState {
+	switch {
+	case j.state == jobRunning:
+		return gauges.JobRunning
+	case j.state == jobAwaiting:
+		return gauges.JobInputWaiting
+	case j.runAt.After(now) && j.failures > 0:
+		return gauges.JobRetryWaiting
+	case j.runAt.After(now):
+		return gauges.JobScheduled
+	}
+	return gauges.JobAvailable
+}
