@@ -54,12 +54,13 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	type claimed struct {
 		job               backend.JobRow
 		origin, responses []byte
+		trace             string
 	}
 	var got []claimed
 	for rows.Next() {
 		var c claimed
 		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.MaxAttempts,
-			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
+			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
 		}
@@ -73,6 +74,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for _, c := range got {
 		j := c.job
 		j.LeaseExpires = j.LeaseExpires.UTC()
+		j.Trace = task.DecodeTraceContext(c.trace)
 		origin, err := task.ParseOrigin(c.origin)
 		if err == nil {
 			j.Origin = origin

@@ -86,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
 		{"Progress", testProgress},
+		{"TraceContext", testTraceContext},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"Text", testText},
 		{"CountActive", testCountActive},
