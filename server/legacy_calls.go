@@ -353,6 +353,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 	req, st := c.req, c.stream
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
+	ctx, c.span = s.startTrace(ctx, c.r, info, c.legacy.version(), c.params)
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
 	defer func() {
@@ -360,6 +361,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 		s.toolCallFinished(ep, req.Method, c.params, outcome, elapsed)
+		c.endTrace(outcome)
 	}()
 	if !chargesAfterLookup[req.Method] && !charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {
