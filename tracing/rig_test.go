@@ -43,6 +43,19 @@ func newSpans(t *testing.T) (*sdktrace.TracerProvider, *spans) {
 	return tp, s
 }
 
+// newTracer returns a Tracer configured by opts over a provider of its
+// own, and the spans it ends.
+func newTracer(t *testing.T, opts tracing.Options) (*tracing.Tracer, *spans) {
+	t.Helper()
+	tp, sp := newSpans(t)
+	opts.Provider = tp
+	tr, err := tracing.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, sp
+}
+
 // await returns the next span named name that ends, failing t after 10 s.
 func (s *spans) await(t *testing.T, name string) sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -123,12 +136,7 @@ type api struct {
 
 func newAPI(t *testing.T, st backend.Store, opts tracing.Options) *api {
 	t.Helper()
-	tp, sp := newSpans(t)
-	opts.Provider = tp
-	tr, err := tracing.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, sp := newTracer(t, opts)
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "traced", Version: "1.0.0",
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion}})
 	if err := echoTools().Serve(ep, st); err != nil {
@@ -177,12 +185,7 @@ func (a *api) createTaskOf(t *testing.T, tool, text string, header http.Header) 
 // provider (as another process would be), until t ends.
 func startWorker(t *testing.T, st backend.Store, opts tracing.Options) *spans {
 	t.Helper()
-	tp, sp := newSpans(t)
-	opts.Provider = tp
-	tr, err := tracing.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, sp := newTracer(t, opts)
 	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher(), Tracer: tr,
 		PollInterval: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }})
 	if err != nil {
