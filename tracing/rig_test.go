@@ -130,6 +130,7 @@ func echoTools() *durable.Set {
 // api is an API node: a server with the durable tool over st, traced by
 // opts (whose Provider is set here).
 type api struct {
+	srv    *server.Server
 	client *mcptest.Client
 	spans  *spans
 }
@@ -152,7 +153,7 @@ func newAPI(t *testing.T, st backend.Store, opts tracing.Options) *api {
 	c.Header = http.Header{"Authorization": {"Bearer alice"}}
 	c.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}}}
 	c.DeclareTasks()
-	return &api{client: c, spans: sp}
+	return &api{srv: srv, client: c, spans: sp}
 }
 
 // createTask calls the durable tool and returns the task's ID.
