@@ -147,6 +147,10 @@ type JobRow struct {
 	// running the handler. Later requests reach a running job through
 	// CancelRequested.
 	CancelRequested bool
+	// Trace is the trace context the task was created with
+	// (task.CreationContext.Trace), zero when none was stored: the worker
+	// runtime links each run's span to it.
+	Trace task.TraceContext
 }
 
 // Errors a store returns.

@@ -28,6 +28,10 @@ type call struct {
 	finish   func(Outcome)
 	// legacy is set for a request of a 2025-era session (legacy_calls.go).
 	legacy *legacyCall
+	// span is the request's span (trace.go); createdTask is the task a
+	// tools/call answered with, for the span.
+	span        RequestSpan
+	createdTask string
 }
 
 // inbound is what a transport hands the admitted half of the pipeline
@@ -94,18 +98,24 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
+	var version string
+	if p != nil && p.Meta != nil {
+		version = p.Meta.ProtocolVersion
+	}
+	ctx, span := s.startTrace(ctx, r, info, version, p)
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
-	finish := func(outcome Outcome) {
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, span: span}
+	c.finish = func(outcome Outcome) {
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 		s.toolCallFinished(ep, req.Method, p, outcome, elapsed)
+		c.endTrace(outcome)
 	}
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, finish: finish}
 	defer func() {
 		if !c.detached {
-			finish(outcome)
+			c.finish(outcome)
 		}
 	}()
 	if !chargesAfterLookup[req.Method] {

@@ -167,7 +167,7 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	sid, res, perr := ep.openSession(r.Context(), s, ip, id)
+	sid, res, perr := ep.openSession(r.Context(), r, s, ip, id)
 	if perr != nil {
 		writeError(w, req.ID, perr)
 		return
@@ -186,18 +186,21 @@ func decodeInitialize(req *mcp.Request) (*mcp.InitializeParams, *protocolError) 
 }
 
 // openSession runs an admitted initialize for every transport: the
-// observer and metrics, the request limiter, the negotiation and the new
-// session in the store. It returns the session's ID and the encoded
-// initialize result, or the error to answer with.
-func (ep *Endpoint) openSession(ctx context.Context, s *Server, ip *mcp.InitializeParams, id Identity) (sid string, res []byte, perr *protocolError) {
+// observer, metrics and tracer, the request limiter, the negotiation and
+// the new session in the store. r is the HTTP request, whose headers carry
+// the client's trace context, or nil (stdio). It returns the session's ID
+// and the encoded initialize result, or the error to answer with.
+func (ep *Endpoint) openSession(ctx context.Context, r *http.Request, s *Server, ip *mcp.InitializeParams, id Identity) (sid string, res []byte, perr *protocolError) {
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(mcp.MethodInitialize)}
 	start := s.opts.now()
+	ctx, span := s.startTrace(ctx, r, info, ip.ProtocolVersion, nil)
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
 	defer func() {
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
+		span.End(FinishedRequest{Outcome: outcome, Principal: id.Principal, Tenant: id.Tenant})
 	}()
 	if lim := s.opts.RequestLimiter; lim != nil {
 		if ok, wait := lim.Allow(id.rateKey()); !ok {
@@ -353,6 +356,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 	req, st := c.req, c.stream
 	info := RequestInfo{Endpoint: ep.opts.Name, Method: methodLabel(req.Method)}
 	start := s.opts.now()
+	ctx, c.span = s.startTrace(ctx, c.r, info, c.legacy.version(), c.params)
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
 	defer func() {
@@ -360,6 +364,7 @@ func (ep *Endpoint) runLegacy(s *Server, ctx context.Context, c *call, method me
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
 		s.opts.Metrics.RequestFinished(info, outcome, elapsed)
 		s.toolCallFinished(ep, req.Method, c.params, outcome, elapsed)
+		c.endTrace(outcome)
 	}()
 	if !chargesAfterLookup[req.Method] && !charged {
 		if perr := c.chargeRequestLimiter(); perr != nil {

@@ -85,6 +85,11 @@ type Options struct {
 	Observer Observer
 	// Metrics receives per-request counters with bounded labels.
 	Metrics Metrics
+	// Tracer, when set, traces every admitted request (package tracing
+	// implements it with OpenTelemetry), and every task a request creates
+	// keeps the trace context of the request's span. Nil traces nothing,
+	// at no cost.
+	Tracer Tracer
 
 	// HandlerConcurrency bounds the handlers running at once. Zero means 32.
 	HandlerConcurrency int

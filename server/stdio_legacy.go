@@ -91,7 +91,7 @@ func (sc *stdioConn) initialize(req *mcp.Request) {
 	}
 	// initialize runs on the reader, in order: the client's next message
 	// finds the session.
-	sid, res, perr := ep.openSession(sc.ctx, s, ip, *sc.opts.Identity)
+	sid, res, perr := ep.openSession(sc.ctx, nil, s, ip, *sc.opts.Identity)
 	if perr != nil {
 		sc.sendError(req.ID, perr)
 		return

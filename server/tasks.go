@@ -197,7 +197,7 @@ func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.Creatio
 	if perr := c.chargeTaskCreation(); perr != nil {
 		return nil, perr
 	}
-	return &task.CreationContext{Request: c.requestContext(""), Origin: o}, nil
+	return &task.CreationContext{Request: c.requestContext(""), Origin: o, Trace: c.traceContext()}, nil
 }
 
 // verifyHandle checks a task handle before it is sent: the call must have
@@ -231,6 +231,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		c.srv.logger.Error("a task handle could not be verified", "endpoint", c.ep.opts.Name, "err", c.redactErr(err, h.ID))
 		return nil, OutcomeInternalError, errInternal
 	}
+	c.createdTask = h.ID
 	return res, OutcomeTask, nil
 }
 

@@ -41,6 +41,11 @@ type UpdateContext struct {
 type CreationContext struct {
 	Request RequestContext
 	Origin  Origin
+	// Trace is the trace context of the creating request's span (zero
+	// when the server traces nothing). A durable store keeps its Encode
+	// form with the task, beside Origin, and hands it to every run of the
+	// task's job (backend.JobRow.Trace); it is never part of Origin.
+	Trace TraceContext
 }
 
 // Handle is what a task-capable tool returns instead of a result: the ID of

@@ -188,6 +188,9 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 	defer freeSlot()
 	kind := rt.kindLabel(j.Kind)
 	rt.metrics.JobTransition(kind, TransitionClaimed)
+	base, span := rt.startRun(base, TracedRun{Kind: kind, TaskID: j.TaskID, Attempt: j.Attempt, Failures: j.Failures,
+		InterruptedRuns: j.InterruptedRuns, Creator: j.Trace})
+	defer span.End()
 	expires := claimedAt.Add(rt.opts.Lease)
 	h := rt.handlers[j.Kind]
 	if h == nil {
@@ -220,6 +223,9 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 		last = progress.finish()
 	}
 	expires = k.stop()
+	if errors.Is(context.Cause(jctx), backend.ErrLeaseLost) {
+		span.LeaseLost()
+	}
 	rt.settle(base, j, jc, kind, expires, o, context.Cause(jctx), last, freeSlot)
 }
 
@@ -326,7 +332,7 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), errInvalidResult)
 		return
 	}
-	rt.finish(kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
 			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
 			if last != nil {
@@ -343,13 +349,14 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
 	err error) {
 	rt.metrics.JobFailure(kind, c)
+	runSpanOf(base).Failed(c)
 	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c),
 		"err", jobErrText(&j, err))
 	rt.fail(base, j, kind, expires, rpcErr)
 }
 
 func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, expires time.Time, rpcErr *mcp.Error) {
-	rt.finish(kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "")
 	}))
 }
@@ -359,6 +366,7 @@ func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, exp
 // task whose client asked to cancel is cancelled instead of retried.
 func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
+	runSpanOf(base).Failed(c)
 	failures := j.Failures + 1
 	if failures >= j.MaxAttempts {
 		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt,
@@ -374,7 +382,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.Attempt, "failures", failures,
 		"category", string(c), "delay", delay, "err", jobErrText(&j, err))
 	runAt := rt.now().Add(delay)
-	rt.finish(kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying)
 	}))
 }
@@ -397,23 +405,24 @@ func (rt *Runtime) requestInput(base context.Context, j backend.JobRow, jc *Job,
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), err)
 		return
 	}
-	rt.finish(kind, j.Attempt, TransitionInputRequested, err)
+	rt.finish(base, kind, j.Attempt, TransitionInputRequested, err)
 }
 
 func (rt *Runtime) cancel(base context.Context, j backend.JobRow, kind string, expires time.Time) {
-	rt.finish(kind, j.Attempt, TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.Attempt, TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Cancel(ctx, j.Lease, msgCancelled)
 	}))
 }
 
 func (rt *Runtime) release(base context.Context, j backend.JobRow, kind string, expires time.Time) {
-	rt.finish(kind, j.Attempt, TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.Attempt, TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Release(ctx, j.Lease)
 	}))
 }
 
 // finish reports the result of a final write.
-func (rt *Runtime) finish(kind string, attempt int64, t Transition, err error) {
+func (rt *Runtime) finish(base context.Context, kind string, attempt int64, t Transition, err error) {
+	runSpanOf(base).Wrote(t, err)
 	switch {
 	case err == nil:
 		rt.metrics.JobTransition(kind, t)

@@ -195,7 +195,11 @@ func (rt *Runtime) newJobProgress(base context.Context, j backend.JobRow, kind s
 func (rt *Runtime) writeProgress(base context.Context, pr backend.ProgressReporter, l backend.Lease, r progressReport) error {
 	ctx, cancel := context.WithTimeout(base, rt.opts.HeartbeatEvery)
 	defer cancel()
-	return pr.ReportProgress(ctx, l, r.message, r.progress)
+	err := pr.ReportProgress(ctx, l, r.message, r.progress)
+	if err == nil {
+		runSpanOf(base).Progress()
+	}
+	return err
 }
 
 // flushProgress writes a report still pending when the handler returned,

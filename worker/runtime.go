@@ -107,6 +107,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives counters with bounded labels. Nil discards them.
 	Metrics Metrics
+	// Tracer, when set, traces every run of a job, linked to the request
+	// that created its task (package tracing implements it with
+	// OpenTelemetry). Nil traces nothing, at no cost.
+	Tracer Tracer
 	// Now overrides the clock passed to the store (claim, rescue and
 	// cleanup times, retry run-at times) and used for local lease
 	// deadlines. Timers always come from package time, so tests that

@@ -183,7 +183,8 @@ type node struct {
 
 	relay io.Closer // the answer relay of a PostgreSQL node, or nil
 
-	admin *nodeAdmin // metrics and the admin listener (admin.go), or nil
+	admin *nodeAdmin   // metrics and the admin listener (admin.go), or nil
+	trace *nodeTracing // OTEL_* tracing (tracing.go), or nil
 
 	rt       *worker.Runtime
 	rtCancel context.CancelFunc
@@ -211,11 +212,16 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		st.Close()
 		return nil, err
 	}
+	if n.trace, err = newNodeTracing(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
 	defer func() {
 		if err != nil { // n is nil by now; nd is what was started
 			if nd.relay != nil {
 				nd.relay.Close()
 			}
+			nd.trace.shutdown()
 			st.Close()
 		}
 	}()
@@ -230,6 +236,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			PollInterval:  cfg.workerPoll,
 			Logger:        cfg.Logger,
 			Metrics:       n.admin.workerMetrics(cfg.workerMetrics),
+			Tracer:        n.trace.workerTracer(),
 		})
 		if err != nil {
 			return nil, err
@@ -255,6 +262,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		n.srv, err = server.New(server.Options{
 			Metrics:         metrics,
 			Observer:        observer,
+			Tracer:          n.trace.serverTracer(),
 			Sessions:        &sessions,
 			AnswerRelay:     relay,
 			Endpoints:       []*server.Endpoint{ep},
@@ -391,6 +399,9 @@ func (n *node) Shutdown() error {
 		}
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the store: %w", err))
+		}
+		if err := n.trace.shutdown(); err != nil {
+			errs = append(errs, err)
 		}
 		n.shutdownErr = errors.Join(errs...)
 	})

@@ -34,6 +34,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 		ttls, polls                                []int64
 		maxAttempts                                []int32
 		runAts                                     []*time.Time
+		traces                                     []*string
 	}
 	var c column
 	for i, it := range items {
@@ -57,11 +58,12 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 		c.polls = append(c.polls, e.PollInterval.Milliseconds())
 		c.maxAttempts = append(c.maxAttempts, int32(e.MaxAttempts))
 		c.runAts = append(c.runAts, runAt)
+		c.traces = append(c.traces, taskdata.TraceColumn(cc))
 	}
 	var created time.Time
 	var outboxID int64
 	err = s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
-		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts).Scan(&created, &outboxID)
+		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts, c.traces).Scan(&created, &outboxID)
 	if err != nil {
 		return nil, wrapErr("insert tasks", err)
 	}

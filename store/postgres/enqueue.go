@@ -90,7 +90,7 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 	var outboxID int64
 	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
 		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.e.TTL.Milliseconds(),
-		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt).Scan(&created, &outboxID)
+		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt, taskdata.TraceColumn(ins.cc)).Scan(&created, &outboxID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
 	}

@@ -85,16 +85,17 @@ const (
 
 	// $2 id, $3 endpoint, $4 tenant, $5 principal, $6 kind, $7 origin,
 	// $8 TTL ms (0: unlimited), $9 poll interval ms, $10 idempotency key,
-	// $11 max attempts, $12 run at (NULL: now). Returns the creation time
+	// $11 max attempts, $12 run at (NULL: now), $13 trace context (NULL:
+	// none). Returns the creation time
 	// and the outbox row's ID, or no row when the idempotency key is taken.
 	// The job repeats the task's kind and expiry for the claim index.
 	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context)
 			SELECT $2::text, $3::text, $4::text, $5::text, $6::text, 'working', $7::bytea, n.now, n.now,
 				CASE WHEN $8::bigint > 0 THEN n.now + $8::bigint * interval '1 millisecond' END,
-				$8::bigint, $9::bigint, $10::text
+				$8::bigint, $9::bigint, $10::text, $13::text
 			FROM n
 			ON CONFLICT (tenant, endpoint, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 			RETURNING id, kind, created_at, expires_at),
@@ -107,20 +108,21 @@ const (
 
 	// Inserts a batch of tasks: $2 IDs, $3 endpoints, $4 tenants, $5
 	// principals, $6 kinds, $7 origins, $8 TTLs ms (0: unlimited), $9 poll
-	// intervals ms, $10 max attempts, $11 run-at times (NULL: now). The
+	// intervals ms, $10 max attempts, $11 run-at times (NULL: now), $12
+	// trace contexts (NULL: none). The
 	// job rows come from the batch itself, not from the tasks' RETURNING,
 	// so that the cached plan never joins the batch with itself. Returns
 	// the creation time and the outbox row naming the tasks.
 	sqlEnqueueBatch = `WITH n AS (SELECT {{now}} AS now),
 		v AS (SELECT v.*, CASE WHEN v.ttl_ms > 0 THEN n.now + v.ttl_ms * interval '1 millisecond' END AS expires_at
 			FROM n, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
-				$9::bigint[], $10::integer[], $11::timestamptz[])
-				AS v(id, endpoint, tenant, principal, kind, origin, ttl_ms, poll_ms, max_attempts, run_at)),
+				$9::bigint[], $10::integer[], $11::timestamptz[], $12::text[])
+				AS v(id, endpoint, tenant, principal, kind, origin, ttl_ms, poll_ms, max_attempts, run_at, trace)),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, trace_context)
 			SELECT v.id, v.endpoint, v.tenant, v.principal, v.kind, 'working', v.origin, n.now, n.now,
-				v.expires_at, v.ttl_ms, v.poll_ms
+				v.expires_at, v.ttl_ms, v.poll_ms, v.trace
 			FROM v, n),
 		j AS (
 			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
@@ -150,7 +152,7 @@ const (
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.lease_expires_at,
 				j.run_at, j.created_at)
 		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.max_attempts, u.lease_expires_at, t.kind,
-			t.origin, t.input_responses, t.cancel_requested
+			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.run_at, u.created_at, u.task_id`

@@ -55,12 +55,13 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	type claimed struct {
 		job               backend.JobRow
 		origin, responses []byte
+		trace             string
 	}
 	var got []claimed
 	for rows.Next() {
 		var c claimed
 		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.MaxAttempts,
-			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
+			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
 		}
@@ -74,6 +75,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for _, c := range got {
 		j := c.job
 		j.LeaseExpires = j.LeaseExpires.UTC()
+		j.Trace = task.DecodeTraceContext(c.trace)
 		if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.

@@ -61,7 +61,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	// The jobs come from jobs_claim_order in index order, and the scan
 	// stops at the limit whatever the queue length.
 	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.kind, t.origin,
-			t.input_responses, t.cancel_requested
+			t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
@@ -79,12 +79,13 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			job       backend.JobRow
 			origin    []byte
 			responses []byte
+			trace     string
 		}
 		var cands []candidate
 		for rows.Next() {
 			var c candidate
 			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns,
-				&c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested); err != nil {
+				&c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 				rows.Close()
 				return nil, wrapErr("claim", err)
 			}
@@ -97,6 +98,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		var publish []string
 		for _, c := range cands {
 			j := c.job
+			j.Trace = task.DecodeTraceContext(c.trace)
 			if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
 				// A row this code cannot read must not block the queue
 				// forever: fail its task and go on.

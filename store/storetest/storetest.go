@@ -91,6 +91,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"CompleteBatchOneJobTwice", testCompleteBatchOneJobTwice},
 		{"Progress", testProgress},
 		{"CompleteBatchInvalidProgress", testCompleteBatchInvalidProgress},
+		{"TraceContext", testTraceContext},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"MaxAttemptsRange", testMaxAttemptsRange},
 		{"Text", testText},

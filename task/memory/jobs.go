@@ -49,8 +49,9 @@ type job struct {
 	interrupted  int
 	maxAttempts  int
 	runAt        time.Time
-	leaseExpires time.Time // while running
-	worker       string    // while running
+	leaseExpires time.Time         // while running
+	worker       string            // while running
+	trace        task.TraceContext // of the creating request, as the stores keep it
 }
 
 // JobInfo is what an operator reads of a job in a durable store's jobs
@@ -150,6 +151,7 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
 			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted,
 			Responses: maps.Clone(e.responses), LeaseExpires: j.leaseExpires, CancelRequested: e.cancelRequested,
+			Trace: j.trace,
 		})
 	}
 	return rows, nil

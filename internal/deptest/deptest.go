@@ -1,0 +1,41 @@
+// Package deptest lists what taskwire's core packages depend on, for the
+// tests of the optional integrations (Prometheus, OpenTelemetry) that
+// check the core does not link them.
+package deptest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// core are the packages every application imports, as go list patterns
+// relative to the module.
+var core = []string{"server", "worker", "task/...", "backend", "store/...", "session/...", "mcp/...", "durable", "admin"}
+
+// CoreDeps returns the import paths of every package the core packages,
+// and the extra ones named like them, depend on (go list -deps), run in
+// the module root dir. It skips t when there is no go command, and fails
+// it when go list fails or lists implausibly few packages.
+func CoreDeps(t testing.TB, dir string, extra ...string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	args := []string{"list", "-deps"}
+	for _, p := range append(append([]string{}, core...), extra...) {
+		args = append(args, "github.com/taskwire/taskwire/"+p)
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list listed %d packages; want the core's dependencies", len(deps))
+	}
+	return deps
+}
