@@ -75,7 +75,9 @@ func (ks *keySet) lookup(ctx context.Context, kid string) (jwk, error) {
 		}
 		return jwk{}, ks.missing()
 	}
-	if err := ks.fetch(ctx); err != nil {
+	// The fetch serves every waiting request: one caller hanging up must
+	// not abort it (it is still bounded by the fetch timeout).
+	if err := ks.fetch(context.WithoutCancel(ctx)); err != nil {
 		ks.onFailure(err)
 		if ok { // stale keys still serve
 			return k, nil

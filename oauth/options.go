@@ -33,7 +33,7 @@ const (
 	MaxSubjectBytes = 512
 )
 
-// DefaultAlgorithms are the JWS algorithms accepted when
+// defaultAlgorithms are the JWS algorithms accepted when
 // Options.Algorithms is empty: the asymmetric algorithms authorization
 // servers sign access tokens with.
 var defaultAlgorithms = []string{"RS256", "ES256", "PS256", "EdDSA"}
@@ -42,7 +42,8 @@ var defaultAlgorithms = []string{"RS256", "ES256", "PS256", "EdDSA"}
 // Options.Algorithms is empty: RS256, ES256, PS256 and EdDSA.
 func DefaultAlgorithms() []string { return slices.Clone(defaultAlgorithms) }
 
-// supportedAlgorithms are the algorithms Options.Algorithms may name.
+// asymmetricAlgorithms are the public-key algorithms Options.Algorithms
+// may name; hmacAlgorithms need Options.HMACSecret.
 var asymmetricAlgorithms = []string{
 	"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
 	"ES256", "ES384", "ES512", "EdDSA",
@@ -109,8 +110,8 @@ type Options struct {
 	// KeysMaxAge is how long fetched keys are used before the JWKS is
 	// fetched again. Zero: DefaultKeysMaxAge.
 	KeysMaxAge time.Duration
-	// MinRefreshInterval is the least time between two JWKS fetches. Zero:
-	// DefaultMinRefreshInterval.
+	// MinRefreshInterval is the least time between two JWKS fetches,
+	// failed ones included. Zero: DefaultMinRefreshInterval.
 	MinRefreshInterval time.Duration
 	// MaxKeys bounds the keys kept from a JWKS. Zero: DefaultMaxKeys.
 	MaxKeys int

@@ -337,3 +337,17 @@ func TestOptionsValidation(t *testing.T) {
 		t.Errorf("valid options: %v", err)
 	}
 }
+
+// TestFetchOutlivesTheCaller checks that a JWKS fetch is not aborted by
+// the context of the request that started it: the fetch serves every
+// waiting request, and a failed one would block fetches for
+// MinRefreshInterval.
+func TestFetchOutlivesTheCaller(t *testing.T) {
+	r := newRig(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h := http.Header{"Authorization": {"Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))}}
+	if _, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}); err != nil {
+		t.Errorf("Admit with a cancelled context: %v; log: %s", err, r.log)
+	}
+}
