@@ -1,35 +1,17 @@
 package prometheus_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/taskwire/taskwire/internal/depcheck"
 )
 
 // TestCoreHasNoMetricsDependency checks that the packages every
 // application imports do not depend on the Prometheus client: only this
 // package does, for the applications that choose it.
 func TestCoreHasNoMetricsDependency(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	core := []string{"server", "worker", "task/...", "store/...", "session/...", "mcp/...", "admin"}
-	args := []string{"list", "-deps"}
-	for _, p := range core {
-		args = append(args, "github.com/taskwire/taskwire/"+p)
-	}
-	cmd := exec.Command(goBin, args...)
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 50 {
-		t.Fatalf("go list listed %d packages; want the core's dependencies", len(deps))
-	}
-	for _, d := range deps {
+	for _, d := range depcheck.Deps(t, depcheck.Core()...) {
 		if strings.HasPrefix(d, "github.com/prometheus/") || d == "github.com/taskwire/taskwire/prometheus" {
 			t.Errorf("a core package depends on %s", d)
 		}
