@@ -84,11 +84,12 @@ func New(opts Options) (*ResourceServer, error) {
 	return rs, nil
 }
 
-// tokenError is a refused token: its category and whether a token was
-// presented at all.
+// tokenError is a refused token: its category, and the error behind it
+// when there is one. Neither reaches the client; only the category is
+// logged.
 type tokenError struct {
 	category Category
-	cause    error // for errors.Is in tests; never logged
+	cause    error
 }
 
 func (e *tokenError) Error() string { return "oauth: token refused: " + string(e.category) }

@@ -243,3 +243,23 @@ func firstListenEvent(t *testing.T, url, token, taskID string) string {
 		}
 	}
 }
+
+func TestParseScopes(t *testing.T) {
+	methods, tools, err := parseScopes("reports.generate=reports, tasks/cancel=tasks:write,reports.generate=audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []map[string][]string{methods, tools}
+	want := []map[string][]string{
+		{"tasks/cancel": {"tasks:write"}},
+		{"reports.generate": {"reports", "audit"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parseScopes (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"reports", "=x", "a=", "a=b,,c=d"} {
+		if _, _, err := parseScopes(bad); err == nil {
+			t.Errorf("parseScopes(%q) accepted", bad)
+		}
+	}
+}
