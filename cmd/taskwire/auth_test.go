@@ -263,3 +263,58 @@ func TestParseScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsBoundToSubject checks that a 2025-era session opened by one
+// subject is, to another subject of the same issuer, an unknown session.
+func TestSessionsBoundToSubject(t *testing.T) {
+	iss := testissuer.New(t)
+	addr := freeLoopbackAddr(t)
+	resource := "http://" + addr + "/mcp"
+	rs, err := oauth.New(oauth.Options{Resource: resource, Issuer: iss.URL, JWKSURL: iss.JWKSURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(filepath.Join(t.TempDir(), "sessions.db"), 0)
+	cfg.Addr, cfg.Auth = addr, rs
+	n := start(t, cfg)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: waitFor}
+	post := func(sub, sid, body string) (int, string, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, n.URL(), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+iss.Token(t, iss.Claims(sub, resource, time.Now())))
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get(mcp.HeaderSessionID), string(b)
+	}
+	status, sid, body := post("alice", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: HTTP %d, session %q, %s", status, sid, body)
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if status, _, body := post("alice", sid, list); status != http.StatusOK {
+		t.Fatalf("alice in her session: HTTP %d %s", status, body)
+	}
+	s1, _, theirs := post("bob", sid, list)
+	s2, _, unknown := post("bob", strings.Repeat("0", len(sid)), list)
+	if s1 == http.StatusOK {
+		t.Fatalf("bob used alice's session: %s", theirs)
+	}
+	if diff := cmp.Diff([]any{s2, unknown}, []any{s1, theirs}); diff != "" {
+		t.Errorf("another subject's session differs from an unknown one (-unknown +theirs):\n%s", diff)
+	}
+}
