@@ -47,7 +47,9 @@ type Issuer struct {
 
 // Key is one signing key.
 type Key struct {
-	ID      string
+	// ID is the key's "kid".
+	ID string
+	// Alg is the algorithm it was made for; an RSA key also signs PS256.
 	Alg     string
 	private crypto.Signer
 }
