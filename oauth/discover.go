@@ -15,13 +15,13 @@ import (
 // first, then RFC 8414 (/.well-known/oauth-authorization-server inserted
 // before the issuer's path). A document counts only if its "issuer" equals
 // issuer exactly. Each fetch is bounded by timeout and MaxResponseBytes; a
-// nil client is http.DefaultClient.
+// nil client is the default of Options.HTTPClient.
 func DiscoverJWKS(ctx context.Context, client *http.Client, issuer string, timeout time.Duration) (string, error) {
 	if err := checkIssuer(issuer); err != nil {
 		return "", fmt.Errorf("oauth: discover: issuer %w", err)
 	}
 	if client == nil {
-		client = http.DefaultClient
+		client = newHTTPClient()
 	}
 	u, _ := url.Parse(issuer)
 	path := strings.TrimSuffix(u.EscapedPath(), "/")

@@ -101,8 +101,10 @@ type Options struct {
 	Introspection *Introspection
 
 	// HTTPClient fetches keys and introspects tokens. Nil: a client
-	// without proxies from the environment. Each request is bounded by
-	// FetchTimeout whatever the client's own timeout.
+	// without proxies from the environment that follows a redirect only
+	// to a URL this package would accept (https, or http on loopback).
+	// Each request is bounded by FetchTimeout whatever the client's own
+	// timeout.
 	HTTPClient *http.Client
 	// FetchTimeout bounds one JWKS fetch or introspection. Zero:
 	// DefaultFetchTimeout.
@@ -234,7 +236,7 @@ func (o Options) validate() (Options, error) {
 		o.MaxKeys = DefaultMaxKeys
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
+		o.HTTPClient = newHTTPClient()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -335,4 +337,21 @@ func parseServiceURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q must be https (http only on a loopback host)", s)
 	}
 	return u, nil
+}
+
+// newHTTPClient is the default client: no proxies from the environment,
+// and redirects only to https (or http on loopback), at most 5 of them.
+func newHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("too many redirects")
+			}
+			if _, err := parseServiceURL(req.URL.String()); err != nil {
+				return fmt.Errorf("redirect refused: %w", err)
+			}
+			return nil
+		},
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +350,27 @@ func TestFetchOutlivesTheCaller(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))}}
 	if _, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}); err != nil {
 		t.Errorf("Admit with a cancelled context: %v; log: %s", err, r.log)
+	}
+}
+
+// TestJWKSRedirectRefused checks that the default client follows no
+// redirect to a URL the options would refuse (here one with user
+// information; plain http off loopback is refused the same way), so that
+// keys cannot be taken from a source the configuration could not name.
+func TestJWKSRedirectRefused(t *testing.T) {
+	redirect := httptest.NewUnstartedServer(nil)
+	t.Cleanup(redirect.Close)
+	r := newRig(t, func(o *oauth.Options) { o.JWKSURL = "http://" + redirect.Listener.Addr().String() + "/jwks" })
+	target := strings.Replace(r.iss.JWKSURL(), "http://", "http://user:pass@", 1) // the real JWKS
+	redirect.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusFound)
+	})
+	redirect.Start()
+	id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now())))
+	if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != "keys_unavailable" {
+		t.Errorf("outcome %+v, want 401 keys_unavailable", got)
+	}
+	if !strings.Contains(r.log.String(), "redirect refused") {
+		t.Errorf("the key fetch failure is not logged: %s", r.log)
 	}
 }

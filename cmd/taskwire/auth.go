@@ -61,16 +61,15 @@ func (a authFlags) resolve(ctx context.Context, logger *slog.Logger) (*oauth.Res
 	if err != nil {
 		return nil, fmt.Errorf("--auth-scopes: %w", err)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
 	jwks := *a.jwksURL
 	if jwks == "" {
-		if jwks, err = oauth.DiscoverJWKS(ctx, client, *a.issuer, discoveryTimeout); err != nil {
+		if jwks, err = oauth.DiscoverJWKS(ctx, nil, *a.issuer, discoveryTimeout); err != nil {
 			return nil, fmt.Errorf("%w (or give --auth-jwks-url)", err)
 		}
 	}
 	rs, err := oauth.New(oauth.Options{
 		Resource: *a.audience, Issuer: *a.issuer, JWKSURL: jwks, TenantClaim: *a.tenantClaim,
-		MethodScopes: methods, ToolScopes: tools, HTTPClient: client, Logger: logger,
+		MethodScopes: methods, ToolScopes: tools, Logger: logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
