@@ -35,8 +35,13 @@ func (id Identity) rateKey() string {
 type AdmissionRequest struct {
 	// Endpoint is the name of the endpoint the request was routed to.
 	Endpoint string
-	// Method is the JSON-RPC method.
+	// Method is the JSON-RPC method; empty for a 2025-era message that is
+	// not a request (a response, a GET stream or a DELETE of a session).
 	Method string
+	// Tool is the name of the tool a tools/call request calls (its
+	// params.name, which the Mcp-Name header must match when present);
+	// empty for every other method.
+	Tool string
 	// Header is the HTTP request header.
 	Header http.Header
 	// RemoteAddr is the network address of the client, as net/http reports it.
@@ -159,4 +164,13 @@ func devBearerName(values []string) (string, bool) {
 		}
 	}
 	return name, true
+}
+
+// toolName is AdmissionRequest.Tool for a request: the called tool's name
+// for tools/call, else empty.
+func toolName(method string, p *rawParams) string {
+	if method != mcp.MethodToolsCall || p == nil {
+		return ""
+	}
+	return p.Name
 }

@@ -105,3 +105,39 @@ func TestRejectionErrorWithoutErr(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionSeesTheTool checks that the controller is told which tool a
+// tools/call calls, in both eras, and no tool for other methods, so that an
+// authorization policy can require scopes per tool.
+func TestAdmissionSeesTheTool(t *testing.T) {
+	type seen struct{ Method, Tool string }
+	var got []seen
+	record := server.AdmissionFunc(func(ctx context.Context, req *server.AdmissionRequest) (server.Identity, error) {
+		got = append(got, seen{req.Method, req.Tool})
+		return server.DevAdmission().Admit(ctx, req)
+	})
+
+	srv := newTestServer(t, func(o *server.Options, _ *server.Endpoint) { o.Admission = record })
+	if res := do(t, srv, rawPost(callBody("echo", `{"text":"hi"}`), mcp.MethodToolsCall, map[string]string{"Mcp-Name": "echo"})); res.Status != http.StatusOK {
+		t.Fatalf("tools/call: HTTP %d %s", res.Status, res.Body)
+	}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + metaJSON + `}}`
+	if res := do(t, srv, rawPost(list, mcp.MethodToolsList, nil)); res.Status != http.StatusOK {
+		t.Fatalf("tools/list: HTTP %d %s", res.Status, res.Body)
+	}
+	want := []seen{{mcp.MethodToolsCall, "echo"}, {mcp.MethodToolsList, ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("2026 era: admission saw (-want +got):\n%s", diff)
+	}
+
+	got = nil
+	c := newLegacyRig(t, newLegacyCatalog(t, func(o *server.Options, _ *server.Endpoint) { o.Admission = record }))
+	c.mustInitialize("2025-06-18", `{}`)
+	if rep := c.request(mcp.MethodToolsCall, `{"name":"echo","arguments":{"text":"hi"}}`); rep.status != http.StatusOK {
+		t.Fatalf("legacy tools/call: HTTP %d %s", rep.status, rep.body)
+	}
+	want = []seen{{mcp.MethodInitialize, ""}, {"notifications/initialized", ""}, {mcp.MethodToolsCall, "echo"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("2025 era: admission saw (-want +got):\n%s", diff)
+	}
+}

@@ -81,7 +81,7 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 	} else {
 		var err error
 		id, err = s.opts.Admission.Admit(ctx, &AdmissionRequest{
-			Endpoint: ep.opts.Name, Method: req.Method, Header: r.Header, RemoteAddr: r.RemoteAddr,
+			Endpoint: ep.opts.Name, Method: req.Method, Tool: toolName(req.Method, p), Header: r.Header, RemoteAddr: r.RemoteAddr,
 		})
 		if err != nil {
 			var (

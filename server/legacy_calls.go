@@ -162,7 +162,7 @@ func (ep *Endpoint) legacyInitialize(s *Server, w http.ResponseWriter, r *http.R
 		s.reject(ep, w, req.ID, perr)
 		return
 	}
-	id, perr := s.admit(ep, r, req.Method)
+	id, perr := s.admit(ep, r, req.Method, "")
 	if perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return

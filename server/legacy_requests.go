@@ -266,7 +266,7 @@ func (s *Server) legacyResponse(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		s.reject(ep, w, mcp.ID{}, errSessionRequired)
 		return
 	}
-	ident, perr := s.admit(ep, r, "")
+	ident, perr := s.admit(ep, r, "", "")
 	if perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return

@@ -131,7 +131,7 @@ func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Reques
 		s.reject(ep, w, req.ID, errSessionRequired)
 		return true
 	}
-	id, perr := s.admit(ep, r, req.Method)
+	id, perr := s.admit(ep, r, req.Method, toolName(req.Method, &p))
 	if perr != nil {
 		s.reject(ep, w, req.ID, perr)
 		return true
@@ -212,10 +212,11 @@ func (s *Server) chargeLegacyLimiter(id Identity) *protocolError {
 	return nil
 }
 
-// admit runs the admission controller for a legacy message.
-func (s *Server) admit(ep *Endpoint, r *http.Request, method string) (Identity, *protocolError) {
+// admit runs the admission controller for a legacy message; tool is the
+// name a tools/call request calls, else empty.
+func (s *Server) admit(ep *Endpoint, r *http.Request, method, tool string) (Identity, *protocolError) {
 	id, err := s.opts.Admission.Admit(r.Context(), &AdmissionRequest{
-		Endpoint: ep.opts.Name, Method: method, Header: r.Header, RemoteAddr: r.RemoteAddr,
+		Endpoint: ep.opts.Name, Method: method, Tool: tool, Header: r.Header, RemoteAddr: r.RemoteAddr,
 	})
 	if err != nil {
 		var (
@@ -292,7 +293,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		return
 	}
 	key, _, valid := presentedKey(r.Header)
-	id, perr := s.admit(ep, r, "")
+	id, perr := s.admit(ep, r, "", "")
 	if perr != nil {
 		s.reject(ep, w, mcp.ID{}, perr)
 		return

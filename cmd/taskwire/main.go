@@ -50,9 +50,12 @@
 // kernel's accept queue; the default is the descriptor limit less 128,
 // between 64 and 10000), a request's headers must arrive within 10 s and
 // its body within --body-timeout, and a keep-alive connection is closed
-// after --idle-timeout without a request. serve admits callers with
-// development identities (a Bearer token is taken as the caller's name), so
-// it refuses an --addr that is not loopback unless --insecure-dev-auth is
+// after --idle-timeout without a request. With --auth-issuer and
+// --auth-audience, serve is an OAuth 2.1 resource server: every request
+// needs a valid access token from that issuer for that resource (see
+// docs/authorization.md). Without them it admits callers with development
+// identities (a Bearer token is taken as the caller's name), says so, and
+// refuses an --addr that is not loopback unless --insecure-dev-auth is
 // given. Each caller may start --task-rate task-creating calls a second
 // (bursts of --task-burst) and have --max-active-tasks tasks working or
 // waiting for input; beyond either, calls get HTTP 429 with Retry-After.
@@ -210,7 +213,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; beyond them new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
 	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
-	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr although every caller is admitted with a development identity")
+	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
+	auth := addAuthFlags(fs)
 	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
 	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
 	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
@@ -225,6 +229,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	if *stdio.on && adminAddr.addr != "" {
 		return errors.New("serve: --admin-addr does not apply to --stdio")
+	}
+	if *stdio.on && auth.given() {
+		return errors.New("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
 	if err != nil {
@@ -253,7 +260,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if *addr == "" {
 		return errors.New("serve: --addr must not be empty")
 	}
+	rs, err := auth.resolve(ctx, logger)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return runNode(ctx, nodeConfig{
+		Auth: rs,
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
@@ -354,6 +366,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	if n.URL() != "" {
 		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
 		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
+		printAuth(stdout, n.cfg)
 	}
 	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
 	if a := n.admin.listenAddr(); a != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/durable"
+	"github.com/taskwire/taskwire/oauth"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -109,6 +110,9 @@ type nodeConfig struct {
 	// InsecureDevAuth allows the development identities (any Bearer name
 	// is taken as given) on an address other than loopback.
 	InsecureDevAuth bool
+	// Auth, if set, admits callers by access token instead of development
+	// identities, on any address (auth.go).
+	Auth *oauth.ResourceServer
 	// TaskLimits bound each caller's task creation. The zero value means
 	// the server's defaults.
 	TaskLimits server.TaskLimits
@@ -145,10 +149,11 @@ func (c *nodeConfig) validate() error {
 		return errors.New("--max-conns must not be negative")
 	case c.BodyTimeout < 0 || c.IdleTimeout < 0:
 		return errors.New("--body-timeout and --idle-timeout must not be negative")
-	case c.Addr != "" && !c.InsecureDevAuth && !isLoopbackAddr(c.Addr):
+	case c.Addr != "" && c.Auth == nil && !c.InsecureDevAuth && !isLoopbackAddr(c.Addr):
 		return fmt.Errorf("--addr %s is not a loopback address, and this node admits every caller "+
 			"with development identities (any Bearer name is taken as the caller's); "+
-			"serve on 127.0.0.1 or ::1, or pass --insecure-dev-auth to accept that", c.Addr)
+			"require access tokens with --auth-issuer and --auth-audience, serve on 127.0.0.1 or ::1, "+
+			"or pass --insecure-dev-auth to accept that", c.Addr)
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = defaultMaxConns()
@@ -267,7 +272,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			AnswerRelay:     relay,
 			Endpoints:       []*server.Endpoint{ep},
 			Logger:          cfg.Logger,
-			Admission:       server.DevAdmission(),
+			Admission:       cfg.admission(),
 			TaskManager:     st,
 			BodyReadTimeout: cfg.BodyTimeout,
 			TaskLimits:      cfg.TaskLimits,
@@ -288,7 +293,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		}
 		ln = server.LimitListener(ln, cfg.MaxConns)
 		n.hs = &http.Server{
-			Handler:           n.srv,
+			Handler:           cfg.handler(n.srv),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    64 << 10,

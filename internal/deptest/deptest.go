@@ -1,5 +1,5 @@
 // Package deptest lists what taskwire's core packages depend on, for the
-// tests of the optional integrations (Prometheus, OpenTelemetry) that
+// tests of the optional integrations (Prometheus, OpenTelemetry, JWT) that
 // check the core does not link them.
 package deptest
 

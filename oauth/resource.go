@@ -1,0 +1,326 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// Category names why a token was refused. It is the only thing logged
+// about a refused token.
+type Category string
+
+// Categories of refused tokens and requests.
+const (
+	CategoryMissing           Category = "missing"                // no Authorization header
+	CategoryMalformed         Category = "malformed"              // not one "Bearer TOKEN" header, or not a parsable token
+	CategoryOversized         Category = "oversized"              // longer than Options.MaxTokenBytes
+	CategoryBadAlgorithm      Category = "bad_algorithm"          // an algorithm not allowed, "none" included
+	CategoryUnknownKey        Category = "unknown_key"            // no key with the token's "kid", even after a refresh
+	CategoryKeysUnavailable   Category = "keys_unavailable"       // the JWKS could not be fetched
+	CategoryBadSignature      Category = "bad_signature"          // the signature does not verify
+	CategoryExpired           Category = "expired"                // "exp" is past (beyond the leeway) or missing
+	CategoryNotYetValid       Category = "not_yet_valid"          // "nbf" is in the future (beyond the leeway)
+	CategoryBadIssuer         Category = "bad_issuer"             // "iss" is not Options.Issuer
+	CategoryBadAudience       Category = "bad_audience"           // "aud" holds none of Options.Audiences
+	CategoryBadSubject        Category = "bad_subject"            // "sub" missing, too long or not printable
+	CategoryBadTenant         Category = "bad_tenant"             // the tenant claim is missing, too long or not printable
+	CategoryInactive          Category = "introspection_inactive" // the introspection endpoint says the token is not active
+	CategoryIntrospection     Category = "introspection_failed"   // the introspection endpoint could not be asked
+	CategoryInsufficientScope Category = "insufficient_scope"     // a valid token without a required scope
+)
+
+// ResourceServer admits requests that carry a valid access token for this
+// resource, and serves the resource's metadata. It is safe for concurrent
+// use. Build it with New.
+type ResourceServer struct {
+	opts        Options
+	parser      *jwt.Parser
+	keys        *keySet // nil without JWKSURL
+	introspect  *introspector
+	metadataURL string
+	metadata    []byte
+	wellKnown   []string // the paths the metadata is served at
+}
+
+var _ server.AdmissionController = (*ResourceServer)(nil)
+
+// New validates opts in full and returns a ResourceServer. It does not
+// reach the network: keys are fetched on first use.
+func New(opts Options) (*ResourceServer, error) {
+	o, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	rs := &ResourceServer{opts: o}
+	rs.parser = jwt.NewParser(
+		jwt.WithValidMethods(o.Algorithms),
+		jwt.WithLeeway(o.Leeway),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(o.Now),
+		jwt.WithStrictDecoding(),
+	)
+	if o.JWKSURL != "" {
+		rs.keys = &keySet{
+			url: o.JWKSURL, client: o.HTTPClient, timeout: o.FetchTimeout,
+			maxAge: o.KeysMaxAge, minRefresh: o.MinRefreshInterval, maxKeys: o.MaxKeys, now: o.Now,
+			onFailure: func(err error) { o.Logger.Warn("oauth: signing keys not refreshed", "err", err) },
+		}
+	}
+	if o.Introspection != nil {
+		rs.introspect = newIntrospector(o)
+	}
+	if err := rs.buildMetadata(); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// tokenError is a refused token: its category, and the error behind it
+// when there is one. Neither reaches the client; only the category is
+// logged.
+type tokenError struct {
+	category Category
+	cause    error
+}
+
+func (e *tokenError) Error() string { return "oauth: token refused: " + string(e.category) }
+func (e *tokenError) Unwrap() error { return e.cause }
+
+func refuse(c Category, cause error) *tokenError { return &tokenError{category: c, cause: cause} }
+
+// Admit implements server.AdmissionController. It returns the caller's
+// identity, or a *server.Rejection: HTTP 401 with a Bearer challenge for a
+// missing or refused token, HTTP 403 with error="insufficient_scope" for a
+// token without a required scope. It logs only the category of a refusal.
+func (rs *ResourceServer) Admit(ctx context.Context, req *server.AdmissionRequest) (server.Identity, error) {
+	required := rs.requiredScopes(req.Method, req.Tool)
+	values := req.Header.Values("Authorization")
+	if len(values) == 0 {
+		rs.log(ctx, CategoryMissing)
+		return server.Identity{}, rs.unauthorized(false, required)
+	}
+	tok, terr := bearerToken(values, rs.opts.MaxTokenBytes)
+	var c claims
+	if terr == nil {
+		c, terr = rs.verify(ctx, tok)
+	}
+	if terr != nil {
+		rs.log(ctx, terr.category)
+		return server.Identity{}, rs.unauthorized(true, required)
+	}
+	if !hasScopes(c.scopes, required) {
+		rs.log(ctx, CategoryInsufficientScope)
+		return server.Identity{}, rs.forbidden(required)
+	}
+	principal := rs.opts.Issuer + "#" + c.subject
+	tenant := principal
+	if rs.opts.TenantClaim != "" {
+		tenant = c.tenant
+	}
+	return server.Identity{Principal: principal, Tenant: tenant, RateKey: principal}, nil
+}
+
+// log records a refusal's category, and nothing else about it.
+func (rs *ResourceServer) log(ctx context.Context, c Category) {
+	rs.opts.Logger.InfoContext(ctx, "oauth: request refused", "reason", string(c))
+}
+
+// bearerToken returns the token of the only Authorization header,
+// "Bearer TOKEN" with the scheme in any case, bounded by max bytes.
+func bearerToken(values []string, max int) (string, *tokenError) {
+	if len(values) != 1 {
+		return "", refuse(CategoryMalformed, nil)
+	}
+	scheme, tok, ok := strings.Cut(strings.TrimLeft(values[0], " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", refuse(CategoryMalformed, nil)
+	}
+	tok = strings.Trim(tok, " \t")
+	if len(tok) > max {
+		return "", refuse(CategoryOversized, nil)
+	}
+	if tok == "" || !isToken68(tok) {
+		return "", refuse(CategoryMalformed, nil)
+	}
+	return tok, nil
+}
+
+// isToken68 reports whether s is a token68 (RFC 9110 §11.2), the syntax of
+// a Bearer credential.
+func isToken68(s string) bool {
+	s = strings.TrimRight(s, "=")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// claims is what an admitted token says about its caller.
+type claims struct {
+	subject string
+	tenant  string // the TenantClaim's value, when configured
+	scopes  []string
+}
+
+// verify checks a token: as a JWT when it looks like one and keys are
+// configured, else by introspection.
+func (rs *ResourceServer) verify(ctx context.Context, tok string) (claims, *tokenError) {
+	isJWT := strings.Count(tok, ".") == 2
+	switch {
+	case isJWT && (rs.keys != nil || rs.opts.HMACSecret != nil):
+		return rs.verifyJWT(ctx, tok)
+	case rs.introspect != nil:
+		return rs.introspect.check(ctx, tok)
+	}
+	return claims{}, refuse(CategoryMalformed, nil)
+}
+
+// verifyJWT checks a JWT access token's signature and claims.
+func (rs *ResourceServer) verifyJWT(ctx context.Context, tok string) (claims, *tokenError) {
+	var mc jwt.MapClaims
+	token, err := rs.parser.ParseWithClaims(tok, &mc, func(t *jwt.Token) (any, error) {
+		return rs.key(ctx, t)
+	})
+	if err != nil {
+		return claims{}, rs.jwtCategory(token, err)
+	}
+	// The parser checks the signature, "exp" and "nbf"; issuer and
+	// audience are checked here, each with its own category.
+	if iss, err := mc.GetIssuer(); err != nil || iss != rs.opts.Issuer {
+		return claims{}, refuse(CategoryBadIssuer, err)
+	}
+	aud, err := mc.GetAudience()
+	if err != nil || !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(rs.opts.Audiences, a) }) {
+		return claims{}, refuse(CategoryBadAudience, err)
+	}
+	return claimsOf(map[string]any(mc), rs.opts.TenantClaim)
+}
+
+// key returns the verification key for a parsed token header: the shared
+// secret for HS* (only with HMACSecret), else the JWKS key with its "kid"
+// whose type fits the algorithm.
+func (rs *ResourceServer) key(ctx context.Context, t *jwt.Token) (any, error) {
+	alg := t.Method.Alg()
+	if slices.Contains(hmacAlgorithms, alg) {
+		if rs.opts.HMACSecret == nil {
+			return nil, errBadAlgorithm
+		}
+		return rs.opts.HMACSecret, nil
+	}
+	if rs.keys == nil {
+		return nil, errUnknownKey
+	}
+	kid, _ := t.Header["kid"].(string)
+	k, err := rs.keys.lookup(ctx, kid)
+	if err != nil {
+		return nil, err
+	}
+	if !k.fits(alg) {
+		return nil, errBadAlgorithm
+	}
+	return k.key, nil
+}
+
+var errBadAlgorithm = errors.New("oauth: algorithm does not fit the key")
+
+// jwtCategory maps a jwt parse error to a category.
+func (rs *ResourceServer) jwtCategory(token *jwt.Token, err error) *tokenError {
+	c := CategoryMalformed
+	switch {
+	case errors.Is(err, errBadAlgorithm):
+		c = CategoryBadAlgorithm
+	case errors.Is(err, errUnknownKey):
+		c = CategoryUnknownKey
+	case errors.Is(err, errKeysFailed):
+		c = CategoryKeysUnavailable
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		c = CategoryBadSignature
+		// The parser refuses an algorithm outside the allow-list with
+		// the same sentinel.
+		if token != nil {
+			if alg, _ := token.Header["alg"].(string); !slices.Contains(rs.opts.Algorithms, alg) {
+				c = CategoryBadAlgorithm
+			}
+		}
+	case errors.Is(err, jwt.ErrTokenExpired), errors.Is(err, jwt.ErrTokenRequiredClaimMissing): // "exp" is the only required claim
+		c = CategoryExpired
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		c = CategoryNotYetValid
+	}
+	return refuse(c, err)
+}
+
+// claimsOf reads subject, tenant and scopes from verified claims.
+// tenantClaim, if not empty, names the claim holding the tenant.
+func claimsOf(m map[string]any, tenantClaim string) (claims, *tokenError) {
+	sub, _ := m["sub"].(string)
+	if !printable(sub) {
+		return claims{}, refuse(CategoryBadSubject, nil)
+	}
+	c := claims{subject: sub, scopes: scopesOf(m)}
+	if tenantClaim != "" {
+		c.tenant, _ = m[tenantClaim].(string)
+		if !printable(c.tenant) {
+			return claims{}, refuse(CategoryBadTenant, nil)
+		}
+	}
+	return c, nil
+}
+
+// printable reports whether s is a usable identity part: non-empty, at
+// most MaxSubjectBytes, valid UTF-8 without control characters.
+func printable(s string) bool {
+	if s == "" || len(s) > MaxSubjectBytes || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// unauthorized is the 401 rejection: a challenge with resource_metadata,
+// error="invalid_token" when a token was presented, and the scopes the
+// request needs.
+func (rs *ResourceServer) unauthorized(presented bool, required []string) *server.Rejection {
+	var params []string
+	if presented {
+		params = append(params, `error="invalid_token"`)
+	}
+	if len(required) > 0 {
+		params = append(params, `scope="`+strings.Join(required, " ")+`"`)
+	}
+	params = append(params, `resource_metadata="`+rs.metadataURL+`"`)
+	return rs.rejection(http.StatusUnauthorized, "Unauthorized", params)
+}
+
+// forbidden is the 403 rejection of a token without a required scope.
+func (rs *ResourceServer) forbidden(required []string) *server.Rejection {
+	params := []string{
+		`error="insufficient_scope"`,
+		`scope="` + strings.Join(required, " ") + `"`,
+		`resource_metadata="` + rs.metadataURL + `"`,
+	}
+	return rs.rejection(http.StatusForbidden, "Forbidden: insufficient scope", params)
+}
+
+func (rs *ResourceServer) rejection(status int, msg string, params []string) *server.Rejection {
+	h := http.Header{}
+	h.Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	return &server.Rejection{Status: status, Err: mcp.NewError(mcp.CodeInvalidRequest, msg), Header: h}
+}
