@@ -94,8 +94,10 @@ func main() {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	default:
-		fmt.Fprintln(os.Stderr, "taskwire:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "taskwire:", msg)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -107,17 +109,28 @@ Commands:
   migrate   apply the store's schema migrations and exit
   version   print the version
 
+Client commands, for any MCP server over HTTP:
+  tools     list the server's tools and their inputs
+  call      call a tool: taskwire call TOOL key=value key:=JSON ...; waits for a
+            task with a progress line, asks its forms on a terminal
+  task      get, wait for, cancel or answer a task: taskwire task wait ID,
+            taskwire task answer ID KEY=JSON ...
+They talk to --url, else $TASKWIRE_URL, else http://127.0.0.1:8080/mcp, with
+--token (else $TASKWIRE_TOKEN) as a Bearer token and --header K:V (repeatable);
+--timeout bounds the wait, --json prints JSON.
+
 The store is --store, else $TASKWIRE_STORE, else sqlite:taskwire.db:
   sqlite:PATH (or PATH.db)          a SQLite file, the default
   postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets
 
 Run "taskwire COMMAND -h" for the flags of a command.
-`
+
+` + exitCodes
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("a command is required")
+		return usageErrorf("a command is required")
 	}
 	switch args[0] {
 	case "serve":
@@ -126,6 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return workerCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr, getenv)
+	case "tools", "call", "task":
+		return runClientCommand(ctx, args[0], args[1:], stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "taskwire", version)
 		return nil
@@ -134,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return usageErrorf("unknown command %q", args[0])
 }
 
 // commonFlags are the flags every store-using command shares.
