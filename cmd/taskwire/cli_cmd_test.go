@@ -243,7 +243,9 @@ func TestDetachTimeoutAndInterrupt(t *testing.T) {
 	interrupts := make(chan os.Signal, 1)
 	stderr := newNoticeBuffer("working")
 	done := make(chan cliRun, 1)
-	go func() { done <- runCLI(t, cliOpts{env: env, interrupts: interrupts, stderr: stderr}, "task", "wait", slow) }()
+	go func() {
+		done <- runCLI(t, cliOpts{env: env, interrupts: interrupts, stderr: stderr}, "task", "wait", slow)
+	}()
 	select {
 	case <-stderr.seen:
 	case <-time.After(waitFor):

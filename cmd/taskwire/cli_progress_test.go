@@ -24,7 +24,7 @@ func TestProgressLine(t *testing.T) {
 		{0, progressState{Status: "working"}, false},
 		{400 * time.Millisecond, progressState{Status: "working", Message: "row 200 of 1000"}, false},
 		{600 * time.Millisecond, progressState{Status: "working", Message: "row 200 of 1000"}, false}, // no change
-		{time.Second, progressState{}, true},                                                        // a tick only
+		{time.Second, progressState{}, true},                                                          // a tick only
 		{250 * time.Millisecond, progressState{Status: "working", Message: "halfway", Progress: ptr(500), Total: ptr(1000)}, false},
 		{time.Second, progressState{Status: "working", Message: "halfway"}, false}, // keeps the numbers
 		{time.Second, progressState{Status: "completed"}, false},
