@@ -13,6 +13,21 @@
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
 //	taskwire version
+//	taskwire tools   [--url URL] [--token TOKEN] [--header K:V]... [--timeout D] [--json]
+//	taskwire call    [flags] [--detach] TOOL [key=value | key:=JSON]...
+//	taskwire task    get|wait|cancel [flags] ID
+//	taskwire task    answer [flags] ID KEY=JSON...
+//
+// tools, call and task are a client for any MCP server over HTTP (see
+// docs/client.md): the URL defaults to $TASKWIRE_URL, then
+// http://127.0.0.1:8080/mcp; --token (default $TASKWIRE_TOKEN) is sent as a
+// Bearer token. call types key=value by the tool's input schema, waits for
+// a task with a progress line on stderr, asks its forms when stdin is a
+// terminal, and detaches on Ctrl-C. They exit 0 on success, 1 on a tool
+// error, 2 on a usage error, 3 when authentication is required or refused,
+// 4 when the server is unreachable, 5 when the task failed, 6 when it was
+// cancelled, 7 when it needs input and the command is not interactive, 124
+// when --timeout passed and 130 when interrupted.
 //
 // SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
 // defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
