@@ -66,8 +66,9 @@ type clientFlags struct {
 	url     string
 	token   string
 	headers headerFlag
-	timeout time.Duration
-	json    bool
+	timeout  time.Duration
+	json     bool
+	protocol string
 }
 
 // headerFlag collects repeated --header K:V flags.
@@ -85,6 +86,7 @@ func newClientFlagSet(name string, env *cliEnv, cf *clientFlags) *flag.FlagSet {
 	fs.Var(&cf.headers, "header", "extra request header `K:V` (repeatable)")
 	fs.DurationVar(&cf.timeout, "timeout", 0, "give up waiting after this `duration` (exit 124; the task runs on); 0 waits for ever")
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&cf.protocol, "protocol", "", "pin the protocol `revision`: "+strings.Join(client.DefaultProtocolVersions(), ", ")+" (default: the newest the server speaks)")
 	return fs
 }
 
@@ -155,6 +157,9 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 	opts := client.Options{
 		Header:     header,
 		ClientInfo: mcp.Implementation{Name: "taskwire-cli", Version: version},
+	}
+	if cf.protocol != "" {
+		opts.ProtocolVersions = []string{cf.protocol}
 	}
 	if token != "" {
 		opts.Token = func(context.Context) (string, error) { return token, nil }

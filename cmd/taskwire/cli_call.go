@@ -53,7 +53,9 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.c.Call(ctx, name, toolArgs, client.WithProgress(func(p client.Progress) {
+	// PreferTask: in a 2025-11-25 session a tool that may run as a task
+	// does, so that Ctrl-C can detach from it.
+	res, err := s.c.Call(ctx, name, toolArgs, client.PreferTask(), client.WithProgress(func(p client.Progress) {
 		w.progress.update(progressState{Status: string(mcp.TaskWorking), Message: p.Message, Progress: &p.Progress, Total: p.Total})
 	}))
 	w.progress.end()
@@ -163,7 +165,17 @@ func (w *waiter) wasInterrupted() bool {
 // asks the task's forms when interactive, and returns the outcome. A task
 // that needs input the command cannot ask fails with
 // *client.InputRequiredError.
+//
+// In a 2025-11-25 session, whose tasks carry no input requests (the
+// server asks on the stream of tasks/result), the progress line shows the
+// status and Task.Wait waits, asking forms through the client's handler.
 func (w *waiter) wait(ctx context.Context, s *clientSession, t *client.Task) (*mcp.CallToolResult, error) {
+	if err := s.c.Connect(ctx); err != nil {
+		return nil, err
+	}
+	if s.c.ProtocolVersion() != mcp.LatestProtocolVersion {
+		return w.waitLegacy(ctx, t)
+	}
 	answered := map[string]bool{}
 	for u, err := range t.Updates(ctx) {
 		if err != nil {
@@ -198,6 +210,21 @@ func (w *waiter) wait(ctx context.Context, s *clientSession, t *client.Task) (*m
 		}
 	}
 	return nil, errors.New("the task's updates ended before it finished")
+}
+
+// waitLegacy waits for a task of a 2025-11-25 session.
+func (w *waiter) waitLegacy(ctx context.Context, t *client.Task) (*mcp.CallToolResult, error) {
+	if d, err := t.Get(ctx); err == nil {
+		w.progress.update(progressState{Status: string(d.Status), Message: d.StatusMessage})
+	} else {
+		return nil, err
+	}
+	out, err := t.Wait(ctx)
+	if d, gerr := t.Get(ctx); gerr == nil && err == nil {
+		w.progress.update(progressState{Status: string(d.Status), Message: d.StatusMessage})
+	}
+	w.progress.end()
+	return out, err
 }
 
 // answer asks every pending form; anything else, or any form when the

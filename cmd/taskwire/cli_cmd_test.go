@@ -319,3 +319,35 @@ func TestAuthenticationRequired(t *testing.T) {
 		t.Errorf("Authorization headers sent: %q", got)
 	}
 }
+
+// TestCallInLegacySessions pins the 2025 revisions: in a 2025-06-18
+// session reports.generate waits inline and its progress notifications
+// show their numbers; in a 2025-11-25 session it runs as a task (the
+// command prefers tasks) that a new command waits for with tasks/result.
+func TestCallInLegacySessions(t *testing.T) {
+	env := cliNode(t)
+	r := runCLI(t, cliOpts{env: env}, "call", "--protocol", "2025-06-18", "reports.generate", "accountId=acme", "rows=1000", "seconds=1.5")
+	var rep Report
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Checksum != reportChecksum("acme", 1000) {
+		t.Fatalf("2025-06-18: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	if !regexp.MustCompile(`(?m)^working: row \d+ of 1000 \[\d+/1000 \d+%\] \(`).MatchString(r.Stderr) {
+		t.Errorf("2025-06-18: no progress numbers:\n%s", r.Stderr)
+	}
+	r = runCLI(t, cliOpts{env: env}, "call", "--protocol", "2025-11-25", "--detach", "reports.generate", "accountId=acme", "rows=10", "seconds=0.5")
+	id := strings.TrimSpace(r.Stdout)
+	if r.Code != 0 || id == "" || strings.Contains(id, "{") {
+		t.Fatalf("2025-11-25 --detach: exit %d, want a task ID\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = runCLI(t, cliOpts{env: env}, "task", "wait", "--protocol", "2025-11-25", id)
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Rows != 10 {
+		t.Errorf("2025-11-25 task wait: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	r = runCLI(t, cliOpts{env: env}, "task", "get", "--protocol", "2025-11-25", id)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "status   completed") {
+		t.Errorf("2025-11-25 task get: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r = runCLI(t, cliOpts{env: env}, "tools", "--protocol", "2024-11-05"); r.Code != exitUsage {
+		t.Errorf("an unknown revision: exit %d, want %d\n%s", r.Code, exitUsage, r.Stderr)
+	}
+}

@@ -153,6 +153,10 @@ func printTask(w io.Writer, d *mcp.DetailedTask) error {
 			fmt.Fprintf(w, "error    %d %s\n", d.Error.Code, oneLine(d.Error.Message, 1000))
 		}
 	case mcp.TaskCompleted:
+		if len(d.Result) == 0 { // a 2025-11-25 task: the result comes from tasks/result
+			fmt.Fprintf(w, "result:  taskwire task wait %s prints it\n", d.TaskID)
+			return nil
+		}
 		var res mcp.CallToolResult
 		if err := json.Unmarshal(d.Result, &res); err != nil {
 			return fmt.Errorf("the task's result is malformed: %w", err)
