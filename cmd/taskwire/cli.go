@@ -63,9 +63,9 @@ func isTerminal(w any) bool {
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	url     string
-	token   string
-	headers headerFlag
+	url      string
+	token    string
+	headers  headerFlag
 	timeout  time.Duration
 	json     bool
 	protocol string
