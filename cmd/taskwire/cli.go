@@ -177,6 +177,20 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != ""}, nil
 }
 
+// openBounded opens the session of a command that does not wait for a
+// task, with its context bounded by --timeout. stop closes both.
+func (cf *clientFlags) openBounded(ctx context.Context, env *cliEnv) (_ context.Context, _ *clientSession, stop func(), _ error) {
+	s, err := cf.open(env, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := s.context(ctx)
+	return ctx, s, func() {
+		cancel()
+		s.close()
+	}, nil
+}
+
 // context returns the command's context, bounded by --timeout.
 func (s *clientSession) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.flags.timeout > 0 {

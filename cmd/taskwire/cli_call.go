@@ -26,16 +26,11 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	if len(pos) == 0 {
 		return usageErrorf("call: a tool name is required (taskwire tools lists them)")
 	}
-	w := newWaiter(env)
-	defer w.close()
-	s, err := cf.open(env, w.elicitHandler())
+	ctx, s, w, stop, err := cf.openWaiting(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	ctx, cancel := s.context(ctx)
-	defer cancel()
-	ctx = w.watchInterrupts(ctx)
+	defer stop()
 
 	name := pos[0]
 	tool, err := s.c.Tool(ctx, name)
@@ -76,6 +71,25 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 		return w.stopped(ctx, s, id, err)
 	}
 	return printResult(env.stdout, out, cf.json)
+}
+
+// openWaiting opens the session of a command that may wait for a task:
+// the waiter (progress line, forms when interactive) and the context,
+// bounded by --timeout and ended by Ctrl-C. stop closes all three.
+func (cf *clientFlags) openWaiting(ctx context.Context, env *cliEnv) (_ context.Context, _ *clientSession, _ *waiter, stop func(), _ error) {
+	w := newWaiter(env)
+	s, err := cf.open(env, w.elicitHandler())
+	if err != nil {
+		w.close()
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := s.context(ctx)
+	ctx = w.watchInterrupts(ctx)
+	return ctx, s, w, func() {
+		cancel()
+		s.close()
+		w.close()
+	}, nil
 }
 
 // waiter follows a task for call and task wait: the progress line, the

@@ -48,13 +48,11 @@ func taskCmd(ctx context.Context, args []string, env *cliEnv) error {
 			return err
 		}
 	}
-	s, err := cf.open(env, nil)
+	ctx, s, stop, err := cf.openBounded(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	ctx, cancel := s.context(ctx)
-	defer cancel()
+	defer stop()
 	t := s.c.Task(id)
 	switch sub {
 	case "get":
@@ -91,16 +89,11 @@ func taskCmd(ctx context.Context, args []string, env *cliEnv) error {
 // taskWait runs `taskwire task wait ID`: like call, for a task created
 // before, possibly by another process.
 func taskWait(ctx context.Context, id string, cf *clientFlags, env *cliEnv) error {
-	w := newWaiter(env)
-	defer w.close()
-	s, err := cf.open(env, w.elicitHandler())
+	ctx, s, w, stop, err := cf.openWaiting(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	ctx, cancel := s.context(ctx)
-	defer cancel()
-	ctx = w.watchInterrupts(ctx)
+	defer stop()
 	out, err := w.wait(ctx, s, s.c.Task(id))
 	if err != nil {
 		return w.stopped(ctx, s, id, err)

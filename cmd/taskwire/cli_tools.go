@@ -24,13 +24,11 @@ func toolsCmd(ctx context.Context, args []string, env *cliEnv) error {
 	if len(pos) > 0 {
 		return usageErrorf("tools: unexpected arguments %q", pos)
 	}
-	s, err := cf.open(env, nil)
+	ctx, s, stop, err := cf.openBounded(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	ctx, cancel := s.context(ctx)
-	defer cancel()
+	defer stop()
 	tools, err := s.c.ListTools(ctx)
 	if err != nil {
 		return s.fail(err)
