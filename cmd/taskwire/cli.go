@@ -132,6 +132,11 @@ type clientSession struct {
 	flags   *clientFlags
 	env     *cliEnv
 	tokened bool
+
+	watched   bool          // context started the watch of Ctrl-C
+	stopWatch chan struct{} // closed by close
+	watching  chan struct{} // closed when the watch has ended
+	interrupt chan struct{} // closed on Ctrl-C
 }
 
 // open validates the common flags and creates the client. A form handler
@@ -174,7 +179,8 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
-	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != ""}, nil
+	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != "",
+		stopWatch: make(chan struct{}), watching: make(chan struct{}), interrupt: make(chan struct{})}, nil
 }
 
 // openBounded opens the session of a command that does not wait for a
@@ -191,12 +197,36 @@ func (cf *clientFlags) openBounded(ctx context.Context, env *cliEnv) (_ context.
 	}, nil
 }
 
-// context returns the command's context, bounded by --timeout.
+// context returns the command's context, bounded by --timeout and ended
+// by Ctrl-C (see interrupted). Call it once; close ends the watch.
 func (s *clientSession) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
 	if s.flags.timeout > 0 {
-		return context.WithTimeout(ctx, s.flags.timeout)
+		ctx, cancel = context.WithTimeout(ctx, s.flags.timeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
 	}
-	return context.WithCancel(ctx)
+	s.watched = true
+	go func() {
+		defer close(s.watching)
+		select {
+		case <-s.env.interrupts: // nil: never
+			close(s.interrupt)
+			cancel()
+		case <-s.stopWatch:
+		}
+	}()
+	return ctx, cancel
+}
+
+// interrupted reports whether Ctrl-C ended the command's context.
+func (s *clientSession) interrupted() bool {
+	select {
+	case <-s.interrupt:
+		return true
+	default:
+		return false
+	}
 }
 
 // fail turns a client error into the command's error, with its message.
@@ -206,8 +236,11 @@ func (s *clientSession) fail(err error) error {
 	}
 	var ue *usageError
 	var ee *exitError
-	if errors.As(err, &ue) || errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ue) || errors.As(err, &ee):
 		return err
+	case s.interrupted():
+		return &exitError{code: exitInterrupted, msg: "interrupted"}
 	}
 	return &exitError{code: exitCode(err), msg: describe(err, s.url)}
 }
@@ -262,6 +295,10 @@ func clientCommand(ctx context.Context, cmd string, args []string, env *cliEnv) 
 
 // close closes the session's client; the command's result stands.
 func (s *clientSession) close() {
+	if s.watched {
+		close(s.stopWatch)
+		<-s.watching
+	}
 	if err := s.c.Close(); err != nil {
 		fmt.Fprintln(s.env.stderr, "taskwire: closing the client:", err)
 	}

@@ -84,7 +84,7 @@ func (cf *clientFlags) openWaiting(ctx context.Context, env *cliEnv) (_ context.
 		return nil, nil, nil, nil, err
 	}
 	ctx, cancel := s.context(ctx)
-	ctx = w.watchInterrupts(ctx)
+	w.tickOnTerminal()
 	return ctx, s, w, func() {
 		cancel()
 		s.close()
@@ -99,16 +99,15 @@ type waiter struct {
 	progress *progressLine
 	prompter *formPrompter // nil when not interactive
 
-	interrupted chan struct{} // closed on Ctrl-C
-	stopWatch   chan struct{}
-	wg          sync.WaitGroup
-	closeOnce   sync.Once
+	stopTicks chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
 func newWaiter(env *cliEnv) *waiter {
 	w := &waiter{
 		env: env, progress: newProgressLine(env.stderr, env.terminal, env.now),
-		interrupted: make(chan struct{}), stopWatch: make(chan struct{}),
+		stopTicks: make(chan struct{}),
 	}
 	if env.interactive {
 		w.prompter = &formPrompter{in: newLineReader(env.stdin), out: env.stderr, before: w.progress.end}
@@ -124,19 +123,9 @@ func (w *waiter) elicitHandler() func(context.Context, *mcp.ElicitParams) (*mcp.
 	return w.prompter.elicit
 }
 
-// watchInterrupts returns a context that ends on Ctrl-C, and on a
-// terminal redraws the progress line every second. Both goroutines end
-// with close.
-func (w *waiter) watchInterrupts(ctx context.Context) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
-	w.wg.Go(func() {
-		defer cancel()
-		select {
-		case <-w.env.interrupts: // nil: never
-			close(w.interrupted)
-		case <-w.stopWatch:
-		}
-	})
+// tickOnTerminal redraws the progress line every second on a terminal,
+// until close.
+func (w *waiter) tickOnTerminal() {
 	if w.env.terminal {
 		w.wg.Go(func() {
 			tk := time.NewTicker(time.Second)
@@ -145,34 +134,24 @@ func (w *waiter) watchInterrupts(ctx context.Context) context.Context {
 				select {
 				case <-tk.C:
 					w.progress.tick()
-				case <-w.stopWatch:
+				case <-w.stopTicks:
 					return
 				}
 			}
 		})
 	}
-	return ctx
 }
 
 // close stops the goroutines of the waiter.
 func (w *waiter) close() {
 	w.closeOnce.Do(func() {
-		close(w.stopWatch)
+		close(w.stopTicks)
 		w.wg.Wait()
 		w.progress.end()
 		if w.prompter != nil {
 			w.prompter.in.close()
 		}
 	})
-}
-
-func (w *waiter) wasInterrupted() bool {
-	select {
-	case <-w.interrupted:
-		return true
-	default:
-		return false
-	}
 }
 
 // wait follows t to its end: it shows every update on the progress line,
@@ -285,7 +264,7 @@ func (w *waiter) stopped(ctx context.Context, s *clientSession, id string, err e
 		}
 	}
 	switch {
-	case w.wasInterrupted():
+	case s.interrupted():
 		fmt.Fprintln(env.stderr, "taskwire: interrupted; detached without cancelling")
 		resume()
 		return &exitError{code: exitInterrupted}

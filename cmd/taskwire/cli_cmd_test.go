@@ -351,3 +351,31 @@ func TestCallInLegacySessions(t *testing.T) {
 		t.Errorf("an unknown revision: exit %d, want %d\n%s", r.Code, exitUsage, r.Stderr)
 	}
 }
+
+// TestInterruptWithoutTask: Ctrl-C also ends a command that is not
+// waiting for a task (here tools, against a server that never answers).
+func TestInterruptWithoutTask(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	interrupts := make(chan os.Signal, 1)
+	done := make(chan cliRun, 1)
+	go func() {
+		done <- runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.URL + "/mcp"}, interrupts: interrupts}, "tools")
+	}()
+	<-arrived
+	interrupts <- os.Interrupt
+	if r := <-done; r.Code != exitInterrupted || !strings.Contains(r.Stderr, "interrupted") {
+		t.Errorf("exit %d, want %d\n%s", r.Code, exitInterrupted, r.Stderr)
+	}
+}

@@ -20,7 +20,7 @@ const (
 	exitTaskCancelled = 6
 	exitInputRequired = 7
 	exitTimeout       = 124
-	exitInterrupted   = 130 // Ctrl-C while waiting: detached, the task runs on
+	exitInterrupted   = 130 // Ctrl-C; a task being waited for runs on
 )
 
 // exitCodes is the table `taskwire help` prints.
@@ -37,7 +37,7 @@ const exitCodes = `Exit codes of tools, call and task:
   7    the task needs input and the command is not interactive: it prints the
        "taskwire task answer" command to give it
   124  --timeout passed before the task finished (the task runs on)
-  130  interrupted (Ctrl-C) while waiting: detached, the task runs on
+  130  interrupted (Ctrl-C); a task being waited for is detached and runs on
 `
 
 // usageError is a mistake on the command line: exit code 2.
