@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,7 +25,7 @@ type schemaField struct {
 
 // objectSchema is what the command line reads of an object schema.
 type objectSchema struct {
-	Fields []schemaField // sorted by name
+	Fields []schemaField // in the order the schema declares them
 	// Closed: additionalProperties is false, so unknown keys are refused.
 	Closed bool
 }
@@ -87,8 +88,56 @@ func parseObjectSchema(raw json.RawMessage) (objectSchema, error) {
 		}
 		out.Fields = append(out.Fields, f)
 	}
-	slices.SortFunc(out.Fields, func(a, b schemaField) int { return strings.Compare(a.Name, b.Name) })
+	order := propertyOrder(raw)
+	slices.SortFunc(out.Fields, func(a, b schemaField) int {
+		if c := cmp.Compare(order[a.Name], order[b.Name]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	return out, nil
+}
+
+// propertyOrder maps the names of a schema's properties to their position
+// in the schema's text, so that fields are asked and listed in the order
+// the server wrote them. It reads the top-level "properties" object only.
+func propertyOrder(raw json.RawMessage) map[string]int {
+	order := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return order
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return order
+		}
+		if key != "properties" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return order
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return order
+		}
+		for dec.More() {
+			name, err := dec.Token()
+			if err != nil {
+				return order
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return order
+			}
+			if n, ok := name.(string); ok {
+				order[n] = len(order)
+			}
+		}
+		return order
+	}
+	return order
 }
 
 // schemaType renders a JSON Schema "type": a name, a union joined by "|",

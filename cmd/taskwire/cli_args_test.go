@@ -55,7 +55,7 @@ func TestParseToolArgs(t *testing.T) {
 		{"array needs JSON", closed, []string{"tags=a"}, nil, `argument "tags": the input is an array: give it as JSON, key:=JSON`},
 		{"invalid JSON", closed, []string{"tags:=[a"}, nil, `argument "tags": "[a" is not valid JSON`},
 		{"unknown key of a closed schema", closed, []string{"acount=acme"}, nil,
-			`argument "acount": the tool has no such input (it takes accountId, anything, dryRun, rows, seconds, tags)`},
+			`argument "acount": the tool has no such input (it takes accountId, rows, seconds, dryRun, tags, anything)`},
 		{"key given twice", closed, []string{"rows=1", "rows:=2"}, nil, `argument "rows" is given twice`},
 		{"no =", closed, []string{"rows"}, nil, `argument "rows": want key=value or key:=JSON`},
 		{"no key", closed, []string{"=1"}, nil, `want key=value or key:=JSON`},
@@ -92,9 +92,10 @@ func TestParseObjectSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// In the order of the schema's text.
 	want := objectSchema{Fields: []schemaField{
-		{Name: "a", Type: "string", Description: "pick", Required: true, Enum: []string{"x", "y"}},
 		{Name: "b", Type: "boolean", Title: "B", Default: json.RawMessage(`true`)},
+		{Name: "a", Type: "string", Description: "pick", Required: true, Enum: []string{"x", "y"}},
 		{Name: "c", Type: "string", Enum: []string{"p", "q"}},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
