@@ -133,10 +133,11 @@ type clientSession struct {
 	env     *cliEnv
 	tokened bool
 
-	watched   bool          // context started the watch of Ctrl-C
-	stopWatch chan struct{} // closed by close
-	watching  chan struct{} // closed when the watch has ended
-	interrupt chan struct{} // closed on Ctrl-C
+	ctx       context.Context // the command's, once context has made it
+	watched   bool            // context started the watch of Ctrl-C
+	stopWatch chan struct{}   // closed by close
+	watching  chan struct{}   // closed when the watch has ended
+	interrupt chan struct{}   // closed on Ctrl-C
 }
 
 // open validates the common flags and creates the client. A form handler
@@ -206,7 +207,7 @@ func (s *clientSession) context(ctx context.Context) (context.Context, context.C
 	} else {
 		ctx, cancel = context.WithCancel(ctx)
 	}
-	s.watched = true
+	s.ctx, s.watched = ctx, true
 	go func() {
 		defer close(s.watching)
 		select {
@@ -241,6 +242,8 @@ func (s *clientSession) fail(err error) error {
 		return err
 	case s.interrupted():
 		return &exitError{code: exitInterrupted, msg: "interrupted"}
+	case s.ctx != nil && errors.Is(s.ctx.Err(), context.DeadlineExceeded):
+		return &exitError{code: exitTimeout, msg: fmt.Sprintf("--timeout %v passed", s.flags.timeout)}
 	}
 	return &exitError{code: exitCode(err), msg: describe(err, s.url)}
 }

@@ -378,4 +378,9 @@ func TestInterruptWithoutTask(t *testing.T) {
 	if r := <-done; r.Code != exitInterrupted || !strings.Contains(r.Stderr, "interrupted") {
 		t.Errorf("exit %d, want %d\n%s", r.Code, exitInterrupted, r.Stderr)
 	}
+	// --timeout bounds it too.
+	r := runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.URL + "/mcp"}}, "task", "get", "--timeout", "200ms", "some-id")
+	if r.Code != exitTimeout || !strings.Contains(r.Stderr, "--timeout 200ms passed") {
+		t.Errorf("--timeout: exit %d, want %d\n%s", r.Code, exitTimeout, r.Stderr)
+	}
 }
