@@ -255,8 +255,13 @@ func (s *clientSession) resumeCommand(id string) string {
 	if s.url != defaultURL {
 		cmd += " --url " + shellQuote(s.url)
 	}
-	return cmd + " " + id
+	return cmd + " " + quoteID(id)
 }
+
+// quoteID makes a task ID, which the server chose, safe to print in a
+// command to copy: on one line, and quoted for a shell unless it needs no
+// quoting (a well-formed ID never does).
+func quoteID(id string) string { return shellQuote(oneLine(id, 200)) }
 
 // credentialsNote reminds that the resume command needs the same token.
 func (s *clientSession) credentialsNote() string {

@@ -260,7 +260,7 @@ func (w *waiter) stopped(ctx context.Context, s *clientSession, id string, err e
 	env := s.env
 	resume := func() {
 		if id != "" {
-			fmt.Fprintf(env.stderr, "taskwire: task %s runs on; resume with: %s%s\n", id, s.resumeCommand(id), s.credentialsNote())
+			fmt.Fprintf(env.stderr, "taskwire: task %s runs on; resume with: %s%s\n", quoteID(id), s.resumeCommand(id), s.credentialsNote())
 		}
 	}
 	switch {

@@ -70,3 +70,23 @@ func TestDescribeNamesNoToken(t *testing.T) {
 		t.Errorf("unreachable message %q", msg)
 	}
 }
+
+// TestPrintedCommandsQuoteTaskIDs: a task ID comes from the server; the
+// commands printed for the user to copy must not run what a hostile ID
+// holds.
+func TestPrintedCommandsQuoteTaskIDs(t *testing.T) {
+	s := &clientSession{url: "http://127.0.0.1:9/mcp?a=b c"}
+	for _, tc := range []struct{ id, want string }{
+		{"01a2-ff", "taskwire task wait --url 'http://127.0.0.1:9/mcp?a=b c' 01a2-ff"},
+		{"x; rm -rf ~", "taskwire task wait --url 'http://127.0.0.1:9/mcp?a=b c' 'x; rm -rf ~'"},
+		{"it's\n$(boom)", `taskwire task wait --url 'http://127.0.0.1:9/mcp?a=b c' 'it'\''s $(boom)'`},
+	} {
+		if got := s.resumeCommand(tc.id); got != tc.want {
+			t.Errorf("resumeCommand(%q) = %s, want %s", tc.id, got, tc.want)
+		}
+	}
+	hint := answerHint(s, &client.InputRequiredError{TaskID: "x;y", Keys: []string{"k;z"}})
+	if !strings.Contains(hint, "taskwire task answer --url 'http://127.0.0.1:9/mcp?a=b c' 'x;y' 'k;z={}'") {
+		t.Errorf("answer hint:\n%s", hint)
+	}
+}

@@ -130,7 +130,7 @@ func parseAnswers(args []string) (mcp.InputResponses, error) {
 // input of an input_required task, the result of a completed one, the
 // error of a failed one.
 func printTask(w io.Writer, d *mcp.DetailedTask) error {
-	fmt.Fprintf(w, "task     %s\nstatus   %s\n", d.TaskID, d.Status)
+	fmt.Fprintf(w, "task     %s\nstatus   %s\n", quoteID(d.TaskID), oneLine(string(d.Status), 50))
 	if d.StatusMessage != "" {
 		fmt.Fprintf(w, "message  %s\n", oneLine(d.StatusMessage, 1000))
 	}
@@ -140,14 +140,14 @@ func printTask(w io.Writer, d *mcp.DetailedTask) error {
 		keys := slices.Sorted(maps.Keys(d.InputRequests))
 		var b strings.Builder
 		writeRequests(&b, &client.InputRequiredError{TaskID: d.TaskID, Keys: keys, Requests: d.InputRequests})
-		fmt.Fprintf(w, "needs input (taskwire task answer %s KEY=JSON):\n%s", d.TaskID, b.String())
+		fmt.Fprintf(w, "needs input (taskwire task answer %s KEY=JSON):\n%s", quoteID(d.TaskID), b.String())
 	case mcp.TaskFailed:
 		if d.Error != nil {
 			fmt.Fprintf(w, "error    %d %s\n", d.Error.Code, oneLine(d.Error.Message, 1000))
 		}
 	case mcp.TaskCompleted:
 		if len(d.Result) == 0 { // a 2025-11-25 task: the result comes from tasks/result
-			fmt.Fprintf(w, "result:  taskwire task wait %s prints it\n", d.TaskID)
+			fmt.Fprintf(w, "result:  taskwire task wait %s prints it\n", quoteID(d.TaskID))
 			return nil
 		}
 		var res mcp.CallToolResult

@@ -147,11 +147,11 @@ func answerHint(s *clientSession, need *client.InputRequiredError) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "taskwire: task %s needs input, and stdin is not a terminal. The task waits; answer it%s with\n  taskwire task answer",
-		need.TaskID, s.credentialsNote())
+		quoteID(need.TaskID), s.credentialsNote())
 	if s.url != defaultURL {
 		b.WriteString(" --url " + shellQuote(s.url))
 	}
-	b.WriteString(" " + need.TaskID)
+	b.WriteString(" " + quoteID(need.TaskID))
 	for _, k := range need.Keys {
 		b.WriteString(" " + shellQuote(k+"="+exampleAnswer(need.Requests[k])))
 	}
