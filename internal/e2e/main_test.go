@@ -23,7 +23,7 @@
 //
 // Run them with the rest of the module (`make test`), or alone:
 //
-//	go test -race -count=1 ./internal/e2e            # about a minute and a half
+//	go test -race -count=1 ./internal/e2e            # about two minutes
 //	go test -race -count=1 -short ./internal/e2e     # fewer tasks, shorter jobs
 //	go test -count=1 -v -run TestFleetPostgres ./internal/e2e
 //
