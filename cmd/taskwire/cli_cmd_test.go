@@ -143,7 +143,7 @@ func TestToolsAndInlineCalls(t *testing.T) {
 
 func TestCallWaitsForReport(t *testing.T) {
 	env := cliNode(t)
-	r := runCLI(t, cliOpts{env: env}, "call", "reports.generate", "accountId=acme", "rows=1000", "seconds=1.5")
+	r := runCLI(t, cliOpts{env: env}, "call", "reports.generate", "accountId=acme", "rows=1000", "seconds=2.5")
 	var rep Report
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Checksum != reportChecksum("acme", 1000) {
 		t.Fatalf("exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
@@ -326,7 +326,7 @@ func TestAuthenticationRequired(t *testing.T) {
 // command prefers tasks) that a new command waits for with tasks/result.
 func TestCallInLegacySessions(t *testing.T) {
 	env := cliNode(t)
-	r := runCLI(t, cliOpts{env: env}, "call", "--protocol", "2025-06-18", "reports.generate", "accountId=acme", "rows=1000", "seconds=1.5")
+	r := runCLI(t, cliOpts{env: env}, "call", "--protocol", "2025-06-18", "reports.generate", "accountId=acme", "rows=1000", "seconds=2.5")
 	var rep Report
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Checksum != reportChecksum("acme", 1000) {
 		t.Fatalf("2025-06-18: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)

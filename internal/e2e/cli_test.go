@@ -78,9 +78,10 @@ func startSQLiteServe(t *testing.T) *proc {
 }
 
 var (
-	reportLine = regexp.MustCompile(`(?m)^working: row \d+ of 1000 \(`)
-	hintTaskID = regexp.MustCompile(`task ([0-9a-f]+-[0-9a-f]+) `)
-	bareTaskID = regexp.MustCompile(`^[0-9a-f]+-[0-9a-f]+$`)
+	reportLine   = regexp.MustCompile(`(?m)^working: row \d+ of 1000 \(`)
+	progressLine = regexp.MustCompile(`(?m)^(working|completed)(: .*)? \(\d[^)]*\)$`)
+	hintTaskID   = regexp.MustCompile(`task ([0-9a-f]+-[0-9a-f]+) `)
+	bareTaskID   = regexp.MustCompile(`^[0-9a-f]+-[0-9a-f]+$`)
 )
 
 // decodeStdout decodes a command's JSON output.
@@ -110,13 +111,16 @@ func TestCLI(t *testing.T) {
 	url := []string{"--url", srv.url}
 
 	t.Run("report with progress", func(t *testing.T) {
-		r := runCLI(t, nil, append([]string{"call", "reports.generate", "accountId=acme", "rows=1000", "seconds=2"}, url...)...)
+		r := runCLI(t, nil, append([]string{"call", "reports.generate", "accountId=acme", "rows=1000", "seconds=2.5"}, url...)...)
 		rep := decodeStdout[Report](t, r)
 		if r.code != 0 || rep.AccountID != "acme" || rep.Rows != 1000 || rep.Checksum != checksum("acme", 1000) {
 			t.Errorf("exit %d, report %+v", r.code, rep)
 		}
-		if n := len(reportLine.FindAllString(r.stderr, -1)); n < 2 {
-			t.Errorf("%d progress lines on stderr, want at least 2:\n%s", n, r.stderr)
+		// The worker reports every 200 ms and the runtime writes at most one
+		// report a second, so a loaded machine may show only one row count
+		// in 2.5 s: at least two progress lines, one with the rows done.
+		if n, rows := len(progressLine.FindAllString(r.stderr, -1)), len(reportLine.FindAllString(r.stderr, -1)); n < 2 || rows < 1 {
+			t.Errorf("%d progress lines on stderr (%d with rows), want at least 2 (1):\n%s", n, rows, r.stderr)
 		}
 		if !strings.Contains(r.stderr, "\ncompleted (") || strings.Contains(r.stderr, "\r") {
 			t.Errorf("stderr is not a terminal: want one line per change ending in completed:\n%q", r.stderr)
