@@ -232,9 +232,9 @@ func TestDetachTimeoutAndInterrupt(t *testing.T) {
 		t.Errorf("task wait: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	r = runCLI(t, cliOpts{env: env}, "call", "--timeout", "300ms", "reports.generate", "accountId=a", "rows=10", "seconds=30")
+	r = runCLI(t, cliOpts{env: env}, "call", "--timeout", "1s", "reports.generate", "accountId=a", "rows=10", "seconds=30")
 	m := taskIDIn.FindStringSubmatch(r.Stderr)
-	if r.Code != exitTimeout || m == nil || !strings.Contains(r.Stderr, "--timeout 300ms passed") {
+	if r.Code != exitTimeout || m == nil || !strings.Contains(r.Stderr, "--timeout 1s passed") {
 		t.Fatalf("--timeout: exit %d, want %d\n%s", r.Code, exitTimeout, r.Stderr)
 	}
 	slow := m[1]
