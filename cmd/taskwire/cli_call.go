@@ -62,7 +62,7 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	}
 	id := res.Task.ID()
 	if *detach {
-		fmt.Fprintln(env.stdout, id)
+		fmt.Fprintln(env.stdout, oneLine(id, 1000)) // a well-formed ID prints unchanged
 		fmt.Fprintf(env.stderr, "taskwire: the task runs on; wait for it with: %s%s\n", s.resumeCommand(id), s.credentialsNote())
 		return nil
 	}
@@ -75,7 +75,7 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 
 // openWaiting opens the session of a command that may wait for a task:
 // the waiter (progress line, forms when interactive) and the context,
-// bounded by --timeout and ended by Ctrl-C. stop closes all three.
+// bounded by --timeout and ended by Ctrl-C. stop ends all three.
 func (cf *clientFlags) openWaiting(ctx context.Context, env *cliEnv) (_ context.Context, _ *clientSession, _ *waiter, stop func(), _ error) {
 	w := newWaiter(env)
 	s, err := cf.open(env, w.elicitHandler())
@@ -92,8 +92,8 @@ func (cf *clientFlags) openWaiting(ctx context.Context, env *cliEnv) (_ context.
 	}, nil
 }
 
-// waiter follows a task for call and task wait: the progress line, the
-// form prompts when the command is interactive, and Ctrl-C.
+// waiter follows a task for call and task wait: the progress line and
+// the form prompts when the command is interactive.
 type waiter struct {
 	env      *cliEnv
 	progress *progressLine
