@@ -28,6 +28,18 @@ type Update struct {
 	Task *mcp.DetailedTask
 }
 
+// Outcome returns what Wait returns for the state u: for a terminal state
+// the tool result (also when its isError is true), *TaskFailedError or
+// *TaskCancelledError; for a state that is not terminal a *ProtocolError.
+// It sends nothing, so that a caller following Updates (to show progress,
+// or to answer input itself) gets the outcome of the last update.
+func (u Update) Outcome() (*mcp.CallToolResult, error) {
+	if u.Task == nil {
+		return nil, protoErr(mcp.MethodTasksGet, "update without a task", nil)
+	}
+	return outcome(u.Task)
+}
+
 func updateOf(d *mcp.DetailedTask) Update {
 	u := Update{Status: d.Status, StatusMessage: d.StatusMessage, InputRequests: d.InputRequests, Task: d}
 	if d.PollIntervalMs != nil {

@@ -6,5 +6,6 @@
 // The tests build ./cmd/taskwire from the repository, run `taskwire serve`
 // on its defaults (SQLite in a temporary working directory, a free loopback
 // port) as a real process, and drive it with each client through the
-// client's public API only. See README.md.
+// client's public API only. It also runs taskwire's client package and
+// CLI against go-sdk and mcp-go servers on loopback. See README.md.
 package interop

@@ -13,6 +13,21 @@
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
 //	taskwire version
+//	taskwire tools   [--url URL] [--token TOKEN] [--header K:V]... [--timeout D] [--json]
+//	taskwire call    [flags] [--detach] TOOL [key=value | key:=JSON]...
+//	taskwire task    get|wait|cancel [flags] ID
+//	taskwire task    answer [flags] ID KEY=JSON...
+//
+// tools, call and task are a client for any MCP server over HTTP (see
+// docs/client.md): the URL defaults to $TASKWIRE_URL, then
+// http://127.0.0.1:8080/mcp; --token (default $TASKWIRE_TOKEN) is sent as a
+// Bearer token. call types key=value by the tool's input schema, waits for
+// a task with a progress line on stderr, asks its forms when stdin is a
+// terminal, and detaches on Ctrl-C. They exit 0 on success, 1 on a tool
+// error, 2 on a usage error, 3 when authentication is required or refused,
+// 4 when the server is unreachable, 5 when the task failed, 6 when it was
+// cancelled, 7 when it needs input and the command is not interactive, 124
+// when --timeout passed and 130 when interrupted.
 //
 // SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
 // defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
@@ -97,8 +112,10 @@ func main() {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	default:
-		fmt.Fprintln(os.Stderr, "taskwire:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "taskwire:", msg)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -110,17 +127,28 @@ Commands:
   migrate   apply the store's schema migrations and exit
   version   print the version
 
+Client commands, for any MCP server over HTTP:
+  tools     list the server's tools and their inputs
+  call      call a tool: taskwire call TOOL key=value key:=JSON ...; waits for a
+            task with a progress line, asks its forms on a terminal
+  task      get, wait for, cancel or answer a task: taskwire task wait ID,
+            taskwire task answer ID KEY=JSON ...
+They talk to --url, else $TASKWIRE_URL, else http://127.0.0.1:8080/mcp, with
+--token (else $TASKWIRE_TOKEN) as a Bearer token and --header K:V (repeatable);
+--timeout bounds the wait, --json prints JSON.
+
 The store is --store, else $TASKWIRE_STORE, else sqlite:taskwire.db:
   sqlite:PATH (or PATH.db)          a SQLite file, the default
   postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets
 
 Run "taskwire COMMAND -h" for the flags of a command.
-`
+
+` + exitCodes
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("a command is required")
+		return usageErrorf("a command is required")
 	}
 	switch args[0] {
 	case "serve":
@@ -129,6 +157,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return workerCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], stdout, stderr, getenv)
+	case "tools", "call", "task":
+		return runClientCommand(ctx, args[0], args[1:], stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "taskwire", version)
 		return nil
@@ -137,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	return usageErrorf("unknown command %q", args[0])
 }
 
 // commonFlags are the flags every store-using command shares.

@@ -11,6 +11,11 @@
 //     finished by another node after the lease expires, tenant isolation,
 //     and task notifications across nodes.
 //   - TestPostgresRestart restarts a PostgreSQL server under load.
+//   - TestCLI drives `taskwire serve` with the client commands of the
+//     binary (call, task, tools): progress, forms on a pseudo-terminal,
+//     exit codes, Ctrl-C, --detach and --timeout.
+//   - TestClientWaitAcrossFleet waits with the client package on one node
+//     for a task a worker process of a PostgreSQL fleet completes.
 //
 // The package has only tests. The binary is built once per test binary, with
 // the race detector when the tests run with -race, into a temporary
@@ -18,7 +23,7 @@
 //
 // Run them with the rest of the module (`make test`), or alone:
 //
-//	go test -race -count=1 ./internal/e2e            # about a minute and a half
+//	go test -race -count=1 ./internal/e2e            # about two minutes
 //	go test -race -count=1 -short ./internal/e2e     # fewer tasks, shorter jobs
 //	go test -count=1 -v -run TestFleetPostgres ./internal/e2e
 //

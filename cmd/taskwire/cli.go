@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// Environment of the client commands.
+const (
+	defaultURL = "http://127.0.0.1:8080/mcp"
+	urlEnv     = "TASKWIRE_URL"
+	tokenEnv   = "TASKWIRE_TOKEN"
+)
+
+// cliEnv is what a client command reads and writes besides its arguments.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// terminal: stderr is a terminal (the progress line is redrawn in
+	// place); interactive: stdin is one too (forms are asked).
+	terminal, interactive bool
+	// interrupts delivers Ctrl-C; nil when the command cannot be
+	// interrupted (tests).
+	interrupts <-chan os.Signal
+	now        func() time.Time
+}
+
+// processEnv is the environment of the running process. stop ends the
+// delivery of SIGINT to the command.
+func processEnv(stdout, stderr io.Writer, getenv func(string) string) (env *cliEnv, stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt)
+	return &cliEnv{
+		stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: getenv,
+		terminal:    isTerminal(stderr),
+		interactive: isTerminal(os.Stdin) && isTerminal(stderr),
+		interrupts:  ch,
+		now:         time.Now,
+	}, func() { signal.Stop(ch) }
+}
+
+// isTerminal reports whether w is an *os.File on a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	url      string
+	token    string
+	headers  headerFlag
+	timeout  time.Duration
+	json     bool
+	protocol string
+}
+
+// headerFlag collects repeated --header K:V flags.
+type headerFlag []string
+
+func (h *headerFlag) String() string     { return strings.Join(*h, ", ") }
+func (h *headerFlag) Set(v string) error { *h = append(*h, v); return nil }
+
+// newClientFlagSet defines the common flags on a new flag set.
+func newClientFlagSet(name string, env *cliEnv, cf *clientFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.StringVar(&cf.url, "url", "", "MCP endpoint `URL` (default $"+urlEnv+", else "+defaultURL+")")
+	fs.StringVar(&cf.token, "token", "", "bearer `token` sent as Authorization (default $"+tokenEnv+")")
+	fs.Var(&cf.headers, "header", "extra request header `K:V` (repeatable)")
+	fs.DurationVar(&cf.timeout, "timeout", 0, "give up waiting after this `duration` (exit 124; the task runs on); 0 waits for ever")
+	fs.BoolVar(&cf.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&cf.protocol, "protocol", "", "pin the protocol `revision`: "+strings.Join(client.DefaultProtocolVersions(), ", ")+" (default: the newest the server speaks)")
+	return fs
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments (a "--" ends the flags) and returns the positional
+// arguments. Flag errors are usage errors.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{msg: err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// resolvedURL is the endpoint: --url, else $TASKWIRE_URL, else the default.
+func (cf *clientFlags) resolvedURL(env *cliEnv) string {
+	switch {
+	case cf.url != "":
+		return cf.url
+	case env.getenv(urlEnv) != "":
+		return env.getenv(urlEnv)
+	}
+	return defaultURL
+}
+
+// clientSession is a connected client command: the client, its endpoint, and the
+// context bounded by --timeout.
+type clientSession struct {
+	c       *client.Client
+	url     string
+	flags   *clientFlags
+	env     *cliEnv
+	tokened bool
+
+	ctx       context.Context // the command's, once context has made it
+	watched   bool            // context started the watch of Ctrl-C
+	stopWatch chan struct{}   // closed by close
+	watching  chan struct{}   // closed when the watch has ended
+	interrupt chan struct{}   // closed on Ctrl-C
+}
+
+// open validates the common flags and creates the client. A form handler
+// is installed when the command is interactive; otherwise form elicitation
+// is declared without one, so that a task that needs input reports it
+// (exit 7) instead of being refused.
+func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)) (*clientSession, error) {
+	if cf.timeout < 0 {
+		return nil, usageErrorf("--timeout must not be negative")
+	}
+	header := http.Header{}
+	for _, h := range cf.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usageErrorf("--header %q: want K:V", h)
+		}
+		header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	token := cf.token
+	if token == "" {
+		token = env.getenv(tokenEnv)
+	}
+	opts := client.Options{
+		Header:     header,
+		ClientInfo: mcp.Implementation{Name: "taskwire-cli", Version: version},
+	}
+	if cf.protocol != "" {
+		opts.ProtocolVersions = []string{cf.protocol}
+	}
+	if token != "" {
+		opts.Token = func(context.Context) (string, error) { return token, nil }
+	}
+	if elicit != nil {
+		opts.Handlers.Elicit = elicit
+	} else {
+		opts.Handlers.Declare = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}}}
+	}
+	url := cf.resolvedURL(env)
+	c, err := client.New(url, opts)
+	if err != nil {
+		return nil, &usageError{msg: err.Error()}
+	}
+	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != "",
+		stopWatch: make(chan struct{}), watching: make(chan struct{}), interrupt: make(chan struct{})}, nil
+}
+
+// openBounded opens the session of a command that does not wait for a
+// task, with its context bounded by --timeout. stop closes both.
+func (cf *clientFlags) openBounded(ctx context.Context, env *cliEnv) (_ context.Context, _ *clientSession, stop func(), _ error) {
+	s, err := cf.open(env, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := s.context(ctx)
+	return ctx, s, func() {
+		cancel()
+		s.close()
+	}, nil
+}
+
+// context returns the command's context, bounded by --timeout and ended
+// by Ctrl-C (see interrupted). Call it once; close ends the watch.
+func (s *clientSession) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
+	if s.flags.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, s.flags.timeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	s.ctx, s.watched = ctx, true
+	go func() {
+		defer close(s.watching)
+		select {
+		case <-s.env.interrupts: // nil: never
+			close(s.interrupt)
+			cancel()
+		case <-s.stopWatch:
+		}
+	}()
+	return ctx, cancel
+}
+
+// interrupted reports whether Ctrl-C ended the command's context.
+func (s *clientSession) interrupted() bool {
+	select {
+	case <-s.interrupt:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail turns a client error into the command's error, with its message.
+func (s *clientSession) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ue) || errors.As(err, &ee):
+		return err
+	case s.interrupted():
+		return &exitError{code: exitInterrupted, msg: "interrupted"}
+	case s.ctx != nil && errors.Is(s.ctx.Err(), context.DeadlineExceeded):
+		return &exitError{code: exitTimeout, msg: fmt.Sprintf("--timeout %v passed", s.flags.timeout)}
+	}
+	return &exitError{code: exitCode(err), msg: describe(err, s.url)}
+}
+
+// resumeCommand is the command that resumes waiting for the task id. It
+// names the URL when it is not the default, never the token.
+func (s *clientSession) resumeCommand(id string) string {
+	cmd := "taskwire task wait"
+	if s.url != defaultURL {
+		cmd += " --url " + shellQuote(s.url)
+	}
+	return cmd + " " + quoteID(id)
+}
+
+// quoteID makes a task ID, which the server chose, safe to print in a
+// command to copy: on one line, and quoted for a shell unless it needs no
+// quoting (a well-formed ID never does).
+func quoteID(id string) string { return shellQuote(oneLine(id, 200)) }
+
+// credentialsNote reminds that the resume command needs the same token.
+func (s *clientSession) credentialsNote() string {
+	if s.tokened {
+		return " (with the same --token or $" + tokenEnv + ")"
+	}
+	return ""
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// runClientCommand runs tools, call or task in the process's environment.
+func runClientCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	env, stop := processEnv(stdout, stderr, getenv)
+	defer stop()
+	return clientCommand(ctx, cmd, args, env)
+}
+
+// clientCommand dispatches a client command.
+func clientCommand(ctx context.Context, cmd string, args []string, env *cliEnv) error {
+	switch cmd {
+	case "tools":
+		return toolsCmd(ctx, args, env)
+	case "call":
+		return callCmd(ctx, args, env)
+	case "task":
+		return taskCmd(ctx, args, env)
+	}
+	return usageErrorf("unknown command %q", cmd)
+}
+
+// close closes the session's client; the command's result stands.
+func (s *clientSession) close() {
+	if s.watched {
+		close(s.stopWatch)
+		<-s.watching
+	}
+	if err := s.c.Close(); err != nil {
+		fmt.Fprintln(s.env.stderr, "taskwire: closing the client:", err)
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/taskwire/taskwire/client"
+)
+
+// Exit codes of the client commands (tools, call, task). Every other
+// command exits 0 on success and 1 on failure.
+const (
+	exitOK            = 0
+	exitToolError     = 1 // the tool's result has isError true; also any other failure
+	exitUsage         = 2
+	exitAuth          = 3
+	exitUnreachable   = 4
+	exitTaskFailed    = 5
+	exitTaskCancelled = 6
+	exitInputRequired = 7
+	exitTimeout       = 124
+	exitInterrupted   = 130 // Ctrl-C; a task being waited for runs on
+)
+
+// exitCodes is the table `taskwire help` prints.
+const exitCodes = `Exit codes of tools, call and task:
+  0    success
+  1    the tool reported an error (isError: true), or the server refused the
+       request (a JSON-RPC error; a task that is unknown, expired or another
+       caller's is "not found")
+  2    usage: unknown command, flag, tool or input; a value that does not parse
+  3    authentication required or refused (HTTP 401 or 403)
+  4    the server cannot be reached
+  5    the task failed
+  6    the task was cancelled
+  7    the task needs input and the command is not interactive: it prints the
+       "taskwire task answer" command to give it
+  124  --timeout passed before the task finished (the task runs on)
+  130  interrupted (Ctrl-C); a task being waited for is detached and runs on
+`
+
+// usageError is a mistake on the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an exit code chosen by a command. An empty message
+// prints nothing more (the command printed what there was to say).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// errToolError: the tool's result has isError true (printed already).
+var errToolError = &exitError{code: exitToolError, msg: "the tool reported an error (isError: true)"}
+
+// exitCode maps a command's error to its exit code.
+func exitCode(err error) int {
+	var (
+		ee        *exitError
+		ue        *usageError
+		auth      *client.AuthError
+		conn      *client.ConnectionError
+		failed    *client.TaskFailedError
+		cancelled *client.TaskCancelledError
+		input     *client.InputRequiredError
+	)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &auth):
+		return exitAuth
+	case errors.As(err, &input):
+		return exitInputRequired
+	case errors.As(err, &failed):
+		return exitTaskFailed
+	case errors.As(err, &cancelled):
+		return exitTaskCancelled
+	case errors.As(err, &conn):
+		return exitUnreachable
+	}
+	return exitToolError
+}
+
+// describe is the message printed for a client command's error: the
+// client's error with a hint where one helps. It never includes a token.
+func describe(err error, url string) string {
+	var (
+		auth   *client.AuthError
+		conn   *client.ConnectionError
+		failed *client.TaskFailedError
+	)
+	switch {
+	case errors.As(err, &auth) && auth.StatusCode == 403:
+		return "the server refused the credentials (HTTP 403): " + url
+	case errors.As(err, &auth):
+		return "the server requires authentication (HTTP 401): pass --token or set TASKWIRE_TOKEN"
+	case errors.As(err, &conn):
+		return fmt.Sprintf("cannot reach %s: %v (is `taskwire serve` running? --url or TASKWIRE_URL names the server)", url, conn.Err)
+	case errors.As(err, &failed):
+		msg := fmt.Sprintf("the task failed: %s (JSON-RPC error %d)", failed.Err.Message, failed.Err.Code)
+		if failed.StatusMessage != "" {
+			msg += ": " + failed.StatusMessage
+		}
+		return msg
+	case errors.Is(err, client.ErrTaskCancelled):
+		return "the task was cancelled"
+	case errors.Is(err, client.ErrTaskNotFound):
+		return "task not found: it is unknown, expired, or another caller's"
+	}
+	return err.Error()
+}
