@@ -65,10 +65,11 @@ func benchTracer(b *testing.B) (*tracing.Tracer, func()) {
 // opsVariants: over loopback HTTP with four parallel clients per core
 // (req/s) and in process (ServeHTTP with a recorder). Each sub-benchmark
 // runs once per process, so loop over the test binary to interleave the
-// variants (docs/benchmarks.md):
+// variants, and compare them with benchstat -col /ops (docs/benchmarks.md):
 //
 //	go test -c -o ops.test ./tracing
-//	for i in 1 2 3 4 5 6; do ./ops.test -test.run '^$' -test.bench ToolsCallOps -test.benchtime 2s; done
+//	for i in $(seq 16); do ./ops.test -test.run '^$' -test.bench ToolsCallOps -test.benchtime 1500ms; done > calls.txt
+//	benchstat -col /ops calls.txt
 func BenchmarkToolsCallOps(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
@@ -82,7 +83,7 @@ func BenchmarkToolsCallOps(b *testing.B) {
 	}
 	for _, mode := range []string{"http", "inprocess"} {
 		for _, v := range opsVariants {
-			b.Run(mode+"/"+v.name, func(b *testing.B) {
+			b.Run("mode="+mode+"/ops="+v.name, func(b *testing.B) {
 				var (
 					opts     server.Options
 					reg      *prom.Registry
@@ -253,10 +254,11 @@ func (c *completions) Maintenance(t worker.Transition, n int) {
 // them all. Use a fixed count and loop over the test binary to interleave
 // the variants (docs/benchmarks.md):
 //
-//	for i in 1 2 3 4 5 6; do ./ops.test -test.run '^$' -test.bench WorkerOps -test.benchtime 3000x; done
+//	for i in $(seq 16); do ./ops.test -test.run '^$' -test.bench WorkerOps -test.benchtime 5000x; done > worker.txt
+//	benchstat -col /ops worker.txt
 func BenchmarkWorkerOps(b *testing.B) {
 	for _, v := range opsVariants {
-		b.Run(v.name, func(b *testing.B) {
+		b.Run("ops="+v.name, func(b *testing.B) {
 			ctx := context.Background()
 			st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(b.TempDir(), "tasks.db"), Synchronous: "NORMAL", Logger: quiet})
 			if err != nil {
