@@ -21,6 +21,10 @@ type ServerMetrics struct {
 	rejections   *prom.CounterVec
 	toolCalls    *prom.CounterVec
 	toolDuration *prom.HistogramVec
+
+	// Series by label values, looked up once per combination.
+	finished, toolFinished *seriesCache[finishedSeries]
+	inFlightSeries         *seriesCache[prom.Gauge]
 }
 
 var (
@@ -62,13 +66,17 @@ func NewServerMetrics(reg prom.Registerer) (*ServerMetrics, error) {
 	if err := register(reg, m.requests, m.durations, m.inFlight, m.rejections, m.toolCalls, m.toolDuration); err != nil {
 		return nil, err
 	}
+	m.finished = newFinishedCache(m.requests, m.durations)
+	m.toolFinished = newFinishedCache(m.toolCalls, m.toolDuration)
+	m.inFlightSeries = &seriesCache[prom.Gauge]{make: func(l labels3) prom.Gauge { return m.inFlight.WithLabelValues(l[0], l[1]) }}
 	return m, nil
 }
 
 // RequestFinished implements server.Metrics.
 func (m *ServerMetrics) RequestFinished(info server.RequestInfo, outcome server.Outcome, elapsed time.Duration) {
-	m.requests.WithLabelValues(info.Endpoint, info.Method, string(outcome)).Inc()
-	m.durations.WithLabelValues(info.Endpoint, info.Method).Observe(seconds(elapsed))
+	s := m.finished.get(labels3{info.Endpoint, info.Method, string(outcome)})
+	s.count.Inc()
+	s.duration.Observe(seconds(elapsed))
 }
 
 // RequestRejected implements server.Metrics.
@@ -78,22 +86,23 @@ func (m *ServerMetrics) RequestRejected(endpoint string, status int) {
 
 // ToolCallFinished implements server.ToolMetrics.
 func (m *ServerMetrics) ToolCallFinished(info server.ToolCallInfo, outcome server.Outcome, elapsed time.Duration) {
-	m.toolCalls.WithLabelValues(info.Endpoint, info.Tool, string(outcome)).Inc()
-	m.toolDuration.WithLabelValues(info.Endpoint, info.Tool).Observe(seconds(elapsed))
+	s := m.toolFinished.get(labels3{info.Endpoint, info.Tool, string(outcome)})
+	s.count.Inc()
+	s.duration.Observe(seconds(elapsed))
 }
 
 // Observer returns the server.Observer that keeps
 // taskwire_server_requests_in_flight.
-func (m *ServerMetrics) Observer() server.Observer { return inFlightObserver{m.inFlight} }
+func (m *ServerMetrics) Observer() server.Observer { return inFlightObserver{m.inFlightSeries} }
 
-type inFlightObserver struct{ g *prom.GaugeVec }
+type inFlightObserver struct{ g *seriesCache[prom.Gauge] }
 
 func (o inFlightObserver) RequestStarted(_ context.Context, info server.RequestInfo) {
-	o.g.WithLabelValues(info.Endpoint, info.Method).Inc()
+	o.g.get(labels3{info.Endpoint, info.Method}).Inc()
 }
 
 func (o inFlightObserver) RequestFinished(_ context.Context, info server.RequestInfo, _ server.Outcome, _ time.Duration) {
-	o.g.WithLabelValues(info.Endpoint, info.Method).Dec()
+	o.g.get(labels3{info.Endpoint, info.Method}).Dec()
 }
 
 // statusLabel bounds the status label to the HTTP status codes.

@@ -16,6 +16,10 @@ type WorkerMetrics struct {
 	failures    *prom.CounterVec
 	durations   *prom.HistogramVec
 	maintenance *prom.CounterVec
+
+	// Series by label values, looked up once per combination.
+	transitionSeries *seriesCache[prom.Counter]
+	durationSeries   *seriesCache[prom.Observer]
 }
 
 var _ worker.Metrics = (*WorkerMetrics)(nil)
@@ -45,12 +49,14 @@ func NewWorkerMetrics(reg prom.Registerer) (*WorkerMetrics, error) {
 	if err := register(reg, m.transitions, m.failures, m.durations, m.maintenance); err != nil {
 		return nil, err
 	}
+	m.transitionSeries = &seriesCache[prom.Counter]{make: func(l labels3) prom.Counter { return m.transitions.WithLabelValues(l[0], l[1]) }}
+	m.durationSeries = &seriesCache[prom.Observer]{make: func(l labels3) prom.Observer { return m.durations.WithLabelValues(l[0]) }}
 	return m, nil
 }
 
 // JobTransition implements worker.Metrics.
 func (m *WorkerMetrics) JobTransition(kind string, t worker.Transition) {
-	m.transitions.WithLabelValues(kind, string(t)).Inc()
+	m.transitionSeries.get(labels3{kind, string(t)}).Inc()
 }
 
 // JobFailure implements worker.Metrics.
@@ -60,7 +66,7 @@ func (m *WorkerMetrics) JobFailure(kind string, c worker.FailureCategory) {
 
 // HandlerDuration implements worker.Metrics.
 func (m *WorkerMetrics) HandlerDuration(kind string, d time.Duration) {
-	m.durations.WithLabelValues(kind).Observe(seconds(d))
+	m.durationSeries.get(labels3{kind}).Observe(seconds(d))
 }
 
 // Maintenance implements worker.Metrics.

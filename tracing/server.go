@@ -37,32 +37,51 @@ const (
 // StartRequest implements server.Tracer: a server span named "mcp " and
 // the method, the child of a valid incoming trace context (an invalid one
 // is ignored and the span starts a trace).
+//
+// It runs once for every admitted request, so it allocates little: the
+// span's attributes, options and the incoming headers' carrier live in the
+// requestSpan it returns, and span names and the span kind are made once.
 func (t *Tracer) StartRequest(ctx context.Context, r server.TracedRequest) (context.Context, server.RequestSpan) {
+	s := &requestSpan{t: t}
 	if r.Incoming.Traceparent != "" {
-		carrier := propagation.MapCarrier{"traceparent": r.Incoming.Traceparent}
-		if r.Incoming.Tracestate != "" {
-			carrier["tracestate"] = r.Incoming.Tracestate
-		}
-		ctx = t.prop.Extract(ctx, carrier)
+		s.carrier = w3cCarrier{traceparent: r.Incoming.Traceparent, tracestate: r.Incoming.Tracestate}
+		ctx = t.prop.Extract(ctx, &s.carrier)
 	}
-	attrs := []attribute.KeyValue{
+	attrs := append(s.attrs[:0],
 		attribute.String(AttrMethod, r.Info.Method),
-		attribute.String(AttrEndpoint, r.Info.Endpoint),
-	}
+		attribute.String(AttrEndpoint, r.Info.Endpoint))
 	switch v := r.ProtocolVersion; {
 	case mcp.IsModernVersion(v):
-		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attribute.String(AttrEra, Era2026))
+		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2026)
 	case mcp.IsLegacyVersion(v):
-		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attribute.String(AttrEra, Era2025))
+		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2025)
 	}
-	ctx, span := t.tracer.Start(ctx, "mcp "+r.Info.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, &requestSpan{t: t, span: span}
+	s.opts = [2]trace.SpanStartOption{t.serverKind, trace.WithAttributes(attrs...)}
+	ctx, s.span = t.tracer.Start(ctx, t.spanNames.name(r.Info.Method), s.opts[:]...)
+	return ctx, s
 }
 
-// requestSpan is the span of one request.
+// The era attributes, made once.
+var (
+	attrEra2026 = attribute.String(AttrEra, Era2026)
+	attrEra2025 = attribute.String(AttrEra, Era2025)
+)
+
+// maxRequestAttrs bounds the attributes a request span sets at once: at
+// End, outcome, tool, task ID, principal, tenant, arguments and error
+// type.
+const maxRequestAttrs = 8
+
+// requestSpan is the span of one request, with room for what starting and
+// ending it needs, so that neither allocates on its own.
 type requestSpan struct {
-	t    *Tracer
-	span trace.Span
+	t       *Tracer
+	span    trace.Span
+	carrier w3cCarrier
+	opts    [2]trace.SpanStartOption
+	// attrs holds the attributes given at start and, once the SDK copied
+	// them, those set at End.
+	attrs [maxRequestAttrs]attribute.KeyValue
 }
 
 // TraceContext implements server.RequestSpan: the span's own context, in
@@ -73,7 +92,7 @@ func (s *requestSpan) TraceContext() task.TraceContext {
 
 // End implements server.RequestSpan.
 func (s *requestSpan) End(f server.FinishedRequest) {
-	attrs := []attribute.KeyValue{attribute.String(AttrOutcome, string(f.Outcome))}
+	attrs := append(s.attrs[:0], attribute.String(AttrOutcome, string(f.Outcome)))
 	if f.Tool != "" {
 		attrs = append(attrs, attribute.String(AttrTool, f.Tool))
 	}
@@ -104,9 +123,9 @@ func traceContextOf(prop propagation.TraceContext, sc trace.SpanContext) task.Tr
 	if !sc.IsValid() {
 		return task.TraceContext{}
 	}
-	carrier := propagation.MapCarrier{}
-	prop.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
-	return task.TraceContext{Traceparent: carrier["traceparent"], Tracestate: carrier["tracestate"]}
+	var carrier w3cCarrier
+	prop.Inject(trace.ContextWithSpanContext(context.Background(), sc), &carrier)
+	return task.TraceContext{Traceparent: carrier.traceparent, Tracestate: carrier.tracestate}
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

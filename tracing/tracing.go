@@ -26,6 +26,8 @@ package tracing
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -63,6 +65,9 @@ type Tracer struct {
 	opts   Options
 	tracer trace.Tracer
 	prop   propagation.TraceContext
+	// The span start options every request or run span shares, made once.
+	serverKind, consumerKind, newRoot trace.SpanStartOption
+	spanNames                         spanNames
 }
 
 // New validates opts and returns a Tracer.
@@ -70,5 +75,64 @@ func New(opts Options) (*Tracer, error) {
 	if opts.Provider == nil {
 		return nil, errors.New("tracing: Options.Provider is required")
 	}
-	return &Tracer{opts: opts, tracer: opts.Provider.Tracer(instrumentation)}, nil
+	return &Tracer{
+		opts:         opts,
+		tracer:       opts.Provider.Tracer(instrumentation),
+		serverKind:   trace.WithSpanKind(trace.SpanKindServer),
+		consumerKind: trace.WithSpanKind(trace.SpanKindConsumer),
+		newRoot:      trace.WithNewRoot(),
+	}, nil
 }
+
+// maxSpanNames bounds the request span names a Tracer keeps: the server
+// reports a method of the protocol or "unknown", a few dozen at most.
+const maxSpanNames = 64
+
+// spanNames makes the name of a request span ("mcp " and the method) once
+// per method rather than once per request.
+type spanNames struct {
+	names sync.Map // method → span name
+	n     atomic.Int32
+}
+
+// name returns the span name of method.
+func (s *spanNames) name(method string) string {
+	if v, ok := s.names.Load(method); ok {
+		return v.(string)
+	}
+	name := "mcp " + method
+	if s.n.Load() < maxSpanNames {
+		if _, loaded := s.names.LoadOrStore(method, name); !loaded {
+			s.n.Add(1)
+		}
+	}
+	return name
+}
+
+// w3cCarrier carries one trace context's W3C headers to the propagator
+// without a map.
+type w3cCarrier struct{ traceparent, tracestate string }
+
+// Get implements propagation.TextMapCarrier.
+func (c *w3cCarrier) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return c.traceparent
+	case "tracestate":
+		return c.tracestate
+	}
+	return ""
+}
+
+// Set implements propagation.TextMapCarrier.
+func (c *w3cCarrier) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		c.traceparent = value
+	case "tracestate":
+		c.tracestate = value
+	}
+}
+
+// Keys implements propagation.TextMapCarrier.
+func (c *w3cCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }

@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskwire/taskwire/backend"
@@ -46,46 +45,51 @@ const (
 // StartRun implements worker.Tracer: a consumer span named RunSpanName
 // that starts its own trace and links to the span of the request that
 // created the task, when the task kept its trace context.
+//
+// Like StartRequest it keeps what starting the span needs in the runSpan
+// it returns rather than allocating it apart.
 func (t *Tracer) StartRun(ctx context.Context, r worker.TracedRun) (context.Context, worker.RunSpan) {
-	attrs := []attribute.KeyValue{
+	s := &runSpan{}
+	attrs := append(s.attrs[:0],
 		attribute.String(AttrKind, r.Kind),
 		attribute.Int64(AttrAttempt, r.Attempt),
 		attribute.Int(AttrFailures, r.Failures),
-		attribute.Int(AttrInterruptedRuns, r.InterruptedRuns),
-	}
+		attribute.Int(AttrInterruptedRuns, r.InterruptedRuns))
 	if t.opts.RecordTaskIDs {
 		attrs = append(attrs, attribute.String(AttrTaskID, r.TaskID))
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithNewRoot(), trace.WithAttributes(attrs...)}
+	opts := append(s.opts[:0], t.consumerKind, t.newRoot, trace.WithAttributes(attrs...))
 	if r.Creator.Traceparent != "" {
-		carrier := propagation.MapCarrier{"traceparent": r.Creator.Traceparent}
-		if r.Creator.Tracestate != "" {
-			carrier["tracestate"] = r.Creator.Tracestate
-		}
-		if sc := trace.SpanContextFromContext(t.prop.Extract(context.Background(), carrier)); sc.IsValid() {
+		s.carrier = w3cCarrier{traceparent: r.Creator.Traceparent, tracestate: r.Creator.Tracestate}
+		if sc := trace.SpanContextFromContext(t.prop.Extract(context.Background(), &s.carrier)); sc.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, RunSpanName, opts...)
-	return ctx, runSpan{span}
+	ctx, s.span = t.tracer.Start(ctx, RunSpanName, opts...)
+	return ctx, s
 }
 
-// runSpan is the span of one run.
-type runSpan struct{ span trace.Span }
+// runSpan is the span of one run, with room for what starting it needs.
+type runSpan struct {
+	span    trace.Span
+	carrier w3cCarrier
+	opts    [4]trace.SpanStartOption
+	attrs   [5]attribute.KeyValue
+}
 
-func (s runSpan) Progress() { s.span.AddEvent(EventProgress) }
+func (s *runSpan) Progress() { s.span.AddEvent(EventProgress) }
 
-func (s runSpan) Failed(c worker.FailureCategory) {
+func (s *runSpan) Failed(c worker.FailureCategory) {
 	s.span.AddEvent(EventHandlerFailed, trace.WithAttributes(attribute.String(AttrFailure, string(c))))
 	s.span.SetAttributes(attribute.String(AttrErrorType, string(c)))
 }
 
-func (s runSpan) LeaseLost() {
+func (s *runSpan) LeaseLost() {
 	s.span.AddEvent(EventLeaseLost)
 	s.span.SetStatus(codes.Error, EventLeaseLost)
 }
 
-func (s runSpan) Wrote(tr worker.Transition, err error) {
+func (s *runSpan) Wrote(tr worker.Transition, err error) {
 	write := "committed"
 	switch {
 	case errors.Is(err, backend.ErrLeaseLost):
@@ -100,4 +104,4 @@ func (s runSpan) Wrote(tr worker.Transition, err error) {
 	}
 }
 
-func (s runSpan) End() { s.span.End() }
+func (s *runSpan) End() { s.span.End() }
