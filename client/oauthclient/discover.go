@@ -323,4 +323,3 @@ func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*Server
 	}
 	return nil, fmt.Errorf("oauthclient: no authorization server metadata for %s: %w", issuer, errors.Join(errs...))
 }
-

@@ -198,4 +198,3 @@ func (s *FileStore) Delete(serverURL string) error {
 	}
 	return nil
 }
-
