@@ -285,3 +285,16 @@ func (a *Authorizer) keep(rec *Record) error {
 	}
 	return a.opts.Store.Save(rec)
 }
+
+// Stored returns an Authorizer for serverURL over store that never starts
+// a flow: used as client.Options.Transport it sends the token stored for
+// the server (for example by `taskwire login`), refreshed when it has
+// expired, and no Authorization header when there is none, so that a
+// server without authorization still works and one with it answers 401
+// (*client.AuthError). Open the default store with DefaultFileStore.
+func Stored(store Store, serverURL string) (*Authorizer, error) {
+	if store == nil {
+		return nil, errors.New("oauthclient: Stored needs a Store")
+	}
+	return New(serverURL, Options{Store: store})
+}
