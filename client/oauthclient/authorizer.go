@@ -1,7 +1,9 @@
 package oauthclient
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // expiryLeeway: a token this close to its expiry is refreshed before use.
@@ -81,9 +85,9 @@ func (a *Authorizer) Logout() error {
 }
 
 // Login runs the authorization flow now, whether or not a token is stored:
-// it asks the server for its challenge (an unauthenticated GET), discovers,
-// registers, calls Options.OpenURL and waits for the redirect, then stores
-// the token. It returns the new record (which holds the token: do not log
+// it asks the server for its challenge (an unauthenticated server/discover
+// request), discovers, registers, calls Options.OpenURL and waits for the
+// redirect, then stores the token. It returns the new record (which holds the token: do not log
 // it).
 func (a *Authorizer) Login(ctx context.Context) (*Record, error) {
 	if a.opts.OpenURL == nil {
@@ -92,20 +96,32 @@ func (a *Authorizer) Login(ctx context.Context) (*Record, error) {
 	ch := a.probe(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.load()
+	if err := a.load(); err != nil {
+		return nil, err
+	}
 	return a.flowLocked(ctx, ch, a.scopesFor(ch, nil, false))
 }
 
-// probe asks the server for its Bearer challenge; a server that gives none
-// yields the zero Challenge (discovery then uses the well-known URLs).
+// probe asks the server for its Bearer challenge with an unauthenticated
+// server/discover request; a server that gives none yields the zero
+// Challenge (discovery then uses the well-known URLs).
 func (a *Authorizer) probe(ctx context.Context) Challenge {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.serverURL, nil)
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": mcp.MethodServerDiscover,
+		"params": map[string]any{"_meta": map[string]any{
+			mcp.MetaProtocolVersion: mcp.LatestProtocolVersion, mcp.MetaClientCapabilities: map[string]any{},
+		}},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.serverURL, bytes.NewReader(body))
 	if err != nil {
 		return Challenge{}
 	}
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
+	req.Header.Set("Mcp-Method", mcp.MethodServerDiscover)
 	resp, err := a.base.RoundTrip(req)
 	if err != nil {
 		return Challenge{}
@@ -155,10 +171,7 @@ func (a *Authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // send sends a copy of req carrying rec's token (none when rec is nil).
 func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error) {
-	out := req.Clone(req.Context())
-	if req.Body != nil {
-		out.Body = req.Body
-	}
+	out := req.Clone(req.Context()) // shares req.Body
 	out.Header.Del("Authorization")
 	if rec != nil {
 		out.Header.Set("Authorization", "Bearer "+rec.AccessToken)
@@ -193,7 +206,9 @@ func (a *Authorizer) wantsAuth(resp *http.Response, rec *Record) (Challenge, boo
 func (a *Authorizer) reauthorize(ctx context.Context, ch Challenge, old *Record, stepUp bool) (*Record, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.load()
+	if err := a.load(); err != nil {
+		return nil, err
+	}
 	// Another request may have obtained a new token meanwhile.
 	if !stepUp && a.rec != nil && (old == nil || a.rec.AccessToken != old.AccessToken) && !a.expired(a.rec) {
 		return a.rec, nil

@@ -309,13 +309,15 @@ func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*Server
 		if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
 			return nil, errors.New("oauthclient: the authorization server does not advertise PKCE S256")
 		}
-		for what, e := range map[string]string{"authorization endpoint": md.AuthorizationEndpoint, "token endpoint": md.TokenEndpoint} {
-			if _, err := checkEndpoint(what, e); err != nil {
-				return nil, err
+		for _, e := range [][2]string{
+			{"authorization endpoint", md.AuthorizationEndpoint},
+			{"token endpoint", md.TokenEndpoint},
+			{"registration endpoint", md.RegistrationEndpoint},
+		} {
+			if e[1] == "" && e[0] == "registration endpoint" {
+				continue
 			}
-		}
-		if md.RegistrationEndpoint != "" {
-			if _, err := checkEndpoint("registration endpoint", md.RegistrationEndpoint); err != nil {
+			if _, err := checkEndpoint(e[0], e[1]); err != nil {
 				return nil, err
 			}
 		}

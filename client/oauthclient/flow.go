@@ -223,5 +223,3 @@ func (cb *callback) wait(ctx context.Context, timeout time.Duration, state strin
 	}
 	return res.code, nil
 }
-
-func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

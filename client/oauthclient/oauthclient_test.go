@@ -132,6 +132,10 @@ func TestRefreshOnExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := rec.AccessToken
+	// Login asked the server for its challenge first.
+	if seen := r.seen(); len(seen) < 2 || seen[0] != "POST /mcp" || seen[1] != "GET /.well-known/oauth-protected-resource/mcp" {
+		t.Errorf("Login's requests to the server: %q", seen)
+	}
 	if tok, err := az.Token(t.Context()); err != nil || tok != first {
 		t.Fatalf("Token before expiry: a different token or %v", err)
 	}
@@ -269,5 +273,34 @@ func TestPreRegistered(t *testing.T) {
 	}
 	if tok := r.iss.Requests("/token"); len(tok) != 1 || tok[0].Has("client_secret") {
 		t.Errorf("token requests %d; the secret travelled in the form: %v", len(tok), len(tok) == 1 && tok[0].Has("client_secret"))
+	}
+}
+
+// TestConcurrentRequestsShareOneFlow: clients whose first requests meet
+// the 401 together wait for one flow and all succeed with its token.
+func TestConcurrentRequestsShareOneFlow(t *testing.T) {
+	r := newRig(t, "")
+	az := r.authorizer(t, oauthclient.Options{})
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			c, err := client.New(r.url, client.Options{Transport: az})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			_, err = c.Call(t.Context(), "echo", map[string]any{})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := len(r.iss.Requests("/authorize")); got != 1 {
+		t.Errorf("%d authorization flows, want 1", got)
 	}
 }

@@ -58,8 +58,9 @@ type Options struct {
 	// Timeout bounds each metadata, registration and token request. Default
 	// 30 seconds.
 	Timeout time.Duration
-	// MaxBodyBytes bounds each metadata, registration and token response.
-	// Default 1 MiB.
+	// MaxBodyBytes bounds each metadata, registration and refresh
+	// response. Default 1 MiB. (The code exchange goes through
+	// golang.org/x/oauth2, which reads at most 1 MiB.)
 	MaxBodyBytes int64
 	// Now is the clock that decides when a token has expired. Default
 	// time.Now.

@@ -3,6 +3,7 @@ package oauthclient
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,11 +19,13 @@ import (
 
 // Token endpoint authentication methods (RFC 7591 §2).
 const (
-	AuthNone   = "none"
-	AuthBasic  = "client_secret_basic"
-	AuthPost   = "client_secret_post"
-	maxSecrets = 4 << 10
+	AuthNone  = "none"
+	AuthBasic = "client_secret_basic"
+	AuthPost  = "client_secret_post"
 )
+
+// maxCredential bounds a registered client ID or secret.
+const maxCredential = 4 << 10
 
 // ErrNoRegistration: the authorization server offers no way to register
 // this client; pre-register one and pass its ID (Options.ClientID).
@@ -111,7 +114,7 @@ func (a *Authorizer) registerDynamic(ctx context.Context, asm *ServerMetadata, s
 	if err := a.post(ctx, "client registration", asm.RegistrationEndpoint, "application/json", bytes.NewReader(body), nil, &out); err != nil {
 		return registration{}, err
 	}
-	if out.ClientID == "" || len(out.ClientID) > maxSecrets || len(out.ClientSecret) > maxSecrets {
+	if out.ClientID == "" || len(out.ClientID) > maxCredential || len(out.ClientSecret) > maxCredential {
 		return registration{}, errors.New("oauthclient: client registration: no usable client_id")
 	}
 	if out.AuthMethod != "" {
@@ -213,5 +216,5 @@ func (a *Authorizer) refreshLocked(ctx context.Context, rec *Record) (*Record, e
 
 // basicAuth is RFC 6749 §2.3.1: both halves form-encoded, then base64.
 func basicAuth(id, secret string) string {
-	return base64Std(url.QueryEscape(id) + ":" + url.QueryEscape(secret))
+	return base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id) + ":" + url.QueryEscape(secret)))
 }

@@ -15,13 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/client/oauthclient"
+	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -259,8 +259,9 @@ const conformanceClientMetadataURL = "https://conformance-test.local/client-meta
 
 // authorized carries out every auth/* scenario the way an application
 // would: an oauthclient.Authorizer as the client's transport, whose
-// "browser" follows the authorization server's redirect (the suite's
-// servers approve at once), then tools/list and a call of the first tool.
+// "browser" (testissuer.Approve) requests the authorization URL and follows
+// the redirect, since the suite's servers approve at once; then tools/list
+// and a call of the first tool.
 // The context may hold a pre-registered client_id and client_secret.
 func authorized(ctx context.Context, url, data string) error {
 	var sc struct {
@@ -277,7 +278,7 @@ func authorized(ctx context.Context, url, data string) error {
 		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
 		ClientIDMetadataURL: conformanceClientMetadataURL,
 		ClientName:          "taskwire-conformance-client",
-		OpenURL:             follow,
+		OpenURL:             testissuer.Approve,
 		RedirectTimeout:     10 * time.Second,
 		Timeout:             5 * time.Second,
 		Logger:              logger,
@@ -301,21 +302,4 @@ func authorized(ctx context.Context, url, data string) error {
 		}
 	}
 	return errors.Join(err, c.Close())
-}
-
-// follow stands in for the user's browser: it requests the authorization
-// URL and follows the redirects (at most 10) to the loopback listener.
-func follow(ctx context.Context, authURL string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
 }

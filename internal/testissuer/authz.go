@@ -328,9 +328,10 @@ func (iss *Issuer) serveRegister(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(resp)
 }
 
-// Approve plays the user's browser against this issuer: it requests
-// authURL and follows the redirects to the client's loopback listener. It
-// fits oauthclient.Options.OpenURL.
+// Approve plays the user's browser against an authorization server that
+// approves without asking (this one, or the conformance suite's): it
+// requests authURL and follows the redirects (at most 10) to the client's
+// loopback listener. It fits oauthclient.Options.OpenURL.
 func Approve(ctx context.Context, authURL string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
 	if err != nil {
