@@ -186,19 +186,26 @@ func (a *Authorizer) wantsAuth(resp *http.Response, rec *Record) (Challenge, boo
 	case resp.StatusCode == http.StatusUnauthorized:
 		return ch, false, true
 	case resp.StatusCode == http.StatusForbidden && bearer && ch.Error == "insufficient_scope" && rec != nil:
-		granted := rec.Granted
-		if len(granted) == 0 {
-			granted = rec.Scopes
-		}
-		for _, s := range ch.Scopes {
-			if !slices.Contains(granted, s) {
-				return ch, true, true
-			}
-		}
-		// The token already has every scope named: asking again cannot help.
-		return ch, true, false
+		// A token that already has every scope named cannot be helped by
+		// asking again.
+		return ch, true, !hasScopes(rec, ch.Scopes)
 	}
 	return ch, false, false
+}
+
+// hasScopes reports whether rec's token was granted every scope of want:
+// the scopes the token response named, else the ones requested.
+func hasScopes(rec *Record, want []string) bool {
+	granted := rec.Granted
+	if len(granted) == 0 {
+		granted = rec.Scopes
+	}
+	for _, s := range want {
+		if !slices.Contains(granted, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // reauthorize obtains a new token after the server refused old (nil: no
@@ -209,9 +216,10 @@ func (a *Authorizer) reauthorize(ctx context.Context, ch Challenge, old *Record,
 	if err := a.load(); err != nil {
 		return nil, err
 	}
-	// Another request may have obtained a new token meanwhile.
-	if !stepUp && a.rec != nil && (old == nil || a.rec.AccessToken != old.AccessToken) && !a.expired(a.rec) {
-		return a.rec, nil
+	// Another request may have obtained a new (enough) token meanwhile.
+	if cur := a.rec; cur != nil && (old == nil || cur.AccessToken != old.AccessToken) && !a.expired(cur) &&
+		(!stepUp || hasScopes(cur, ch.Scopes)) {
+		return cur, nil
 	}
 	// A 401 for a token that has a refresh token: refresh, unless the
 	// resource now names another authorization server.

@@ -276,8 +276,9 @@ func TestPreRegistered(t *testing.T) {
 	}
 }
 
-// TestConcurrentRequestsShareOneFlow: clients whose first requests meet
-// the 401 together wait for one flow and all succeed with its token.
+// TestConcurrentRequestsShareOneFlow: clients whose requests meet the 401
+// (and then the step-up 403) together wait for one flow each time and all
+// succeed with its token.
 func TestConcurrentRequestsShareOneFlow(t *testing.T) {
 	r := newRig(t, "")
 	az := r.authorizer(t, oauthclient.Options{})
@@ -291,7 +292,7 @@ func TestConcurrentRequestsShareOneFlow(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			_, err = c.Call(t.Context(), "echo", map[string]any{})
+			_, err = c.Call(t.Context(), "publish", map[string]any{})
 			errs <- err
 		}()
 	}
@@ -300,7 +301,7 @@ func TestConcurrentRequestsShareOneFlow(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if got := len(r.iss.Requests("/authorize")); got != 1 {
-		t.Errorf("%d authorization flows, want 1", got)
+	if got := len(r.iss.Requests("/authorize")); got != 2 {
+		t.Errorf("%d authorization flows, want 2 (one for the 401, one step-up)", got)
 	}
 }
