@@ -102,17 +102,17 @@ func cutValue(s string) (value, rest string, ok bool) {
 	return "", "", false
 }
 
-// ResourceMetadata is an RFC 9728 Protected Resource Metadata document (the
+// resourceMetadata is an RFC 9728 Protected Resource Metadata document (the
 // members this package uses).
-type ResourceMetadata struct {
+type resourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
 }
 
-// ServerMetadata is an RFC 8414 authorization server metadata document
+// serverMetadata is an RFC 8414 authorization server metadata document
 // (the members this package uses).
-type ServerMetadata struct {
+type serverMetadata struct {
 	Issuer                            string   `json:"issuer"`
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
@@ -232,10 +232,10 @@ func resourceMetadataURLs(server *url.URL, challenge string) []string {
 
 // discoverResource fetches the protected resource metadata and checks that
 // its resource covers the server URL.
-func (a *Authorizer) discoverResource(ctx context.Context, ch Challenge) (*ResourceMetadata, error) {
+func (a *Authorizer) discoverResource(ctx context.Context, ch Challenge) (*resourceMetadata, error) {
 	var errs []error
 	for _, u := range resourceMetadataURLs(a.server, ch.ResourceMetadata) {
-		var md ResourceMetadata
+		var md resourceMetadata
 		err := a.getJSON(ctx, "protected resource metadata", u, &md)
 		if err != nil {
 			errs = append(errs, err)
@@ -283,7 +283,7 @@ func serverMetadataURLs(issuer *url.URL) []string {
 
 // discoverServer fetches issuer's metadata and checks its issuer and PKCE
 // support.
-func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*ServerMetadata, error) {
+func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*serverMetadata, error) {
 	iu, err := checkEndpoint("authorization server", issuer)
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*Server
 	}
 	var errs []error
 	for _, u := range serverMetadataURLs(iu) {
-		var md ServerMetadata
+		var md serverMetadata
 		err := a.getJSON(ctx, "authorization server metadata", u, &md)
 		if err != nil {
 			errs = append(errs, err)

@@ -193,7 +193,7 @@ func (cb *callback) close() {
 
 // wait returns the authorization code of the first redirect, after the
 // state and RFC 9207 iss checks.
-func (cb *callback) wait(ctx context.Context, timeout time.Duration, state string, asm *ServerMetadata) (string, error) {
+func (cb *callback) wait(ctx context.Context, timeout time.Duration, state string, asm *serverMetadata) (string, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var res callbackResult

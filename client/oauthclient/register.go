@@ -37,7 +37,7 @@ type registration struct {
 }
 
 // config is the x/oauth2 configuration of the flow.
-func (r registration) config(asm *ServerMetadata, redirect string, scopes []string) *oauth2.Config {
+func (r registration) config(asm *serverMetadata, redirect string, scopes []string) *oauth2.Config {
 	style := oauth2.AuthStyleInParams
 	if r.method == AuthBasic {
 		style = oauth2.AuthStyleInHeader
@@ -52,7 +52,7 @@ func (r registration) config(asm *ServerMetadata, redirect string, scopes []stri
 // one registered earlier with the same issuer, a Client ID Metadata
 // Document URL, or a new dynamic registration. A registration is never
 // carried to another issuer.
-func (a *Authorizer) register(ctx context.Context, asm *ServerMetadata, redirect string) (registration, error) {
+func (a *Authorizer) register(ctx context.Context, asm *serverMetadata, redirect string) (registration, error) {
 	supported := asm.TokenEndpointAuthMethodsSupported
 	if len(supported) == 0 {
 		supported = []string{AuthBasic} // RFC 8414 §2 default
@@ -90,7 +90,7 @@ func chooseMethod(supported []string, hasSecret bool) (string, error) {
 
 // registerDynamic registers a native client (RFC 7591), preferring a
 // public one.
-func (a *Authorizer) registerDynamic(ctx context.Context, asm *ServerMetadata, supported []string, redirect string) (registration, error) {
+func (a *Authorizer) registerDynamic(ctx context.Context, asm *serverMetadata, supported []string, redirect string) (registration, error) {
 	method := AuthNone
 	if !slices.Contains(supported, AuthNone) {
 		var err error
