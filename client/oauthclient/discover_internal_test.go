@@ -1,7 +1,11 @@
 package oauthclient
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,5 +116,23 @@ func TestCheckEndpoint(t *testing.T) {
 		if _, err := checkEndpoint("endpoint", raw); (err == nil) != ok {
 			t.Errorf("checkEndpoint(%q): %v", raw, err)
 		}
+	}
+}
+
+// TestMetadataBounded: a metadata document larger than MaxBodyBytes is
+// refused, not read to the end.
+func TestMetadataBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"authorization_servers":["https://as"],"pad":"%s"}`, strings.Repeat("x", 4096))
+	}))
+	defer srv.Close()
+	a, err := New(srv.URL+"/mcp", Options{MaxBodyBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.discoverResource(t.Context(), Challenge{})
+	if err == nil || !strings.Contains(err.Error(), "exceeds 1024 bytes") {
+		t.Fatalf("discoverResource: %v, want the size limit", err)
 	}
 }

@@ -1,6 +1,7 @@
 package oauthclient_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -303,5 +304,26 @@ func TestConcurrentRequestsShareOneFlow(t *testing.T) {
 	}
 	if got := len(r.iss.Requests("/authorize")); got != 2 {
 		t.Errorf("%d authorization flows, want 2 (one for the 401, one step-up)", got)
+	}
+}
+
+// TestRedirectTimeout: a user who never comes back ends the flow after
+// RedirectTimeout, and nothing is redeemed.
+func TestRedirectTimeout(t *testing.T) {
+	r := newRig(t, "")
+	shown := make(chan string, 1)
+	az := r.authorizer(t, oauthclient.Options{
+		OpenURL:         func(_ context.Context, u string) error { shown <- u; return nil },
+		RedirectTimeout: 100 * time.Millisecond,
+	})
+	_, err := az.Login(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "no authorization response within") {
+		t.Fatalf("Login: %v, want the redirect timeout", err)
+	}
+	if u := <-shown; !strings.HasPrefix(u, r.iss.AuthorizeURL()+"?") {
+		t.Errorf("shown URL %q", u)
+	}
+	if n := len(r.iss.Requests("/token")); n != 0 {
+		t.Errorf("%d token requests", n)
 	}
 }
