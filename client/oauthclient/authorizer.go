@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,15 +133,19 @@ func (a *Authorizer) probe(ctx context.Context) Challenge {
 	return ch
 }
 
-// RoundTrip sends req with the server's token. When the answer is a 401, or
-// a 403 with error="insufficient_scope" naming scopes the token lacks, and
-// Options.OpenURL is set, it obtains a new token (refresh, or the full
+// RoundTrip sends req with the server's token (replacing any Authorization
+// header); a request to another origin goes as it is, without the token.
+// When the answer is a 401, or a 403 with error="insufficient_scope" naming
+// scopes the token lacks, and Options.OpenURL is set, it obtains a new token (refresh, or the full
 // flow; on a 403 with the union of the old and the challenged scopes) and
 // sends req once more. A request whose body cannot be replayed (no
 // GetBody) is not retried. An authorization failure is returned as the
 // request's error.
 func (a *Authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if !a.sameOrigin(req.URL) {
+		return a.base.RoundTrip(req) // the server's token never goes elsewhere (a redirect, say)
+	}
 	rec, err := a.valid(ctx)
 	if err != nil {
 		a.opts.Logger.Warn("oauthclient: stored token unusable", "err", err)
@@ -167,6 +172,11 @@ func (a *Authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return a.send(retry, next)
+}
+
+// sameOrigin reports whether u is on the server's scheme, host and port.
+func (a *Authorizer) sameOrigin(u *url.URL) bool {
+	return strings.EqualFold(u.Scheme, a.server.Scheme) && strings.EqualFold(u.Host, a.server.Host)
 }
 
 // send sends a copy of req carrying rec's token (none when rec is nil).

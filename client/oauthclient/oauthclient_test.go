@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -325,5 +327,32 @@ func TestRedirectTimeout(t *testing.T) {
 	}
 	if n := len(r.iss.Requests("/token")); n != 0 {
 		t.Errorf("%d token requests", n)
+	}
+}
+
+// TestTokenStaysWithItsServer: a request to another origin through the
+// Authorizer (a redirect, say) carries no Authorization header.
+func TestTokenStaysWithItsServer(t *testing.T) {
+	r := newRig(t, "")
+	az := r.authorizer(t, oauthclient.Options{})
+	if _, err := az.Login(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 2)
+	other := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+		got <- req.Header.Get("Authorization")
+	}))
+	defer other.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, other.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: az}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := <-got; h != "" {
+		t.Errorf("the other origin received Authorization %q", h)
 	}
 }
