@@ -243,16 +243,16 @@ func (a *Authorizer) reauthorize(ctx context.Context, ch Challenge, old *Record,
 	return a.flowLocked(ctx, ch, a.scopesFor(ch, old, stepUp))
 }
 
-// scopesFor chooses the scopes to request: on step-up the union of the
-// scopes requested before and the challenged ones; otherwise the
-// challenge's scopes. Options.Scopes are always added. The metadata's
-// scopes_supported are the fallback, applied in flowLocked.
+// scopesFor chooses the scopes the server asks for: on step-up the union
+// of the scopes requested before and the challenged ones; otherwise the
+// challenge's scopes. flowLocked falls back to the metadata's
+// scopes_supported and adds Options.Scopes.
 func (a *Authorizer) scopesFor(ch Challenge, old *Record, stepUp bool) []string {
 	var scopes []string
 	if stepUp && old != nil {
 		scopes = append(scopes, old.Scopes...)
 	}
-	return union(union(scopes, ch.Scopes), a.opts.Scopes)
+	return union(scopes, ch.Scopes)
 }
 
 func union(a, b []string) []string {

@@ -55,6 +55,7 @@ func (a *Authorizer) flowLocked(ctx context.Context, ch Challenge, scopes []stri
 	if len(scopes) == 0 {
 		scopes = slices.Clone(prm.ScopesSupported)
 	}
+	scopes = union(scopes, a.opts.Scopes)
 	// SEP-2207: ask for a refresh token where the server offers one.
 	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		scopes = append(scopes, "offline_access")

@@ -356,3 +356,15 @@ func TestTokenStaysWithItsServer(t *testing.T) {
 		t.Errorf("the other origin received Authorization %q", h)
 	}
 }
+
+// TestExtraScopes: Options.Scopes are added to the metadata's
+// scopes_supported, not instead of them.
+func TestExtraScopes(t *testing.T) {
+	r := newRig(t, "")
+	if _, err := r.authorizer(t, oauthclient.Options{Scopes: []string{"extra", "mcp:basic"}}).Login(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a := r.iss.Requests("/authorize"); len(a) != 1 || a[0].Get("scope") != "mcp:basic extra" {
+		t.Errorf("authorization requests %v, want scope \"mcp:basic extra\"", a)
+	}
+}
