@@ -119,6 +119,16 @@ func TestResourceMismatch(t *testing.T) {
 	if !errors.Is(err, oauthclient.ErrResourceMismatch) {
 		t.Fatalf("Login: %v, want ErrResourceMismatch", err)
 	}
+	// Through a client the flow's error is the request's.
+	c, err := client.New(r.url, client.Options{Transport: r.authorizer(t, oauthclient.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ce *client.ConnectionError
+	if err := c.Connect(t.Context()); !errors.As(err, &ce) || !errors.Is(err, oauthclient.ErrResourceMismatch) {
+		t.Errorf("Connect: %v, want a ConnectionError wrapping ErrResourceMismatch", err)
+	}
 	if n := len(r.iss.Requests("/register")) + len(r.iss.Requests("/authorize")); n != 0 {
 		t.Errorf("%d requests reached the issuer, want none", n)
 	}
