@@ -53,8 +53,10 @@ func tokenStore(dir string) (*oauthclient.FileStore, error) {
 func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("login", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	clientID := fs.String("client-id", "", "a pre-registered OAuth client `ID`; without it the client registers itself "+
-		"(Client ID Metadata Document or dynamic registration)")
+	clientID := fs.String("client-id", "", "a pre-registered OAuth client `ID`; without it the client uses --client-metadata-url "+
+		"where the authorization server accepts one, else registers itself (dynamic registration)")
+	metadataURL := fs.String("client-metadata-url", "", "the https `URL` of a Client ID Metadata Document describing this client, "+
+		"used as its client ID where supported")
 	clientSecret := fs.String("client-secret", "", "the pre-registered client's `secret` (prefer $TASKWIRE_CLIENT_SECRET: "+
 		"flags are visible to other users)")
 	scopes := fs.String("scopes", "", "extra `scopes` to request, comma- or space-separated, besides those the server names")
@@ -92,7 +94,7 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return nil
 	}
 	az, err := oauthclient.New(url, oauthclient.Options{
-		Store: store, ClientID: *clientID, ClientSecret: secret,
+		Store: store, ClientID: *clientID, ClientSecret: secret, ClientIDMetadataURL: *metadataURL,
 		Scopes: strings.FieldsFunc(*scopes, func(r rune) bool { return r == ',' || r == ' ' }), OpenURL: open, RedirectTimeout: *timeout,
 	})
 	if err != nil {
