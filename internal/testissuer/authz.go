@@ -79,9 +79,10 @@ func (iss *Issuer) RegisterClient(id, secret string) {
 	iss.clients[id] = &registered{secret: secret, method: m}
 }
 
-// Requests returns copies of the query or form of every request served at
-// path ("/authorize", "/token" or "/register"; for /register the JSON
-// body's top-level strings), in order.
+// Requests returns, in order, copies of the query (/authorize) or form
+// (/token) of every request served at path; for /register, the client
+// metadata's client_name, token_endpoint_auth_method, application_type and
+// grant_types (space-separated).
 func (iss *Issuer) Requests(path string) []url.Values {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
