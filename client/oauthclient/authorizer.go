@@ -133,8 +133,9 @@ func (a *Authorizer) probe(ctx context.Context) Challenge {
 	return ch
 }
 
-// RoundTrip sends req with the server's token (replacing any Authorization
-// header); a request to another origin goes as it is, without the token.
+// RoundTrip sends req with the server's token, replacing any Authorization
+// header (without a token req goes as it is); a request to another origin
+// goes as it is, without the token.
 // When the answer is a 401, or a 403 with error="insufficient_scope" naming
 // scopes the token lacks, and Options.OpenURL is set, it obtains a new token (refresh, or the full
 // flow; on a 403 with the union of the old and the challenged scopes) and
@@ -179,13 +180,13 @@ func (a *Authorizer) sameOrigin(u *url.URL) bool {
 	return strings.EqualFold(u.Scheme, a.server.Scheme) && strings.EqualFold(u.Host, a.server.Host)
 }
 
-// send sends a copy of req carrying rec's token (none when rec is nil).
+// send sends req carrying rec's token; with rec nil, req goes as it is.
 func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error) {
-	out := req.Clone(req.Context()) // shares req.Body
-	out.Header.Del("Authorization")
-	if rec != nil {
-		out.Header.Set("Authorization", "Bearer "+rec.AccessToken)
+	if rec == nil {
+		return a.base.RoundTrip(req)
 	}
+	out := req.Clone(req.Context()) // shares req.Body
+	out.Header.Set("Authorization", "Bearer "+rec.AccessToken)
 	return a.base.RoundTrip(out)
 }
 

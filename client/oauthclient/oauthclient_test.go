@@ -378,3 +378,35 @@ func TestExtraScopes(t *testing.T) {
 		t.Errorf("authorization requests %v, want scope \"mcp:basic extra\"", a)
 	}
 }
+
+// TestNoTokenLeavesCallerHeader: without a token of its own the Authorizer
+// sends the caller's Authorization header as it is (client.Options.Token
+// and the Authorizer combine).
+func TestNoTokenLeavesCallerHeader(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+		got <- req.Header.Get("Authorization")
+	}))
+	defer srv.Close()
+	store, err := oauthclient.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := oauthclient.Stored(store, srv.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer from-the-caller")
+	resp, err := (&http.Client{Transport: az}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := <-got; h != "Bearer from-the-caller" {
+		t.Errorf("the server received Authorization %q", h)
+	}
+}
