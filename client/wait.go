@@ -144,7 +144,11 @@ func (t *Task) follow(ctx context.Context, fn func(*mcp.DetailedTask) (bool, err
 	if err != nil {
 		return err
 	}
-	if d := t.lastSeen(); d != nil && d.Status.Terminal() {
+	// A remembered terminal state serves only when it is complete: the
+	// CreateTaskResult of a task that finished before tools/call answered
+	// says "completed" without the result.
+	if d := t.lastSeen(); d != nil && d.Status.Terminal() &&
+		(d.Status != mcp.TaskCompleted || len(d.Result) > 0) && (d.Status != mcp.TaskFailed || d.Error != nil) {
 		_, err := fn(d)
 		return err
 	}

@@ -21,6 +21,11 @@
 #               http-standard-headers http-custom-headers http-invalid-tool-headers
 #               json-schema-ref-no-deref json-schema-2020-12-preservation
 #   2025-11-25  initialize tools_call elicitation-sep1034-client-defaults sse-retry
+#   2026-07-28  the 25 auth/* scenarios of the requirement set's client list
+#               (metadata-*, basic-cimd, scope-*, token-endpoint-auth-*,
+#               pre-registration, resource-mismatch, offline-access-*,
+#               authorization-server-migration, iss-*, metadata-issuer-mismatch),
+#               each against the suite's own authorization server
 #
 # A client scenario passes when the suite exits 0 and its checks.json has
 # checks and no FAILURE (nothing may be baselined).
@@ -86,7 +91,21 @@ readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-meta
 2026-07-28:http-custom-headers 2026-07-28:http-invalid-tool-headers \
 2026-07-28:json-schema-ref-no-deref 2026-07-28:json-schema-2020-12-preservation \
 2025-11-25:initialize 2025-11-25:tools_call 2025-11-25:elicitation-sep1034-client-defaults \
-2025-11-25:sse-retry"
+2025-11-25:sse-retry \
+2026-07-28:auth/metadata-default 2026-07-28:auth/metadata-var1 \
+2026-07-28:auth/metadata-var2 2026-07-28:auth/metadata-var3 \
+2026-07-28:auth/basic-cimd 2026-07-28:auth/scope-from-www-authenticate \
+2026-07-28:auth/scope-from-scopes-supported \
+2026-07-28:auth/scope-omitted-when-undefined 2026-07-28:auth/scope-step-up \
+2026-07-28:auth/scope-retry-limit 2026-07-28:auth/token-endpoint-auth-basic \
+2026-07-28:auth/token-endpoint-auth-post \
+2026-07-28:auth/token-endpoint-auth-none 2026-07-28:auth/pre-registration \
+2026-07-28:auth/resource-mismatch 2026-07-28:auth/offline-access-scope \
+2026-07-28:auth/offline-access-not-supported \
+2026-07-28:auth/authorization-server-migration 2026-07-28:auth/iss-supported \
+2026-07-28:auth/iss-not-advertised 2026-07-28:auth/iss-supported-missing \
+2026-07-28:auth/iss-wrong-issuer 2026-07-28:auth/iss-unexpected \
+2026-07-28:auth/iss-normalized 2026-07-28:auth/metadata-issuer-mismatch"
 readonly KEEP_RUNS=20
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/client/oauthclient"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -69,6 +70,7 @@ type clientFlags struct {
 	timeout  time.Duration
 	json     bool
 	protocol string
+	tokenDir string
 }
 
 // headerFlag collects repeated --header K:V flags.
@@ -86,6 +88,7 @@ func newClientFlagSet(name string, env *cliEnv, cf *clientFlags) *flag.FlagSet {
 	fs.Var(&cf.headers, "header", "extra request header `K:V` (repeatable)")
 	fs.DurationVar(&cf.timeout, "timeout", 0, "give up waiting after this `duration` (exit 124; the task runs on); 0 waits for ever")
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&cf.tokenDir, "token-dir", "", "`directory` of the tokens `taskwire login` stored, sent when --token is not given (default: the user's config directory/taskwire/tokens)")
 	fs.StringVar(&cf.protocol, "protocol", "", "pin the protocol `revision`: "+strings.Join(client.DefaultProtocolVersions(), ", ")+" (default: the newest the server speaks)")
 	return fs
 }
@@ -167,21 +170,53 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 	if cf.protocol != "" {
 		opts.ProtocolVersions = []string{cf.protocol}
 	}
+	url := cf.resolvedURL(env)
 	if token != "" {
 		opts.Token = func(context.Context) (string, error) { return token, nil }
+	} else {
+		az, err := cf.storedLogin(url)
+		if err != nil {
+			return nil, err
+		}
+		if az != nil {
+			opts.Transport = az
+		}
 	}
 	if elicit != nil {
 		opts.Handlers.Elicit = elicit
 	} else {
 		opts.Handlers.Declare = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}}}
 	}
-	url := cf.resolvedURL(env)
 	c, err := client.New(url, opts)
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
 	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != "",
 		stopWatch: make(chan struct{}), watching: make(chan struct{}), interrupt: make(chan struct{})}, nil
+}
+
+// storedLogin returns the authorizer that sends the token `taskwire login`
+// stored for url (refreshed when it has expired), or nil when there is no
+// token store: --token-dir not given and no user config directory. A server
+// for which no token is stored gets no Authorization header, as before.
+func (cf *clientFlags) storedLogin(url string) (*oauthclient.Authorizer, error) {
+	var (
+		store *oauthclient.FileStore
+		err   error
+	)
+	if cf.tokenDir != "" {
+		store, err = oauthclient.NewFileStore(cf.tokenDir)
+		if err != nil {
+			return nil, usageErrorf("--token-dir: %v", err)
+		}
+	} else if store, err = oauthclient.DefaultFileStore(); err != nil {
+		return nil, nil // no config directory: nothing was stored
+	}
+	az, err := oauthclient.Stored(store, url)
+	if err != nil {
+		return nil, &usageError{msg: err.Error()}
+	}
+	return az, nil
 }
 
 // openBounded opens the session of a command that does not wait for a

@@ -125,6 +125,8 @@ Commands:
   serve     serve the demo MCP endpoint over HTTP (or --stdio), with in-process workers
   worker    run workers only, against a shared store
   migrate   apply the store's schema migrations and exit
+  login     authorize taskwire for an MCP server (OAuth) and store the token
+  logout    forget the token stored for an MCP server
   version   print the version
 
 Client commands, for any MCP server over HTTP:
@@ -159,6 +161,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return migrateCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "tools", "call", "task":
 		return runClientCommand(ctx, args[0], args[1:], stdout, stderr, getenv)
+	case "login":
+		return loginCmd(ctx, args[1:], stdout, stderr, getenv)
+	case "logout":
+		return logoutCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "taskwire", version)
 		return nil

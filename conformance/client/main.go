@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/client/oauthclient"
+	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -52,6 +55,9 @@ var scenarios = map[string]func(ctx context.Context, url, data string) error{
 }
 
 func run(ctx context.Context, scenario, url, data string) error {
+	if strings.HasPrefix(scenario, "auth/") {
+		return authorized(ctx, url, data)
+	}
 	fn, ok := scenarios[scenario]
 	if !ok {
 		return fmt.Errorf("unknown scenario %q", scenario)
@@ -245,4 +251,55 @@ func elicitationDefaults(ctx context.Context, url, _ string) error {
 		_, err := c.Call(ctx, "test_client_elicitation_defaults", map[string]any{})
 		return err
 	})
+}
+
+// conformanceClientMetadataURL is the Client ID Metadata Document URL the
+// suite's authorization servers expect (they never fetch it).
+const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// authorized carries out every auth/* scenario the way an application
+// would: an oauthclient.Authorizer as the client's transport, whose
+// "browser" (testissuer.Approve) requests the authorization URL and follows
+// the redirect, since the suite's servers approve at once; then tools/list
+// and a call of the first tool.
+// The context may hold a pre-registered client_id and client_secret.
+func authorized(ctx context.Context, url, data string) error {
+	var sc struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), &sc); err != nil {
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	az, err := oauthclient.New(url, oauthclient.Options{
+		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
+		ClientIDMetadataURL: conformanceClientMetadataURL,
+		ClientName:          "taskwire-conformance-client",
+		OpenURL:             testissuer.Approve,
+		RedirectTimeout:     10 * time.Second,
+		Timeout:             5 * time.Second,
+		Logger:              logger,
+	})
+	if err != nil {
+		return err
+	}
+	c, err := client.New(url, client.Options{
+		ClientInfo: mcp.Implementation{Name: "taskwire-conformance-client", Version: "1.0.0"},
+		Transport:  az,
+		Logger:     logger,
+	})
+	if err != nil {
+		return err
+	}
+	err = c.Connect(ctx)
+	if err == nil {
+		var tools []*mcp.Tool
+		if tools, err = c.ListTools(ctx); err == nil && len(tools) > 0 {
+			_, err = c.Call(ctx, tools[0].Name, map[string]any{})
+		}
+	}
+	return errors.Join(err, c.Close())
 }

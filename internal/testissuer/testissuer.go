@@ -1,7 +1,9 @@
 // Package testissuer is a small OAuth authorization server for tests: it
-// serves OpenID and RFC 8414 discovery, a JWKS and an RFC 7662
-// introspection endpoint over loopback HTTP, and signs access tokens with
-// keys it generates. Keys can be rotated while it runs.
+// serves OpenID and RFC 8414 discovery, a JWKS, an RFC 7662 introspection
+// endpoint and the authorization code flow (an auto-approving /authorize
+// with PKCE S256, /token for codes and refresh tokens with the RFC 8707
+// resource as audience, RFC 7591 /register) over loopback HTTP, and signs
+// access tokens with keys it generates. Keys can be rotated while it runs.
 package testissuer
 
 import (
@@ -19,6 +21,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +43,12 @@ type Issuer struct {
 	keys    map[string]*Key // published, by kid
 	current map[string]*Key // the signing key per algorithm family ("RS", "ES", "EdDSA")
 	opaque  map[string]map[string]any
+
+	flow     FlowConfig
+	clients  map[string]*registered
+	codes    map[string]*grant
+	refresh  map[string]*grant
+	requests map[string][]url.Values
 
 	jwksFetches atomic.Int64
 	n           atomic.Int64
@@ -64,13 +73,18 @@ func New(t testing.TB) *Issuer {
 	iss := &Issuer{
 		ClientID: "resource", ClientSecret: "resource-secret",
 		keys: map[string]*Key{}, current: map[string]*Key{}, opaque: map[string]map[string]any{},
+		clients: map[string]*registered{}, codes: map[string]*grant{}, refresh: map[string]*grant{},
+		requests: map[string][]url.Values{},
 	}
 	for _, alg := range []string{"RS256", "ES256", "EdDSA"} {
 		iss.Rotate(t, alg)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", iss.serveDiscovery)
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveDiscovery)
+	mux.HandleFunc("GET /.well-known/openid-configuration", iss.serveMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
+	mux.HandleFunc("GET /authorize", iss.serveAuthorize)
+	mux.HandleFunc("POST /token", iss.serveToken)
+	mux.HandleFunc("POST /register", iss.serveRegister)
 	mux.HandleFunc("GET /jwks", iss.serveJWKS)
 	mux.HandleFunc("POST /introspect", iss.serveIntrospect)
 	iss.srv = httptest.NewServer(mux)
@@ -196,17 +210,6 @@ func (iss *Issuer) Revoke(tok string) {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	delete(iss.opaque, tok)
-}
-
-func (iss *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{
-		"issuer":                                iss.URL,
-		"jwks_uri":                              iss.JWKSURL(),
-		"introspection_endpoint":                iss.IntrospectionURL(),
-		"response_types_supported":              []string{"code"},
-		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{"RS256"},
-	})
 }
 
 func (iss *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
