@@ -612,8 +612,14 @@ func (o *listenObserver) RequestFinished(ctx context.Context, info server.Reques
 
 // TestListenSlowSubscriberClosesAlone, over real loopback HTTP: a client
 // that opens a listen and never reads its socket is closed once a write
-// waits longer than WriteTimeout; a reading listener of the same tasks
-// keeps receiving notifications and tasks/get keeps answering.
+// waits longer than WriteTimeout; a reading listener of some of the same
+// tasks keeps receiving notifications and tasks/get keeps answering.
+//
+// The tasks both follow complete last, once the slow stream is stuck, with
+// small results: the reading stream then never holds more than its socket
+// buffers, so however slowly a loaded machine runs the reader, none of its
+// writes waits, and only the stream that does not read can meet
+// WriteTimeout.
 func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves tens of megabytes over loopback")
@@ -624,7 +630,13 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 		authorized <- struct{}{}
 		return server.SubscriptionGrant{Until: time.Now().Add(time.Hour)}, nil
 	}}
-	r, _ := newListenRig(t, &server.SubscriptionOptions{Authorizer: auth, WriteTimeout: 2 * time.Second}, func(r *taskRig, o *server.Options) {
+	// Hundreds of lookups of large results queue for the maintenance slots:
+	// on a loaded machine some would wait past the default 5 s
+	// AuthorizationTimeout, and a timed-out lookup drops its notification
+	// (a later hint or renewal may project the task), which is not what
+	// this test is about.
+	subs := &server.SubscriptionOptions{Authorizer: auth, WriteTimeout: 2 * time.Second, AuthorizationTimeout: 2 * time.Minute}
+	r, _ := newListenRig(t, subs, func(r *taskRig, o *server.Options) {
 		o.Observer = &listenObserver{taskObserver: r.obs, finished: finished}
 		o.KeepAliveInterval = time.Hour
 	})
@@ -659,8 +671,10 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 	within("the slow listener's authorization", authorized)
 
-	// The reading subscriber follows the same tasks but the first, and w.
-	following := append(slices.Clone(ids[1:]), w)
+	// The reading subscriber follows the last tasks, shared with the slow
+	// one, and w.
+	shared := ids[len(ids)-32:]
+	following := append(slices.Clone(shared), w)
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(listenBody("2", idsFilter(following...), taskCaps)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -677,7 +691,10 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 	}
 	within("the reading listener's authorization", authorized)
 	allCompleted, sawW, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var readErr error
+	var (
+		readErr error
+		got     atomic.Int32 // completed notifications read
+	)
 	go func() { // ends with the response body
 		defer close(ended)
 		br := bufio.NewReaderSize(resp.Body, 128<<10)
@@ -704,20 +721,27 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 				close(sawW)
 			case m.Params.Status == "completed" && !completed[m.Params.TaskID]:
 				completed[m.Params.TaskID] = true
-				if len(completed) == len(ids)-1 {
+				got.Store(int32(len(completed)))
+				if len(completed) == len(shared) {
 					close(allCompleted)
 				}
 			}
 		}
 	}()
 
-	// Results large enough that the stream carries at least twice what
-	// loopback TCP can buffer (the sender's maximum send buffer plus the
-	// receiver's initial receive buffer, which does not grow unread).
-	big := strings.Repeat("x", max(32<<10, 2*loopbackBuffering()/len(ids)))
-	for _, id := range ids {
+	// Results, for the tasks only the slow subscriber follows, large
+	// enough that its stream carries at least twice what loopback TCP can
+	// buffer (the sender's maximum send buffer plus the receiver's initial
+	// receive buffer, which does not grow unread).
+	alone := ids[:len(ids)-len(shared)]
+	big := strings.Repeat("x", max(32<<10, 2*loopbackBuffering()/len(alone)))
+	for i, id := range ids {
+		text := big
+		if i >= len(alone) {
+			text = "small"
+		}
 		taskMust(t)(r.mem.Complete(id, &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: big}},
+			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 			StructuredContent: json.RawMessage(`{"sum":1}`),
 		}, "done"))
 	}
@@ -739,7 +763,14 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 			t.Fatalf("tasks/get: HTTP %d %.200s", res.StatusCode, b)
 		}
 	}
-	within("every completed notification on the reading stream", allCompleted)
+	select {
+	case <-allCompleted:
+	case <-ended:
+		t.Fatalf("the reading stream ended before every completed notification (read error %v, outcomes %v)", readErr, drainOutcomes(finished))
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("timed out waiting for every completed notification on the reading stream: %d of %d (outcomes %v)",
+			got.Load(), len(shared), drainOutcomes(finished))
+	}
 	select {
 	case out := <-finished:
 		if out != server.OutcomeCanceled {
@@ -768,6 +799,19 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 	}
 	if out := <-finished; out != server.OutcomeComplete {
 		t.Errorf("the reading listen finished %s", out)
+	}
+}
+
+// drainOutcomes returns the outcomes waiting in finished.
+func drainOutcomes(finished <-chan server.Outcome) []server.Outcome {
+	var outs []server.Outcome
+	for {
+		select {
+		case o := <-finished:
+			outs = append(outs, o)
+		default:
+			return outs
+		}
 	}
 }
 

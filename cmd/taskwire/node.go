@@ -353,13 +353,20 @@ func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRe
 func (n *node) URL() string { return n.url }
 
 // StopNow cuts a Shutdown under way short: open HTTP connections are
-// closed and running jobs are cancelled, to be released and run again
-// later. Shutdown still returns only once everything has stopped.
+// closed, the worker runtime stops claiming, and running jobs are
+// cancelled, to be released and run again later. Shutdown still returns
+// only once everything has stopped.
+//
+// The runtime stops claiming before its jobs are cancelled: Shutdown
+// cancels its context only after the HTTP drain, and until then each
+// released job would be claimed again at once, cancelled and released, in
+// a loop.
 func (n *node) StopNow() {
 	if n.hs != nil {
 		n.hs.Close()
 	}
 	if n.rt != nil {
+		n.rtCancel()
 		n.rt.StopRunning()
 	}
 }

@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/worker"
@@ -17,11 +21,28 @@ import (
 // TestInterruptDrainsThenStops checks the two interrupts: the first prints
 // that the node drains and for how long, and that a second stops at once;
 // the second ends the node without waiting for the grace period, its
-// running job released (not failed) to run again later.
+// running job released (not failed) once, to run again later.
+//
+// With a request in flight, the HTTP drain still runs when the second
+// interrupt comes, before the worker runtime's context is cancelled: the
+// runtime must not claim the released job again meanwhile.
 func TestInterruptDrainsThenStops(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inFlight bool
+	}{
+		{"idle", false},
+		{"request in flight", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testInterruptDrainsThenStops(t, tc.inFlight) })
+	}
+}
+
+func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	cfg := testConfig(db, 1)
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
+	cfg.BodyTimeout = time.Hour
 	metrics := newTransitions()
 	cfg.workerMetrics = metrics
 	signals := make(chan os.Signal, 2)
@@ -63,6 +84,18 @@ func TestInterruptDrainsThenStops(t *testing.T) {
 	c := newClient(t, url)
 	id := createTask(t, c, toolReports, map[string]any{"accountId": "sig", "rows": 1, "seconds": 3600})
 	metrics.await(t, worker.TransitionClaimed, 1)
+	if inFlight {
+		// A request whose body never ends: the HTTP drain waits for it
+		// until the grace period or the body timeout (an hour each), or
+		// the second interrupt.
+		conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: 1024\r\n\r\n{")
+	}
 
 	signals <- os.Interrupt
 	got := next("taskwire: draining")
@@ -82,12 +115,37 @@ func TestInterruptDrainsThenStops(t *testing.T) {
 		t.Fatal("the second interrupt did not stop the node")
 	}
 	if n := metrics.count(worker.TransitionReleased); n != 1 {
-		t.Errorf("released %d jobs, want 1", n)
+		t.Errorf("released %d jobs, want 1 (all: %v)", n, metrics.snapshot())
 	}
 
 	// The task is still working in the store: it runs again on restart.
 	n := start(t, testConfig(db, 0))
 	if g := getTask(t, newClient(t, n.URL()), id); g.Status != mcp.TaskWorking {
 		t.Errorf("task status after the forced stop = %s, want working", g.Status)
+	}
+}
+
+// TestStopNowStopsClaiming: StopNow alone, before Shutdown has cancelled
+// the worker runtime, stops it: the running job is released once and not
+// claimed again, and the runtime returns without waiting for the grace
+// period.
+func TestStopNowStopsClaiming(t *testing.T) {
+	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
+	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
+	metrics := newTransitions()
+	cfg.workerMetrics = metrics
+	n := start(t, cfg)
+	createTask(t, newClient(t, n.URL()), toolReports, map[string]any{"accountId": "stop", "rows": 1, "seconds": 3600})
+	metrics.await(t, worker.TransitionClaimed, 1)
+
+	n.StopNow()
+	select {
+	case <-n.rtDone:
+	case <-time.After(waitFor):
+		t.Fatalf("the worker runtime still runs after StopNow (transitions: %v)", metrics.snapshot())
+	}
+	want := map[worker.Transition]int{worker.TransitionClaimed: 1, worker.TransitionReleased: 1}
+	if diff := cmp.Diff(want, metrics.snapshot()); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 }
