@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/oauth"
 	"github.com/taskwire/taskwire/server"
@@ -244,5 +246,48 @@ func TestIntrospectionFlights(t *testing.T) {
 	}
 	if got := e.calls.Load(); got != 2 {
 		t.Errorf("%d introspections, want 2", got)
+	}
+}
+
+// TestWhichTokensAreIntrospected checks the rule docs/authorization.md
+// states: a JWT is verified locally when JWKSURL or HMACSecret is set, and
+// introspected only when neither is.
+func TestWhichTokensAreIntrospected(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	for _, tc := range []struct {
+		name      string
+		jwks      bool
+		hmac      bool
+		wantCalls int64
+	}{
+		{"JWKS", true, false, 0},
+		{"HMAC secret only", false, true, 0},
+		{"neither", false, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEndpoint(t, false, func(string) (int, map[string]any) {
+				return http.StatusOK, map[string]any{"active": true, "sub": "svc", "aud": resource}
+			})
+			r := newRig(t, func(o *oauth.Options) {
+				if !tc.jwks {
+					o.JWKSURL = ""
+				}
+				if tc.hmac {
+					o.HMACSecret = secret
+				}
+				o.Introspection = &oauth.Introspection{URL: e.URL, ClientID: "x"}
+			})
+			c := r.iss.Claims("svc", resource, r.clock.Now())
+			tok := r.iss.Token(t, c)
+			if tc.hmac {
+				tok = testissuer.SignHMAC(t, secret, "", c)
+			}
+			if _, err := r.admit(mcp.MethodToolsList, "", "Bearer "+tok); err != nil {
+				t.Errorf("Admit: %v; log: %s", err, r.log)
+			}
+			if got := e.calls.Load(); got != tc.wantCalls {
+				t.Errorf("%d introspections, want %d", got, tc.wantCalls)
+			}
+		})
 	}
 }
