@@ -40,10 +40,10 @@ type Issuer struct {
 	keys    map[string]*Key // published, by kid
 	current map[string]*Key // the signing key per algorithm family ("RS", "ES", "EdDSA")
 	opaque  map[string]map[string]any
-	hold    *hold // JWKS requests wait for it; nil: none
 
 	jwksFetches atomic.Int64
 	n           atomic.Int64
+	hold        atomic.Pointer[hold] // JWKS requests wait for it (hold.go); nil: none
 }
 
 // Key is one signing key.
@@ -210,42 +210,9 @@ func (iss *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// hold makes JWKS requests wait until released.
-type hold struct {
-	arrived  chan struct{}
-	released chan struct{}
-	once     sync.Once
-}
-
-// HoldJWKS makes JWKS requests hang until release is called or the
-// request ends; each held request sends on arrived first, if there is room.
-// The hold is released when the test ends, before the server stops.
-func (iss *Issuer) HoldJWKS(t testing.TB) (arrived <-chan struct{}, release func()) {
-	h := &hold{arrived: make(chan struct{}, 16), released: make(chan struct{})}
-	release = func() { h.once.Do(func() { close(h.released) }) }
-	t.Cleanup(release)
-	iss.mu.Lock()
-	iss.hold = h
-	iss.mu.Unlock()
-	return h.arrived, release
-}
-
-func (iss *Issuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
+func (iss *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	iss.jwksFetches.Add(1)
-	iss.mu.Lock()
-	h := iss.hold
-	iss.mu.Unlock()
-	if h != nil {
-		select {
-		case h.arrived <- struct{}{}:
-		default:
-		}
-		select {
-		case <-h.released:
-		case <-r.Context().Done():
-			return
-		}
-	}
+	iss.waitHold()
 	iss.mu.Lock()
 	var keys []map[string]string
 	for _, k := range iss.keys {
