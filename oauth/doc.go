@@ -28,9 +28,16 @@
 // Options.Issuer, an "aud" that contains one of Options.Audiences (by
 // default the resource itself, RFC 8707), a required "exp" and an optional
 // "nbf" checked with Options.Leeway, and a non-empty "sub". With
-// Options.Introspection, tokens that are not JWTs (or every token, without
-// a JWKS) are checked with the authorization server's RFC 7662
-// introspection endpoint instead, and the answers are cached.
+// Options.Introspection, tokens that are not JWTs (or every token, when
+// neither Options.JWKSURL nor Options.HMACSecret is set) are checked with
+// the authorization server's RFC 7662 introspection endpoint instead, one
+// at a time per token and at most Introspection.MaxConcurrent at once,
+// and the answers, admitting or not, are cached.
+//
+// A JWKS refresh or an introspection runs in a goroutine the
+// ResourceServer owns, bounded by Options.FetchTimeout; stale keys serve
+// while a refresh runs, and only a token with an unknown "kid" waits for
+// one. Close ends them.
 //
 // # Challenges
 //

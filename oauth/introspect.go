@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -21,6 +19,11 @@ const (
 	DefaultIntrospectionCacheSize = 1024
 	// DefaultIntrospectionCacheTTL bounds how long an answer is reused.
 	DefaultIntrospectionCacheTTL = time.Minute
+	// DefaultIntrospectionNegativeCacheTTL is how long a refused token is
+	// refused again without asking.
+	DefaultIntrospectionNegativeCacheTTL = 30 * time.Second
+	// DefaultIntrospectionConcurrency bounds the introspections in flight.
+	DefaultIntrospectionConcurrency = 8
 )
 
 // Introspection configures RFC 7662 token introspection, for
@@ -32,12 +35,24 @@ type Introspection struct {
 	// endpoint (HTTP Basic, client_secret_basic). ClientID is required.
 	ClientID     string
 	ClientSecret string
-	// CacheSize bounds the active answers kept, by the token's SHA-256;
-	// the least recently used go first. Zero: DefaultIntrospectionCacheSize.
+	// CacheSize bounds the admitted tokens kept, and separately the refused
+	// ones, by the token's SHA-256; the least recently used go first.
+	// Zero: DefaultIntrospectionCacheSize.
 	CacheSize int
-	// CacheTTL bounds how long an answer is reused; never past the token's
-	// "exp". Zero: DefaultIntrospectionCacheTTL.
+	// CacheTTL bounds how long an admitting answer is reused; never past
+	// the token's "exp". Zero: DefaultIntrospectionCacheTTL.
 	CacheTTL time.Duration
+	// NegativeCacheTTL is how long a token the endpoint did not admit (not
+	// active, not for this resource, or the endpoint could not be asked)
+	// is refused again without asking. Zero:
+	// DefaultIntrospectionNegativeCacheTTL.
+	NegativeCacheTTL time.Duration
+	// MaxConcurrent bounds the introspection requests in flight, one per
+	// distinct token: concurrent requests with one token share one
+	// introspection, and a token that would need one more is refused at
+	// once (introspection_busy) without asking. Zero:
+	// DefaultIntrospectionConcurrency.
+	MaxConcurrent int
 }
 
 func (in *Introspection) validate() (*Introspection, error) {
@@ -61,79 +76,133 @@ func (in *Introspection) validate() (*Introspection, error) {
 	case c.CacheTTL == 0:
 		c.CacheTTL = DefaultIntrospectionCacheTTL
 	}
+	switch {
+	case c.NegativeCacheTTL < 0:
+		errs = append(errs, errors.New("oauth: Introspection.NegativeCacheTTL must not be negative"))
+	case c.NegativeCacheTTL == 0:
+		c.NegativeCacheTTL = DefaultIntrospectionNegativeCacheTTL
+	}
+	switch {
+	case c.MaxConcurrent < 0:
+		errs = append(errs, errors.New("oauth: Introspection.MaxConcurrent must not be negative"))
+	case c.MaxConcurrent == 0:
+		c.MaxConcurrent = DefaultIntrospectionConcurrency
+	}
 	return &c, errors.Join(errs...)
 }
 
-// introspector asks the introspection endpoint and caches active answers.
+// introspector asks the introspection endpoint, at most once at a time
+// per token and MaxConcurrent times at once, and caches its answers: an
+// admitted token's claims for CacheTTL (never past "exp"), a refused
+// token's category for NegativeCacheTTL.
 type introspector struct {
-	rs   Options
-	opts Introspection
-
-	mu    sync.Mutex
-	byKey map[[sha256.Size]byte]*list.Element
-	lru   *list.List // of *cacheEntry, most recently used first
+	rs       Options
+	opts     Introspection
+	admitted *lru[claims]
+	refused  *lru[Category]
+	asks     *flights[tokenKey, verdict]
 }
 
-type cacheEntry struct {
-	key     [sha256.Size]byte
+// verdict is what an introspection decided about a token.
+type verdict struct {
 	claims  claims
-	expires time.Time
+	refusal *tokenError
 }
 
-func newIntrospector(o Options) *introspector {
-	return &introspector{rs: o, opts: *o.Introspection, byKey: make(map[[sha256.Size]byte]*list.Element), lru: list.New()}
+func newIntrospector(o Options, own *owner) *introspector {
+	in := o.Introspection
+	return &introspector{
+		rs: o, opts: *in,
+		admitted: newLRU[claims](in.CacheSize),
+		refused:  newLRU[Category](in.CacheSize),
+		asks:     newFlights[tokenKey, verdict](own, in.MaxConcurrent, o.FetchTimeout),
+	}
 }
 
-// check returns the claims of an active token for this resource.
+// check returns the claims of an active token for this resource: from the
+// caches, else from the introspection in flight for the token, else from
+// a new one if fewer than MaxConcurrent are in flight.
 func (in *introspector) check(ctx context.Context, tok string) (claims, *tokenError) {
 	key := sha256.Sum256([]byte(tok))
 	now := in.rs.Now()
-	if c, ok := in.cached(key, now); ok {
+	if c, ok := in.admitted.get(key, now); ok {
 		return c, nil
 	}
-	m, err := in.ask(ctx, tok)
+	if cat, ok := in.refused.get(key, now); ok {
+		return claims{}, refuse(cat, nil)
+	}
+	f, err := in.asks.do(key, nil, func(ctx context.Context) (verdict, error) {
+		m, err := in.ask(ctx, tok)
+		return in.decide(key, m, err), nil
+	})
+	switch {
+	case errors.Is(err, errBusy):
+		return claims{}, refuse(CategoryIntrospectionBusy, err)
+	case err != nil:
+		return claims{}, refuse(CategoryIntrospection, err)
+	}
+	v, err := f.wait(ctx)
 	if err != nil {
 		return claims{}, refuse(CategoryIntrospection, err)
 	}
+	return v.claims, v.refusal
+}
+
+// decide turns an introspection answer (or its failure) into a verdict,
+// and caches it.
+func (in *introspector) decide(key tokenKey, m map[string]any, err error) verdict {
+	now := in.rs.Now()
+	c, exp, terr := in.judge(m, err, now)
+	if terr != nil {
+		in.refused.put(key, terr.category, now.Add(in.opts.NegativeCacheTTL))
+		return verdict{refusal: terr}
+	}
+	expires := now.Add(in.opts.CacheTTL)
+	if exp != nil && exp.Before(expires) {
+		expires = exp.Time
+	}
+	in.admitted.put(key, c, expires)
+	return verdict{claims: c}
+}
+
+// judge checks an introspection answer at now, returning the token's
+// claims and "exp".
+func (in *introspector) judge(m map[string]any, err error, now time.Time) (claims, *jwt.NumericDate, *tokenError) {
+	if err != nil {
+		return claims{}, nil, refuse(CategoryIntrospection, err)
+	}
 	if active, _ := m["active"].(bool); !active {
-		return claims{}, refuse(CategoryInactive, nil)
+		return claims{}, nil, refuse(CategoryInactive, nil)
 	}
 	mc := jwt.MapClaims(m)
 	leeway := in.rs.Leeway
 	exp, err := mc.GetExpirationTime()
 	switch {
 	case err != nil:
-		return claims{}, refuse(CategoryMalformed, err)
+		return claims{}, nil, refuse(CategoryMalformed, err)
 	case exp != nil && !now.Before(exp.Add(leeway)):
-		return claims{}, refuse(CategoryExpired, nil)
+		return claims{}, nil, refuse(CategoryExpired, nil)
 	}
 	if nbf, err := mc.GetNotBefore(); err != nil || nbf != nil && now.Before(nbf.Add(-leeway)) {
-		return claims{}, refuse(CategoryNotYetValid, err)
+		return claims{}, nil, refuse(CategoryNotYetValid, err)
 	}
 	// The endpoint is the issuer's own; an "iss" it names must still be it.
 	if iss, err := mc.GetIssuer(); err != nil || iss != "" && iss != in.rs.Issuer {
-		return claims{}, refuse(CategoryBadIssuer, err)
+		return claims{}, nil, refuse(CategoryBadIssuer, err)
 	}
 	aud, err := mc.GetAudience()
 	if err != nil || !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(in.rs.Audiences, a) }) {
-		return claims{}, refuse(CategoryBadAudience, err)
+		return claims{}, nil, refuse(CategoryBadAudience, err)
 	}
 	c, terr := claimsOf(m, in.rs.TenantClaim)
 	if terr != nil {
-		return claims{}, terr
+		return claims{}, nil, terr
 	}
-	expires := now.Add(in.opts.CacheTTL)
-	if exp != nil && exp.Before(expires) {
-		expires = exp.Time
-	}
-	in.store(key, c, expires)
-	return c, nil
+	return c, exp, nil
 }
 
-// ask POSTs the token to the endpoint within the fetch timeout.
+// ask POSTs the token to the endpoint; ctx bounds it.
 func (in *introspector) ask(ctx context.Context, tok string) (map[string]any, error) {
-	ctx, cancel := context.WithTimeout(ctx, in.rs.FetchTimeout)
-	defer cancel()
 	form := url.Values{"token": {tok}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.opts.URL, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -147,36 +216,4 @@ func (in *introspector) ask(ctx context.Context, tok string) (map[string]any, er
 		return nil, err
 	}
 	return m, nil
-}
-
-func (in *introspector) cached(key [sha256.Size]byte, now time.Time) (claims, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	el, ok := in.byKey[key]
-	if !ok {
-		return claims{}, false
-	}
-	e := el.Value.(*cacheEntry)
-	if !now.Before(e.expires) {
-		in.lru.Remove(el)
-		delete(in.byKey, key)
-		return claims{}, false
-	}
-	in.lru.MoveToFront(el)
-	return e.claims, true
-}
-
-func (in *introspector) store(key [sha256.Size]byte, c claims, expires time.Time) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if el, ok := in.byKey[key]; ok {
-		in.lru.Remove(el)
-		delete(in.byKey, key)
-	}
-	for in.lru.Len() >= in.opts.CacheSize {
-		old := in.lru.Back()
-		in.lru.Remove(old)
-		delete(in.byKey, old.Value.(*cacheEntry).key)
-	}
-	in.byKey[key] = in.lru.PushFront(&cacheEntry{key: key, claims: c, expires: expires})
 }

@@ -1,12 +1,19 @@
 package oauth_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/oauth"
+	"github.com/taskwire/taskwire/server"
 )
 
 func TestIntrospection(t *testing.T) {
@@ -102,5 +109,185 @@ func TestIntrospectionUnreachable(t *testing.T) {
 	id, err := r.admit(mcp.MethodToolsList, "", "Bearer opaque")
 	if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != "introspection_failed" {
 		t.Errorf("outcome %+v, want 401 introspection_failed", got)
+	}
+}
+
+// endpoint is an introspection endpoint on loopback that counts the
+// requests it gets and answers with answer; while hold is open, requests
+// wait for it, after a send on arrived.
+type endpoint struct {
+	URL     string
+	calls   atomic.Int64
+	arrived chan struct{}
+	hold    chan struct{}
+}
+
+func newEndpoint(t *testing.T, held bool, answer func(tok string) (int, map[string]any)) *endpoint {
+	e := &endpoint{arrived: make(chan struct{}, 16), hold: make(chan struct{})}
+	if !held {
+		close(e.hold)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.calls.Add(1)
+		select {
+		case e.arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-e.hold:
+		case <-r.Context().Done():
+			return
+		}
+		status, body := answer(r.PostFormValue("token"))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(e.release) // before srv.Close, which waits for held requests
+	e.URL = srv.URL + "/introspect"
+	return e
+}
+
+func (e *endpoint) release() {
+	select {
+	case <-e.hold:
+	default:
+		close(e.hold)
+	}
+}
+
+// TestIntrospectionNegativeCache checks that a token the endpoint does not
+// admit, or that it could not be asked about, is refused again without
+// asking until NegativeCacheTTL has passed.
+func TestIntrospectionNegativeCache(t *testing.T) {
+	e := newEndpoint(t, false, func(tok string) (int, map[string]any) {
+		if tok == "broken" {
+			return http.StatusInternalServerError, nil
+		}
+		return http.StatusOK, map[string]any{"active": false}
+	})
+	r := newRig(t, func(o *oauth.Options) {
+		o.Introspection = &oauth.Introspection{URL: e.URL, ClientID: "x", NegativeCacheTTL: 30 * time.Second}
+	})
+	for _, tc := range []struct{ token, reason string }{
+		{"inactive", "introspection_inactive"},
+		{"broken", "introspection_failed"},
+	} {
+		t.Run(tc.token, func(t *testing.T) {
+			before := e.calls.Load()
+			check := func(wantCalls int64) {
+				t.Helper()
+				r.log.Reset()
+				id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+tc.token)
+				if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != tc.reason {
+					t.Errorf("outcome %+v, want 401 %s", got, tc.reason)
+				}
+				if got := e.calls.Load() - before; got != wantCalls {
+					t.Errorf("%d introspections, want %d", got, wantCalls)
+				}
+			}
+			check(1)
+			check(1) // from the negative cache
+			r.clock.Advance(29 * time.Second)
+			check(1)
+			r.clock.Advance(2 * time.Second)
+			check(2) // past NegativeCacheTTL
+		})
+	}
+}
+
+// TestIntrospectionFlights checks that concurrent requests with one token
+// share one introspection, and that a token that would need more than
+// MaxConcurrent introspections at once is refused without asking.
+func TestIntrospectionFlights(t *testing.T) {
+	e := newEndpoint(t, true, func(string) (int, map[string]any) {
+		return http.StatusOK, map[string]any{"active": true, "sub": "svc", "aud": resource}
+	})
+	r := newRig(t, func(o *oauth.Options) {
+		o.Introspection = &oauth.Introspection{URL: e.URL, ClientID: "x", MaxConcurrent: 1}
+	})
+	admit := func(ctx context.Context, tok string) outcome {
+		h := http.Header{"Authorization": {"Bearer " + tok}}
+		r.log.Reset()
+		id, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h})
+		return r.outcome(t, id, err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		h := http.Header{"Authorization": {"Bearer token-a"}}
+		_, err := r.rs.Admit(context.Background(), &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h})
+		first <- err
+	}()
+	<-e.arrived // token-a's introspection is in flight, and held
+
+	if got := admit(context.Background(), "token-b"); got.Reason != "introspection_busy" {
+		t.Errorf("a second token beyond MaxConcurrent: %+v, want introspection_busy", got)
+	}
+	// The same token joins the introspection in flight (it is not busy),
+	// and waits for it until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if got := admit(ctx, "token-a"); got.Reason != "introspection_failed" {
+		t.Errorf("token-a again while in flight: %+v, want introspection_failed (it waited)", got)
+	}
+	e.release()
+	if err := <-first; err != nil {
+		t.Errorf("the first request: %v", err)
+	}
+	if got := admit(context.Background(), "token-a"); got.Status != http.StatusOK {
+		t.Errorf("token-a from the cache: %+v", got)
+	}
+	if got := e.calls.Load(); got != 1 {
+		t.Errorf("%d introspections, want 1", got)
+	}
+	if got := admit(context.Background(), "token-b"); got.Status != http.StatusOK {
+		t.Errorf("token-b once a slot is free: %+v", got)
+	}
+	if got := e.calls.Load(); got != 2 {
+		t.Errorf("%d introspections, want 2", got)
+	}
+}
+
+// TestWhichTokensAreIntrospected checks the rule docs/authorization.md
+// states: a JWT is verified locally when JWKSURL or HMACSecret is set, and
+// introspected only when neither is.
+func TestWhichTokensAreIntrospected(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	for _, tc := range []struct {
+		name      string
+		jwks      bool
+		hmac      bool
+		wantCalls int64
+	}{
+		{"JWKS", true, false, 0},
+		{"HMAC secret only", false, true, 0},
+		{"neither", false, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEndpoint(t, false, func(string) (int, map[string]any) {
+				return http.StatusOK, map[string]any{"active": true, "sub": "svc", "aud": resource}
+			})
+			r := newRig(t, func(o *oauth.Options) {
+				if !tc.jwks {
+					o.JWKSURL = ""
+				}
+				if tc.hmac {
+					o.HMACSecret = secret
+				}
+				o.Introspection = &oauth.Introspection{URL: e.URL, ClientID: "x"}
+			})
+			c := r.iss.Claims("svc", resource, r.clock.Now())
+			tok := r.iss.Token(t, c)
+			if tc.hmac {
+				tok = testissuer.SignHMAC(t, secret, "", c)
+			}
+			if _, err := r.admit(mcp.MethodToolsList, "", "Bearer "+tok); err != nil {
+				t.Errorf("Admit: %v; log: %s", err, r.log)
+			}
+			if got := e.calls.Load(); got != tc.wantCalls {
+				t.Errorf("%d introspections, want %d", got, tc.wantCalls)
+			}
+		})
 	}
 }

@@ -26,10 +26,13 @@ var (
 	errKeysFailed = errors.New("oauth: signing keys are not available")
 )
 
-// keySet caches the keys of one JWKS URL. A lookup of an unknown key ID
-// fetches the set again unless a fetch started less than minRefresh ago;
-// keys older than maxAge are fetched again on the next lookup, and kept if
-// that fails. Fetches are serialised, bounded in time and size.
+// keySet caches the keys of one JWKS URL. Keys older than maxAge are
+// stale: a lookup still returns a stale key at once, and starts one
+// refresh in the background. A lookup of an unknown key ID waits for a
+// fetch (joining the one in flight, if any). Fetches run one at a time, at
+// most one per minRefresh (failed ones included), each bounded by the
+// fetch timeout and MaxResponseBytes; when a fetch fails the old keys keep
+// serving.
 type keySet struct {
 	url        string
 	client     *http.Client
@@ -39,8 +42,7 @@ type keySet struct {
 	maxKeys    int
 	now        func() time.Time
 	onFailure  func(error)
-
-	fetchMu sync.Mutex // held while fetching; serialises fetches
+	fetches    *flights[struct{}, struct{}] // at most one fetch in flight
 
 	mu          sync.Mutex
 	keys        map[string]jwk // by kid; "" for a key without one
@@ -56,38 +58,44 @@ type jwk struct {
 	crv string // EC and OKP curve
 }
 
-// lookup returns the key for kid, fetching the set when it is stale or
-// lacks kid and the refresh rate allows.
+// lookup returns the key for kid. A stale key is returned at once, with a
+// refresh started in the background if the refresh rate allows; an
+// unknown kid waits for a fetch, or for ctx to end.
 func (ks *keySet) lookup(ctx context.Context, kid string) (jwk, error) {
-	if k, ok, fresh := ks.cached(kid); ok && fresh {
-		return k, nil
-	}
-	ks.fetchMu.Lock()
-	defer ks.fetchMu.Unlock()
-	// Another request may have fetched while this one waited.
 	k, ok, fresh := ks.cached(kid)
-	if ok && fresh {
+	if ok {
+		if !fresh {
+			ks.refresh() // the stale key serves meanwhile
+		}
 		return k, nil
 	}
-	if !ks.mayFetch() {
-		if ok {
-			return k, nil
-		}
+	f, err := ks.refresh()
+	if err != nil {
+		return jwk{}, fmt.Errorf("%w: %w", errKeysFailed, err)
+	}
+	if f == nil { // a fetch ran less than minRefresh ago
 		return jwk{}, ks.missing()
 	}
-	// The fetch serves every waiting request: one caller hanging up must
-	// not abort it (it is still bounded by the fetch timeout).
-	if err := ks.fetch(context.WithoutCancel(ctx)); err != nil {
-		ks.onFailure(err)
-		if ok { // stale keys still serve
-			return k, nil
-		}
+	if _, err := f.wait(ctx); err != nil {
 		return jwk{}, fmt.Errorf("%w: %w", errKeysFailed, err)
 	}
 	if k, ok, _ := ks.cached(kid); ok {
 		return k, nil
 	}
 	return jwk{}, errUnknownKey
+}
+
+// refresh returns the fetch in flight, or starts one if the refresh rate
+// allows; nil and no error if it does not. The fetch does not depend on
+// any caller's context: it serves every lookup until it ends.
+func (ks *keySet) refresh() (*flight[struct{}], error) {
+	return ks.fetches.do(struct{}{}, ks.mayFetch, func(ctx context.Context) (struct{}, error) {
+		err := ks.fetch(ctx)
+		if err != nil {
+			ks.onFailure(err)
+		}
+		return struct{}{}, err
+	})
 }
 
 // cached returns the key for kid, whether it is known, and whether the set

@@ -35,14 +35,23 @@ const (
 	CategoryBadTenant         Category = "bad_tenant"             // the tenant claim is missing, too long or not printable
 	CategoryInactive          Category = "introspection_inactive" // the introspection endpoint says the token is not active
 	CategoryIntrospection     Category = "introspection_failed"   // the introspection endpoint could not be asked
+	CategoryIntrospectionBusy Category = "introspection_busy"     // Introspection.MaxConcurrent introspections were in flight already
 	CategoryInsufficientScope Category = "insufficient_scope"     // a valid token without a required scope
 )
 
 // ResourceServer admits requests that carry a valid access token for this
 // resource, and serves the resource's metadata. It is safe for concurrent
-// use. Build it with New.
+// use. Build it with New, and Close it when it is no longer used.
+//
+// Requests to the authorization server (a JWKS refresh, an introspection)
+// run in goroutines the ResourceServer owns, each bounded by
+// Options.FetchTimeout, so that one request serves every caller waiting
+// for it and none is cut short by the caller that started it. A
+// ResourceServer dropped without Close leaves none of them running for
+// longer than FetchTimeout.
 type ResourceServer struct {
 	opts        Options
+	owner       *owner
 	parser      *jwt.Parser
 	keys        *keySet // nil without JWKSURL
 	introspect  *introspector
@@ -60,7 +69,7 @@ func New(opts Options) (*ResourceServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs := &ResourceServer{opts: o}
+	rs := &ResourceServer{opts: o, owner: newOwner()}
 	rs.parser = jwt.NewParser(
 		jwt.WithValidMethods(o.Algorithms),
 		jwt.WithLeeway(o.Leeway),
@@ -73,15 +82,27 @@ func New(opts Options) (*ResourceServer, error) {
 			url: o.JWKSURL, client: o.HTTPClient, timeout: o.FetchTimeout,
 			maxAge: o.KeysMaxAge, minRefresh: o.MinRefreshInterval, maxKeys: o.MaxKeys, now: o.Now,
 			onFailure: func(err error) { o.Logger.Warn("oauth: signing keys not refreshed", "err", err) },
+			fetches:   newFlights[struct{}, struct{}](rs.owner, 1, o.FetchTimeout),
 		}
 	}
 	if o.Introspection != nil {
-		rs.introspect = newIntrospector(o)
+		rs.introspect = newIntrospector(o, rs.owner)
 	}
 	if err := rs.buildMetadata(); err != nil {
 		return nil, err
 	}
 	return rs, nil
+}
+
+// Close stops the requests to the authorization server in flight and waits
+// for them to end. Afterwards Admit still verifies JWTs with the keys it
+// has (stale or not) and answers from the introspection cache, but asks
+// the authorization server nothing: a token that needs it is refused with
+// keys_unavailable or introspection_failed. Close is idempotent and
+// returns nil.
+func (rs *ResourceServer) Close() error {
+	rs.owner.close()
+	return nil
 }
 
 // tokenError is a refused token: its category, and the error behind it

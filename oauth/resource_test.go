@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -340,16 +341,113 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 // TestFetchOutlivesTheCaller checks that a JWKS fetch is not aborted by
-// the context of the request that started it: the fetch serves every
-// waiting request, and a failed one would block fetches for
-// MinRefreshInterval.
+// the context of the request that started it: that request gives up, but
+// the fetch goes on and serves the next request (an aborted fetch would
+// block fetches for MinRefreshInterval).
 func TestFetchOutlivesTheCaller(t *testing.T) {
 	r := newRig(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	h := http.Header{"Authorization": {"Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))}}
-	if _, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}); err != nil {
-		t.Errorf("Admit with a cancelled context: %v; log: %s", err, r.log)
+	r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}) // may give up at once
+	if _, err := r.rs.Admit(context.Background(), &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}); err != nil {
+		t.Errorf("Admit after a cancelled caller: %v; log: %s", err, r.log)
+	}
+	if got := r.iss.JWKSFetches(); got != 1 {
+		t.Errorf("JWKS fetched %d times, want 1", got)
+	}
+}
+
+// TestStaleKeysServeDuringRefresh checks that once the keys are older than
+// KeysMaxAge, requests with a known kid are admitted at once with the
+// stale keys while one refresh runs in the background (here against a
+// JWKS endpoint that hangs), that only a request with an unknown kid
+// waits for it, and that Close ends the refresh.
+func TestStaleKeysServeDuringRefresh(t *testing.T) {
+	r := newRig(t, func(o *oauth.Options) {
+		o.KeysMaxAge = time.Minute
+		o.FetchTimeout = time.Minute // longer than any bound below
+	})
+	known := "Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))
+	if _, err := r.admit(mcp.MethodToolsList, "", known); err != nil {
+		t.Fatalf("first token: %v", err)
+	}
+	arrived, release := r.iss.HoldJWKS(t)
+	next := r.iss.Rotate(t, "RS256")
+	r.clock.Advance(2 * time.Minute) // the keys are stale; a refresh is due
+
+	admitPromptly := func(what string) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.admit(mcp.MethodToolsList, "", known)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v; log: %s", what, err, r.log)
+			}
+		case <-time.After(10 * time.Second): // a failure bound, not synchronisation
+			t.Fatalf("%s waited for the hanging refresh", what)
+		}
+	}
+	admitPromptly("the request that starts the refresh")
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no refresh reached the JWKS endpoint")
+	}
+	for i := range 3 {
+		admitPromptly(fmt.Sprintf("request %d during the refresh", i))
+	}
+	if got := r.iss.JWKSFetches(); got != 2 {
+		t.Errorf("JWKS fetched %d times, want 2 (one refresh)", got)
+	}
+
+	// An unknown kid waits for the refresh in flight, until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r.log.Reset()
+	h := http.Header{"Authorization": {"Bearer " + r.iss.SignWith(t, next, "RS256", r.iss.Claims("alice", resource, r.clock.Now()))}}
+	id, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h})
+	if got := r.outcome(t, id, err); got.Reason != "keys_unavailable" {
+		t.Errorf("unknown kid during the refresh: %+v, want keys_unavailable (it waited)", got)
+	}
+	// Once the refresh ends, its keys serve; the waiting request joined it.
+	release()
+	if _, err := r.rs.Admit(context.Background(), &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h}); err != nil {
+		t.Errorf("the rotated key after the refresh: %v; log: %s", err, r.log)
+	}
+	if got := r.iss.JWKSFetches(); got != 2 {
+		t.Errorf("JWKS fetched %d times, want 2 (one refresh)", got)
+	}
+}
+
+// TestCloseEndsRefresh checks that Close ends a refresh that hangs and
+// waits for it, and that stale keys still serve afterwards.
+func TestCloseEndsRefresh(t *testing.T) {
+	r := newRig(t, func(o *oauth.Options) { o.KeysMaxAge = time.Minute; o.FetchTimeout = time.Hour })
+	known := "Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))
+	if _, err := r.admit(mcp.MethodToolsList, "", known); err != nil {
+		t.Fatalf("first token: %v", err)
+	}
+	arrived, _ := r.iss.HoldJWKS(t)
+	r.clock.Advance(2 * time.Minute)
+	if _, err := r.admit(mcp.MethodToolsList, "", known); err != nil {
+		t.Fatalf("stale key: %v", err)
+	}
+	<-arrived
+	if err := r.rs.Close(); err != nil { // returns only once the refresh has ended
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := r.admit(mcp.MethodToolsList, "", known); err != nil {
+		t.Errorf("stale key after Close: %v", err)
+	}
+	r.log.Reset()
+	id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+r.iss.SignWith(t, r.iss.Rotate(t, "RS256"), "RS256", r.iss.Claims("alice", resource, r.clock.Now())))
+	if got := r.outcome(t, id, err); got.Reason != "keys_unavailable" {
+		t.Errorf("unknown kid after Close: %+v, want keys_unavailable", got)
 	}
 }
 

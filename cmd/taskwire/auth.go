@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,6 +100,56 @@ func parseScopes(s string) (methods, tools map[string][]string, err error) {
 		m[name] = append(m[name], scope)
 	}
 	return methods, tools, nil
+}
+
+// loopbackHosts are the Host names a node always accepts.
+var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// allowedHosts returns the Host names serve accepts (server.Options.AllowedHosts):
+// nil, the loopback names only, unless there is an audience or a list; else
+// the loopback names, the audience URI's host, and the entries of list
+// (comma-separated host names or IP addresses without port, or "*").
+func allowedHosts(list, audience string) ([]string, error) {
+	var extra []string
+	if audience != "" {
+		u, err := url.Parse(audience)
+		if err != nil || u.Hostname() == "" {
+			return nil, fmt.Errorf("--auth-audience %q has no host", audience)
+		}
+		extra = append(extra, strings.ToLower(u.Hostname()))
+	}
+	if list != "" {
+		for h := range strings.SplitSeq(list, ",") {
+			h = strings.ToLower(strings.TrimSpace(h))
+			if !validHostName(h) {
+				return nil, fmt.Errorf("--allowed-hosts: %q is not a host name or IP address without port, or *", h)
+			}
+			extra = append(extra, h)
+		}
+	}
+	if extra == nil {
+		return nil, nil
+	}
+	hosts := append(slices.Clone(loopbackHosts), extra...)
+	slices.Sort(hosts)
+	return slices.Compact(hosts), nil
+}
+
+// validHostName reports whether h is "*", an IP address, or a DNS name
+// (letters, digits, '-', '_' and '.').
+func validHostName(h string) bool {
+	if h == "*" || net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // admission is the node's admission controller: the resource server, or

@@ -318,3 +318,83 @@ func TestSessionsBoundToSubject(t *testing.T) {
 		t.Errorf("another subject's session differs from an unknown one (-unknown +theirs):\n%s", diff)
 	}
 }
+
+// TestServeAuthHosts checks that serve with the auth flags accepts
+// requests whose Host is the audience's host (and the names of
+// --allowed-hosts, and loopback), so that a client using the metadata's
+// resource URL reaches the challenge, while other hosts are still refused.
+func TestServeAuthHosts(t *testing.T) {
+	iss := testissuer.New(t)
+	const audience = "https://mcp.example.com/mcp"
+	dir := t.TempDir()
+	runCommand(t, []string{"serve", "--addr", "127.0.0.1:0", "--store", filepath.Join(dir, "hosts.db"),
+		"--workers", "0", "--shutdown-grace", "1s",
+		"--auth-issuer", iss.URL, "--auth-audience", audience, "--allowed-hosts", "Proxy.internal, 10.0.0.7"},
+		func(t *testing.T, url string) {
+			const challenge = `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`
+			for _, tc := range []struct {
+				host      string
+				status    int
+				challenge string
+			}{
+				{"mcp.example.com", http.StatusUnauthorized, challenge},
+				{"MCP.example.com:443", http.StatusUnauthorized, challenge},
+				{"proxy.internal:8080", http.StatusUnauthorized, challenge},
+				{"10.0.0.7", http.StatusUnauthorized, challenge},
+				{"localhost", http.StatusUnauthorized, challenge},
+				{"evil.example.com", http.StatusForbidden, ""},
+				{"mcp.example.com.evil.example", http.StatusForbidden, ""},
+			} {
+				req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
+					`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Host = tc.host
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+				req.Header.Set("Mcp-Method", "tools/list")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.status || resp.Header.Get("WWW-Authenticate") != tc.challenge {
+					t.Errorf("Host %s: HTTP %d, challenge %q, want %d %q; body %s",
+						tc.host, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge, body)
+				}
+			}
+		})
+}
+
+func TestAllowedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		list, audience string
+		want           []string
+		err            string
+	}{
+		{"", "", nil, ""},
+		{"", "https://mcp.example.com:8443/mcp", []string{"127.0.0.1", "::1", "localhost", "mcp.example.com"}, ""},
+		{"a.example, B.example,*", "", []string{"*", "127.0.0.1", "::1", "a.example", "b.example", "localhost"}, ""},
+		{"::1,localhost", "", []string{"127.0.0.1", "::1", "localhost"}, ""},
+		{"a.example:8080", "", nil, "not a host name"},
+		{"a.example,,b", "", nil, "not a host name"},
+		{"http://a.example", "", nil, "not a host name"},
+	} {
+		got, err := allowedHosts(tc.list, tc.audience)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("allowedHosts(%q, %q) = %v, %v; want an error containing %q", tc.list, tc.audience, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("allowedHosts(%q, %q): %v", tc.list, tc.audience, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("allowedHosts(%q, %q) (-want +got):\n%s", tc.list, tc.audience, diff)
+		}
+	}
+}

@@ -68,10 +68,12 @@
 // after --idle-timeout without a request. With --auth-issuer and
 // --auth-audience, serve is an OAuth 2.1 resource server: every request
 // needs a valid access token from that issuer for that resource (see
-// docs/authorization.md). Without them it admits callers with development
-// identities (a Bearer token is taken as the caller's name), says so, and
-// refuses an --addr that is not loopback unless --insecure-dev-auth is
-// given. Each caller may start --task-rate task-creating calls a second
+// docs/authorization.md). Without the auth flags it admits callers with
+// development identities (a Bearer token is taken as the caller's name),
+// says so, and refuses an --addr that is not loopback unless
+// --insecure-dev-auth is given. Requests must carry a loopback name in
+// Host, or the host of --auth-audience, or a name of --allowed-hosts (the
+// name a proxy forwards). Each caller may start --task-rate task-creating calls a second
 // (bursts of --task-burst) and have --max-active-tasks tasks working or
 // waiting for input; beyond either, calls get HTTP 429 with Retry-After.
 //
@@ -251,6 +253,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
 	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
 	auth := addAuthFlags(fs)
+	hostList := fs.String("allowed-hosts", "", "more `hosts` whose name a request's Host header may carry, comma-separated, without port "+
+		"(a proxy's public name; * for any, only behind a proxy that checks Host); the loopback names and, with "+
+		"--auth-audience, the audience's host are always accepted")
 	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
 	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
 	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
@@ -268,6 +273,13 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	if *stdio.on && auth.given() {
 		return errors.New("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+	}
+	if *stdio.on && *hostList != "" {
+		return errors.New("serve: --allowed-hosts does not apply to --stdio")
+	}
+	hosts, err := allowedHosts(*hostList, *auth.audience)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
 	if err != nil {
@@ -300,8 +312,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if rs != nil {
+		defer rs.Close() // after the node has stopped admitting
+	}
 	return runNode(ctx, nodeConfig{
-		Auth: rs,
+		Auth: rs, AllowedHosts: hosts,
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,

@@ -113,6 +113,9 @@ type nodeConfig struct {
 	// Auth, if set, admits callers by access token instead of development
 	// identities, on any address (auth.go).
 	Auth *oauth.ResourceServer
+	// AllowedHosts are the Host names the HTTP server accepts
+	// (server.Options.AllowedHosts). Nil: the loopback names only.
+	AllowedHosts []string
 	// TaskLimits bound each caller's task creation. The zero value means
 	// the server's defaults.
 	TaskLimits server.TaskLimits
@@ -273,6 +276,7 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			Endpoints:       []*server.Endpoint{ep},
 			Logger:          cfg.Logger,
 			Admission:       cfg.admission(),
+			AllowedHosts:    cfg.AllowedHosts,
 			TaskManager:     st,
 			BodyReadTimeout: cfg.BodyTimeout,
 			TaskLimits:      cfg.TaskLimits,

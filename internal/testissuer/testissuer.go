@@ -52,6 +52,7 @@ type Issuer struct {
 
 	jwksFetches atomic.Int64
 	n           atomic.Int64
+	hold        atomic.Pointer[hold] // JWKS requests wait for it (hold.go); nil: none
 }
 
 // Key is one signing key.
@@ -214,6 +215,7 @@ func (iss *Issuer) Revoke(tok string) {
 
 func (iss *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	iss.jwksFetches.Add(1)
+	iss.waitHold()
 	iss.mu.Lock()
 	var keys []map[string]string
 	for _, k := range iss.keys {
