@@ -224,6 +224,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
 	stdio := addStdioFlags(fs)
 	adminAddr := addAdminFlag(fs)
+	consoleOpts := addConsoleFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -264,7 +265,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	cons, err := consoleOpts.config(getenv, adminAddr.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return runNode(ctx, nodeConfig{
+		Console: cons,
 		Auth: rs,
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
@@ -371,6 +377,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
 	if a := n.admin.listenAddr(); a != "" {
 		fmt.Fprintf(stdout, "taskwire: admin endpoints at http://%s (/metrics, /healthz, /readyz)\n", a)
+		printConsole(stdout, a, n.cfg.Console.Token != nil)
 	}
 	if n.cfg.Workers > 0 {
 		plural := "s"

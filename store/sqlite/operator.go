@@ -22,7 +22,7 @@ const summaryColumns = `id, kind, endpoint, tenant, status, status_message, crea
 
 // sqlOperatorTasks walks tasks_created backwards from the position ($1
 // created_at, $2 id), keeping the unexpired ($3) tasks that match the
-// filters ($4 status, $5 tool, $6 tenant; '' matches all; $7..$8 the
+// filters ($4 status, $5 tool, $6 tenant; ” matches all; $7..$8 the
 // created range), at most $9 rows. A page reads its length plus the rows
 // the filters skip.
 const sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_created
