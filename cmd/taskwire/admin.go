@@ -83,7 +83,7 @@ type nodeAdmin struct {
 	worker   *twprom.WorkerMetrics // nil on a node without workers
 	ln       *admin.Server
 	console  *console.Console // nil without an operator token (console.go)
-	draining atomic.Bool // set by drain: /readyz answers 503 from then on
+	draining atomic.Bool      // set by drain: /readyz answers 503 from then on
 }
 
 // newNodeAdmin registers the metrics of the node cfg describes on a

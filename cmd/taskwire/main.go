@@ -271,8 +271,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	return runNode(ctx, nodeConfig{
 		Console: cons,
-		Auth: rs,
-		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+		Auth:    rs,
+		Addr:    *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
 		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
