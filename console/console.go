@@ -62,6 +62,9 @@ const (
 	// DefaultStreamLifetime ends a stream after this long; the browser
 	// reconnects (and is authenticated again).
 	DefaultStreamLifetime = 30 * time.Minute
+	// DefaultGaugesMaxAge is how long the overview reuses a snapshot of
+	// Options.Gauges.
+	DefaultGaugesMaxAge = 10 * time.Second
 	// DefaultTimeout bounds the store calls of one request.
 	DefaultTimeout = 5 * time.Second
 	// pageSize is the length of a page of the task list.
@@ -79,7 +82,12 @@ type Options struct {
 	// Token is the operator token, at least MinTokenLen bytes. Required.
 	Token []byte
 	// Gauges, when set, adds queue depth by job state to the overview.
+	// A snapshot costs a scan of the store's unfinished jobs, so the
+	// overview reuses one for up to GaugesMaxAge.
 	Gauges gauges.Source
+	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
+	// Default DefaultGaugesMaxAge.
+	GaugesMaxAge time.Duration
 	// Events, when set, drives the live updates (the store's
 	// EventPublisher). Nil: the pages are static.
 	Events task.EventPublisher
@@ -116,6 +124,7 @@ type Console struct {
 	log    *slog.Logger
 
 	streams *streams
+	gauges  gaugeCache
 }
 
 // New validates opts and returns the console. It fails for a missing
@@ -140,6 +149,7 @@ func New(opts Options) (*Console, error) {
 		{"Coalesce", &opts.Coalesce, DefaultCoalesce},
 		{"StreamLifetime", &opts.StreamLifetime, DefaultStreamLifetime},
 		{"Timeout", &opts.Timeout, DefaultTimeout},
+		{"GaugesMaxAge", &opts.GaugesMaxAge, DefaultGaugesMaxAge},
 	} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("console: Options.%s (%v) is negative", d.name, *d.v)
@@ -191,7 +201,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer browsers send
+	// "Origin: null" with the console's own form posts, which the CSRF
+	// check must refuse.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if r.URL.Path == c.prefix {

@@ -83,6 +83,9 @@ func TestAccess(t *testing.T) {
 func TestLogin(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	same := map[string]string{"Origin": f.srv.URL, "Sec-Fetch-Site": "same-origin"}
+	if r := f.do(http.MethodGet, "/console/login", nil, nil); r.header.Get("Referrer-Policy") != "same-origin" {
+		t.Errorf("Referrer-Policy %q: browsers must send this origin with the console's forms", r.header.Get("Referrer-Policy"))
+	}
 	if r := f.do(http.MethodGet, "/console/login", nil, nil); r.status != http.StatusOK || !strings.Contains(r.body, `<label for="token">`) {
 		t.Errorf("login form: %s", describe(r))
 	}
@@ -318,6 +321,7 @@ func TestActions(t *testing.T) {
 		{"another session's CSRF token", url.Values{"csrf": {otherCSRF}}, f.session(cookie)},
 		{"cross-site", url.Values{"csrf": {csrf}}, crossSite},
 		{"other origin", url.Values{"csrf": {csrf}}, otherOrigin},
+		{"opaque origin", url.Values{"csrf": {csrf}}, map[string]string{"Cookie": cookie, "Origin": "null"}},
 		{"bearer from another site", url.Values{}, map[string]string{"Authorization": "Bearer " + token, "Origin": "http://evil.example"}},
 	} {
 		if r := post(f.working, "cancel", tc.form, tc.header); r.status != http.StatusForbidden {

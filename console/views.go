@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -19,14 +20,16 @@ var statuses = []task.Status{task.Working, task.InputRequired, task.Completed, t
 
 // overviewView is the overview page.
 type overviewView struct {
-	Statuses []task.Status
-	Totals   []count // by status, in Statuses order
-	Total    int64
-	Tools    []toolRow
-	Queue    []count // by job state; nil without gauges
-	Oldest   string  // how long the oldest due job has waited
-	Chart    chart
-	Hour     hourTotals
+	Statuses    []task.Status
+	Totals      []count // by status, in Statuses order
+	Total       int64
+	Tools       []toolRow
+	Queue       []count // by job state; nil without gauges
+	Oldest      string  // how long the oldest due job has waited
+	QueueAt     time.Time
+	QueueMaxAge time.Duration
+	Chart       chart
+	Hour        hourTotals
 }
 
 type count struct {
@@ -77,10 +80,11 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 	}
 	sort.Slice(v.Tools, func(i, j int) bool { return v.Tools[i].Tool < v.Tools[j].Tool })
 	if c.opts.Gauges != nil {
-		snap, err := c.opts.Gauges.Gauges(ctx)
+		snap, at, err := c.gauges.get(ctx, c.opts)
 		if err != nil {
 			return nil, fmt.Errorf("gauges: %w", err)
 		}
+		v.QueueAt, v.QueueMaxAge = at, c.opts.GaugesMaxAge
 		byState := map[gauges.JobState]int64{}
 		for k, n := range snap.Jobs {
 			byState[k.State] += int64(n)
@@ -103,6 +107,30 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 	}
 	v.Hour.FailureRate = rate(v.Hour.Failed, v.Hour.Completed+v.Hour.Failed)
 	return v, nil
+}
+
+// gaugeCache keeps the last Gauges snapshot for Options.GaugesMaxAge;
+// concurrent overviews wait for one read rather than each making their
+// own.
+type gaugeCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	snap gauges.Snapshot
+}
+
+func (g *gaugeCache) get(ctx context.Context, opts Options) (gauges.Snapshot, time.Time, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := opts.Now()
+	if !g.at.IsZero() && now.Sub(g.at) < opts.GaugesMaxAge && !now.Before(g.at) {
+		return g.snap, g.at, nil
+	}
+	snap, err := opts.Gauges.Gauges(ctx)
+	if err != nil {
+		return gauges.Snapshot{}, time.Time{}, err
+	}
+	g.snap, g.at = snap, now
+	return snap, now, nil
 }
 
 // rate formats part/whole as a percentage, "—" for an empty whole.

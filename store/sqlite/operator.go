@@ -22,14 +22,23 @@ const summaryColumns = `id, kind, endpoint, tenant, status, status_message, crea
 
 // sqlOperatorTasks walks tasks_created backwards from the position ($1
 // created_at, $2 id), keeping the unexpired ($3) tasks that match the
-// filters ($4 status, $5 tool, $6 tenant; ” matches all; $7..$8 the
-// created range), at most $9 rows. A page reads its length plus the rows
-// the filters skip.
-const sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_created
+// filters ($4 status, $5 tool, $6 tenant; the empty string matches all;
+// $7..$8 the created range), at most $9 rows. A page reads its length plus
+// the rows the filters skip. sqlOperatorTasksByStatus walks tasks_status
+// instead, reading only the rows of the status asked for.
+const (
+	sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_created
 	WHERE (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
 	AND (?4 = '' OR status = ?4) AND (?5 = '' OR kind = ?5) AND (?6 = '' OR tenant = ?6)
 	AND created_at >= ?7 AND created_at < ?8
 	ORDER BY created_at DESC, id DESC LIMIT ?9`
+
+	sqlOperatorTasksByStatus = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_status
+	WHERE status = ?4 AND (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
+	AND (?5 = '' OR kind = ?5) AND (?6 = '' OR tenant = ?6)
+	AND created_at >= ?7 AND created_at < ?8
+	ORDER BY status DESC, created_at DESC, id DESC LIMIT ?9`
+)
 
 // OperatorTasks implements backend.Operator on the read-only pool.
 // Cursors are keyset positions authenticated with the database's cursor
@@ -57,7 +66,11 @@ func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (bac
 	limit := storerules.OperatorLimit(q.Limit)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.rs.QueryContext(ctx, sqlOperatorTasks, after.At, after.ID, s.now().UnixMilli(),
+	query := sqlOperatorTasks
+	if q.Status != "" {
+		query = sqlOperatorTasksByStatus
+	}
+	rows, err := s.rs.QueryContext(ctx, query, after.At, after.ID, s.now().UnixMilli(),
 		string(q.Status), q.Tool, q.Tenant, from, before, limit+1)
 	if err != nil {
 		return backend.OperatorPage{}, wrapErr("operator tasks", err)
@@ -108,7 +121,7 @@ func scanSummary(sc scanner) (backend.TaskSummary, error) {
 func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, count(*) FROM tasks
+	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, count(*) FROM tasks INDEXED BY tasks_status
 		WHERE expires_at IS NULL OR expires_at > ? GROUP BY kind, status ORDER BY kind, status`, s.now().UnixMilli())
 	if err != nil {
 		return nil, wrapErr("operator counts", err)

@@ -26,7 +26,7 @@ CREATE TABLE {{schema}}.task_events (
 
 CREATE INDEX task_events_task ON {{schema}}.task_events (task_id, id);
 
-CREATE INDEX task_events_ended ON {{schema}}.task_events (at) WHERE kind IN ('completed', 'failed', 'cancelled');
+CREATE INDEX task_events_ended ON {{schema}}.task_events (at, kind) WHERE kind IN ('completed', 'failed', 'cancelled');
 
 CREATE INDEX tasks_created ON {{schema}}.tasks (created_at, id);
 

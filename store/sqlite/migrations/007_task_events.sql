@@ -26,10 +26,15 @@ CREATE TABLE task_events (
 
 CREATE INDEX task_events_task ON task_events (task_id, id);
 
-CREATE INDEX task_events_ended ON task_events (at) WHERE kind IN ('completed', 'failed', 'cancelled');
+CREATE INDEX task_events_ended ON task_events (at, kind) WHERE kind IN ('completed', 'failed', 'cancelled');
 
 -- Cross-tenant listing, newest first.
 CREATE INDEX tasks_created ON tasks (created_at, id);
+
+-- Listing by status, newest first, and the counts by tool and status,
+-- which read this index alone, not the task rows. It costs one index
+-- update per status change.
+CREATE INDEX tasks_status ON tasks (status, created_at, id, kind, expires_at);
 
 CREATE TRIGGER task_events_bound AFTER INSERT ON task_events
 BEGIN
