@@ -144,10 +144,12 @@ func rate(part, whole int64) string {
 // chart is the throughput chart: a bar per minute of the last hour,
 // stacked completed / failed / cancelled, and the failure rate as a line.
 type chart struct {
-	Width, Height, Plot int // plot height of each panel
+	Width, Height, Plot int    // the plot area
+	ViewBox             string // the SVG's, with room for the axis labels
 	Max                 int64
 	Bars                []bar
 	RatePoints          string // SVG polyline points of the failure rate
+	RateDots            []dot  // the same points, drawn so that a lone one shows
 	Label               string // the chart's text alternative
 	Ticks               []tick
 }
@@ -160,6 +162,8 @@ type bar struct {
 	Title                    string
 	Completed, Failed, Total int64
 }
+
+type dot struct{ X, Y int }
 
 type tick struct {
 	X     int
@@ -187,6 +191,7 @@ func newChart(now time.Time, buckets []backend.ActivityBucket) chart {
 		}
 	}
 	ch := chart{Width: chartMinutes * barW, Height: chartPlot, Plot: chartPlot, Max: 1}
+	ch.ViewBox = fmt.Sprintf("-36 -10 %d %d", ch.Width+46, ch.Height+30)
 	for _, b := range per {
 		ch.Max = max(ch.Max, b.Completed+b.Failed+b.Cancelled)
 	}
@@ -206,6 +211,7 @@ func newChart(now time.Time, buckets []backend.ActivityBucket) chart {
 		if ended := b.Completed + b.Failed; ended > 0 {
 			y := chartPlot - int(b.Failed*int64(chartPlot)/ended)
 			pts = fmt.Appendf(pts, "%d,%d ", x+barW/2, y)
+			ch.RateDots = append(ch.RateDots, dot{x + barW/2, y})
 		}
 		total += b.Completed + b.Failed + b.Cancelled
 		failed += b.Failed
