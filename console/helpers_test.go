@@ -21,6 +21,7 @@ import (
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -44,24 +45,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// clock is a settable clock for session expiry.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fixture is a console over a real SQLite store holding real tasks in
 // every state, served on loopback.
 type fixture struct {
@@ -70,7 +53,7 @@ type fixture struct {
 	c     *console.Console
 	srv   *httptest.Server
 	log   *syncBuffer
-	clock *clock
+	clock *storetest.Clock // the console's, for session expiry
 
 	completed, failed, working, cancelling string
 }
@@ -90,7 +73,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: &clock{now: time.Now()}}
+	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
 	c, err := console.New(console.Options{
 		Store: st, Gauges: st, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Now: f.clock.Now, MaxStreams: fo.maxStreams,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -99,4 +100,21 @@ func RetryOptions(ttl, poll time.Duration) backend.EnqueueOptions {
 		ttl = -1 // unlimited
 	}
 	return backend.EnqueueOptions{TTL: ttl, PollInterval: poll}
+}
+
+// OperatorPage is the page of an operator listing that read up to limit+1
+// tasks in listing order: the first limit and, when there were more, the
+// cursor after the last of them, bound to q's filters; at gives a task's
+// position in the backend's own unit of creation time.
+func OperatorPage(c *listcursor.Codec, q backend.OperatorQuery, tasks []backend.TaskSummary, limit int,
+	at func(time.Time) int64) (backend.OperatorPage, error) {
+	if len(tasks) <= limit {
+		return backend.OperatorPage{Tasks: tasks}, nil
+	}
+	last := tasks[limit-1]
+	cur, err := c.Encode(OperatorCursorScope(q), listcursor.Position{At: at(last.CreatedAt), ID: last.ID})
+	if err != nil {
+		return backend.OperatorPage{}, err
+	}
+	return backend.OperatorPage{Tasks: tasks[:limit], NextCursor: cur}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -95,25 +94,20 @@ func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (bac
 		return backend.OperatorPage{}, wrapErr("operator tasks", err)
 	}
 	defer rows.Close()
-	var page backend.OperatorPage
+	var tasks []backend.TaskSummary
 	for rows.Next() {
 		sum, err := scanSummary(rows)
 		if err != nil {
 			return backend.OperatorPage{}, wrapErr("operator tasks", err)
 		}
-		if len(page.Tasks) == limit {
-			last := page.Tasks[limit-1]
-			cur, err := s.cursors.Encode(scope, listcursor.Position{At: last.CreatedAt.UnixMicro(), ID: last.ID})
-			if err != nil {
-				return backend.OperatorPage{}, fmt.Errorf("postgres: %w", err)
-			}
-			page.NextCursor = cur
-			break
-		}
-		page.Tasks = append(page.Tasks, sum)
+		tasks = append(tasks, sum)
 	}
 	if err := rows.Err(); err != nil {
 		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	page, err := storerules.OperatorPage(s.cursors, q, tasks, limit, time.Time.UnixMicro)
+	if err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("postgres: %w", err)
 	}
 	return page, nil
 }

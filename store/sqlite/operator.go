@@ -76,25 +76,20 @@ func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (bac
 		return backend.OperatorPage{}, wrapErr("operator tasks", err)
 	}
 	defer rows.Close()
-	var page backend.OperatorPage
+	var tasks []backend.TaskSummary
 	for rows.Next() {
 		sum, err := scanSummary(rows)
 		if err != nil {
 			return backend.OperatorPage{}, wrapErr("operator tasks", err)
 		}
-		if len(page.Tasks) == limit {
-			last := page.Tasks[limit-1]
-			cur, err := s.cursors.Encode(scope, listcursor.Position{At: last.CreatedAt.UnixMilli(), ID: last.ID})
-			if err != nil {
-				return backend.OperatorPage{}, fmt.Errorf("sqlite: %w", err)
-			}
-			page.NextCursor = cur
-			break
-		}
-		page.Tasks = append(page.Tasks, sum)
+		tasks = append(tasks, sum)
 	}
 	if err := rows.Err(); err != nil {
 		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	page, err := storerules.OperatorPage(s.cursors, q, tasks, limit, time.Time.UnixMilli)
+	if err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("sqlite: %w", err)
 	}
 	return page, nil
 }

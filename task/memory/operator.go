@@ -69,16 +69,10 @@ func (m *Manager) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (b
 	slices.SortFunc(tasks, func(a, b backend.TaskSummary) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
 	})
-	var page backend.OperatorPage
-	if len(tasks) > limit {
-		last := tasks[limit-1]
-		cur, err := m.cursors.Encode(scope, listcursor.Position{At: last.CreatedAt.UnixNano(), ID: last.ID})
-		if err != nil {
-			return backend.OperatorPage{}, fmt.Errorf("memory: %w", err)
-		}
-		tasks, page.NextCursor = tasks[:limit], cur
+	page, err := storerules.OperatorPage(m.cursors, q, tasks, limit, time.Time.UnixNano)
+	if err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("memory: %w", err)
 	}
-	page.Tasks = tasks
 	return page, nil
 }
 
