@@ -48,10 +48,31 @@ type hourTotals struct {
 	FailureRate                  string
 }
 
+// overview reads the overview's three parts at once (each is a scan of its
+// own), in goroutines it waits for.
 func (c *Console) overview(ctx context.Context) (*overviewView, error) {
-	counts, err := c.opts.Store.OperatorCounts(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
+	now := c.opts.Now()
+	var (
+		wg               sync.WaitGroup
+		counts           []backend.TaskCount
+		buckets          []backend.ActivityBucket
+		snap             gauges.Snapshot
+		snapAt           time.Time
+		errC, errA, errG error
+	)
+	wg.Go(func() { counts, errC = c.opts.Store.OperatorCounts(ctx) })
+	wg.Go(func() { buckets, errA = c.opts.Store.OperatorActivity(ctx, now.Add(-backend.MaxActivityWindow)) })
+	if c.opts.Gauges != nil {
+		wg.Go(func() { snap, snapAt, errG = c.gauges.get(ctx, c.opts) })
+	}
+	wg.Wait()
+	switch {
+	case errC != nil:
+		return nil, fmt.Errorf("counts: %w", errC)
+	case errA != nil:
+		return nil, fmt.Errorf("activity: %w", errA)
+	case errG != nil:
+		return nil, fmt.Errorf("gauges: %w", errG)
 	}
 	v := &overviewView{Statuses: statuses}
 	idx := map[task.Status]int{}
@@ -80,11 +101,7 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 	}
 	sort.Slice(v.Tools, func(i, j int) bool { return v.Tools[i].Tool < v.Tools[j].Tool })
 	if c.opts.Gauges != nil {
-		snap, at, err := c.gauges.get(ctx, c.opts)
-		if err != nil {
-			return nil, fmt.Errorf("gauges: %w", err)
-		}
-		v.QueueAt, v.QueueMaxAge = at, c.opts.GaugesMaxAge
+		v.QueueAt, v.QueueMaxAge = snapAt, c.opts.GaugesMaxAge
 		byState := map[gauges.JobState]int64{}
 		for k, n := range snap.Jobs {
 			byState[k.State] += int64(n)
@@ -93,11 +110,6 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 			v.Queue = append(v.Queue, count{Label: string(s), N: byState[s]})
 		}
 		v.Oldest = snap.OldestAvailable.Round(time.Second).String()
-	}
-	now := c.opts.Now()
-	buckets, err := c.opts.Store.OperatorActivity(ctx, now.Add(-backend.MaxActivityWindow))
-	if err != nil {
-		return nil, fmt.Errorf("activity: %w", err)
 	}
 	v.Chart = newChart(now, buckets)
 	for _, b := range buckets {
