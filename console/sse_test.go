@@ -126,3 +126,26 @@ func TestEventStreamBounds(t *testing.T) {
 		t.Errorf("second stream: %q", got)
 	}
 }
+
+// TestEventsCoalesce checks that hints arriving while a stream holds its
+// last event back are merged: with a coalescing interval longer than the
+// test, many changes after the first send nothing more before Close.
+func TestEventsCoalesce(t *testing.T) {
+	f := newFixture(t, fixtureOpts{coalesce: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	br, _ := f.openStream(ctx, "/console/events", bearer)
+	if err := f.st.OperatorCancel(ctx, f.working); err != nil {
+		t.Fatal(err)
+	}
+	if got := readEvent(t, br); got != "event: change\ndata: 1\n\n" {
+		t.Fatalf("first event: %q", got)
+	}
+	for range 5 {
+		f.enqueue("bulk", "tenant-c", `{}`) // each publishes a hint
+	}
+	f.c.Close()
+	if ev := readEvent(t, br); ev != "" {
+		t.Errorf("held hints were sent: %q", ev)
+	}
+}
