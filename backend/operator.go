@@ -25,8 +25,9 @@ type Operator interface {
 	// first, ties broken by descending ID. A page holds at most
 	// MaxOperatorPage tasks.
 	OperatorTasks(ctx context.Context, q OperatorQuery) (OperatorPage, error)
-	// OperatorCounts counts the unexpired tasks by tool and status. It
-	// reads every task row: its cost grows with the table.
+	// OperatorCounts counts the tasks held by tool and status, expired
+	// ones included until they are deleted (as gauges.Snapshot.Tasks
+	// does). Tools and statuses without a task are left out.
 	OperatorCounts(ctx context.Context) ([]TaskCount, error)
 	// OperatorTask returns one task with its job and its recorded
 	// history (at most MaxTaskEvents events, the newest).
@@ -211,7 +212,7 @@ type TaskEvent struct {
 	Message string
 }
 
-// TaskCount is the number of unexpired tasks of one tool in one status.
+// TaskCount is the number of tasks of one tool in one status.
 type TaskCount struct {
 	Tool   string
 	Status task.Status

@@ -31,8 +31,7 @@ const (
 		AND ($7::timestamptz IS NULL OR created_at >= $7) AND ($8::timestamptz IS NULL OR created_at < $8)
 		ORDER BY created_at DESC, id DESC LIMIT $9`
 
-	sqlOperatorCounts = `SELECT kind, status, count(*) FROM {{schema}}.tasks WHERE ` + live + `
-		GROUP BY kind, status ORDER BY kind, status`
+	sqlOperatorCounts = `SELECT kind, status, count(*) FROM {{schema}}.tasks GROUP BY kind, status ORDER BY kind, status`
 
 	sqlOperatorTask = `SELECT ` + summaryColumns + `, origin, result, error, progress, progress_total,
 		cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
@@ -145,7 +144,7 @@ func scanSummary(row pgx.Row) (backend.TaskSummary, error) {
 // OperatorCounts implements backend.Operator: one grouped scan of the
 // tasks table.
 func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
-	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorCounts), s.now())
+	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorCounts))
 	if err != nil {
 		return nil, wrapErr("operator counts", err)
 	}

@@ -111,13 +111,12 @@ func scanSummary(sc scanner) (backend.TaskSummary, error) {
 	return t, nil
 }
 
-// OperatorCounts implements backend.Operator: one grouped scan of the
-// tasks table.
+// OperatorCounts implements backend.Operator from task_counts, which
+// triggers keep (migration 007): it reads one row per tool and status.
 func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, count(*) FROM tasks INDEXED BY tasks_status
-		WHERE expires_at IS NULL OR expires_at > ? GROUP BY kind, status ORDER BY kind, status`, s.now().UnixMilli())
+	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, n FROM task_counts WHERE n > 0 ORDER BY kind, status`)
 	if err != nil {
 		return nil, wrapErr("operator counts", err)
 	}

@@ -237,20 +237,34 @@ func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 	if _, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{}`), backend.EnqueueOptions{TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	c.Advance(time.Second) // the last task expired: not counted
-	counts, err = b.OperatorCounts(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.Advance(time.Second) // the last task expired: counted until deleted
 	want := []backend.TaskCount{
 		{Tool: toolA, Status: task.Completed, N: 1},
-		{Tool: toolA, Status: task.Working, N: 2},
+		{Tool: toolA, Status: task.Working, N: 3},
 		{Tool: toolB, Status: task.Failed, N: 1},
 		{Tool: toolB, Status: task.Working, N: 1},
 	}
-	if d := cmp.Diff(want, counts); d != "" {
-		t.Errorf("counts (-want +got):\n%s", d)
+	check := func(when string) {
+		t.Helper()
+		counts, err := b.OperatorCounts(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, counts); d != "" {
+			t.Errorf("counts %s (-want +got):\n%s", when, d)
+		}
 	}
+	check("with an expired task")
+	if n, err := b.Jobs().DeleteExpired(bg, c.Now(), 10); err != nil || n != 1 {
+		t.Fatalf("DeleteExpired: %d, %v", n, err)
+	}
+	want[1].N = 2
+	check("after the expired task was deleted")
+	if err := b.OperatorDelete(bg, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	want = want[1:] // no completed task of toolA is left: the row goes
+	check("after a deletion")
 }
 
 // eventShape is what the suite compares of an event: the times of job

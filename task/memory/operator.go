@@ -87,12 +87,9 @@ func (m *Manager) OperatorCounts(ctx context.Context) ([]backend.TaskCount, erro
 	}
 	counts := map[key]int64{}
 	m.mu.Lock()
-	now := m.now()
-	for _, e := range m.tasks {
-		if !e.expired(now) {
-			s := e.summary()
-			counts[key{s.Tool, s.Status}]++
-		}
+	for _, e := range m.tasks { // expired tasks count until they are deleted, as on the durable stores
+		s := e.summary()
+		counts[key{s.Tool, s.Status}]++
 	}
 	m.mu.Unlock()
 	out := make([]backend.TaskCount, 0, len(counts))

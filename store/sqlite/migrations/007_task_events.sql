@@ -31,10 +31,40 @@ CREATE INDEX task_events_ended ON task_events (at, kind) WHERE kind IN ('complet
 -- Cross-tenant listing, newest first.
 CREATE INDEX tasks_created ON tasks (created_at, id);
 
--- Listing by status, newest first, and the counts by tool and status,
--- which read this index alone, not the task rows. It costs one index
--- update per status change.
-CREATE INDEX tasks_status ON tasks (status, created_at, id, kind, expires_at);
+-- Listing by status, newest first. It costs one index update per status
+-- change.
+CREATE INDEX tasks_status ON tasks (status, created_at, id);
+
+-- The console's counts by tool and status, kept by triggers so that the
+-- overview reads a few rows instead of every task: tasks held, expired
+-- ones included until they are deleted. SQLite has one writer, so the
+-- counter rows are never contended.
+CREATE TABLE task_counts (
+    kind   TEXT    NOT NULL,
+    status TEXT    NOT NULL,
+    n      INTEGER NOT NULL,
+    PRIMARY KEY (kind, status)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO task_counts (kind, status, n) SELECT kind, status, count(*) FROM tasks GROUP BY kind, status;
+
+CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks
+BEGIN
+    INSERT INTO task_counts (kind, status, n) VALUES (NEW.kind, NEW.status, 1)
+        ON CONFLICT (kind, status) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER tasks_count_status AFTER UPDATE OF status ON tasks WHEN NEW.status IS NOT OLD.status
+BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE kind = OLD.kind AND status = OLD.status;
+    INSERT INTO task_counts (kind, status, n) VALUES (NEW.kind, NEW.status, 1)
+        ON CONFLICT (kind, status) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks
+BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE kind = OLD.kind AND status = OLD.status;
+END;
 
 CREATE TRIGGER task_events_bound AFTER INSERT ON task_events
 BEGIN
