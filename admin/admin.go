@@ -41,6 +41,10 @@ type Options struct {
 	Ready CheckFunc
 	// ReadyTimeout bounds each check. Default DefaultReadyTimeout (2 s).
 	ReadyTimeout time.Duration
+	// Console, when set, serves every method on /console and the paths
+	// under it: the operator console (package console), which
+	// authenticates its requests itself.
+	Console http.Handler
 	// Logger receives the cause of a failed check when readiness changes
 	// (not at every probe). Nil discards it.
 	Logger *slog.Logger
@@ -54,8 +58,9 @@ type Handler struct {
 	ready atomic.Bool // the last check passed; starts true, so a first failure is logged
 }
 
-// New returns the handler of /metrics, /healthz and /readyz. Every other
-// path is 404; methods other than GET and HEAD are 405. It fails when
+// New returns the handler of /metrics, /healthz and /readyz, and of
+// /console when Options.Console is set. Every other path is 404; methods
+// other than GET and HEAD are 405 outside /console. It fails when
 // ReadyTimeout is negative.
 func New(opts Options) (*Handler, error) {
 	if opts.ReadyTimeout < 0 {
@@ -73,6 +78,10 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /readyz", h.serveReady)
 	if opts.Metrics != nil {
 		h.mux.Handle("GET /metrics", opts.Metrics)
+	}
+	if opts.Console != nil {
+		h.mux.Handle("/console", opts.Console)
+		h.mux.Handle("/console/", opts.Console)
 	}
 	return h, nil
 }

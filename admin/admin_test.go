@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +201,25 @@ func TestListenShutdown(t *testing.T) {
 	}
 	if _, err := admin.Listen(s.Addr()+"x", nil, nil); err == nil {
 		t.Error("Listen accepted a bad address")
+	}
+}
+
+// TestConsoleMount checks that Options.Console receives every method on
+// /console and below, and nothing else.
+func TestConsoleMount(t *testing.T) {
+	var got []string
+	h, err := admin.New(admin.Options{Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/console"}, {"POST", "/console/tasks/x/cancel"}, {"GET", "/consoles"}, {"POST", "/healthz"},
+	} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(req.method, req.path, nil))
+	}
+	if want := []string{"GET /console", "POST /console/tasks/x/cancel"}; !slices.Equal(got, want) {
+		t.Errorf("the console got %q, want %q", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskwire/taskwire/admin"
+	"github.com/taskwire/taskwire/console"
 	twprom "github.com/taskwire/taskwire/prometheus"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/gauges"
@@ -76,11 +77,13 @@ func parseAdminAddr(v string) (string, error) {
 // accepts it.
 type nodeAdmin struct {
 	addr     string
+	cfg      consoleConfig
 	reg      *prom.Registry
 	server   *twprom.ServerMetrics // nil on a node without HTTP
 	worker   *twprom.WorkerMetrics // nil on a node without workers
 	ln       *admin.Server
-	draining atomic.Bool // set by drain: /readyz answers 503 from then on
+	console  *console.Console // nil without an operator token (console.go)
+	draining atomic.Bool      // set by drain: /readyz answers 503 from then on
 }
 
 // newNodeAdmin registers the metrics of the node cfg describes on a
@@ -91,7 +94,7 @@ func newNodeAdmin(cfg nodeConfig, st any) (*nodeAdmin, error) {
 	if cfg.AdminAddr == "" {
 		return nil, nil
 	}
-	a := &nodeAdmin{addr: cfg.AdminAddr, reg: twprom.NewRegistry()}
+	a := &nodeAdmin{addr: cfg.AdminAddr, reg: twprom.NewRegistry(), cfg: cfg.Console}
 	var err error
 	if cfg.Addr != "" {
 		if a.server, err = twprom.NewServerMetrics(a.reg); err != nil {
@@ -150,7 +153,12 @@ func (a *nodeAdmin) start(srv *server.Server, st any, logger *slog.Logger) error
 	if r, ok := st.(interface{ Ready(context.Context) error }); ok {
 		checks = append(checks, r.Ready)
 	}
-	h, err := admin.New(admin.Options{Metrics: twprom.Handler(a.reg), Ready: admin.All(checks...), Logger: logger})
+	var err error
+	if a.console, err = newConsole(a.cfg, st, logger); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	h, err := admin.New(admin.Options{Metrics: twprom.Handler(a.reg), Ready: admin.All(checks...), Logger: logger,
+		Console: consoleHandler(a.console)})
 	if err != nil {
 		return err
 	}
@@ -180,6 +188,9 @@ func (a *nodeAdmin) drain() {
 func (a *nodeAdmin) shutdown() error {
 	if a == nil || a.ln == nil {
 		return nil
+	}
+	if a.console != nil {
+		a.console.Close() // ends its live-update streams, which Shutdown would wait for
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
 	defer cancel()

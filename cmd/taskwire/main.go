@@ -265,6 +265,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
 	stdio := addStdioFlags(fs)
 	adminAddr := addAdminFlag(fs)
+	consoleOpts := addConsoleFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -315,8 +316,13 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if rs != nil {
 		defer rs.Close() // after the node has stopped admitting
 	}
+	cons, err := consoleOpts.config(getenv, adminAddr.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return runNode(ctx, nodeConfig{
-		Auth: rs, AllowedHosts: hosts,
+		Console: cons,
+		Auth:    rs, AllowedHosts: hosts,
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
@@ -422,6 +428,7 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())
 	if a := n.admin.listenAddr(); a != "" {
 		fmt.Fprintf(stdout, "taskwire: admin endpoints at http://%s (/metrics, /healthz, /readyz)\n", a)
+		printConsole(stdout, a, n.cfg.Console.Token != nil)
 	}
 	if n.cfg.Workers > 0 {
 		plural := "s"

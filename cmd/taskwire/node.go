@@ -125,6 +125,9 @@ type nodeConfig struct {
 	// AdminAddr is the admin listener's address (admin.go). Empty: none,
 	// and no metrics.
 	AdminAddr string
+	// Console configures the operator console on the admin listener
+	// (console.go).
+	Console consoleConfig
 
 	// workerMetrics and workerPoll are for tests: zero values are the
 	// runtime's defaults.

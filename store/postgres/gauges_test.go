@@ -13,3 +13,10 @@ func TestGauges(t *testing.T) {
 		return openStore(t, newSchema(t), now)
 	})
 }
+
+func TestOperator(t *testing.T) {
+	t.Parallel()
+	storetest.RunOperator(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return openStore(t, newSchema(t), now)
+	})
+}

@@ -14,3 +14,9 @@ func TestGauges(t *testing.T) {
 		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now})
 	})
 }
+
+func TestOperator(t *testing.T) {
+	storetest.RunOperator(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now})
+	})
+}

@@ -164,6 +164,7 @@ func (m *Manager) insertLocked(id string, cc *task.CreationContext, s storerules
 	if !runAt.IsZero() {
 		e.job.runAt = runAt
 	}
+	e.record(backend.TaskEvent{At: now, Kind: backend.EventCreated})
 	m.tasks[id] = e
 	if key != (idemKey{}) {
 		m.keys[key] = id

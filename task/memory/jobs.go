@@ -145,8 +145,9 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	})
 	rows := make([]backend.JobRow, 0, min(len(due), p.Limit))
 	for _, e := range due[:min(len(due), p.Limit)] {
-		j := e.job
+		b, j := e.mark(), e.job
 		j.state, j.attempt, j.leaseExpires, j.worker = jobRunning, j.attempt+1, now.Add(p.Lease), p.Worker
+		e.observe(b, now)
 		rows = append(rows, backend.JobRow{
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
 			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted,
@@ -197,6 +198,8 @@ func (m *Manager) fencedChange(l backend.Lease,
 	if err != nil {
 		return false, err
 	}
+	b := e.mark()
+	defer e.observe(b, now)
 	if p != nil {
 		p.LastUpdatedAt = m.later(p.LastUpdatedAt)
 		snap, err := task.New(*p)
@@ -406,10 +409,11 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 	expired = expired[:min(len(expired), p.Limit)]
 	var publish []string
 	for _, e := range expired {
-		j := e.job
+		b, j := e.mark(), e.job
 		j.interrupted++
 		if j.interrupted < max(p.MaxInterruptedRuns, 1) {
 			j.state, j.leaseExpires, j.worker = jobAvailable, time.Time{}, ""
+			e.observe(b, now)
 			continue
 		}
 		q, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
@@ -423,6 +427,7 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 		}
 		e.snap = snap
 		apply()
+		e.observe(b, now)
 		publish = append(publish, snap.ID())
 	}
 	m.mu.Unlock()

@@ -121,6 +121,7 @@ type entry struct {
 	responses       mcp.InputResponses // with a job: every response accepted; else those not yet taken
 	cancelRequested bool
 	job             *job
+	events          []backend.TaskEvent // history, oldest first, at most backend.MaxTaskEvents
 }
 
 // expired reports whether the task's TTL has passed at now.
@@ -208,6 +209,7 @@ func (m *Manager) Create(cc *task.CreationContext) (task.Task, error) {
 	m.tasks[id] = &entry{
 		snap: snap, endpoint: cc.Request.Endpoint, tenant: cc.Request.Tenant, principal: cc.Request.Principal,
 		expires: now.Add(m.opts.TTL), used: map[string]bool{},
+		events: []backend.TaskEvent{{At: now.UTC(), Kind: backend.EventCreated}},
 	}
 	m.mu.Unlock()
 	m.publisher.Publish(id)
@@ -305,6 +307,8 @@ func (m *Manager) update(uc task.UpdateContext) (bool, error) {
 	if e == nil {
 		return false, task.ErrNotFound
 	}
+	b := e.mark()
+	defer func() { e.observe(b, m.now()) }()
 	outstanding, accepted := maps.Clone(e.outstanding), mcp.InputResponses{}
 	if task.AcceptResponses(outstanding, accepted, uc.Responses) == 0 {
 		return false, nil
@@ -343,10 +347,12 @@ func (m *Manager) RequestCancel(_ context.Context, rc task.RequestContext) error
 	}
 	publish := !e.cancelRequested && !e.snap.Status().Terminal()
 	if publish {
+		b := e.mark()
 		e.cancelRequested = true
 		if e.job != nil && e.job.state == jobAwaiting {
 			e.job.state = jobAvailable
 		}
+		e.observe(b, m.now())
 	}
 	m.mu.Unlock()
 	if publish {

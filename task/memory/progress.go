@@ -74,9 +74,12 @@ func (s jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		}
 		writes = append(writes, write{e, snap, apply})
 	}
+	now := m.now()
 	for _, w := range writes { // every snapshot is valid: commit them all
+		b := w.e.mark()
 		w.e.snap = w.snap
 		w.apply()
+		w.e.observe(b, now)
 	}
 	m.mu.Unlock()
 	for _, w := range writes {

@@ -21,6 +21,12 @@ func TestGauges(t *testing.T) {
 	storetest.RunGauges(t, func(t *testing.T, now func() time.Time) storetest.GaugesBackend { return openStore(t, now) })
 }
 
+// TestOperator runs the shared operator case: the console reads this
+// backend as it reads the durable stores.
+func TestOperator(t *testing.T) {
+	storetest.RunOperator(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend { return openStore(t, now) })
+}
+
 // openStore returns a fresh manager with the default bounds on the clock
 // now.
 func openStore(t *testing.T, now func() time.Time) *memory.Manager {

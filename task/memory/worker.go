@@ -66,8 +66,10 @@ func (m *Manager) transitionLocked(id string, fn func(e *entry, p *task.Params) 
 	if err != nil {
 		return task.Task{}, false, err
 	}
+	b := e.mark()
 	apply()
 	e.snap = snap
+	e.observe(b, m.now())
 	return snap, true, nil
 }
 

@@ -164,3 +164,23 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// OperatorPayload fills in what an operator reads of a task beyond its
+// summary, from the stored columns: the arguments of the origin, the
+// result, the error and the progress count. It fails, naming the column,
+// when one does not decode.
+func OperatorPayload(ot *backend.OperatorTask, origin, result, errJSON []byte, cur, total *float64) error {
+	o, err := task.ParseOrigin(origin)
+	if err != nil {
+		return fmt.Errorf("task origin: %w", err)
+	}
+	ot.Arguments = json.RawMessage(o.Params().Arguments)
+	if ot.Result, err = DecodeResult(result); err != nil {
+		return err
+	}
+	if ot.Error, err = DecodeError(errJSON); err != nil {
+		return err
+	}
+	ot.Progress = StoredProgress(cur, total)
+	return nil
+}

@@ -1,0 +1,198 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Operator access. The console has one credential, the operator token.
+// A request presents it as "Authorization: Bearer TOKEN", or holds a
+// session cookie the login form set: "s1." + base64url(expiry (8 bytes,
+// Unix seconds) | nonce (16 bytes)) + "." + base64url(HMAC-SHA-256 of the
+// body under a key derived from the token). Sessions are stateless: every
+// node with the same token accepts them, and changing the token ends them
+// all.
+
+const (
+	cookieName   = "taskwire_console"
+	cookiePrefix = "s1."
+	nonceLen     = 16
+	maxCookieLen = 128
+	maxTokenLen  = 4096
+)
+
+// operator is an authenticated request's operator: how it authenticated
+// and, for a session, the session's nonce (which keys its CSRF token and
+// its event stream).
+type operator struct {
+	via   string // "bearer" or "session"
+	nonce []byte // nil for bearer
+}
+
+// name is the operator as the audit log names it: the credential kind and,
+// for a session, a short hash of its nonce, so that the actions of one
+// login can be told apart without logging anything that authenticates.
+func (o operator) name() string {
+	if o.nonce == nil {
+		return "bearer"
+	}
+	sum := sha256.Sum256(o.nonce)
+	return "session:" + hex.EncodeToString(sum[:4])
+}
+
+// keys are the secrets derived from the token.
+type keys struct {
+	tokenSum [32]byte // SHA-256 of the token, for constant-time comparison
+	session  []byte   // MAC key of session cookies
+	csrf     []byte   // MAC key of CSRF tokens
+}
+
+func deriveKeys(token []byte) keys {
+	mac := func(label string) []byte {
+		h := hmac.New(sha256.New, token)
+		h.Write([]byte("taskwire console " + label))
+		return h.Sum(nil)
+	}
+	return keys{tokenSum: sha256.Sum256(token), session: mac("session v1"), csrf: mac("csrf v1")}
+}
+
+// tokenOK compares a presented token with the operator token in constant
+// time (of the hashes: the length of the token does not leak either).
+func (k *keys) tokenOK(presented string) bool {
+	if len(presented) == 0 || len(presented) > maxTokenLen {
+		return false
+	}
+	sum := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(sum[:], k.tokenSum[:]) == 1
+}
+
+// newSession returns a cookie value valid until expires.
+func (k *keys) newSession(expires time.Time) (string, error) {
+	body := binary.BigEndian.AppendUint64(nil, uint64(expires.Unix()))
+	nonce := make([]byte, nonceLen)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	body = append(body, nonce...)
+	return cookiePrefix + base64.RawURLEncoding.EncodeToString(body) + "." +
+		base64.RawURLEncoding.EncodeToString(k.sessionMAC(body)), nil
+}
+
+func (k *keys) sessionMAC(body []byte) []byte {
+	h := hmac.New(sha256.New, k.session)
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// session checks a cookie value at now and returns its nonce; ok false for
+// a malformed, altered, forged or expired one.
+func (k *keys) checkSession(v string, now time.Time) (nonce []byte, ok bool) {
+	if len(v) > maxCookieLen || !strings.HasPrefix(v, cookiePrefix) {
+		return nil, false
+	}
+	b64body, b64mac, found := strings.Cut(v[len(cookiePrefix):], ".")
+	if !found {
+		return nil, false
+	}
+	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64body)
+	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(b64mac)
+	if err1 != nil || err2 != nil || len(body) != 8+nonceLen || !hmac.Equal(mac, k.sessionMAC(body)) {
+		return nil, false
+	}
+	if !now.Before(time.Unix(int64(binary.BigEndian.Uint64(body[:8])), 0)) {
+		return nil, false
+	}
+	return body[8:], true
+}
+
+// csrfToken is the CSRF token of a session: a MAC of its nonce, so that
+// it needs no storage and another session's token never matches.
+func (k *keys) csrfToken(nonce []byte) string {
+	h := hmac.New(sha256.New, k.csrf)
+	h.Write(nonce)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// authenticate returns the request's operator, ok false when it presents
+// no valid credential. A request with an Authorization header is judged by
+// it alone.
+func (c *Console) authenticate(r *http.Request) (operator, bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(h, " ")
+		if strings.EqualFold(scheme, "Bearer") && c.keys.tokenOK(strings.TrimSpace(tok)) {
+			return operator{via: "bearer"}, true
+		}
+		return operator{}, false
+	}
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return operator{}, false
+	}
+	nonce, ok := c.keys.checkSession(ck.Value, c.opts.Now())
+	if !ok {
+		return operator{}, false
+	}
+	return operator{via: "session", nonce: nonce}, true
+}
+
+// sameOrigin checks the browser's view of where a state-changing request
+// comes from: Sec-Fetch-Site, when sent, must be same-origin, and Origin,
+// when sent, must be this console's own scheme and host. Requests without
+// either (non-browser clients) pass: the CSRF token still guards sessions.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
+}
+
+// csrfOK checks a state-changing request of op: same origin, and for a
+// session the form's CSRF token. Bearer requests carry no ambient
+// credential, so a token in the form adds nothing for them.
+func (c *Console) csrfOK(r *http.Request, op operator) bool {
+	if !sameOrigin(r) {
+		return false
+	}
+	if op.nonce == nil {
+		return true
+	}
+	got := r.PostFormValue("csrf")
+	want := c.keys.csrfToken(op.nonce)
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// setSessionCookie sets (or, with an empty value, clears) the session
+// cookie.
+func (c *Console) setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
+	ck := &http.Cookie{
+		Name: cookieName, Value: value, Path: c.prefix + "/", HttpOnly: true, Secure: r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	}
+	if value == "" {
+		ck.MaxAge = -1
+	} else {
+		ck.Expires = expires
+	}
+	http.SetCookie(w, ck)
+}

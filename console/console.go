@@ -1,0 +1,304 @@
+// Package console is a browser console for the operators of a taskwire
+// deployment: an overview of the tasks (by status and tool, queue depth,
+// throughput and failures over the last hour), a filtered, paged list of
+// every tenant's tasks with a lookup by ID, a page per task with its
+// history, and the actions cancel, retry and delete, each behind a
+// confirmation.
+//
+// It is server-rendered HTML (html/template) with an embedded stylesheet
+// and a small script; nothing is fetched from the network, and every page
+// works without JavaScript. The script adds live updates from the store's
+// change hints over Server-Sent Events.
+//
+// Mount the Console on an operations listener only, never beside the MCP
+// endpoints: package admin does so at /console when given one (taskwire
+// serve --admin-token-file). Every request needs the operator token: as
+// "Authorization: Bearer TOKEN", or through the login form, which sets an
+// HttpOnly, SameSite=Strict session cookie (Secure over TLS) signed with a
+// key derived from the token. Actions need a same-origin request and, with
+// a session, the session's CSRF token. Every response carries
+// Cache-Control: no-store. Each action writes one audit log line: the
+// operator (credential kind, and a short hash of the session), the action,
+// the outcome and the task as the first 12 hex digits of the SHA-256 of its
+// ID (TaskRef), never the ID itself, its arguments or its result.
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/task"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+// Defaults and bounds of Options.
+const (
+	// Prefix is the path the console is served under.
+	Prefix = "/console"
+	// MinTokenLen is the shortest operator token New accepts.
+	MinTokenLen = 16
+	// DefaultSessionTTL is how long a login lasts.
+	DefaultSessionTTL = 8 * time.Hour
+	// DefaultMaxStreams bounds the live-update streams served at once.
+	DefaultMaxStreams = 16
+	// DefaultHeartbeat is the interval of a stream's keep-alive comment.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultCoalesce is the shortest interval between two change events
+	// of one stream: hints arriving meanwhile are merged into one.
+	DefaultCoalesce = time.Second
+	// DefaultStreamLifetime ends a stream after this long; the browser
+	// reconnects (and is authenticated again).
+	DefaultStreamLifetime = 30 * time.Minute
+	// DefaultGaugesMaxAge is how long the overview reuses a snapshot of
+	// Options.Gauges.
+	DefaultGaugesMaxAge = 10 * time.Second
+	// DefaultTimeout bounds the store calls of one request.
+	DefaultTimeout = 5 * time.Second
+	// pageSize is the length of a page of the task list.
+	pageSize = 50
+)
+
+// Store is what the console reads and acts on: every store of this
+// module implements it (backend.Operator).
+type Store = backend.Operator
+
+// Options configure New.
+type Options struct {
+	// Store is required.
+	Store Store
+	// Token is the operator token, at least MinTokenLen bytes. Required.
+	Token []byte
+	// Gauges, when set, adds queue depth by job state to the overview.
+	// A snapshot costs a scan of the store's unfinished jobs, so the
+	// overview reuses one for up to GaugesMaxAge.
+	Gauges gauges.Source
+	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
+	// Default DefaultGaugesMaxAge.
+	GaugesMaxAge time.Duration
+	// Events, when set, drives the live updates (the store's
+	// EventPublisher). Nil: the pages are static.
+	Events task.EventPublisher
+	// ShowArguments shows a task's tool arguments on its page. Off by
+	// default: arguments may hold what their callers consider secret.
+	ShowArguments bool
+	// Logger receives the audit lines and the causes of internal errors.
+	// Nil discards them.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// SessionTTL is how long a login lasts. Default DefaultSessionTTL.
+	SessionTTL time.Duration
+	// MaxStreams bounds the live-update streams. Default
+	// DefaultMaxStreams.
+	MaxStreams int
+	// Heartbeat, Coalesce and StreamLifetime shape a live-update stream.
+	// Defaults DefaultHeartbeat, DefaultCoalesce, DefaultStreamLifetime.
+	Heartbeat, Coalesce, StreamLifetime time.Duration
+	// Timeout bounds the store calls of one request. Default
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Console is the console's http.Handler, for paths under Prefix. Build it
+// with New and Close it when the listener stops; it is safe for concurrent
+// use.
+type Console struct {
+	opts   Options
+	prefix string
+	keys   keys
+	tmpl   map[string]*template.Template
+	mux    *http.ServeMux
+	log    *slog.Logger
+
+	streams *streams
+	gauges  gaugeCache
+}
+
+// New validates opts and returns the console. It fails for a missing
+// store, a token shorter than MinTokenLen, or a negative option.
+func New(opts Options) (*Console, error) {
+	if opts.Store == nil {
+		return nil, errors.New("console: Options.Store is required")
+	}
+	if len(opts.Token) < MinTokenLen {
+		return nil, fmt.Errorf("console: the operator token must be at least %d bytes", MinTokenLen)
+	}
+	if len(opts.Token) > maxTokenLen {
+		return nil, fmt.Errorf("console: the operator token must be at most %d bytes", maxTokenLen)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"SessionTTL", &opts.SessionTTL, DefaultSessionTTL},
+		{"Heartbeat", &opts.Heartbeat, DefaultHeartbeat},
+		{"Coalesce", &opts.Coalesce, DefaultCoalesce},
+		{"StreamLifetime", &opts.StreamLifetime, DefaultStreamLifetime},
+		{"Timeout", &opts.Timeout, DefaultTimeout},
+		{"GaugesMaxAge", &opts.GaugesMaxAge, DefaultGaugesMaxAge},
+	} {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("console: Options.%s (%v) is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if opts.MaxStreams < 0 {
+		return nil, fmt.Errorf("console: Options.MaxStreams (%d) is negative", opts.MaxStreams)
+	}
+	if opts.MaxStreams == 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Token = append([]byte(nil), opts.Token...)
+	c := &Console{opts: opts, prefix: Prefix, keys: deriveKeys(opts.Token), log: opts.Logger, mux: http.NewServeMux()}
+	var err error
+	if c.tmpl, err = parseTemplates(); err != nil {
+		return nil, err
+	}
+	c.streams = newStreams(opts)
+	p := c.prefix
+	c.mux.HandleFunc("GET "+p+"/static/{file}", c.serveStatic)
+	c.mux.HandleFunc("GET "+p+"/login", c.serveLoginForm)
+	c.mux.HandleFunc("POST "+p+"/login", c.serveLogin)
+	c.mux.HandleFunc("POST "+p+"/logout", c.authed(c.serveLogout))
+	c.mux.HandleFunc("GET "+p+"/{$}", c.authed(c.serveOverview))
+	c.mux.HandleFunc("GET "+p+"/tasks", c.authed(c.serveList))
+	c.mux.HandleFunc("GET "+p+"/tasks/{id}", c.authed(c.serveTask))
+	c.mux.HandleFunc("GET "+p+"/tasks/{id}/{action}", c.authed(c.serveConfirm))
+	c.mux.HandleFunc("POST "+p+"/tasks/{id}/{action}", c.authed(c.serveAction))
+	c.mux.HandleFunc("GET "+p+"/events", c.authed(c.serveEvents))
+	c.mux.HandleFunc(p+"/", c.authed(func(w http.ResponseWriter, r *http.Request, op operator) {
+		c.errorPage(w, r, op, http.StatusNotFound, "There is no such page.")
+	}))
+	return c, nil
+}
+
+// ServeHTTP implements http.Handler for the paths under Prefix; a request
+// elsewhere is 404.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	// same-origin, not no-referrer: under no-referrer browsers send
+	// "Origin: null" with the console's own form posts, which the CSRF
+	// check must refuse.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if r.URL.Path == c.prefix {
+		http.Redirect(w, r, c.prefix+"/", http.StatusSeeOther)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// Close ends the live-update streams and stops listening for hints. The
+// handler answers 503 to new streams afterwards; pages keep working.
+func (c *Console) Close() error {
+	c.streams.close()
+	return nil
+}
+
+// TaskRef is how the audit log names a task: the first 12 hex digits of
+// the SHA-256 of its ID. An operator who has the ID can find its lines
+// (console.TaskRef of the ID, or: printf %s ID | sha256sum); the log alone
+// does not yield IDs.
+func TaskRef(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:6])
+}
+
+// authed wraps a handler that needs an operator: without a valid
+// credential a GET gets the login page and anything else a bare 401.
+func (c *Console) authed(h func(http.ResponseWriter, *http.Request, operator)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		op, ok := c.authenticate(r)
+		if !ok {
+			if r.Header.Get("Authorization") != "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="taskwire console"`)
+			}
+			if r.Method == http.MethodGet && r.URL.Path != c.prefix+"/events" {
+				c.render(w, http.StatusUnauthorized, "login", pageData{Title: "Sign in", Prefix: c.prefix,
+					Next: r.URL.RequestURI()})
+				return
+			}
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h(w, r, op)
+	}
+}
+
+// bound returns the request's context bounded by Options.Timeout.
+func (c *Console) bound(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), c.opts.Timeout)
+}
+
+// parseTemplates parses each page with the layout.
+func parseTemplates() (map[string]*template.Template, error) {
+	pages := []string{"overview", "list", "task", "confirm", "error", "login"}
+	out := make(map[string]*template.Template, len(pages))
+	for _, p := range pages {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", p, err)
+		}
+		out[p] = t
+	}
+	return out, nil
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"time": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+	},
+	"lower": strings.ToLower,
+}
+
+// serveStatic serves the embedded stylesheet and script.
+func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	var ctype string
+	switch name {
+	case "console.css":
+		ctype = "text/css; charset=utf-8"
+	case "console.js":
+		ctype = "text/javascript; charset=utf-8"
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	b, err := files.ReadFile("static/" + name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Write(b)
+}

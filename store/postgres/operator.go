@@ -1,0 +1,354 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+)
+
+var _ backend.Operator = (*Store)(nil)
+
+// summaryColumns are the columns scanned into a backend.TaskSummary.
+const summaryColumns = `id, kind, endpoint, tenant, status, status_message, created_at, updated_at, expires_at`
+
+// Operator statements. $1 is {{now}} as everywhere.
+const (
+	// Walks tasks_created backwards from the position ($2 created_at, $3
+	// id), keeping the unexpired tasks that match the filters ($4 status,
+	// $5 tool, $6 tenant; '' matches all; $7..$8 the created range, NULL:
+	// open), at most $9 rows.
+	sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM {{schema}}.tasks
+		WHERE (created_at, id) < ($2::timestamptz, $3::text) AND ` + live + `
+		AND ($4::text = '' OR status = $4) AND ($5::text = '' OR kind = $5) AND ($6::text = '' OR tenant = $6)
+		AND ($7::timestamptz IS NULL OR created_at >= $7) AND ($8::timestamptz IS NULL OR created_at < $8)
+		ORDER BY created_at DESC, id DESC LIMIT $9`
+
+	sqlOperatorCounts = `SELECT kind, status, count(*) FROM {{schema}}.tasks GROUP BY kind, status ORDER BY kind, status`
+
+	sqlOperatorTask = `SELECT ` + summaryColumns + `, origin, result, error, progress, progress_total,
+		cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
+
+	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, run_at, lease_owner,
+		lease_expires_at FROM {{schema}}.jobs WHERE task_id = $1`
+
+	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message FROM {{schema}}.task_events
+		WHERE task_id = $1 ORDER BY id LIMIT $2`
+
+	// $2 since.
+	sqlOperatorActivity = `SELECT date_trunc('minute', at), kind, count(*) FROM {{schema}}.task_events
+		WHERE kind IN ('completed', 'failed', 'cancelled') AND at >= $2 AND at <= {{now}} GROUP BY 1, 2 ORDER BY 1`
+
+	sqlOperatorBinding = `SELECT endpoint, tenant, principal FROM {{schema}}.tasks WHERE id = $2 AND ` + live
+
+	sqlOperatorLockFailed = `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms
+		FROM {{schema}}.tasks WHERE id = $2 AND ` + live + ` FOR UPDATE`
+
+	sqlOperatorRetried = `INSERT INTO {{schema}}.task_events (task_id, at, kind, message)
+		VALUES ($2, {{now}}, 'retried', $3)`
+
+	// Deletes a finished task ($2), reporting whether one existed and
+	// whether it was finished; its job row is locked first, as every
+	// deletion does.
+	sqlOperatorDelete = `WITH t AS (SELECT id, status FROM {{schema}}.tasks WHERE id = $2 AND ` + live + ` FOR UPDATE),
+		d AS (DELETE FROM {{schema}}.tasks WHERE id IN (SELECT id FROM t WHERE status IN ('completed', 'failed', 'cancelled'))
+			RETURNING id)
+		SELECT t.status, EXISTS (SELECT 1 FROM d) FROM t`
+)
+
+// OperatorTasks implements backend.Operator in one statement along
+// tasks_created. Cursors are keyset positions authenticated with the
+// schema's cursor key together with the query's filters.
+func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+	if err := storerules.CheckOperatorQuery(q); err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("postgres: %w", err)
+	}
+	scope := storerules.OperatorCursorScope(q)
+	at, id := listStart, ""
+	if q.Cursor != "" {
+		p, err := s.cursors.Decode(scope, q.Cursor)
+		if err != nil {
+			return backend.OperatorPage{}, err
+		}
+		at, id = time.UnixMicro(p.At).UTC(), p.ID
+	}
+	var from, before any
+	if !q.CreatedFrom.IsZero() {
+		from = q.CreatedFrom
+	}
+	if !q.CreatedBefore.IsZero() {
+		before = q.CreatedBefore
+	}
+	limit := storerules.OperatorLimit(q.Limit)
+	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorTasks), s.now(), at, id, string(q.Status), q.Tool, q.Tenant,
+		from, before, limit+1)
+	if err != nil {
+		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	defer rows.Close()
+	var tasks []backend.TaskSummary
+	for rows.Next() {
+		sum, err := scanSummary(rows)
+		if err != nil {
+			return backend.OperatorPage{}, wrapErr("operator tasks", err)
+		}
+		tasks = append(tasks, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	page, err := storerules.OperatorPage(s.cursors, q, tasks, limit, time.Time.UnixMicro)
+	if err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("postgres: %w", err)
+	}
+	return page, nil
+}
+
+// summaryDest are the scan destinations of summaryColumns; expires is
+// copied into t.ExpiresAt by finish.
+type summaryDest struct {
+	t       backend.TaskSummary
+	status  string
+	expires *time.Time
+}
+
+func (d *summaryDest) fields() []any {
+	return []any{&d.t.ID, &d.t.Tool, &d.t.Endpoint, &d.t.Tenant, &d.status, &d.t.StatusMessage, &d.t.CreatedAt,
+		&d.t.UpdatedAt, &d.expires}
+}
+
+func (d *summaryDest) finish() backend.TaskSummary {
+	d.t.Status = task.Status(d.status)
+	d.t.CreatedAt, d.t.UpdatedAt = d.t.CreatedAt.UTC(), d.t.UpdatedAt.UTC()
+	if d.expires != nil {
+		d.t.ExpiresAt = d.expires.UTC()
+	}
+	return d.t
+}
+
+func scanSummary(row pgx.Row) (backend.TaskSummary, error) {
+	var d summaryDest
+	if err := row.Scan(d.fields()...); err != nil {
+		return backend.TaskSummary{}, err
+	}
+	return d.finish(), nil
+}
+
+// OperatorCounts implements backend.Operator: one grouped scan of the
+// tasks table.
+func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
+	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorCounts))
+	if err != nil {
+		return nil, wrapErr("operator counts", err)
+	}
+	defer rows.Close()
+	var out []backend.TaskCount
+	for rows.Next() {
+		var c backend.TaskCount
+		var status string
+		if err := rows.Scan(&c.Tool, &status, &c.N); err != nil {
+			return nil, wrapErr("operator counts", err)
+		}
+		c.Status = task.Status(status)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("operator counts", err)
+	}
+	return out, nil
+}
+
+// OperatorTask implements backend.Operator from one repeatable-read
+// snapshot.
+func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTask, error) {
+	if task.ValidID(id) != nil {
+		return backend.OperatorTask{}, task.ErrNotFound
+	}
+	var ot backend.OperatorTask
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			var d summaryDest
+			var origin, result, errJSON []byte
+			var cur, total *float64
+			err := tx.QueryRow(ctx, s.q.expand(sqlOperatorTask), s.now(), id).Scan(append(d.fields(),
+				&origin, &result, &errJSON, &cur, &total, &ot.CancelRequested)...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return task.ErrNotFound
+			}
+			if err != nil {
+				return wrapErr("operator task", err)
+			}
+			ot.TaskSummary = d.finish()
+			if err := taskdata.OperatorPayload(&ot, origin, result, errJSON, cur, total); err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			var j backend.JobInfo
+			var owner *string
+			var leaseExp *time.Time
+			err = tx.QueryRow(ctx, s.q.expand(sqlOperatorJob), id).Scan(&j.State, &j.Attempt, &j.Failures,
+				&j.MaxAttempts, &j.InterruptedRuns, &j.RunAt, &owner, &leaseExp)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return wrapErr("operator task job", err)
+			default:
+				j.RunAt = j.RunAt.UTC()
+				if owner != nil {
+					j.Worker = *owner
+				}
+				if leaseExp != nil {
+					j.LeaseExpires = leaseExp.UTC()
+				}
+				ot.Job = &j
+			}
+			rows, err := tx.Query(ctx, s.q.expand(sqlOperatorEvents), id, backend.MaxTaskEvents)
+			if err != nil {
+				return wrapErr("operator task events", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var e backend.TaskEvent
+				var kind string
+				if err := rows.Scan(&e.At, &kind, &e.Attempt, &e.Worker, &e.Message); err != nil {
+					return wrapErr("operator task events", err)
+				}
+				e.At, e.Kind = e.At.UTC(), backend.TaskEventKind(kind)
+				ot.Events = append(ot.Events, e)
+			}
+			return wrapErr("operator task events", rows.Err())
+		})
+	if err != nil {
+		return backend.OperatorTask{}, err
+	}
+	return ot, nil
+}
+
+// OperatorActivity implements backend.Operator: a grouped range scan of
+// task_events_ended.
+func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+	since = storerules.ActivitySince(s.clock(), since)
+	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorActivity), s.now(), since)
+	if err != nil {
+		return nil, wrapErr("operator activity", err)
+	}
+	defer rows.Close()
+	var acc storerules.Activity
+	for rows.Next() {
+		var minute time.Time
+		var kind string
+		var n int64
+		if err := rows.Scan(&minute, &kind, &n); err != nil {
+			return nil, wrapErr("operator activity", err)
+		}
+		acc.Add(minute, backend.TaskEventKind(kind), n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("operator activity", err)
+	}
+	return acc.Buckets(), nil
+}
+
+// OperatorCancel implements backend.Operator through RequestCancel, with
+// the task's own binding.
+func (s *Store) OperatorCancel(ctx context.Context, id string) error {
+	if task.ValidID(id) != nil {
+		return task.ErrNotFound
+	}
+	rc := task.RequestContext{TaskID: id}
+	err := s.pool.QueryRow(ctx, s.q.expand(sqlOperatorBinding), s.now(), id).Scan(&rc.Endpoint, &rc.Tenant, &rc.Principal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return task.ErrNotFound
+	}
+	if err != nil {
+		return wrapErr("operator task binding", err)
+	}
+	return s.RequestCancel(ctx, rc)
+}
+
+// OperatorRetry implements backend.Operator: the failed task is locked,
+// and the new task, its job and the failed task's "retried" event commit
+// in one transaction.
+func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error) {
+	if task.ValidID(id) != nil {
+		return task.Task{}, task.ErrNotFound
+	}
+	var snap task.Task
+	err := s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
+		now := s.now()
+		var cc task.CreationContext
+		var status string
+		var origin []byte
+		var ttlMs, pollMs int64
+		err := tx.QueryRow(ctx, s.q.expand(sqlOperatorLockFailed), now, id).Scan(&cc.Request.Endpoint,
+			&cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, task.ErrNotFound
+		}
+		if err != nil {
+			return nil, wrapErr("operator retry", err)
+		}
+		if task.Status(status) != task.Failed {
+			return nil, backend.ErrNotFailed
+		}
+		if cc.Origin, err = task.ParseOrigin(origin); err != nil {
+			return nil, fmt.Errorf("postgres: task origin: %w", err)
+		}
+		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond)
+		e, err := storerules.ResolveEnqueue(&cc, opts, s.enqueueDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		newID, err := taskdata.NewID(s.clock())
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		var created time.Time
+		var outboxID int64
+		if err := tx.QueryRow(ctx, s.q.enqueue, now, newID, cc.Request.Endpoint, cc.Request.Tenant,
+			cc.Request.Principal, cc.Origin.Tool(), cc.Origin.Persisted(), e.TTL.Milliseconds(),
+			e.PollInterval.Milliseconds(), nil, e.MaxAttempts, nil, nil).Scan(&created, &outboxID); err != nil {
+			return nil, wrapErr("operator retry", err)
+		}
+		if _, err := tx.Exec(ctx, s.q.expand(sqlOperatorRetried), now, id, newID); err != nil {
+			return nil, wrapErr("operator retry", err)
+		}
+		if snap, err = e.Created(newID, cc.Origin, created); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		return []event{{id: outboxID, taskID: newID}, {taskID: id}}, nil
+	})
+	if err != nil {
+		return task.Task{}, err
+	}
+	return snap, nil
+}
+
+// OperatorDelete implements backend.Operator. The deletion is published,
+// so that a waiting client reads the task as gone.
+func (s *Store) OperatorDelete(ctx context.Context, id string) error {
+	if task.ValidID(id) != nil {
+		return task.ErrNotFound
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) ([]event, error) {
+		var status string
+		var deleted bool
+		err := tx.QueryRow(ctx, s.q.expand(sqlOperatorDelete), s.now(), id).Scan(&status, &deleted)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, task.ErrNotFound
+		}
+		if err != nil {
+			return nil, wrapErr("operator delete", err)
+		}
+		if !deleted {
+			return nil, backend.ErrNotFinished
+		}
+		return []event{{taskID: id}}, nil
+	})
+}

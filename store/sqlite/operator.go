@@ -1,0 +1,347 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
+	"github.com/taskwire/taskwire/task"
+)
+
+var _ backend.Operator = (*Store)(nil)
+
+// summaryColumns are the columns scanned into a backend.TaskSummary.
+const summaryColumns = `id, kind, endpoint, tenant, status, status_message, created_at, updated_at, expires_at`
+
+// sqlOperatorTasks walks tasks_created backwards from the position ($1
+// created_at, $2 id), keeping the unexpired ($3) tasks that match the
+// filters ($4 status, $5 tool, $6 tenant; the empty string matches all;
+// $7..$8 the created range), at most $9 rows. A page reads its length plus
+// the rows the filters skip. sqlOperatorTasksByStatus walks tasks_status
+// instead, reading only the rows of the status asked for.
+const (
+	sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_created
+	WHERE (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
+	AND (?4 = '' OR status = ?4) AND (?5 = '' OR kind = ?5) AND (?6 = '' OR tenant = ?6)
+	AND created_at >= ?7 AND created_at < ?8
+	ORDER BY created_at DESC, id DESC LIMIT ?9`
+
+	sqlOperatorTasksByStatus = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_status
+	WHERE status = ?4 AND (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
+	AND (?5 = '' OR kind = ?5) AND (?6 = '' OR tenant = ?6)
+	AND created_at >= ?7 AND created_at < ?8
+	ORDER BY status DESC, created_at DESC, id DESC LIMIT ?9`
+)
+
+// OperatorTasks implements backend.Operator on the read-only pool.
+// Cursors are keyset positions authenticated with the database's cursor
+// key together with the query's filters.
+func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+	if err := storerules.CheckOperatorQuery(q); err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("sqlite: %w", err)
+	}
+	scope := storerules.OperatorCursorScope(q)
+	after := listcursor.Position{At: math.MaxInt64}
+	if q.Cursor != "" {
+		p, err := s.cursors.Decode(scope, q.Cursor)
+		if err != nil {
+			return backend.OperatorPage{}, err
+		}
+		after = p
+	}
+	from, before := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.CreatedFrom.IsZero() {
+		from = q.CreatedFrom.UnixMilli()
+	}
+	if !q.CreatedBefore.IsZero() {
+		before = q.CreatedBefore.UnixMilli()
+	}
+	limit := storerules.OperatorLimit(q.Limit)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	query := sqlOperatorTasks
+	if q.Status != "" {
+		query = sqlOperatorTasksByStatus
+	}
+	rows, err := s.rs.QueryContext(ctx, query, after.At, after.ID, s.now().UnixMilli(),
+		string(q.Status), q.Tool, q.Tenant, from, before, limit+1)
+	if err != nil {
+		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	defer rows.Close()
+	var tasks []backend.TaskSummary
+	for rows.Next() {
+		sum, err := scanSummary(rows)
+		if err != nil {
+			return backend.OperatorPage{}, wrapErr("operator tasks", err)
+		}
+		tasks = append(tasks, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return backend.OperatorPage{}, wrapErr("operator tasks", err)
+	}
+	page, err := storerules.OperatorPage(s.cursors, q, tasks, limit, time.Time.UnixMilli)
+	if err != nil {
+		return backend.OperatorPage{}, fmt.Errorf("sqlite: %w", err)
+	}
+	return page, nil
+}
+
+func scanSummary(sc scanner) (backend.TaskSummary, error) {
+	var t backend.TaskSummary
+	var status string
+	var created, updated int64
+	var expires sql.NullInt64
+	if err := sc.Scan(&t.ID, &t.Tool, &t.Endpoint, &t.Tenant, &status, &t.StatusMessage, &created, &updated,
+		&expires); err != nil {
+		return backend.TaskSummary{}, err
+	}
+	t.Status = task.Status(status)
+	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	if expires.Valid {
+		t.ExpiresAt = time.UnixMilli(expires.Int64).UTC()
+	}
+	return t, nil
+}
+
+// OperatorCounts implements backend.Operator from task_counts, which
+// triggers keep (migration 007): it reads one row per tool and status.
+func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, n FROM task_counts WHERE n > 0 ORDER BY kind, status`)
+	if err != nil {
+		return nil, wrapErr("operator counts", err)
+	}
+	defer rows.Close()
+	var out []backend.TaskCount
+	for rows.Next() {
+		var c backend.TaskCount
+		var status string
+		if err := rows.Scan(&c.Tool, &status, &c.N); err != nil {
+			return nil, wrapErr("operator counts", err)
+		}
+		c.Status = task.Status(status)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("operator counts", err)
+	}
+	return out, nil
+}
+
+// OperatorTask implements backend.Operator from one read transaction.
+func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTask, error) {
+	if task.ValidID(id) != nil {
+		return backend.OperatorTask{}, task.ErrNotFound
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return backend.OperatorTask{}, wrapErr("operator task", err)
+	}
+	defer tx.Rollback()
+	var ot backend.OperatorTask
+	var origin, result, errJSON []byte
+	var cur, total *float64
+	var status string
+	var created, updated int64
+	var expires sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT `+summaryColumns+`, origin, result, error, progress, progress_total,
+		cancel_requested FROM tasks WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, id, s.now().UnixMilli()).
+		Scan(&ot.ID, &ot.Tool, &ot.Endpoint, &ot.Tenant, &status, &ot.StatusMessage, &created, &updated, &expires,
+			&origin, &result, &errJSON, &cur, &total, &ot.CancelRequested)
+	if errors.Is(err, sql.ErrNoRows) {
+		return backend.OperatorTask{}, task.ErrNotFound
+	}
+	if err != nil {
+		return backend.OperatorTask{}, wrapErr("operator task", err)
+	}
+	ot.Status = task.Status(status)
+	ot.CreatedAt, ot.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	if expires.Valid {
+		ot.ExpiresAt = time.UnixMilli(expires.Int64).UTC()
+	}
+	if err := taskdata.OperatorPayload(&ot, origin, result, errJSON, cur, total); err != nil {
+		return backend.OperatorTask{}, fmt.Errorf("sqlite: %w", err)
+	}
+	var j backend.JobInfo
+	var runAt int64
+	var owner sql.NullString
+	var leaseExp sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT state, attempt, failures, max_attempts, interrupted_runs, run_at,
+		lease_owner, lease_expires_at FROM jobs WHERE task_id = ?`, id).
+		Scan(&j.State, &j.Attempt, &j.Failures, &j.MaxAttempts, &j.InterruptedRuns, &runAt, &owner, &leaseExp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return backend.OperatorTask{}, wrapErr("operator task job", err)
+	default:
+		j.RunAt, j.Worker = time.UnixMilli(runAt).UTC(), owner.String
+		if leaseExp.Valid {
+			j.LeaseExpires = time.UnixMilli(leaseExp.Int64).UTC()
+		}
+		ot.Job = &j
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT at, kind, attempt, worker, message FROM task_events
+		WHERE task_id = ? ORDER BY id LIMIT ?`, id, backend.MaxTaskEvents)
+	if err != nil {
+		return backend.OperatorTask{}, wrapErr("operator task events", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e backend.TaskEvent
+		var at int64
+		var kind string
+		if err := rows.Scan(&at, &kind, &e.Attempt, &e.Worker, &e.Message); err != nil {
+			return backend.OperatorTask{}, wrapErr("operator task events", err)
+		}
+		e.At, e.Kind = time.UnixMilli(at).UTC(), backend.TaskEventKind(kind)
+		ot.Events = append(ot.Events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return backend.OperatorTask{}, wrapErr("operator task events", err)
+	}
+	return ot, nil
+}
+
+// OperatorActivity implements backend.Operator: a grouped range scan of
+// task_events_ended.
+func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+	now := s.now()
+	since = storerules.ActivitySince(now, since)
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.rs.QueryContext(ctx, `SELECT at / 60000, kind, count(*) FROM task_events INDEXED BY task_events_ended
+		WHERE kind IN ('completed', 'failed', 'cancelled') AND at >= ? GROUP BY 1, 2 ORDER BY 1`, since.UnixMilli())
+	if err != nil {
+		return nil, wrapErr("operator activity", err)
+	}
+	defer rows.Close()
+	var acc storerules.Activity
+	for rows.Next() {
+		var minute, n int64
+		var kind string
+		if err := rows.Scan(&minute, &kind, &n); err != nil {
+			return nil, wrapErr("operator activity", err)
+		}
+		acc.Add(time.Unix(minute*60, 0), backend.TaskEventKind(kind), n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("operator activity", err)
+	}
+	return acc.Buckets(), nil
+}
+
+// OperatorCancel implements backend.Operator through RequestCancel, with
+// the task's own binding.
+func (s *Store) OperatorCancel(ctx context.Context, id string) error {
+	rc, err := s.binding(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.RequestCancel(ctx, rc)
+}
+
+// binding returns the request context of the task's own caller.
+func (s *Store) binding(ctx context.Context, id string) (task.RequestContext, error) {
+	if task.ValidID(id) != nil {
+		return task.RequestContext{}, task.ErrNotFound
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rc := task.RequestContext{TaskID: id}
+	err := s.rs.QueryRowContext(ctx, `SELECT endpoint, tenant, principal FROM tasks
+		WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, id, s.now().UnixMilli()).
+		Scan(&rc.Endpoint, &rc.Tenant, &rc.Principal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return task.RequestContext{}, task.ErrNotFound
+	}
+	if err != nil {
+		return task.RequestContext{}, wrapErr("operator task binding", err)
+	}
+	return rc, nil
+}
+
+// OperatorRetry implements backend.Operator: the new task, its job and
+// the failed task's "retried" event commit in one transaction.
+func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error) {
+	if task.ValidID(id) != nil {
+		return task.Task{}, task.ErrNotFound
+	}
+	var snap task.Task
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		var cc task.CreationContext
+		var status string
+		var origin []byte
+		var ttlMs, pollMs int64
+		err := tx.QueryRowContext(ctx, `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms
+			FROM tasks WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, id, nowMs).
+			Scan(&cc.Request.Endpoint, &cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, task.ErrNotFound
+		}
+		if err != nil {
+			return nil, wrapErr("operator retry", err)
+		}
+		if task.Status(status) != task.Failed {
+			return nil, backend.ErrNotFailed
+		}
+		if cc.Origin, err = task.ParseOrigin(origin); err != nil {
+			return nil, fmt.Errorf("sqlite: task origin: %w", err)
+		}
+		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond)
+		e, err := storerules.ResolveEnqueue(&cc, opts, s.enqueueDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		snap, err = s.insertTask(ctx, tx, &cc, e, opts, nowMs)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, at, kind, message)
+			VALUES (?, ?, 'retried', ?)`, id, nowMs, snap.ID()); err != nil {
+			return nil, wrapErr("operator retry", err)
+		}
+		return []string{snap.ID(), id}, nil
+	})
+	if err != nil {
+		return task.Task{}, err
+	}
+	return snap, nil
+}
+
+// OperatorDelete implements backend.Operator. The deletion is published,
+// so that a waiting client reads the task as gone.
+func (s *Store) OperatorDelete(ctx context.Context, id string) error {
+	if task.ValidID(id) != nil {
+		return task.ErrNotFound
+	}
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`,
+			id, s.now().UnixMilli()).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, task.ErrNotFound
+		}
+		if err != nil {
+			return nil, wrapErr("operator delete", err)
+		}
+		if !task.Status(status).Terminal() {
+			return nil, backend.ErrNotFinished
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id); err != nil {
+			return nil, wrapErr("operator delete", err)
+		}
+		return []string{id}, nil
+	})
+}

@@ -1,0 +1,80 @@
+package memory
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/task"
+)
+
+// before is what observe compares a changed entry with: the snapshot, the
+// job and the cancel intent before the change.
+type before struct {
+	snap   task.Task
+	job    job
+	cancel bool
+}
+
+// mark captures e before a change.
+func (e *entry) mark() before {
+	b := before{snap: e.snap, cancel: e.cancelRequested}
+	if e.job != nil {
+		b.job = *e.job
+	}
+	return b
+}
+
+// observe records the history events of the change from b to e's current
+// state at now, the same steps the durable stores' triggers record.
+func (e *entry) observe(b before, now time.Time) {
+	var attempt int64
+	if j := e.job; j != nil {
+		attempt = j.attempt
+		switch {
+		case j.attempt > b.job.attempt:
+			e.record(backend.TaskEvent{At: now, Kind: backend.EventClaimed, Attempt: attempt, Worker: j.worker})
+		case j.failures > b.job.failures:
+			e.record(backend.TaskEvent{At: now, Kind: backend.EventRetry, Attempt: attempt, Worker: b.job.worker,
+				Message: "failure " + itoa(j.failures) + " of " + itoa(j.maxAttempts)})
+		case j.interrupted > b.job.interrupted:
+			e.record(backend.TaskEvent{At: now, Kind: backend.EventLeaseLost, Attempt: attempt, Worker: b.job.worker,
+				Message: "interrupted run " + itoa(j.interrupted)})
+		case b.job.state == jobRunning && j.state == jobAvailable:
+			e.record(backend.TaskEvent{At: now, Kind: backend.EventReleased, Attempt: attempt, Worker: b.job.worker})
+		}
+	}
+	s, old := e.snap, b.snap
+	switch {
+	case s.Status() != old.Status():
+		kind := backend.TaskEventKind(s.Status())
+		if s.Status() == task.Working {
+			kind = backend.EventInputAnswered
+		}
+		e.record(backend.TaskEvent{At: s.LastUpdatedAt(), Kind: kind, Attempt: attempt, Message: s.StatusMessage()})
+	case s.Status() == task.Working && (s.StatusMessage() != old.StatusMessage() || !sameProgress(s, old)):
+		e.record(backend.TaskEvent{At: s.LastUpdatedAt(), Kind: backend.EventProgress, Attempt: attempt,
+			Message: s.StatusMessage()})
+	}
+	if e.cancelRequested && !b.cancel {
+		e.record(backend.TaskEvent{At: now, Kind: backend.EventCancelRequested, Attempt: attempt})
+	}
+}
+
+// record appends ev to e's history, keeping the newest
+// backend.MaxTaskEvents.
+func (e *entry) record(ev backend.TaskEvent) {
+	if len(e.events) >= backend.MaxTaskEvents {
+		e.events = append(e.events[:0], e.events[len(e.events)-backend.MaxTaskEvents+1:]...)
+	}
+	ev.At = ev.At.UTC()
+	e.events = append(e.events, ev)
+}
+
+func sameProgress(a, b task.Task) bool {
+	p, okp := a.Progress()
+	q, okq := b.Progress()
+	return okp == okq && p == q
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
