@@ -103,6 +103,8 @@ type Options struct {
 	// when polling a task. Defaults 10 ms and one minute. Without a
 	// suggestion the client polls every DefaultPollInterval.
 	MinPollInterval time.Duration
+	// MaxPollInterval is the upper clamp (see MinPollInterval); it must not
+	// be below MinPollInterval.
 	MaxPollInterval time.Duration
 
 	// ProtocolVersions lists the revisions the client may negotiate, in
