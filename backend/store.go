@@ -116,6 +116,7 @@ type RescueParams struct {
 
 // Lease identifies one claim of a job: the fencing token of every write.
 type Lease struct {
+	// TaskID is the task whose job was claimed.
 	TaskID string
 	// Attempt is the job's attempt counter at this claim.
 	Attempt int64
@@ -167,6 +168,8 @@ var (
 // outbox row commit together, and the task is readable through FindTask
 // before Enqueue returns.
 type Enqueuer interface {
+	// Enqueue creates the task and its job as the type says; see
+	// EnqueueOptions.IdempotencyKey for retried creations.
 	Enqueue(ctx context.Context, cc *task.CreationContext, opts EnqueueOptions) (task.Task, error)
 }
 
@@ -227,8 +230,11 @@ type BatchEnqueuer interface {
 
 // BatchItem is one task of EnqueueBatch.
 type BatchItem struct {
+	// Creation is the task to create, as Enqueue's cc.
 	Creation *task.CreationContext
-	Options  EnqueueOptions
+	// Options configure its job, as Enqueue's opts; an idempotency key is
+	// refused (ErrBatchIdempotencyKey).
+	Options EnqueueOptions
 }
 
 // MaxEnqueueBatch bounds the items of one EnqueueBatch call.
@@ -252,12 +258,17 @@ type BatchCompleter interface {
 
 // Completion is one item of CompleteBatch.
 type Completion struct {
-	Lease  Lease
+	// Lease is the claim being completed: when it is no longer current,
+	// the item is lost and nothing is written for it.
+	Lease Lease
+	// Result is the tool result the task completes with, already
+	// validated against the origin, as for Complete.
 	Result *mcp.CallToolResult
 	// ResultJSON, when set, is Result's JSON encoding; the store keeps it
 	// instead of encoding Result again.
 	ResultJSON []byte
-	Message    string
+	// Message is the message argument of Complete.
+	Message string
 	// Progress, when set, is the progress count of a report still pending
 	// when the handler returned: the store sets the task's count to it as
 	// it completes the task (see ProgressReporter). Nil keeps the count.

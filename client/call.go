@@ -14,8 +14,11 @@ import (
 // CallResult is the outcome of Call: exactly one of Result (the tool
 // answered inline) and Task (the server made the call a task) is set.
 type CallResult struct {
+	// Result is the tool's result when it answered inline; a result with
+	// IsError true is still a result.
 	Result *mcp.CallToolResult
-	Task   *Task
+	// Task is the handle of the task the server created instead.
+	Task *Task
 }
 
 // CallOption adjusts one Call.
@@ -29,9 +32,15 @@ type callConfig struct {
 
 // Progress is a notifications/progress of a request.
 type Progress struct {
+	// Progress is the server's progress value; it grows with every
+	// notification of a request.
 	Progress float64
-	Total    *float64
-	Message  string
+	// Total is the value Progress reaches at the end; nil when the server
+	// does not know it.
+	Total *float64
+	// Message is the server's text, empty when it sent none. It comes
+	// from the server unfiltered.
+	Message string
 }
 
 // PreferTask asks for a task where the protocol lets the client ask: in a

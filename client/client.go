@@ -33,8 +33,8 @@ type Client struct {
 	closeCtx context.Context
 	closeFn  context.CancelFunc
 
-	connectMu sync.Mutex     // serializes Connect
-	wg        sync.WaitGroup // the session stream goroutine
+	connecting chan struct{}  // a one-slot semaphore: serializes Connect, waited for with ctx
+	wg         sync.WaitGroup // the session stream goroutine
 
 	mu           sync.Mutex
 	closed       bool
@@ -56,7 +56,7 @@ func New(url string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, endpoint: u.String()}
+	c := &Client{opts: o, endpoint: u.String(), connecting: make(chan struct{}, 1)}
 	switch {
 	case o.HTTPClient != nil:
 		c.hc = o.HTTPClient
@@ -77,11 +77,18 @@ func New(url string, opts Options) (*Client, error) {
 // initialize (2025-11-25 preferred, then 2025-06-18) and
 // notifications/initialized. Every other method calls Connect itself.
 //
+// Concurrent calls negotiate once: the others wait for it, or return a
+// *ConnectionError wrapping ctx.Err() when their ctx ends first.
+//
 // It fails with *AuthError on HTTP 401/403, with *ConnectionError when the
 // server cannot be reached, and with ErrClosed after Close.
 func (c *Client) Connect(ctx context.Context) error {
-	c.connectMu.Lock()
-	defer c.connectMu.Unlock()
+	select {
+	case c.connecting <- struct{}{}:
+	case <-ctx.Done():
+		return &ConnectionError{Op: "connect", Err: ctx.Err()}
+	}
+	defer func() { <-c.connecting }()
 	c.mu.Lock()
 	closed, known := c.closed, c.era != eraUnknown
 	c.mu.Unlock()
@@ -290,9 +297,11 @@ func (c *Client) ServerCapabilities() *mcp.ServerCapabilities {
 }
 
 // Close ends the client: in-flight requests are cancelled, a 2025-era
-// session is ended with DELETE (bounded by RequestTimeout), and the idle
-// connections of the client's own transport are closed, so that no
-// goroutine of the client outlives it. Close is idempotent.
+// session is ended with DELETE (bounded by Options.CloseTimeout), and the
+// idle connections of the client's own transport are closed, so that no
+// goroutine of the client outlives it. It returns the error of a DELETE
+// that failed or timed out; the client is closed all the same. Close is
+// idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

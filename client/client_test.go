@@ -256,6 +256,9 @@ func TestOptionsValidated(t *testing.T) {
 		"url w/o elicit":  {"http://h/mcp", client.Options{Handlers: client.Handlers{ElicitURL: true}}},
 		"client timeout":  {"http://h/mcp", client.Options{HTTPClient: &http.Client{Timeout: time.Second}}},
 		"both transports": {"http://h/mcp", client.Options{HTTPClient: &http.Client{}, Transport: http.DefaultTransport}},
+		"negative close":  {"http://h/mcp", client.Options{CloseTimeout: -time.Second}},
+		"userinfo":        {"http://u:secret@h/mcp", client.Options{}},
+		"user only":       {"http://token@h/mcp", client.Options{}},
 	} {
 		if _, err := client.New(tc.url, tc.opts); err == nil {
 			t.Errorf("%s: New accepted invalid options", name)

@@ -36,12 +36,16 @@ var (
 )
 
 // RPCError is a JSON-RPC error the server answered a request with.
-// HTTPStatus is the status of the HTTP response that carried it (200 when
-// the server sent the error inside a normal response).
 type RPCError struct {
-	Code       int64
-	Message    string
-	Data       json.RawMessage
+	// Code is the JSON-RPC error code, such as -32602.
+	Code int64
+	// Message is the server's message, unfiltered.
+	Message string
+	// Data is the error's data member as sent, nil when absent; Error never
+	// prints it.
+	Data json.RawMessage
+	// HTTPStatus is the status of the HTTP response that carried the error
+	// (200 when the server sent it inside a normal response).
 	HTTPStatus int
 	// Method is the request method that failed.
 	Method string
@@ -85,7 +89,10 @@ func rpcError(method string, status int, e *mcp.Error) *RPCError {
 // challenge header (for example the resource_metadata URL or the
 // insufficient_scope error) so that a caller can obtain a better token.
 type AuthError struct {
-	StatusCode      int
+	// StatusCode is 401 (no or an invalid token) or 403 (refused).
+	StatusCode int
+	// WWWAuthenticate is the response's WWW-Authenticate header, empty
+	// when the server sent none.
 	WWWAuthenticate string
 }
 
@@ -101,7 +108,11 @@ func (e *AuthError) Error() string {
 // before a response arrived (DNS, refused, reset, TLS, a stream that ended
 // early). Err is the cause.
 type ConnectionError struct {
-	Op  string
+	// Op is what failed: the request's method, "DELETE" (Close ending a
+	// 2025-era session), "token" (Options.Token failed) or "connect" (the
+	// context ended while another call negotiated).
+	Op string
+	// Err is the cause; a context's error when the context ended.
 	Err error
 }
 
@@ -114,10 +125,14 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 // HTTPError: the server answered with an unexpected HTTP status and no
 // JSON-RPC error. Body holds at most the first 512 bytes.
 type HTTPError struct {
-	StatusCode  int
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// ContentType is the response's media type, without parameters.
 	ContentType string
-	Body        []byte
-	Method      string
+	// Body is the start of the response body, clipped to 512 bytes.
+	Body []byte
+	// Method is the request method, or "DELETE" (Close ending a session).
+	Method string
 }
 
 // Error implements error.
@@ -129,9 +144,12 @@ func (e *HTTPError) Error() string {
 // response for another request id, a task result without a task ID, a body
 // over the limits). Err, when set, is the cause; ErrResponseTooLarge is one.
 type ProtocolError struct {
+	// Method is the request method whose answer broke the protocol.
 	Method string
+	// Reason says what was wrong, in words.
 	Reason string
-	Err    error
+	// Err is the cause, nil when there is none.
+	Err error
 }
 
 // Error implements error.
@@ -153,9 +171,12 @@ func protoErr(method, reason string, err error) *ProtocolError {
 // TaskFailedError: the task ended in the failed state. Err is the JSON-RPC
 // error the server reported for it (code, message, data).
 type TaskFailedError struct {
-	TaskID        string
+	// TaskID is the task's ID.
+	TaskID string
+	// StatusMessage is the task's last status message, empty when none.
 	StatusMessage string
-	Err           *RPCError
+	// Err is the error the server reported for the task; never nil.
+	Err *RPCError
 }
 
 // Error implements error. It names neither the task ID nor the error data.
@@ -169,7 +190,9 @@ func (e *TaskFailedError) Unwrap() error { return e.Err }
 // TaskCancelledError: the task ended in the cancelled state. It matches
 // ErrTaskCancelled with errors.Is.
 type TaskCancelledError struct {
-	TaskID        string
+	// TaskID is the task's ID.
+	TaskID string
+	// StatusMessage is the task's last status message, empty when none.
 	StatusMessage string
 }
 
@@ -184,8 +207,12 @@ func (e *TaskCancelledError) Is(target error) bool { return target == ErrTaskCan
 // answered with Task.Answer). Keys lists the pending request keys, sorted;
 // Requests holds them. TaskID is empty for a request's own input round.
 type InputRequiredError struct {
-	TaskID   string
-	Keys     []string
+	// TaskID is the task that waits for the input; empty for a request's
+	// own input round.
+	TaskID string
+	// Keys are the pending request keys, sorted.
+	Keys []string
+	// Requests are the pending requests, by key.
 	Requests mcp.InputRequests
 }
 

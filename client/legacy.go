@@ -99,9 +99,11 @@ func visibleASCII(s string) bool {
 	return len(s) <= 1024
 }
 
-// deleteSession ends the 2025-era session with DELETE.
+// deleteSession ends the 2025-era session with DELETE, bounded by
+// CloseTimeout: it runs after Close cancelled closeCtx, often because the
+// server stopped answering.
 func (c *Client) deleteSession() error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.CloseTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.endpoint, nil)
 	if err != nil {

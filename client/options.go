@@ -26,6 +26,7 @@ const (
 	DefaultMaxPollInterval      = time.Minute
 	DefaultMaxPages             = 100
 	DefaultMaxReconnects        = 5
+	DefaultCloseTimeout         = 2 * time.Second
 )
 
 // Handlers answer the server's requests for input: the input_required
@@ -50,7 +51,9 @@ type Handlers struct {
 	// Declare adds capabilities (elicitation, sampling, roots) the client
 	// declares without a handler: the server may then ask for them, and the
 	// request or task reports an *InputRequiredError that the caller
-	// answers itself, for example later with Task.Answer.
+	// answers itself, for example later with Task.Answer. 2026-07-28 only:
+	// a 2025-era initialize declares only the capabilities that have a
+	// handler.
 	Declare *mcp.ClientCapabilities
 }
 
@@ -84,6 +87,10 @@ type Options struct {
 	// deadline, except the long-lived streams of Task.Wait and
 	// Task.Updates (bounded by their context only). Default one minute.
 	RequestTimeout time.Duration
+	// CloseTimeout bounds the DELETE with which Close ends a 2025-era
+	// session, so that a server that stopped answering cannot hold Close
+	// for a RequestTimeout. Default 2 s.
+	CloseTimeout time.Duration
 	// MaxInputRounds bounds the input_required rounds of one request.
 	// Default 8.
 	MaxInputRounds int
@@ -96,6 +103,8 @@ type Options struct {
 	// when polling a task. Defaults 10 ms and one minute. Without a
 	// suggestion the client polls every DefaultPollInterval.
 	MinPollInterval time.Duration
+	// MaxPollInterval is the upper clamp (see MinPollInterval); it must not
+	// be below MinPollInterval.
 	MaxPollInterval time.Duration
 
 	// ProtocolVersions lists the revisions the client may negotiate, in
@@ -137,6 +146,10 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("url must be an absolute http or https URL")
+	} else if u.User != nil {
+		// net/http would send it as Basic authentication, and error texts
+		// would carry it.
+		bad("url must not carry credentials (user:password@); use Token or Header")
 	}
 	if o.HTTPClient != nil && o.Transport != nil {
 		bad("HTTPClient and Transport cannot both be set")
@@ -164,6 +177,7 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	neg("MaxNotificationBytes", o.MaxNotificationBytes)
 	neg("MaxStreamEvents", int64(o.MaxStreamEvents))
 	neg("RequestTimeout", int64(o.RequestTimeout))
+	neg("CloseTimeout", int64(o.CloseTimeout))
 	neg("MaxInputRounds", int64(o.MaxInputRounds))
 	neg("MaxPages", int64(o.MaxPages))
 	neg("MaxReconnects", int64(o.MaxReconnects))
@@ -184,6 +198,9 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.CloseTimeout == 0 {
+		o.CloseTimeout = DefaultCloseTimeout
 	}
 	if o.MaxInputRounds == 0 {
 		o.MaxInputRounds = DefaultMaxInputRounds

@@ -16,7 +16,9 @@ import (
 
 // Update is one observed state of a task.
 type Update struct {
-	Status        mcp.TaskStatus
+	// Status is the task's status in this state.
+	Status mcp.TaskStatus
+	// StatusMessage is the server's message for it, empty when none.
 	StatusMessage string
 	// PollInterval is the server's latest suggested polling interval (zero
 	// when it suggested none).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -25,6 +26,11 @@ const (
 	tokenEnv   = "TASKWIRE_TOKEN"
 )
 
+// cliCloseTimeout bounds the DELETE that ends a 2025-era session when a
+// command ends: --timeout and Ctrl-C end the command at most this much
+// later, also when the server stopped answering.
+const cliCloseTimeout = time.Second
+
 // cliEnv is what a client command reads and writes besides its arguments.
 type cliEnv struct {
 	stdin          io.Reader
@@ -36,7 +42,11 @@ type cliEnv struct {
 	// interrupts delivers Ctrl-C; nil when the command cannot be
 	// interrupted (tests).
 	interrupts <-chan os.Signal
-	now        func() time.Time
+	// releaseInterrupts, when set, is called once the first Ctrl-C has
+	// been taken from interrupts: it gives SIGINT back to its default, so
+	// that a second Ctrl-C ends the process while the command winds down.
+	releaseInterrupts func()
+	now               func() time.Time
 }
 
 // processEnv is the environment of the running process. stop ends the
@@ -44,13 +54,17 @@ type cliEnv struct {
 func processEnv(stdout, stderr io.Writer, getenv func(string) string) (env *cliEnv, stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
+	// Once no channel is notified of SIGINT, the runtime's default (the
+	// process dies of the signal) applies again.
+	release := sync.OnceFunc(func() { signal.Stop(ch) })
 	return &cliEnv{
 		stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: getenv,
-		terminal:    isTerminal(stderr),
-		interactive: isTerminal(os.Stdin) && isTerminal(stderr),
-		interrupts:  ch,
-		now:         time.Now,
-	}, func() { signal.Stop(ch) }
+		terminal:          isTerminal(stderr),
+		interactive:       isTerminal(os.Stdin) && isTerminal(stderr),
+		interrupts:        ch,
+		releaseInterrupts: release,
+		now:               time.Now,
+	}, release
 }
 
 // isTerminal reports whether w is an *os.File on a terminal.
@@ -130,11 +144,12 @@ func (cf *clientFlags) resolvedURL(env *cliEnv) string {
 // clientSession is a connected client command: the client, its endpoint, and the
 // context bounded by --timeout.
 type clientSession struct {
-	c       *client.Client
-	url     string
-	flags   *clientFlags
-	env     *cliEnv
-	tokened bool
+	c        *client.Client
+	url      string // the endpoint as printed: see redactedURL
+	redacted bool   // url differs from the endpoint
+	flags    *clientFlags
+	env      *cliEnv
+	tokened  bool
 
 	ctx       context.Context // the command's, once context has made it
 	watched   bool            // context started the watch of Ctrl-C
@@ -146,7 +161,9 @@ type clientSession struct {
 // open validates the common flags and creates the client. A form handler
 // is installed when the command is interactive; otherwise form elicitation
 // is declared without one, so that a task that needs input reports it
-// (exit 7) instead of being refused.
+// (exit 7) instead of being refused. That is 2026-07-28 only: a 2025-era
+// session declares no elicitation without a handler, so the server fails
+// what needs a form (a task: exit 5).
 func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)) (*clientSession, error) {
 	if cf.timeout < 0 {
 		return nil, usageErrorf("--timeout must not be negative")
@@ -164,8 +181,9 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 		token = env.getenv(tokenEnv)
 	}
 	opts := client.Options{
-		Header:     header,
-		ClientInfo: mcp.Implementation{Name: "taskwire-cli", Version: version},
+		Header:       header,
+		ClientInfo:   mcp.Implementation{Name: "taskwire-cli", Version: version},
+		CloseTimeout: cliCloseTimeout,
 	}
 	if cf.protocol != "" {
 		opts.ProtocolVersions = []string{cf.protocol}
@@ -191,7 +209,8 @@ func (cf *clientFlags) open(env *cliEnv, elicit func(context.Context, *mcp.Elici
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
-	return &clientSession{c: c, url: url, flags: cf, env: env, tokened: token != "",
+	shown := redactedURL(url)
+	return &clientSession{c: c, url: shown, redacted: shown != url, flags: cf, env: env, tokened: token != "",
 		stopWatch: make(chan struct{}), watching: make(chan struct{}), interrupt: make(chan struct{})}, nil
 }
 
@@ -247,6 +266,9 @@ func (s *clientSession) context(ctx context.Context) (context.Context, context.C
 		defer close(s.watching)
 		select {
 		case <-s.env.interrupts: // nil: never
+			if s.env.releaseInterrupts != nil {
+				s.env.releaseInterrupts()
+			}
 			close(s.interrupt)
 			cancel()
 		case <-s.stopWatch:
@@ -298,10 +320,16 @@ func (s *clientSession) resumeCommand(id string) string {
 // quoting (a well-formed ID never does).
 func quoteID(id string) string { return shellQuote(oneLine(id, 200)) }
 
-// credentialsNote reminds that the resume command needs the same token.
+// credentialsNote reminds that the resume command needs the same token,
+// and the credentials redacted from the URL.
 func (s *clientSession) credentialsNote() string {
-	if s.tokened {
+	switch {
+	case s.tokened && s.redacted:
+		return " (with the same --token or $" + tokenEnv + ", and the URL's redacted values)"
+	case s.tokened:
 		return " (with the same --token or $" + tokenEnv + ")"
+	case s.redacted:
+		return " (with the URL's redacted values)"
 	}
 	return ""
 }
@@ -343,6 +371,6 @@ func (s *clientSession) close() {
 		<-s.watching
 	}
 	if err := s.c.Close(); err != nil {
-		fmt.Fprintln(s.env.stderr, "taskwire: closing the client:", err)
+		fmt.Fprintln(s.env.stderr, "taskwire: closing the client:", printable(err))
 	}
 }

@@ -28,6 +28,7 @@ type cliOpts struct {
 	interactive bool
 	env         map[string]string
 	interrupts  <-chan os.Signal
+	released    func()        // the env's releaseInterrupts
 	stderr      *noticeBuffer // to watch stderr while the command runs
 }
 
@@ -44,7 +45,7 @@ func runCLI(t *testing.T, o cliOpts, args ...string) cliRun {
 	env := &cliEnv{
 		stdin: strings.NewReader(o.stdin), stdout: stdout, stderr: stderr,
 		getenv:      func(k string) string { return o.env[k] },
-		interactive: o.interactive, interrupts: o.interrupts, now: time.Now,
+		interactive: o.interactive, interrupts: o.interrupts, releaseInterrupts: o.released, now: time.Now,
 	}
 	err := clientCommand(ctx, args[0], args[1:], env)
 	if ctx.Err() != nil {

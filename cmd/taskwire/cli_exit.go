@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/taskwire/taskwire/client"
 )
@@ -94,7 +96,9 @@ func exitCode(err error) int {
 }
 
 // describe is the message printed for a client command's error: the
-// client's error with a hint where one helps. It never includes a token.
+// client's error with a hint where one helps. It never includes a token:
+// url must be the printed form (redactedURL), and the URL inside the error
+// is redacted too.
 func describe(err error, url string) string {
 	var (
 		auth   *client.AuthError
@@ -107,7 +111,7 @@ func describe(err error, url string) string {
 	case errors.As(err, &auth):
 		return "the server requires authentication (HTTP 401): pass --token or set TASKWIRE_TOKEN"
 	case errors.As(err, &conn):
-		return fmt.Sprintf("cannot reach %s: %v (is `taskwire serve` running? --url or TASKWIRE_URL names the server)", url, conn.Err)
+		return fmt.Sprintf("cannot reach %s: %s (is `taskwire serve` running? --url or TASKWIRE_URL names the server)", url, printable(conn.Err))
 	case errors.As(err, &failed):
 		msg := fmt.Sprintf("the task failed: %s (JSON-RPC error %d)", failed.Err.Message, failed.Err.Code)
 		if failed.StatusMessage != "" {
@@ -119,5 +123,56 @@ func describe(err error, url string) string {
 	case errors.Is(err, client.ErrTaskNotFound):
 		return "task not found: it is unknown, expired, or another caller's"
 	}
+	return printable(err)
+}
+
+// printable is err's message with the URL of a *url.Error in it redacted
+// (net/http hides only a password; a query may carry a token).
+func printable(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactedURL(ue.URL) // the command owns the error and ends with it
+	}
 	return err.Error()
+}
+
+// redactedURL is raw fit to print: userinfo and the values of query
+// parameters whose names suggest a credential (token, key, secret,
+// password, signature, code, session) are replaced by "xxxxx". A URL with
+// nothing to hide is returned unchanged.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	changed := false
+	if u.User != nil {
+		u.User, changed = url.User("xxxxx"), true
+	}
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			k, _, hasValue := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); hasValue && (err != nil || sensitiveParam(name)) {
+				params[i], changed = k+"=xxxxx", true
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
+	if !changed {
+		return raw
+	}
+	return u.String()
+}
+
+// sensitiveParam reports whether a query parameter's name suggests that
+// its value is a credential.
+func sensitiveParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, s := range []string{"token", "key", "secret", "pass", "pwd", "auth", "credential", "sig", "code", "session"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
 }

@@ -134,7 +134,7 @@ func printTask(w io.Writer, d *mcp.DetailedTask) error {
 	if d.StatusMessage != "" {
 		fmt.Fprintf(w, "message  %s\n", oneLine(d.StatusMessage, 1000))
 	}
-	fmt.Fprintf(w, "created  %s\nupdated  %s\n", d.CreatedAt, d.LastUpdatedAt)
+	fmt.Fprintf(w, "created  %s\nupdated  %s\n", oneLine(d.CreatedAt, 64), oneLine(d.LastUpdatedAt, 64))
 	switch d.Status {
 	case mcp.TaskInputRequired:
 		keys := slices.Sorted(maps.Keys(d.InputRequests))

@@ -16,6 +16,8 @@
 //     exit codes, Ctrl-C, --detach and --timeout.
 //   - TestClientWaitAcrossFleet waits with the client package on one node
 //     for a task a worker process of a PostgreSQL fleet completes.
+//   - TestSecondInterruptKillsClientCommand: a second Ctrl-C kills a client
+//     command that is ending the session of a server that stopped answering.
 //
 // The package has only tests. The binary is built once per test binary, with
 // the race detector when the tests run with -race, into a temporary

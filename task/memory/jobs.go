@@ -57,6 +57,7 @@ type job struct {
 // JobInfo is what an operator reads of a job in a durable store's jobs
 // table: its state and counters.
 type JobInfo struct {
+	// State is the job's state, named as in the durable stores.
 	State JobState
 	// Kind is the job kind: the tool name.
 	Kind string
@@ -69,9 +70,11 @@ type JobInfo struct {
 	MaxAttempts int
 	// RunAt is when the job is due.
 	RunAt time.Time
-	// Worker and LeaseExpires describe the current claim while State is
-	// JobRunning.
-	Worker       string
+	// Worker names the worker of the current claim while State is
+	// JobRunning; empty otherwise.
+	Worker string
+	// LeaseExpires is when the current claim's lease ends while State is
+	// JobRunning; zero otherwise.
 	LeaseExpires time.Time
 }
 
