@@ -16,11 +16,16 @@
 // "Authorization: Bearer TOKEN", or through the login form, which sets an
 // HttpOnly, SameSite=Strict session cookie (Secure over TLS) signed with a
 // key derived from the token. Actions need a same-origin request and, with
-// a session, the session's CSRF token. Every response carries
+// a session, the session's CSRF token. With Options.OAuth, an OAuth access
+// token that grants Options.OperatorScope is admitted as a Bearer
+// credential too. Failed sign-ins are limited per client address and in
+// all (Options.SignInPerAddress, Options.SignInGlobal): over the limits
+// they get 429 with Retry-After. Every response carries
 // Cache-Control: no-store. Each action writes one audit log line: the
-// operator (credential kind, and a short hash of the session), the action,
-// the outcome and the task as the first 12 hex digits of the SHA-256 of its
-// ID (TaskRef), never the ID itself, its arguments or its result.
+// operator (credential kind, and a short hash of the session or of the
+// access token's principal), the action, the outcome and the task as the
+// first 12 hex digits of the SHA-256 of its ID (TaskRef), never the ID
+// itself, its arguments or its result.
 package console
 
 import (

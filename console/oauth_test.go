@@ -13,8 +13,13 @@ import (
 	"github.com/taskwire/taskwire/oauth"
 )
 
-func TestOAuthOperators(t *testing.T) {
-	const resource = "http://127.0.0.1:1/mcp"
+// resource is the MCP URI the test access tokens are for.
+const resource = "http://127.0.0.1:1/mcp"
+
+// newResourceServer returns a test issuer and a resource server that
+// verifies its tokens for resource.
+func newResourceServer(t *testing.T) (*testissuer.Issuer, *oauth.ResourceServer) {
+	t.Helper()
 	iss := testissuer.New(t)
 	rs, err := oauth.New(oauth.Options{Resource: resource, Issuer: iss.URL, JWKSURL: iss.JWKSURL(),
 		Logger: slog.New(slog.DiscardHandler)})
@@ -22,6 +27,11 @@ func TestOAuthOperators(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rs.Close() })
+	return iss, rs
+}
+
+func TestOAuthOperators(t *testing.T) {
+	iss, rs := newResourceServer(t)
 	f := newFixture(t, fixtureOpts{oauth: rs})
 	now := time.Now()
 	withScope := func(sub, scope string) string {
@@ -71,14 +81,7 @@ func TestOAuthOperators(t *testing.T) {
 }
 
 func TestOperatorScopeOption(t *testing.T) {
-	const resource = "http://127.0.0.1:1/mcp"
-	iss := testissuer.New(t)
-	rs, err := oauth.New(oauth.Options{Resource: resource, Issuer: iss.URL, JWKSURL: iss.JWKSURL(),
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
+	iss, rs := newResourceServer(t)
 	f := newFixture(t, fixtureOpts{})
 	c, err := console.New(console.Options{Store: f.st, Token: []byte(token), OAuth: rs, OperatorScope: "ops"})
 	if err != nil {
