@@ -14,13 +14,15 @@ import (
 	"time"
 )
 
-// Operator access. The console has one credential, the operator token.
+// Operator access. The console's own credential is the operator token.
 // A request presents it as "Authorization: Bearer TOKEN", or holds a
 // session cookie the login form set: "s1." + base64url(expiry (8 bytes,
 // Unix seconds) | nonce (16 bytes)) + "." + base64url(HMAC-SHA-256 of the
 // body under a key derived from the token). Sessions are stateless: every
 // node with the same token accepts them, and changing the token ends them
-// all.
+// all. With Options.OAuth, a Bearer credential that is not the operator
+// token is verified as an OAuth access token, which must grant
+// Options.OperatorScope.
 
 const (
 	cookieName   = "taskwire_console"
@@ -34,20 +36,41 @@ const (
 // and, for a session, the session's nonce (which keys its CSRF token and
 // its event stream).
 type operator struct {
-	via   string // "bearer" or "session"
-	nonce []byte // nil for bearer
+	via   string // "bearer", "session" or "oauth"
+	nonce []byte // the session's; nil otherwise
+	who   string // for oauth, PrincipalRef of the token's principal
 }
 
 // name is the operator as the audit log names it: the credential kind and,
-// for a session, a short hash of its nonce, so that the actions of one
-// login can be told apart without logging anything that authenticates.
+// for a session, a short hash of its nonce, for an access token a short
+// hash of its principal, so that the actions of one login or one caller
+// can be told apart without logging anything that authenticates or names
+// anyone.
 func (o operator) name() string {
-	if o.nonce == nil {
-		return "bearer"
+	switch {
+	case o.nonce != nil:
+		sum := sha256.Sum256(o.nonce)
+		return "session:" + hex.EncodeToString(sum[:4])
+	case o.who != "":
+		return "oauth:" + o.who
 	}
-	sum := sha256.Sum256(o.nonce)
-	return "session:" + hex.EncodeToString(sum[:4])
+	return "bearer"
 }
+
+// PrincipalRef is how the audit log names the principal of an OAuth access
+// token (ISSUER#SUBJECT): the first 12 hex digits of its SHA-256, like
+// TaskRef.
+func PrincipalRef(principal string) string { return TaskRef(principal) }
+
+// verdict is the outcome of authenticating a request.
+type verdict int
+
+const (
+	authOK        verdict = iota
+	authNone              // no credential, or a wrong one: 401
+	authForbidden         // a valid access token without the operator scope: 403
+	authLimited           // refused by the sign-in limits: 429
+)
 
 // keys are the secrets derived from the token.
 type keys struct {
@@ -122,26 +145,65 @@ func (k *keys) csrfToken(nonce []byte) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// authenticate returns the request's operator, ok false when it presents
-// no valid credential. A request with an Authorization header is judged by
-// it alone.
-func (c *Console) authenticate(r *http.Request) (operator, bool) {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, _ := strings.Cut(h, " ")
-		if strings.EqualFold(scheme, "Bearer") && c.keys.tokenOK(strings.TrimSpace(tok)) {
-			return operator{via: "bearer"}, true
+// authenticate returns the request's operator and the verdict on it, and
+// for authLimited how long the client should wait. A request with an
+// Authorization header is judged by it alone, and is a sign-in under the
+// sign-in limits.
+func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duration) {
+	if vals := r.Header.Values("Authorization"); len(vals) > 0 {
+		addr := clientAddr(r)
+		now := c.opts.Now()
+		if wait := c.signInBlocked("bearer", addr, now); wait > 0 {
+			return operator{}, authLimited, wait
 		}
-		return operator{}, false
+		op, v := c.bearer(r, vals)
+		if v == authNone {
+			if wait := c.signInFailed("bearer", addr, now); wait > 0 {
+				return operator{}, authLimited, wait
+			}
+		}
+		return op, v, 0
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
-		return operator{}, false
+		return operator{}, authNone, 0
 	}
 	nonce, ok := c.keys.checkSession(ck.Value, c.opts.Now())
 	if !ok {
-		return operator{}, false
+		return operator{}, authNone, 0
 	}
-	return operator{via: "session", nonce: nonce}, true
+	return operator{via: "session", nonce: nonce}, authOK, 0
+}
+
+// bearer judges the Authorization header values of a request: the
+// operator token, or with Options.OAuth an access token that grants the
+// operator scope.
+func (c *Console) bearer(r *http.Request, vals []string) (operator, verdict) {
+	if len(vals) != 1 {
+		return operator{}, authNone
+	}
+	scheme, tok, _ := strings.Cut(vals[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return operator{}, authNone
+	}
+	if c.keys.tokenOK(strings.TrimSpace(tok)) {
+		return operator{via: "bearer"}, authOK
+	}
+	if c.opts.OAuth == nil {
+		return operator{}, authNone
+	}
+	ctx, cancel := c.bound(r)
+	defer cancel()
+	g, err := c.opts.OAuth.Verify(ctx, vals[0])
+	if err != nil {
+		return operator{}, authNone
+	}
+	op := operator{via: "oauth", who: PrincipalRef(g.Principal)}
+	if !g.HasScope(c.opts.OperatorScope) {
+		c.log.Warn("console: sign-in refused", "operator", op.name(), "reason", "insufficient_scope")
+		return operator{}, authForbidden
+	}
+	return op, authOK
 }
 
 // sameOrigin checks the browser's view of where a state-changing request

@@ -16,11 +16,16 @@
 // "Authorization: Bearer TOKEN", or through the login form, which sets an
 // HttpOnly, SameSite=Strict session cookie (Secure over TLS) signed with a
 // key derived from the token. Actions need a same-origin request and, with
-// a session, the session's CSRF token. Every response carries
+// a session, the session's CSRF token. With Options.OAuth, an OAuth access
+// token that grants Options.OperatorScope is admitted as a Bearer
+// credential too. Failed sign-ins are limited per client address and in
+// all (Options.SignInPerAddress, Options.SignInGlobal): over the limits
+// they get 429 with Retry-After. Every response carries
 // Cache-Control: no-store. Each action writes one audit log line: the
-// operator (credential kind, and a short hash of the session), the action,
-// the outcome and the task as the first 12 hex digits of the SHA-256 of its
-// ID (TaskRef), never the ID itself, its arguments or its result.
+// operator (credential kind, and a short hash of the session or of the
+// access token's principal), the action, the outcome and the task as the
+// first 12 hex digits of the SHA-256 of its ID (TaskRef), never the ID
+// itself, its arguments or its result.
 package console
 
 import (
@@ -37,6 +42,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/oauth"
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
@@ -65,6 +71,9 @@ const (
 	// DefaultGaugesMaxAge is how long the overview reuses a snapshot of
 	// Options.Gauges.
 	DefaultGaugesMaxAge = 10 * time.Second
+	// DefaultOperatorScope is the scope an OAuth access token must grant
+	// to be admitted to the console.
+	DefaultOperatorScope = "taskwire:operator"
 	// DefaultTimeout bounds the store calls of one request.
 	DefaultTimeout = 5 * time.Second
 	// pageSize is the length of a page of the task list.
@@ -81,6 +90,24 @@ type Options struct {
 	Store Store
 	// Token is the operator token, at least MinTokenLen bytes. Required.
 	Token []byte
+	// OAuth, when set, also admits "Authorization: Bearer" access tokens
+	// it verifies (see oauth.ResourceServer.Verify) that grant
+	// OperatorScope; the operator token keeps working. A valid token
+	// without the scope gets 403, a refused one 401. The audit lines name
+	// such an operator "oauth:" + PrincipalRef(principal). Access tokens
+	// do not start sessions: the login form takes the operator token only.
+	OAuth *oauth.ResourceServer
+	// OperatorScope is the scope OAuth tokens need. Default
+	// DefaultOperatorScope.
+	OperatorScope string
+	// SignInPerAddress and SignInGlobal bound failed sign-ins per client
+	// address and in all (see SignInLimit). Defaults DefaultSignInBurst
+	// and DefaultSignInEvery, DefaultGlobalSignInBurst and
+	// DefaultGlobalSignInEvery.
+	SignInPerAddress, SignInGlobal SignInLimit
+	// SignInAddresses bounds the client addresses whose sign-in buckets
+	// are kept. Default DefaultSignInAddresses.
+	SignInAddresses int
 	// Gauges, when set, adds queue depth by job state to the overview.
 	// A snapshot costs a scan of the store's unfinished jobs, so the
 	// overview reuses one for up to GaugesMaxAge.
@@ -125,6 +152,7 @@ type Console struct {
 
 	streams *streams
 	gauges  gaugeCache
+	limits  *signInLimiter
 }
 
 // New validates opts and returns the console. It fails for a missing
@@ -158,6 +186,33 @@ func New(opts Options) (*Console, error) {
 			*d.v = d.def
 		}
 	}
+	for _, l := range []struct {
+		name string
+		v    *SignInLimit
+		def  SignInLimit
+	}{
+		{"SignInPerAddress", &opts.SignInPerAddress, SignInLimit{DefaultSignInBurst, DefaultSignInEvery}},
+		{"SignInGlobal", &opts.SignInGlobal, SignInLimit{DefaultGlobalSignInBurst, DefaultGlobalSignInEvery}},
+	} {
+		switch {
+		case *l.v == SignInLimit{}:
+			*l.v = l.def
+		case l.v.Burst < 1 || l.v.Every <= 0:
+			return nil, fmt.Errorf("console: Options.%s (%+v) needs a Burst of at least 1 and a positive Every", l.name, *l.v)
+		}
+	}
+	if opts.SignInAddresses < 0 {
+		return nil, fmt.Errorf("console: Options.SignInAddresses (%d) is negative", opts.SignInAddresses)
+	}
+	if opts.SignInAddresses == 0 {
+		opts.SignInAddresses = DefaultSignInAddresses
+	}
+	if opts.OperatorScope == "" {
+		opts.OperatorScope = DefaultOperatorScope
+	}
+	if strings.ContainsAny(opts.OperatorScope, " \t\r\n\"\\") {
+		return nil, fmt.Errorf("console: Options.OperatorScope %q is not one scope", opts.OperatorScope)
+	}
 	if opts.MaxStreams < 0 {
 		return nil, fmt.Errorf("console: Options.MaxStreams (%d) is negative", opts.MaxStreams)
 	}
@@ -177,6 +232,7 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.streams = newStreams(opts)
+	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
 	p := c.prefix
 	c.mux.HandleFunc("GET "+p+"/static/{file}", c.serveStatic)
 	c.mux.HandleFunc("GET "+p+"/login", c.serveLoginForm)
@@ -234,8 +290,17 @@ func TaskRef(id string) string {
 // credential a GET gets the login page and anything else a bare 401.
 func (c *Console) authed(h func(http.ResponseWriter, *http.Request, operator)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		op, ok := c.authenticate(r)
-		if !ok {
+		op, v, wait := c.authenticate(r)
+		switch v {
+		case authLimited:
+			c.tooManySignIns(w, wait)
+			return
+		case authForbidden:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="taskwire console", error="insufficient_scope", scope="`+
+				c.opts.OperatorScope+`"`)
+			http.Error(w, "Forbidden", http.StatusForbidden)
+			return
+		case authNone:
 			if r.Header.Get("Authorization") != "" {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="taskwire console"`)
 			}

@@ -92,8 +92,17 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, operator{}, http.StatusForbidden, "The sign-in did not come from this console's own page.")
 		return
 	}
+	addr, now := clientAddr(r), c.opts.Now()
+	if wait := c.signInBlocked("form", addr, now); wait > 0 {
+		c.tooManySignIns(w, wait)
+		return
+	}
 	next := c.safeNext(r.PostFormValue("next"))
 	if !c.keys.tokenOK(r.PostFormValue("token")) {
+		if wait := c.signInFailed("form", addr, now); wait > 0 {
+			c.tooManySignIns(w, wait)
+			return
+		}
 		c.log.Warn("console: sign-in refused", "operator", "form")
 		d := pageData{Title: "Sign in", Prefix: c.prefix, Next: next, Message: "That token is not the operator token."}
 		c.render(w, http.StatusUnauthorized, "login", d)

@@ -20,6 +20,7 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/oauth"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
@@ -62,6 +63,10 @@ type fixtureOpts struct {
 	showArgs   bool
 	maxStreams int
 	coalesce   time.Duration
+	// signIn is the per-address sign-in limit; zero: one that the tests
+	// of other things, which sign in wrongly on purpose, never reach.
+	signIn, globalSignIn console.SignInLimit
+	oauth                *oauth.ResourceServer
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -73,11 +78,14 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	if fo.signIn == (console.SignInLimit{}) {
+		fo.signIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
+	}
 	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
 	c, err := console.New(console.Options{
 		Store: st, Gauges: st, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Now: f.clock.Now, MaxStreams: fo.maxStreams,
-		Coalesce: fo.coalesce,
+		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn, OAuth: fo.oauth,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -168,7 +168,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request, op operato
 		case <-lifetime.C:
 			return
 		case <-heartbeat.C:
-			if _, ok := c.authenticate(r); !ok { // the session expired
+			if _, v, _ := c.authenticate(r); v != authOK { // the session or token expired
 				return
 			}
 			if !send(": heartbeat\n\n") {

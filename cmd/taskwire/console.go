@@ -12,13 +12,15 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
+	"github.com/taskwire/taskwire/oauth"
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
 // The operator console (package console) on the admin listener of serve:
 // mounted at /console when --admin-addr is set and an operator token is
-// configured with --admin-token-file or TASKWIRE_ADMIN_TOKEN.
+// configured with --admin-token-file or TASKWIRE_ADMIN_TOKEN. With
+// --auth-issuer, access tokens that grant --console-scope are admitted too.
 
 // adminTokenEnv names the variable that may hold the operator token.
 const adminTokenEnv = "TASKWIRE_ADMIN_TOKEN"
@@ -30,15 +32,18 @@ const maxTokenFile = 4096
 type consoleFlags struct {
 	tokenFile *string
 	showArgs  *bool
+	scope     *string
 }
 
-// addConsoleFlags defines --admin-token-file and --console-show-arguments
-// on fs.
+// addConsoleFlags defines --admin-token-file, --console-show-arguments and
+// --console-scope on fs.
 func addConsoleFlags(fs *flag.FlagSet) consoleFlags {
 	return consoleFlags{
 		tokenFile: fs.String("admin-token-file", "", "`file` holding the operator token of the console at /console on --admin-addr "+
 			"(at least 16 bytes; or set "+adminTokenEnv+"); without one the console is off"),
 		showArgs: fs.Bool("console-show-arguments", false, "show tasks' tool arguments on the console's task pages"),
+		scope: fs.String("console-scope", console.DefaultOperatorScope, "with --auth-issuer, the console also admits access tokens "+
+			"that grant this `scope`"),
 	}
 }
 
@@ -47,12 +52,21 @@ type consoleConfig struct {
 	// Token is the operator token; nil: no console.
 	Token         []byte
 	ShowArguments bool
+	// Scope is the operator scope of access tokens verified by OAuth,
+	// the node's resource server (nil: the operator token only).
+	Scope string
+	OAuth *oauth.ResourceServer
 }
 
 // config reads the operator token: the file when given (surrounding white
 // space removed), else the environment variable. Both at once is an
-// error, as is a token shorter than console.MinTokenLen.
-func (f consoleFlags) config(getenv func(string) string, adminAddr string) (consoleConfig, error) {
+// error, as is a token shorter than console.MinTokenLen, or a
+// --console-scope other than the default without rs (--auth-issuer);
+// console.New checks the scope itself.
+func (f consoleFlags) config(getenv func(string) string, adminAddr string, rs *oauth.ResourceServer) (consoleConfig, error) {
+	if rs == nil && *f.scope != console.DefaultOperatorScope {
+		return consoleConfig{}, errors.New("--console-scope needs --auth-issuer: it is the scope of access tokens")
+	}
 	env := getenv(adminTokenEnv)
 	var tok []byte
 	switch {
@@ -76,7 +90,7 @@ func (f consoleFlags) config(getenv func(string) string, adminAddr string) (cons
 	if len(tok) < console.MinTokenLen {
 		return consoleConfig{}, fmt.Errorf("the operator token must be at least %d bytes", console.MinTokenLen)
 	}
-	return consoleConfig{Token: tok, ShowArguments: *f.showArgs}, nil
+	return consoleConfig{Token: tok, ShowArguments: *f.showArgs, Scope: *f.scope, OAuth: rs}, nil
 }
 
 func readTokenFile(path string) ([]byte, error) {
@@ -105,7 +119,8 @@ func newConsole(cfg consoleConfig, st any, logger *slog.Logger) (*console.Consol
 	if !ok {
 		return nil, errors.New("the store does not support the console")
 	}
-	opts := console.Options{Store: op, Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger}
+	opts := console.Options{Store: op, Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger,
+		OAuth: cfg.OAuth, OperatorScope: cfg.Scope}
 	if g, ok := st.(gauges.Source); ok {
 		opts.Gauges = g
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/testissuer"
 )
 
 func TestConsoleFlagErrors(t *testing.T) {
@@ -40,6 +42,8 @@ func TestConsoleFlagErrors(t *testing.T) {
 		{[]string{"serve", "--store", db, "--admin-addr", "0", "--admin-token-file", short}, noEnv, "at least 16 bytes"},
 		{[]string{"serve", "--store", db, "--admin-addr", "0", "--admin-token-file", big}, noEnv, "more than 4096 bytes"},
 		{[]string{"serve", "--store", db, "--admin-addr", "0", "--admin-token-file", filepath.Join(dir, "none")}, noEnv, "--admin-token-file"},
+		{[]string{"serve", "--store", db, "--admin-addr", "0", "--admin-token-file", good, "--console-scope", "ops"}, noEnv,
+			"--console-scope needs --auth-issuer"},
 	}
 	for _, tt := range tests {
 		err := run(t.Context(), tt.args, io.Discard, io.Discard, tt.getenv)
@@ -133,5 +137,49 @@ func TestServeConsoleOff(t *testing.T) {
 	admin := adminLine.FindStringSubmatch(out.String())[1]
 	if status, _ := httpGet(t, admin+"/console/"); status != http.StatusNotFound {
 		t.Errorf("/console without a token: %d, want 404", status)
+	}
+}
+
+// TestServeConsoleAccessTokens runs serve with --auth-issuer and
+// --console-scope: the console admits access tokens of the issuer that
+// grant the scope, refuses others, and still takes the operator token.
+func TestServeConsoleAccessTokens(t *testing.T) {
+	const tok = "serve-console-token-0123"
+	iss := testissuer.New(t)
+	resource := "http://127.0.0.1:1/mcp"
+	out, _ := startServe(t, func(k string) string {
+		if k == adminTokenEnv {
+			return tok
+		}
+		return ""
+	}, "--auth-issuer", iss.URL, "--auth-audience", resource, "--console-scope", "ops:console")
+	m := consoleLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no console line:\n%s", out)
+	}
+	access := func(scope string) string {
+		c := iss.Claims("alice", resource, time.Now())
+		c["scope"] = scope
+		return iss.Token(t, c)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"the operator scope", access("ops:console"), http.StatusOK},
+		{"the default scope only", access("taskwire:operator"), http.StatusForbidden},
+		{"another issuer's token", testissuer.New(t).Token(t, iss.Claims("alice", resource, time.Now())), http.StatusUnauthorized},
+		{"the operator token", tok, http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, m[1]+"/tasks", nil)
+		req.Header.Set("Authorization", "Bearer "+tc.auth)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, res.StatusCode, tc.want)
+		}
 	}
 }

@@ -316,7 +316,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if rs != nil {
 		defer rs.Close() // after the node has stopped admitting
 	}
-	cons, err := consoleOpts.config(getenv, adminAddr.addr)
+	cons, err := consoleOpts.config(getenv, adminAddr.addr, rs)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
