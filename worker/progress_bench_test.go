@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/proccpu"
 	"github.com/taskwire/taskwire/task/memory"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkJobReportProgress(b *testing.B) {
 	}{{"none", 0}, {"one", 1}, {"ten", 10}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := proccpu.Used()
 			for b.Loop() {
 				claimed := time.Now()
 				jctx, cancel := context.WithCancelCause(ctx)
@@ -53,7 +54,7 @@ func BenchmarkJobReportProgress(b *testing.B) {
 				k.stop()
 				cancel(nil)
 			}
-			if cpu, ok := processCPU(); ok && cpuOK {
+			if cpu, ok := proccpu.Used(); ok && cpuOK {
 				b.ReportMetric(float64(cpu-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 		})

@@ -243,6 +243,21 @@ func TestProgressIntervalOption(t *testing.T) {
 	}
 }
 
+// runRows runs one task of the harness's "rows" tool to completion and
+// returns its job and its progress writes, timed from the claim.
+func runRows(t *testing.T, h *harness) (jobView, []written) {
+	t.Helper()
+	id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+	h.start()
+	j := h.waitStatus(t, id, task.Completed)
+	h.stop(t)
+	var got []written
+	for _, r := range j.reports {
+		got = append(got, written{r.message, r.at.Sub(j.claimTimes[0])})
+	}
+	return j, got
+}
+
 // TestReportProgressWritesUnderTheLease runs a handler that reports every
 // 100 ms for 3.4 s (fake time): the store sees one write per interval, the
 // first an interval after the claim, and the last report right before the
@@ -265,16 +280,7 @@ func TestReportProgressWritesUnderTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
-		h.start()
-		j := h.waitStatus(t, id, task.Completed)
-		h.stop(t)
-
-		claimed := j.claimTimes[0]
-		var got []written
-		for _, r := range j.reports {
-			got = append(got, written{r.message, r.at.Sub(claimed)})
-		}
+		j, got := runRows(t, h)
 		want := []written{
 			{"row 10 of 35", time.Second}, {"row 20 of 35", 2 * time.Second}, {"row 30 of 35", 3 * time.Second},
 			{"row 35 of 35", 3450 * time.Millisecond},
@@ -373,16 +379,7 @@ func TestProgressAndHeartbeatsShareTheTimer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
-		h.start()
-		j := h.waitStatus(t, id, task.Completed)
-		h.stop(t)
-
-		claimed := j.claimTimes[0]
-		var got []written
-		for _, r := range j.reports {
-			got = append(got, written{r.message, r.at.Sub(claimed)})
-		}
+		_, got := runRows(t, h)
 		want := []written{{"a", 400 * time.Millisecond}, {"b", 2500 * time.Millisecond}, {"c", 2900 * time.Millisecond},
 			{"d", 3900 * time.Millisecond}, {"last", 3910 * time.Millisecond}}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -8,8 +8,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/proccpu"
 )
 
 // loadAverage returns /proc/loadavg's first three fields, as uptime prints
@@ -82,11 +83,8 @@ func takeCPU(watch ...int) cpuSnapshot {
 // selfCPU returns the CPU time (user and system) this process has used;
 // zero when it cannot be read.
 func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := proccpu.Used()
+	return d
 }
 
 // procCPU returns a process's command name and user+system CPU time.
