@@ -40,29 +40,37 @@ type leaseKeeper struct {
 }
 
 // keepLease starts keeping j's lease, whose local deadline is expires.
-// When the store records progress, the timer first fires one
-// ProgressInterval after the claim (if that comes before the first
-// heartbeat), so that the first report of a run, which waits for that
-// moment, needs no change to the timer.
+// When the store records progress and ProgressInterval is not longer than
+// HeartbeatEvery, the timer first fires one ProgressInterval after the
+// claim and wakes the run's progress then: the first report of a run,
+// which waits for that moment, needs neither a clock read nor a change to
+// the timer (see attach).
 func (rt *Runtime) keepLease(base, jctx context.Context, cancel context.CancelCauseFunc, j backend.JobRow, kind string,
 	expires time.Time) *leaseKeeper {
 	k := &leaseKeeper{rt: rt, base: base, jctx: jctx, cancel: cancel, lease: j.Lease, kind: kind, expires: expires}
 	first := rt.opts.HeartbeatEvery
-	if _, ok := rt.opts.Store.(backend.ProgressReporter); ok {
-		first = min(first, rt.opts.ProgressInterval)
+	_, reports := rt.opts.Store.(backend.ProgressReporter)
+	if reports && rt.opts.ProgressInterval <= first {
+		first = rt.opts.ProgressInterval
 	}
 	now := time.Now()
 	k.mu.Lock()
 	k.beatAt, k.armed = now.Add(rt.opts.HeartbeatEvery), now.Add(first)
+	if reports && first == rt.opts.ProgressInterval {
+		k.progressAt = k.armed
+	}
 	k.timer = time.AfterFunc(first, k.tick)
 	k.mu.Unlock()
 	return k
 }
 
-// setProgress makes k the waker of p.
-func (k *leaseKeeper) setProgress(p *progressCoalescer) {
+// attach makes k the waker of p, before p is in use. When k's timer will
+// wake the progress anyway (see keepLease), p starts out waiting for it.
+func (k *leaseKeeper) attach(p *progressCoalescer) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	// p is not shared yet: tick sees it only once k.mu is released.
+	p.waiting = !k.progressAt.IsZero()
 	k.progress = p
 }
 
@@ -122,10 +130,12 @@ func (k *leaseKeeper) tick() {
 	}
 	k.armed = time.Time{}
 	p := k.progress
-	wake := p != nil && !k.progressAt.IsZero() && !now.Before(k.progressAt)
+	wake := !k.progressAt.IsZero() && !now.Before(k.progressAt)
 	if wake {
 		k.progressAt = time.Time{}
-		k.active.Add(1)
+		if wake = p != nil; wake { // nil: not attached yet, so nothing waits
+			k.active.Add(1)
+		}
 	}
 	beat := !k.beating && !now.Before(k.beatAt)
 	if beat {

@@ -78,9 +78,10 @@ type progressWriter interface {
 // never overlap.
 //
 // It is a part of the Job, set up with init, and costs nothing until a
-// report comes: a report in a job that ends within the interval is a field
-// write and a request to the waker, and the runtime takes it with finish
-// for the job's final write. A write goroutine starts only when a write is
+// report comes. When the waker wakes it at the end of the first interval
+// anyway (waiting is set from the start), a report in a job that ends
+// within the interval is a field write under the mutex, and the runtime
+// takes it with finish for the job's final write. A write goroutine starts only when a write is
 // due; it belongs to the job: finish waits for a write under way.
 type progressCoalescer struct {
 	clock    progressClock
@@ -209,7 +210,7 @@ func (rt *Runtime) startProgress(jc *Job, k *leaseKeeper, claimedAt time.Time) {
 	}
 	jc.reports = true
 	jc.progress.init(runtimeClock{rt}, k, jc, rt.opts.ProgressInterval, claimedAt)
-	k.setProgress(&jc.progress)
+	k.attach(&jc.progress)
 }
 
 // writeProgress is the progressWriter of a run: one fenced write of r. A
