@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/internal/proccpu"
 	"github.com/taskwire/taskwire/mcp"
 	twprom "github.com/taskwire/taskwire/prometheus"
 	"github.com/taskwire/taskwire/server"
@@ -176,14 +177,14 @@ type cpuMeter struct {
 }
 
 func startCPU() cpuMeter {
-	d, ok := processCPU()
+	d, ok := proccpu.Used()
 	return cpuMeter{d, ok}
 }
 
 // report adds the process CPU time per operation to b's results, as
 // cpu-ns/op.
 func (m cpuMeter) report(b *testing.B) {
-	if d, ok := processCPU(); ok && m.ok && b.N > 0 {
+	if d, ok := proccpu.Used(); ok && m.ok && b.N > 0 {
 		b.ReportMetric(float64(d-m.start)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -72,8 +72,10 @@
 // backend.ProgressReporter. A per-run coalescer writes at most one report per
 // Options.ProgressInterval, the first an interval after the claim, always the
 // latest one, and a report still waiting when the handler returns right
-// before the final write (a batched completion carries its count). Its timer
-// and write goroutine belong to the run and end before the final write.
+// before the final write (a batched completion carries its count). A
+// report costs no allocation and no timer of its own: the run's lease keeper
+// wakes a report that waits, and a write goroutine, which belongs to the
+// run and ends before the final write, starts only when a write is due.
 //
 // # Leases and cancellation
 //

@@ -209,18 +209,15 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 	untrack := rt.track(j.TaskID, k)
 	defer untrack()
 
-	progress := rt.newJobProgress(base, j, kind, claimedAt, func() {
-		if !errors.Is(context.Cause(jctx), backend.ErrLeaseLost) { // the keeper may have found it first
-			rt.loseLease(cancel, kind, j.Attempt)
-		}
-	})
-	jc := newJob(j, rt.validator, progress)
+	jc := newJob(j, rt.validator)
+	jc.run = jobRun{rt: rt, base: base, jctx: jctx, cancel: cancel, kind: kind}
+	rt.startProgress(jc, k, claimedAt)
 	start := time.Now()
 	o := rt.call(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
 	var last *progressReport
-	if progress != nil {
-		last = progress.finish()
+	if jc.reports {
+		last = jc.progress.finish()
 	}
 	expires = k.stop()
 	if errors.Is(context.Cause(jctx), backend.ErrLeaseLost) {
@@ -336,7 +333,7 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 		if rt.completer != nil {
 			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
 			if last != nil {
-				c.Progress = last.progress
+				c.Progress = last.count() // points into the Job: no copy
 			}
 			return rt.completer.complete(ctx, c, queued)
 		}

@@ -28,16 +28,36 @@ type Job struct {
 	job       backend.JobRow
 	validator *task.Validator
 
-	// progress coalesces the run's progress reports; nil when the store
-	// records none.
-	progress *progressCoalescer
+	// run is what the job's progress writes need; see Runtime.runJob.
+	run jobRun
+	// reports is whether the store records progress; progress, set up by
+	// Runtime.startProgress, coalesces the reports when it does.
+	reports  bool
+	progress progressCoalescer
 
 	mu      sync.Mutex
 	pending mcp.InputRequests
 }
 
-func newJob(j backend.JobRow, v *task.Validator, progress *progressCoalescer) *Job {
-	return &Job{job: j, validator: v, progress: progress}
+// jobRun is the runtime side of one run of a job.
+type jobRun struct {
+	rt     *Runtime
+	base   context.Context // for store calls; outlives the handler
+	jctx   context.Context // the handler's context
+	cancel context.CancelCauseFunc
+	kind   string
+}
+
+func newJob(j backend.JobRow, v *task.Validator) *Job {
+	return &Job{job: j, validator: v}
+}
+
+// loseLease cancels the handler with cause backend.ErrLeaseLost, unless the
+// lease keeper found the loss first.
+func (j *Job) loseLease() {
+	if !errors.Is(context.Cause(j.run.jctx), backend.ErrLeaseLost) {
+		j.run.rt.loseLease(j.run.cancel, j.run.kind, j.job.Attempt)
+	}
 }
 
 // ReportProgress reports the job's progress: a status message for the
@@ -65,7 +85,7 @@ func newJob(j backend.JobRow, v *task.Validator, progress *progressCoalescer) *J
 // returned; a write that found the lease lost cancels the handler's
 // context with cause backend.ErrLeaseLost.
 func (j *Job) ReportProgress(message string, current, total float64) error {
-	return j.report(progressReport{message: message, progress: &task.Progress{Current: current, Total: total}})
+	return j.report(progressReport{message: message, progress: task.Progress{Current: current, Total: total}, counted: true})
 }
 
 // ReportStatus reports a status message without progress numbers; see
@@ -78,7 +98,7 @@ func (j *Job) report(r progressReport) error {
 	if err := checkProgress(r); err != nil {
 		return err
 	}
-	if j.progress != nil {
+	if j.reports {
 		j.progress.report(r)
 	}
 	return nil

@@ -11,9 +11,11 @@ import (
 
 // leaseKeeper keeps a running job's lease: it heartbeats every
 // HeartbeatEvery and reads the task's cancel intent after each heartbeat and
-// on each event hint. It runs on a timer and on goroutines that live only
-// while a heartbeat or a cancel check is under way, so a job between
-// heartbeats costs no goroutine. Its goroutines belong to the job: stop
+// on each event hint. It runs on one timer and on goroutines that live only
+// while a heartbeat, a cancel check or a progress write is under way, so a
+// job between heartbeats costs no goroutine. The same timer wakes the job's
+// progress reports that wait for their interval (see progressWaker), so a
+// report costs no timer of its own. Its goroutines belong to the job: stop
 // waits for them.
 type leaseKeeper struct {
 	rt     *Runtime
@@ -23,23 +25,85 @@ type leaseKeeper struct {
 	lease  backend.Lease
 	kind   string
 
-	mu       sync.Mutex
-	expires  time.Time // local lease deadline: last heartbeat (or claim) + Lease
-	stopped  bool
-	checking bool // a cancel check goroutine runs
-	again    bool // a hint arrived during that check: check once more
-	timer    *time.Timer
-	active   sync.WaitGroup // heartbeat and check goroutines under way
+	mu         sync.Mutex
+	expires    time.Time // local lease deadline: last heartbeat (or claim) + Lease
+	stopped    bool
+	checking   bool // a cancel check goroutine runs
+	again      bool // a hint arrived during that check: check once more
+	timer      *time.Timer
+	armed      time.Time          // when the timer fires; zero while it runs
+	beatAt     time.Time          // when the next heartbeat is due
+	beating    bool               // a heartbeat is under way
+	progress   *progressCoalescer // the job's reports, or nil
+	progressAt time.Time          // when progress asked to be woken; zero: not asked
+	active     sync.WaitGroup     // heartbeat, check and wake goroutines under way
 }
 
 // keepLease starts keeping j's lease, whose local deadline is expires.
+// When the store records progress and ProgressInterval is not longer than
+// HeartbeatEvery, the timer first fires one ProgressInterval after the
+// claim and wakes the run's progress then: the first report of a run,
+// which waits for that moment, needs neither a clock read nor a change to
+// the timer (see attach).
 func (rt *Runtime) keepLease(base, jctx context.Context, cancel context.CancelCauseFunc, j backend.JobRow, kind string,
 	expires time.Time) *leaseKeeper {
 	k := &leaseKeeper{rt: rt, base: base, jctx: jctx, cancel: cancel, lease: j.Lease, kind: kind, expires: expires}
+	first := rt.opts.HeartbeatEvery
+	_, reports := rt.opts.Store.(backend.ProgressReporter)
+	if reports && rt.opts.ProgressInterval <= first {
+		first = rt.opts.ProgressInterval
+	}
+	now := time.Now()
 	k.mu.Lock()
-	k.timer = time.AfterFunc(rt.opts.HeartbeatEvery, k.beat)
+	k.beatAt, k.armed = now.Add(rt.opts.HeartbeatEvery), now.Add(first)
+	if reports && first == rt.opts.ProgressInterval {
+		k.progressAt = k.armed
+	}
+	k.timer = time.AfterFunc(first, k.tick)
 	k.mu.Unlock()
 	return k
+}
+
+// attach makes k the waker of p, before p is in use. When k's timer will
+// wake the progress anyway (see keepLease), p starts out waiting for it.
+func (k *leaseKeeper) attach(p *progressCoalescer) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// p is not shared yet: tick sees it only once k.mu is released.
+	p.waiting = !k.progressAt.IsZero()
+	k.progress = p
+}
+
+// wakeAfter implements progressWaker: the timer calls the coalescer's wake
+// d from now, or later. It moves the timer only when it would fire too late.
+func (k *leaseKeeper) wakeAfter(d time.Duration) {
+	at := time.Now().Add(d)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	if k.progressAt.IsZero() || at.Before(k.progressAt) {
+		k.progressAt = at
+	}
+	k.armLocked()
+}
+
+// armLocked sets the timer for the next heartbeat or progress wake, unless
+// it fires earlier anyway.
+func (k *leaseKeeper) armLocked() {
+	var next time.Time
+	if !k.beating {
+		next = k.beatAt
+	}
+	if !k.progressAt.IsZero() && (next.IsZero() || k.progressAt.Before(next)) {
+		next = k.progressAt
+	}
+	if next.IsZero() || (!k.armed.IsZero() && !next.Before(k.armed)) {
+		return
+	}
+	k.armed = next
+	k.timer.Reset(time.Until(next))
 }
 
 // stop ends the keeping, waits for a heartbeat or check under way, and
@@ -55,25 +119,52 @@ func (k *leaseKeeper) stop() time.Time {
 	return k.expires
 }
 
-// begin registers a goroutine of the keeper, unless it was stopped.
-func (k *leaseKeeper) begin() bool {
+// tick is the timer's function: it wakes the job's progress reports and
+// heartbeats, as each is due, and sets the timer for what comes next.
+func (k *leaseKeeper) tick() {
+	now := time.Now()
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.stopped {
-		return false
-	}
-	k.active.Add(1)
-	return true
-}
-
-// beat is the timer's function: one heartbeat, then a cancel check, then
-// the next heartbeat is scheduled. A heartbeat that finds the lease gone, or
-// a local deadline that passed while heartbeats failed, cancels the handler
-// with cause backend.ErrLeaseLost and ends the heartbeats.
-func (k *leaseKeeper) beat() {
-	if !k.begin() {
+		k.mu.Unlock()
 		return
 	}
+	k.armed = time.Time{}
+	p := k.progress
+	wake := !k.progressAt.IsZero() && !now.Before(k.progressAt)
+	if wake {
+		k.progressAt = time.Time{}
+		if wake = p != nil; wake { // nil: not attached yet, so nothing waits
+			k.active.Add(1)
+		}
+	}
+	beat := !k.beating && !now.Before(k.beatAt)
+	if beat {
+		k.beating = true
+		k.active.Add(1)
+	}
+	k.armLocked()
+	k.mu.Unlock()
+	switch {
+	case wake && beat: // rare: both due at once; neither waits for the other
+		go func() {
+			defer k.active.Done()
+			p.wake()
+		}()
+	case wake:
+		defer k.active.Done()
+		p.wake()
+	}
+	if beat {
+		k.beat()
+	}
+}
+
+// beat is one heartbeat, then a cancel check, then the next heartbeat is
+// scheduled; tick has set beating and added to active. A heartbeat that
+// finds the lease gone, or a local deadline that passed while heartbeats
+// failed, cancels the handler with cause backend.ErrLeaseLost and ends the
+// heartbeats.
+func (k *leaseKeeper) beat() {
 	defer k.active.Done()
 	rt := k.rt
 	sent := rt.now()
@@ -101,7 +192,9 @@ func (k *leaseKeeper) beat() {
 	rt.checkCancel(k.base, k.jctx, k.cancel, k.lease.TaskID, k.kind)
 	k.mu.Lock()
 	if !k.stopped {
-		k.timer.Reset(rt.opts.HeartbeatEvery)
+		k.beating = false
+		k.beatAt = time.Now().Add(rt.opts.HeartbeatEvery)
+		k.armLocked()
 	}
 	k.mu.Unlock()
 }

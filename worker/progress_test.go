@@ -18,7 +18,8 @@ import (
 )
 
 // manualClock is a progressClock whose time moves only when the test
-// advances it; due timers fire synchronously inside advance.
+// advances it; due timers fire synchronously inside advance. Through
+// clockWaker it wakes a coalescer.
 type manualClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -49,6 +50,27 @@ func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
 		t.stopped = true
 		return was
 	}
+}
+
+// clockWaker is a progressWaker on a manualClock's timers.
+type clockWaker struct {
+	clock *manualClock
+	c     *progressCoalescer
+}
+
+func (w clockWaker) wakeAfter(d time.Duration) { w.clock.AfterFunc(d, w.c.wake) }
+
+// writeFunc is a progressWriter.
+type writeFunc func(progressReport) bool
+
+func (f writeFunc) writeProgress(r progressReport) bool { return f(r) }
+
+// newProgressCoalescer returns a coalescer for a run claimed at start, on
+// clock's time and timers.
+func newProgressCoalescer(clock *manualClock, interval time.Duration, start time.Time, write writeFunc) *progressCoalescer {
+	c := &progressCoalescer{}
+	c.init(clock, clockWaker{clock, c}, write, interval, start)
+	return c
 }
 
 // advance moves the time by d and runs the timers that came due.
@@ -189,7 +211,7 @@ func TestProgressCoalescing(t *testing.T) {
 }
 
 func TestReportProgressRejectsInvalidReports(t *testing.T) {
-	jc := newJob(backend.JobRow{}, nil, nil)
+	jc := newJob(backend.JobRow{}, nil)
 	tests := []struct {
 		name string
 		call func() error
@@ -221,6 +243,21 @@ func TestProgressIntervalOption(t *testing.T) {
 	}
 }
 
+// runRows runs one task of the harness's "rows" tool to completion and
+// returns its job and its progress writes, timed from the claim.
+func runRows(t *testing.T, h *harness) (jobView, []written) {
+	t.Helper()
+	id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
+	h.start()
+	j := h.waitStatus(t, id, task.Completed)
+	h.stop(t)
+	var got []written
+	for _, r := range j.reports {
+		got = append(got, written{r.message, r.at.Sub(j.claimTimes[0])})
+	}
+	return j, got
+}
+
 // TestReportProgressWritesUnderTheLease runs a handler that reports every
 // 100 ms for 3.4 s (fake time): the store sees one write per interval, the
 // first an interval after the claim, and the last report right before the
@@ -243,16 +280,7 @@ func TestReportProgressWritesUnderTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
-		h.start()
-		j := h.waitStatus(t, id, task.Completed)
-		h.stop(t)
-
-		claimed := j.claimTimes[0]
-		var got []written
-		for _, r := range j.reports {
-			got = append(got, written{r.message, r.at.Sub(claimed)})
-		}
+		j, got := runRows(t, h)
 		want := []written{
 			{"row 10 of 35", time.Second}, {"row 20 of 35", 2 * time.Second}, {"row 30 of 35", 3 * time.Second},
 			{"row 35 of 35", 3450 * time.Millisecond},
@@ -319,6 +347,46 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		}
 		if n := h.metrics.transition("rows", TransitionLeaseLost); n != 1 {
 			t.Errorf("lease_lost = %d", n)
+		}
+	})
+}
+
+// TestProgressAndHeartbeatsShareTheTimer: the lease keeper's timer wakes
+// the waiting reports and keeps the heartbeats on their period, both at
+// once, in a run longer than several of each.
+func TestProgressAndHeartbeatsShareTheTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Lease: 3 * time.Second, ProgressInterval: 400 * time.Millisecond}) // heartbeats every 1 s
+		err := AddHandler(h.rt, "rows", func(ctx context.Context, job *Job, in struct{}) (sumOut, error) {
+			steps := []struct {
+				sleep time.Duration
+				msg   string
+			}{
+				{50 * time.Millisecond, "a"},    // waits for 400 ms
+				{2450 * time.Millisecond, "b"},  // 2.5 s: written at once
+				{100 * time.Millisecond, "c"},   // 2.6 s: waits for 2.9 s
+				{1300 * time.Millisecond, "d"},  // 3.9 s: written at once
+				{10 * time.Millisecond, "last"}, // pending when the handler returns
+			}
+			for _, s := range steps {
+				time.Sleep(s.sleep)
+				if err := job.ReportStatus(s.msg); err != nil {
+					return sumOut{}, err
+				}
+			}
+			return sumOut{Sum: 1}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := runRows(t, h)
+		want := []written{{"a", 400 * time.Millisecond}, {"b", 2500 * time.Millisecond}, {"c", 2900 * time.Millisecond},
+			{"d", 3900 * time.Millisecond}, {"last", 3910 * time.Millisecond}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("progress writes (-want +got):\n%s", diff)
+		}
+		if _, _, beats := h.store.calls(); beats != 3 {
+			t.Errorf("heartbeats = %d, want 3 (at 1 s, 2 s and 3 s)", beats)
 		}
 	})
 }

@@ -8,8 +8,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/proccpu"
 )
 
 // loadAverage returns /proc/loadavg's first three fields, as uptime prints
@@ -33,7 +34,8 @@ const clockTicks = 100
 // processes of interest, by PostgreSQL backends and by the whole machine.
 type cpuSnapshot struct {
 	at       time.Time
-	self     time.Duration
+	self     time.Duration         // when the snapshot began
+	selfEnd  time.Duration         // when it ended: the scan of /proc is not in the next window
 	children map[int]time.Duration // watched child processes, by PID
 	postgres map[int]time.Duration // postgres processes, by PID
 	busy     time.Duration         // machine: all CPU time but idle and iowait
@@ -42,10 +44,7 @@ type cpuSnapshot struct {
 // takeCPU snapshots CPU times; watch are extra processes (e2e servers).
 func takeCPU(watch ...int) cpuSnapshot {
 	s := cpuSnapshot{at: time.Now(), children: map[int]time.Duration{}, postgres: map[int]time.Duration{}}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	s.self = selfCPU()
 	for _, pid := range watch {
 		if _, t, ok := procCPU(pid); ok {
 			s.children[pid] = t
@@ -77,7 +76,15 @@ func takeCPU(watch ...int) cpuSnapshot {
 		}
 		s.busy = time.Duration(total-idle) * time.Second / clockTicks
 	}
+	s.selfEnd = selfCPU()
 	return s
+}
+
+// selfCPU returns the CPU time (user and system) this process has used;
+// zero when it cannot be read.
+func selfCPU() time.Duration {
+	d, _ := proccpu.Used()
+	return d
 }
 
 // procCPU returns a process's command name and user+system CPU time.
@@ -114,7 +121,7 @@ type cpuUse struct {
 // since returns the CPU used from s0 to s; ours are the PIDs of the
 // benchmark's backends (nil: unknown).
 func (s cpuSnapshot) since(s0 cpuSnapshot, ours ...int) cpuUse {
-	u := cpuUse{Wall: s.at.Sub(s0.at), Self: s.self - s0.self, Busy: s.busy - s0.busy, KnowOurs: ours != nil}
+	u := cpuUse{Wall: s.at.Sub(s0.at), Self: s.self - s0.selfEnd, Busy: s.busy - s0.busy, KnowOurs: ours != nil}
 	for pid, t := range s.children {
 		u.Children += t - s0.children[pid]
 	}

@@ -20,13 +20,16 @@ import (
 // without, with, with, without a progress report in every job, repeated
 // -progress-rounds times (so that drift of the machine's load and the order
 // of the runs weigh on both sides alike), and compares the medians of the
-// worker throughputs.
+// worker throughputs and of this process's CPU time per job. The CPU time
+// is the steadier figure on a loaded machine: it does not count the time
+// the process waits for a core.
 func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer) ([]figure, error) {
 	if !cfg.Progress {
-		return runWorkerRun(ctx, cfg, kind, false, out)
+		r, err := runWorkerRun(ctx, cfg, kind, false, out)
+		return r.figs, err
 	}
 	var figs []figure
-	var rates [2][]float64 // without, with
+	var rates, cpus [2][]float64 // without, with; jobs/s and µs per job
 	order := []bool{false, true, true, false}
 	total := len(order) * cfg.ProgressRounds
 	for i := range total {
@@ -36,26 +39,60 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 			what = "one progress report per job"
 		}
 		fmt.Fprintf(out, "   -- run %d of %d: %s\n", i+1, total, what)
-		fs, err := runWorkerRun(ctx, cfg, kind, progress, out)
+		r, err := runWorkerRun(ctx, cfg, kind, progress, out)
 		if err != nil {
 			return nil, err
 		}
-		// The second figure of a run is its worker throughput.
 		k := 0
 		if progress {
 			k = 1
 		}
-		rates[k] = append(rates[k], fs[1].Rate)
+		rates[k] = append(rates[k], r.rate)
+		cpus[k] = append(cpus[k], float64(r.cpuPerJob)/float64(time.Microsecond))
 		if i < 2 {
-			figs = append(figs, fs...)
+			figs = append(figs, r.figs...)
 		}
 	}
-	plain, with := median(rates[0]), median(rates[1])
-	fmt.Fprintf(out, "   progress: median worker throughput %.0f jobs/s with a report per job (runs: %s), %.0f without "+
-		"(runs: %s): %.1f %%\n", with, fmtRates(rates[1]), plain, fmtRates(rates[0]), 100*with/plain)
-	return append(figs, figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-		": median throughput with a progress report per job, relative to without",
-		Rate: 100 * with / plain, Unit: "%", Note: fmt.Sprintf("%d runs each", len(rates[0]))}), nil
+	v := compareProgress(rates, cpus)
+	fmt.Fprintf(out, "   progress: %s\n", v)
+	runs := fmt.Sprintf("%d runs each", len(rates[0]))
+	return append(figs,
+		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
+			": median throughput with a progress report per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
+		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
+			": median CPU time of this process per job with a progress report per job, relative to without",
+			Rate: v.cpu, Unit: "%", Note: runs}), nil
+}
+
+// progressVerdict compares the runs with a progress report per job to the
+// runs without.
+type progressVerdict struct {
+	rates, cpus [2][]float64 // without, with: jobs/s and µs of CPU per job, per run
+	rate, cpu   float64      // medians with, relative to without, in %
+}
+
+func compareProgress(rates, cpus [2][]float64) progressVerdict {
+	return progressVerdict{rates: rates, cpus: cpus,
+		rate: 100 * median(rates[1]) / median(rates[0]), cpu: 100 * median(cpus[1]) / median(cpus[0])}
+}
+
+// progressTarget is the goal: with progress within 10 % of without.
+const progressTarget = 10.0
+
+// String renders the medians, the runs and the verdict on both figures.
+func (v progressVerdict) String() string {
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	return fmt.Sprintf("median worker throughput %.0f jobs/s with a report per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
+		"median CPU of this process per job %.1f µs with (runs: %s), %.1f µs without (runs: %s): %.1f %%; "+
+		"within %.0f %%: by jobs/s %s, by CPU per job %s",
+		median(v.rates[1]), fmtRates(v.rates[1]), median(v.rates[0]), fmtRates(v.rates[0]), v.rate,
+		median(v.cpus[1]), fmtFloats(v.cpus[1]), median(v.cpus[0]), fmtFloats(v.cpus[0]), v.cpu,
+		progressTarget, met(v.rate >= 100-progressTarget), met(v.cpu <= 100+progressTarget))
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -67,6 +104,15 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// fmtFloats renders xs with one decimal.
+func fmtFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.1f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func fmtRates(xs []float64) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -159,11 +160,18 @@ func startProfile(cfg config, name string, out io.Writer) (func(), error) {
 	}, nil
 }
 
+// workerRun is the outcome of one run of a worker phase.
+type workerRun struct {
+	figs      []figure
+	rate      float64       // worker throughput, jobs/s
+	cpuPerJob time.Duration // CPU time of this process per job, while the worker ran
+}
+
 // runWorkerRun is one run of pg-worker or sqlite-worker: pre-create N
 // tasks with store.Enqueue, then measure how fast a worker.Runtime with a
 // no-op handler completes them all. With progress, the handler makes one
 // progress report per job.
-func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, out io.Writer) ([]figure, error) {
+func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, out io.Writer) (workerRun, error) {
 	n := cfg.N
 	if kind == "sqlite" {
 		n = cfg.SQLiteN
@@ -172,7 +180,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	defer cancel()
 	tgt, err := openStore(ctx, cfg, kind)
 	if err != nil {
-		return nil, err
+		return workerRun{}, err
 	}
 	defer func() {
 		if err := tgt.close(); err != nil {
@@ -191,7 +199,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		how = fmt.Sprintf("store.Enqueue (1 task/tx, %d goroutines)", cfg.EnqueueGoroutines)
 	}
 	if err != nil {
-		return nil, err
+		return workerRun{}, err
 	}
 	enqRate := float64(n) / enqDur.Seconds()
 	fmt.Fprintf(out, "   pre-created %d tasks with %s in %.2fs: %.0f tasks/s\n", n, how, enqDur.Seconds(), enqRate)
@@ -199,11 +207,11 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	// would; closing the first one also makes its backends report their
 	// statistics before the snapshot.
 	if err := tgt.reopen(ctx); err != nil {
-		return nil, fmt.Errorf("reopen store: %w", err)
+		return workerRun{}, fmt.Errorf("reopen store: %w", err)
 	}
 	if kind == "postgres" && cfg.Analyze {
 		if err := analyzeTables(ctx, cfg.pgURL(), tgt.Where, "tasks", "jobs", "outbox"); err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 		fmt.Fprintf(out, "   ANALYZE tasks, jobs, outbox done before the worker starts\n")
 	}
@@ -211,10 +219,10 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	var tables0 tableStats
 	if kind == "postgres" {
 		if stats0, err = takePGStats(ctx, cfg.pgURL()); err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 		if tables0, err = takeTableStats(ctx, cfg.pgURL(), tgt.Where); err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 	}
 
@@ -233,7 +241,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		Metrics:       metrics,
 	})
 	if err != nil {
-		return nil, err
+		return workerRun{}, err
 	}
 	if err := rt.AddRawHandler(benchKind, func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
@@ -244,18 +252,25 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		}
 		return noopResult(), nil
 	}); err != nil {
-		return nil, err
+		return workerRun{}, err
 	}
 	var sampler *waitSampler
 	if kind == "postgres" && cfg.Waits {
 		if sampler, err = startWaitSampler(ctx, cfg.pgURL(), 20*time.Millisecond); err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 	}
-	stopProfile, err := startProfile(cfg, kind+"-worker", out)
-	if err != nil {
-		return nil, err
+	profile := kind + "-worker"
+	if progress {
+		profile += "-progress"
 	}
+	stopProfile, err := startProfile(cfg, profile, out)
+	if err != nil {
+		return workerRun{}, err
+	}
+	// The window starts on a collected heap, so that the garbage of the
+	// pre-creation (and of an earlier run) is not collected inside it.
+	runtime.GC()
 	cpu0 := takeCPU()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -287,7 +302,7 @@ wait:
 	var ours []int
 	if kind == "postgres" {
 		if ours, err = benchBackendPIDs(ctx, cfg.pgURL()); err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 	}
 	cpu := takeCPU().since(cpu0, ours...)
@@ -301,23 +316,23 @@ wait:
 	}
 	stopRun()
 	if err := <-runErr; err != nil {
-		return nil, fmt.Errorf("worker Run: %w", err)
+		return workerRun{}, fmt.Errorf("worker Run: %w", err)
 	}
 	if waitErr != nil {
-		return nil, waitErr
+		return workerRun{}, waitErr
 	}
 	if err := tgt.closeStore(); err != nil {
-		return nil, err
+		return workerRun{}, err
 	}
 	perJob := ""
 	if kind == "postgres" {
 		stats, err := takePGStats(ctx, cfg.pgURL())
 		if err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 		tables, err := takeTableStats(ctx, cfg.pgURL(), tgt.Where)
 		if err != nil {
-			return nil, err
+			return workerRun{}, err
 		}
 		perJob = stats.perJob(stats0, n, sampler.samples()+2) + "\n   " + tables.perJob(tables0, n)
 	}
@@ -346,11 +361,11 @@ wait:
 	defer vcancel()
 	counts, err := tgt.statusCounts(vctx)
 	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+		return workerRun{}, fmt.Errorf("verify: %w", err)
 	}
 	fmt.Fprintf(out, "   verified in the database: %s\n", fmtCounts(counts))
 	if counts[string(task.Completed)] != n || len(counts) != 1 {
-		return nil, errors.New("verify: not every task completed exactly")
+		return workerRun{}, errors.New("verify: not every task completed exactly")
 	}
 	name := "taskwire " + kind
 	handler := "no-op handler"
@@ -359,12 +374,12 @@ wait:
 		handler = "handler with one progress report per job"
 		p, err := tgt.progressCounts(vctx)
 		if err != nil {
-			return nil, fmt.Errorf("verify progress: %w", err)
+			return workerRun{}, fmt.Errorf("verify progress: %w", err)
 		}
 		fmt.Fprintf(out, "   verified in the database: %d of %d tasks carry their progress count; ReportProgress calls %d\n",
 			p, n, calls.progress.calls.Load())
 		if p != n {
-			return nil, errors.New("verify: a progress report was lost")
+			return workerRun{}, errors.New("verify: a progress report was lost")
 		}
 	}
 	if cfg.WhatIfNoCancelRead {
@@ -373,13 +388,14 @@ wait:
 	if kind == "postgres" && cfg.Analyze {
 		name += " (ANALYZE before work)"
 	}
-	return []figure{
+	figs := []figure{
 		{Phase: phaseName(kind, "worker"), What: name + ": " + how + " pre-creation", Rate: enqRate, Unit: "tasks/s"},
 		{Phase: phaseName(kind, "worker"), What: name + ": worker throughput, " + handler, Rate: rate, Unit: "jobs/s",
 			Note: fmt.Sprintf("N=%d, Concurrency %d, ClaimBatch %d, PollInterval %s", n, cfg.Concurrency, cfg.ClaimBatch, cfg.PollInterval)},
 		{Phase: phaseName(kind, "worker"), What: name + ": insert + work (pre-creation, then the worker)", Rate: float64(n) / (enqDur + elapsed).Seconds(),
 			Unit: "jobs/s", Note: fmt.Sprintf("N=%d", n)},
-	}, nil
+	}
+	return workerRun{figs: figs, rate: rate, cpuPerJob: cpu.Self / time.Duration(n)}, nil
 }
 
 // fmtTimeline renders per-second counts.

@@ -29,9 +29,35 @@ func TestProgressMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"-- run 4 of 4", "200 of 200 tasks carry their progress count", "progress: median worker throughput",
-		"relative to without"} {
+		"median CPU of this process per job", "by CPU per job", "relative to without"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// TestProgressVerdict: the verdict states the target on both figures, each
+// from the medians of its runs.
+func TestProgressVerdict(t *testing.T) {
+	tests := []struct {
+		name        string
+		rates, cpus [2][]float64
+		want        string
+	}{
+		{"both met", [2][]float64{{100, 200, 300}, {95, 190, 250}}, [2][]float64{{40, 41, 60}, {44, 45, 46}},
+			"190 jobs/s with a report per job (runs: 95, 190, 250), 200 without (runs: 100, 200, 300): 95.0 %; " +
+				"median CPU of this process per job 45.0 µs with (runs: 44.0, 45.0, 46.0), 41.0 µs without (runs: 40.0, 41.0, 60.0): 109.8 %; " +
+				"within 10 %: by jobs/s met, by CPU per job met"},
+		{"throughput missed", [2][]float64{{100, 100}, {80, 90}}, [2][]float64{{40, 40}, {40, 40}},
+			"by jobs/s missed, by CPU per job met"},
+		{"CPU missed", [2][]float64{{100, 100}, {100, 100}}, [2][]float64{{40, 40}, {44, 45}},
+			"by jobs/s met, by CPU per job missed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := compareProgress(tt.rates, tt.cpus).String(); !strings.HasSuffix(got, tt.want) {
+				t.Errorf("verdict = %q, want it to end in %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,15 +1,15 @@
 //go:build unix
 
-package tracing_test
+package proccpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has
-// used, and whether it could be read.
-func processCPU() (time.Duration, bool) {
+// Used returns the CPU time (user and system) this process has used, and
+// whether it could be read.
+func Used() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package tracing_test
-
-import "time"
-
-// processCPU reports that this platform's process CPU time is not read.
-func processCPU() (time.Duration, bool) { return 0, false }
