@@ -391,9 +391,10 @@ func (m *stuckManager) unblock() { m.once.Do(func() { close(m.release) }) }
 
 // TestListenStuckLookupKeepsOnlyItsSlot: a manager lookup that ignores
 // cancellation keeps its own subscription's projection slot until it
-// returns (no second lookup for that subscription meanwhile), but the
-// shared maintenance slot is given back at the projection deadline, so
-// another subscription progresses even with a single shared slot.
+// returns (no second lookup for that subscription meanwhile, not even its
+// retry), but the shared maintenance slot is given back at the projection
+// deadline, so another subscription progresses even with a single shared
+// slot. Once the lookup returns, the retry projects the stuck task.
 func TestListenStuckLookupKeepsOnlyItsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := newListenRig(t, &server.SubscriptionOptions{AuthorizationTimeout: time.Second}, func(_ *taskRig, o *server.Options) {
@@ -423,7 +424,9 @@ func TestListenStuckLookupKeepsOnlyItsSlot(t *testing.T) {
 		diffCalls(t, "a minute later", taskCalls{}, r.takeCalls())
 
 		m.unblock()
-		a.expect(t, note(y, "working", "one")) // the stuck generation is not sent
+		// y, which waited behind the stuck lookup, then the stuck task's
+		// retry, which no longer waits.
+		a.expect(t, note(y, "working", "one"), note(stuck, "working", "one"))
 		m.mu.Lock()
 		if m.peak["alice"] != 1 {
 			t.Errorf("alice's subscription ran %d lookups at once", m.peak["alice"])
