@@ -169,6 +169,34 @@ func TestListenHTTP1StreamOutlivesHandler(t *testing.T) {
 	}
 }
 
+// TestListenHTTP1RetriesFailedLookup, over real loopback HTTP/1.1, where
+// the fan-out writes the stream: a completion whose lookups fail at first
+// is handed back to the listen, which retries it and delivers the terminal
+// notification on the open stream.
+func TestListenHTTP1RetriesFailedLookup(t *testing.T) {
+	r, _ := newListenRig(t, nil, func(_ *taskRig, o *server.Options) {
+		o.KeepAliveInterval = time.Hour
+	})
+	id := r.createTask(t, `{"n":1}`, nil)
+	ts, hijacked := hijackRig(t, r.srv)
+	resp, br := openRawListen(t, ts.Client(), ts.URL+"/mcp", "7", "", id)
+	defer resp.Body.Close()
+	waitFor(t, "the listen's connection to be taken over", hijacked)
+
+	failed := failingFinds(r, id, 2)
+	completeTask(t, r, id)
+	if m := nextData(t, br); m.Method != mcp.NotificationTasks || m.Params.TaskID != id || m.Params.Status != "completed" {
+		t.Fatalf("notification: %s", m.raw)
+	}
+	if n := failed.Load(); n != 2 {
+		t.Errorf("%d lookups failed before the notification, want 2", n)
+	}
+	r.srv.Close()
+	if final := nextData(t, br); string(final.ID) != "7" {
+		t.Errorf("final message: %s", final.raw)
+	}
+}
+
 // TestListenHTTP1ClientLeaves: a client that closes its HTTP/1.1 listen
 // connection, once the stream has been taken over from net/http, ends the
 // listen at once (outcome canceled) and gives its capacity back, without
