@@ -185,6 +185,9 @@ func TestListenHTTP1RetriesFailedLookup(t *testing.T) {
 
 	failed := failingFinds(r, id, 2)
 	completeTask(t, r, id)
+	// Without the notification, closing the body ends the read below.
+	giveUp := time.AfterFunc(listenWait, func() { resp.Body.Close() })
+	defer giveUp.Stop()
 	if m := nextData(t, br); m.Method != mcp.NotificationTasks || m.Params.TaskID != id || m.Params.Status != "completed" {
 		t.Fatalf("notification: %s", m.raw)
 	}
