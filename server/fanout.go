@@ -167,6 +167,7 @@ func (ep *Endpoint) startFlight(s *subscription, id string, f *flight) {
 		}
 		d, perr := c.detail(f.ctx, t)
 		if perr != nil {
+			failed = f.ctx.Err() != nil // a deadline, not a verdict
 			return
 		}
 		body, err := json.Marshal(&mcp.TaskNotificationParams{

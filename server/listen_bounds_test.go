@@ -635,9 +635,8 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 	}}
 	// Hundreds of lookups of large results queue for the maintenance slots:
 	// on a loaded machine some would wait past the default 5 s
-	// AuthorizationTimeout, and a timed-out lookup drops its notification
-	// (a later hint or renewal may project the task), which is not what
-	// this test is about.
+	// AuthorizationTimeout, and a timed-out lookup is retried and, failing
+	// again, ends the listen, which is not what this test is about.
 	subs := &server.SubscriptionOptions{Authorizer: auth, WriteTimeout: 2 * time.Second, AuthorizationTimeout: 2 * time.Minute}
 	r, _ := newListenRig(t, subs, func(r *taskRig, o *server.Options) {
 		o.Observer = &listenObserver{taskObserver: r.obs, finished: finished}
