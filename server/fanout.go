@@ -35,7 +35,11 @@ type flight struct {
 	// delivers it (see subscription.deliver).
 	superseded atomic.Bool
 
-	ok       bool   // a snapshot to send (not suppressed, not failed)
+	ok bool // a snapshot to send (not suppressed, not failed)
+	// failed is set when the lookup did not answer (no maintenance slot,
+	// a manager error, the deadline): it says nothing about the task, so
+	// each listen retries it (see subscription.retryLater).
+	failed   bool
 	updated  string // its lastUpdatedAt
 	terminal bool
 	// The notifications/tasks params around the subscription ID.
@@ -136,6 +140,7 @@ func (ep *Endpoint) startFlight(s *subscription, id string, f *flight) {
 			if recover() != nil {
 				f.ok = false
 			}
+			f.failed = failed
 			if failed {
 				srv.subs.forget(id, s.view, f)
 			}
@@ -162,6 +167,7 @@ func (ep *Endpoint) startFlight(s *subscription, id string, f *flight) {
 		}
 		d, perr := c.detail(f.ctx, t)
 		if perr != nil {
+			failed = f.ctx.Err() != nil // a deadline, not a verdict
 			return
 		}
 		body, err := json.Marshal(&mcp.TaskNotificationParams{
@@ -188,21 +194,23 @@ func (ep *Endpoint) startFlight(s *subscription, id string, f *flight) {
 // most until the flight's deadline, its grant's end or its own end; a
 // flight it stops waiting for keeps s's projection slot (s.inFlight) until
 // its callbacks return, so no second lookup of s piles up behind a stuck
-// one.
-func (ep *Endpoint) sharedLookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (*flight, bool) {
+// one. ok means a snapshot to send; failed means the lookup did not
+// answer (an error, a deadline, or s stopped waiting), as opposed to a
+// snapshot suppressed for the view.
+func (ep *Endpoint) sharedLookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (f *flight, ok, failed bool) {
 	if s.inFlight != nil {
 		select {
 		case <-s.inFlight:
 			s.inFlight = nil
 		case <-ctx.Done():
-			return nil, false
+			return nil, false, true
 		}
 	}
 	srv := s.c.srv
 	timeout := srv.opts.Subscriptions.AuthorizationTimeout
 	f, start := srv.subs.flightFor(id, s.view, timeout)
 	if f == nil {
-		return nil, false
+		return nil, false, true // the registry is closed: the listen is ending
 	}
 	if start {
 		ep.startFlight(s, id, f)
@@ -215,16 +223,16 @@ func (ep *Endpoint) sharedLookup(ctx context.Context, s *subscription, id string
 	}
 	select {
 	case <-f.done:
-		return f, f.ok
+		return f, f.ok, f.failed
 	case <-f.ctx.Done():
 	case <-ctx.Done():
 	case <-expire:
 	}
 	select {
 	case <-f.done:
-		return f, f.ok
+		return f, f.ok, f.failed
 	default:
 		s.inFlight = f.done
-		return nil, false
+		return nil, false, true
 	}
 }

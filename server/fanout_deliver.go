@@ -146,6 +146,11 @@ func (s *subscription) deliver(f *flight, id string) (terminal bool) {
 		// s follows the task no more.)
 		return false
 	}
+	if f.failed {
+		s.enqueue(id) // the lookup did not answer: the listen retries it
+		return false
+	}
+	delete(s.retries, id) // the lookup answered
 	if !f.ok {
 		return false // suppressed for this view, as for the listens that join f
 	}

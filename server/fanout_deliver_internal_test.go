@@ -157,6 +157,10 @@ func TestDeliver(t *testing.T) {
 			f.ok = false
 			return nil
 		}, want: want{}},
+		{name: "lookup failed", setup: func(_ *subscription, f *flight) func() {
+			f.ok, f.failed = false, true // the listen retries it
+			return nil
+		}, want: want{Queued: []string{"t1"}, Woken: true}},
 		{name: "duplicate", setup: func(s *subscription, f *flight) func() {
 			s.last["t1"] = sentState{updated: f.updated, prefix: f.prefix, id: "7", suffix: f.suffix}
 			return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -53,8 +52,9 @@ type subscription struct {
 	pmu      sync.Mutex
 	last     map[string]sentState
 	terminal map[string]bool
-	inFlight chan struct{} // closed when the current lookup returns; nil when none
-	until    time.Time     // the current grant's end
+	retries  map[string]lookupRetry // tasks whose last lookup failed (see retryLater)
+	inFlight chan struct{}          // closed when the current lookup returns; nil when none
+	until    time.Time              // the current grant's end
 	// authorizing is closed when a renewal's authorizer that outlived
 	// AuthorizationTimeout returns; nil when none is running. The listen
 	// owns that goroutine: its request does not finish, nor give its
@@ -461,6 +461,29 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 	defer keepAlive.Stop()
 	renew := time.NewTimer(renewalDelay(srv.opts.now(), grant.Until))
 	defer renew.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var retryDue <-chan time.Time // nil while no retry is pending
+	// drain projects the queue and arms the retry timer for what failed.
+	drain := func() drainResult {
+		r := ep.drain(ctx, s, grant)
+		if r == drainLookupsFailed {
+			srv.logger.Warn("subscriptions/listen: ending a listen whose task lookups kept failing", "attempts", lookupAttempts)
+		}
+		if r != drainDone {
+			return r
+		}
+		s.pmu.Lock()
+		d, pending := s.nextRetry(srv.opts.now())
+		s.pmu.Unlock()
+		retryDue = nil
+		if pending {
+			retry.Reset(d)
+			retryDue = retry.C
+		}
+		return r
+	}
 	for {
 		if s.left() {
 			return false
@@ -483,147 +506,81 @@ func (ep *Endpoint) projectLoop(ctx context.Context, s *subscription, grant Subs
 			}
 			grant = g
 			renew.Reset(renewalDelay(srv.opts.now(), grant.Until))
+		case <-retryDue:
+			s.pmu.Lock()
+			s.queueDueRetries(srv.opts.now())
+			s.pmu.Unlock()
+			if r := drain(); r != drainDone {
+				return r == drainLookupsFailed // graceful: the client reconnects and polls
+			}
 		case <-s.wake:
-			if !ep.drain(ctx, s, grant) {
-				return false
+			if r := drain(); r != drainDone {
+				return r == drainLookupsFailed
 			}
-			if ctx.Err() != nil {
-				return !s.left()
-			}
+		}
+		if ctx.Err() != nil {
+			return !s.left()
 		}
 	}
 }
 
+// drainResult is how a drain of the hint queue ended.
+type drainResult int
+
+const (
+	drainDone          drainResult = iota // the queue is empty, or the listen is ending
+	drainStreamFailed                     // the stream failed: nothing more can be sent
+	drainLookupsFailed                    // a task's lookups kept failing: end the listen gracefully
+)
+
 // drain writes what the fan-out left pending and projects every queued
-// hint. It reports false when the stream failed.
-func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant SubscriptionGrant) bool {
+// hint.
+func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant SubscriptionGrant) drainResult {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if s.c.stream.flushPending() != nil {
-		return false
+		return drainStreamFailed
 	}
 	for ctx.Err() == nil {
 		id, ok := s.next()
 		if !ok {
 			break
 		}
-		if !ep.project(ctx, s, id, grant) {
-			return false
+		if r := ep.project(ctx, s, id, grant); r != drainDone {
+			return r
 		}
 	}
-	return true
-}
-
-// renewalDelay is half the remaining grant plus a stagger of up to
-// min(1 s, lease/20).
-func renewalDelay(now, until time.Time) time.Duration {
-	lease := until.Sub(now)
-	if lease <= 0 {
-		return 0
-	}
-	stagger := min(time.Second, lease/20)
-	d := lease / 2
-	if stagger > 0 {
-		d += rand.N(stagger)
-	}
-	return d
-}
-
-// renew re-authorizes the listen and reconciles its accepted IDs, which can
-// only shrink. It reports false when the listen must end. While the
-// authorizer decides, the current grant holds and the fan-out goes on
-// delivering; the reconciliation holds the projection lock.
-func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant SubscriptionGrant) (SubscriptionGrant, bool) {
-	s.lock()
-	current := make([]string, 0, len(s.accepted))
-	for id := range s.accepted {
-		current = append(current, id)
-	}
-	s.unlock()
-	slices.Sort(current)
-	g, err := ep.authorizeRenewal(ctx, s, current, grant)
-	if err != nil {
-		return grant, false
-	}
-	s.pmu.Lock()
-	defer s.pmu.Unlock()
-	s.until = g.Until
-	kept := ep.reconcile(ctx, s, current, g, true)
-	keep := setOfIDs(kept)
-	s.accept(keep)
-	for _, id := range current {
-		if !keep[id] {
-			s.c.srv.subs.unwatch(s, id)
-		}
-	}
-	return g, true
-}
-
-var errNoRenewalSlot = errors.New("no maintenance slot before the grant expired")
-
-// authorizeRenewal runs the renewal's authorization in a maintenance slot,
-// so that a wave of renewals is bounded like projections. Waiting for the
-// slot cannot outlast the current grant, and an authorizer that ignores
-// cancellation keeps the slot no longer than AuthorizationTimeout: the
-// renewal then fails and the listen ends.
-func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant) (SubscriptionGrant, error) {
-	srv := s.c.srv
-	wctx, cancel := context.WithDeadline(ctx, grant.Until)
-	defer cancel()
-	select {
-	case srv.maintenance <- struct{}{}:
-	case <-wctx.Done():
-		return grant, errNoRenewalSlot
-	}
-	defer func() { <-srv.maintenance }()
-	actx, cancelAuth := context.WithTimeout(ctx, srv.opts.Subscriptions.AuthorizationTimeout)
-	defer cancelAuth()
-	type result struct {
-		g   SubscriptionGrant
-		err error
-	}
-	done := make(chan result, 1)
-	finished := make(chan struct{})
-	go func() { // owned by the listen through s.authorizing; ends when the authorizer returns
-		defer close(finished)
-		defer func() {
-			if recover() != nil {
-				done <- result{err: errInternal}
-			}
-		}()
-		g, err := ep.authorize(actx, s.c, ids, true)
-		done <- result{g, err}
-	}()
-	select {
-	case r := <-done:
-		return r.g, r.err
-	case <-actx.Done():
-		// A failed renewal ends the listen, so no second one starts.
-		s.authorizing = finished
-		return grant, actx.Err()
-	}
+	return drainDone
 }
 
 // project looks up one hinted task (through its view's shared flight) and
 // writes its notification unless it is suppressed, stale or a duplicate.
-// It reports false when the stream failed.
-func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) bool {
+// A lookup that failed is retried later (see retryLater); when it has
+// failed too often, project reports drainLookupsFailed.
+func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) drainResult {
 	if s.terminal[id] {
-		return true
+		return drainDone
 	}
-	f, ok := ep.sharedLookup(ctx, s, id, grant)
+	f, ok, failed := ep.sharedLookup(ctx, s, id, grant)
+	if failed {
+		if ctx.Err() == nil && !s.retryLater(id, s.c.srv.opts.now()) {
+			return drainLookupsFailed
+		}
+		return drainDone
+	}
+	delete(s.retries, id) // the lookup answered
 	if !ok {
-		return true // suppressed: a later hint or renewal may project it
+		return drainDone // suppressed for this view: the next hint or a poll sees it again
 	}
 	prev, seen := s.last[id]
 	if seen && f.updated < prev.updated {
-		return true // stale
+		return drainDone // stale
 	}
 	if seen && prev.prefix == f.prefix && prev.suffix == f.suffix {
-		return true // duplicate
+		return drainDone // duplicate
 	}
 	if err := s.c.stream.notifyTask(f.prefix, s.rpcID, f.suffix); err != nil {
-		return false
+		return drainStreamFailed
 	}
 	s.last[id] = sentState{updated: f.updated, prefix: f.prefix, id: s.rpcID, suffix: f.suffix}
 	if f.terminal {
@@ -631,5 +588,5 @@ func (ep *Endpoint) project(ctx context.Context, s *subscription, id string, gra
 		delete(s.last, id)
 		s.c.srv.subs.unwatch(s, id)
 	}
-	return true
+	return drainDone
 }

@@ -391,9 +391,10 @@ func (m *stuckManager) unblock() { m.once.Do(func() { close(m.release) }) }
 
 // TestListenStuckLookupKeepsOnlyItsSlot: a manager lookup that ignores
 // cancellation keeps its own subscription's projection slot until it
-// returns (no second lookup for that subscription meanwhile), but the
-// shared maintenance slot is given back at the projection deadline, so
-// another subscription progresses even with a single shared slot.
+// returns (no second lookup for that subscription meanwhile, not even its
+// retry), but the shared maintenance slot is given back at the projection
+// deadline, so another subscription progresses even with a single shared
+// slot. Once the lookup returns, the retry projects the stuck task.
 func TestListenStuckLookupKeepsOnlyItsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := newListenRig(t, &server.SubscriptionOptions{AuthorizationTimeout: time.Second}, func(_ *taskRig, o *server.Options) {
@@ -423,7 +424,9 @@ func TestListenStuckLookupKeepsOnlyItsSlot(t *testing.T) {
 		diffCalls(t, "a minute later", taskCalls{}, r.takeCalls())
 
 		m.unblock()
-		a.expect(t, note(y, "working", "one")) // the stuck generation is not sent
+		// y, which waited behind the stuck lookup, then the stuck task's
+		// retry, which no longer waits.
+		a.expect(t, note(y, "working", "one"), note(stuck, "working", "one"))
 		m.mu.Lock()
 		if m.peak["alice"] != 1 {
 			t.Errorf("alice's subscription ran %d lookups at once", m.peak["alice"])
@@ -632,9 +635,8 @@ func TestListenSlowSubscriberClosesAlone(t *testing.T) {
 	}}
 	// Hundreds of lookups of large results queue for the maintenance slots:
 	// on a loaded machine some would wait past the default 5 s
-	// AuthorizationTimeout, and a timed-out lookup drops its notification
-	// (a later hint or renewal may project the task), which is not what
-	// this test is about.
+	// AuthorizationTimeout, and a timed-out lookup is retried and, failing
+	// again, ends the listen, which is not what this test is about.
 	subs := &server.SubscriptionOptions{Authorizer: auth, WriteTimeout: 2 * time.Second, AuthorizationTimeout: 2 * time.Minute}
 	r, _ := newListenRig(t, subs, func(r *taskRig, o *server.Options) {
 		o.Observer = &listenObserver{taskObserver: r.obs, finished: finished}

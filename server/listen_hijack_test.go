@@ -34,6 +34,18 @@ func hijackRig(t *testing.T, h http.Handler) (*httptest.Server, <-chan struct{})
 	return ts, hijacked
 }
 
+// takenOverListen serves r over real loopback HTTP/1.1, opens listen
+// rpcID for ids and waits until its connection is taken over. The body is
+// closed at the end of the test.
+func takenOverListen(t *testing.T, r *taskRig, rpcID string, ids ...string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	ts, hijacked := hijackRig(t, r.srv)
+	resp, br := openRawListen(t, ts.Client(), ts.URL+"/mcp", rpcID, "", ids...)
+	t.Cleanup(func() { resp.Body.Close() })
+	waitFor(t, "the listen's connection to be taken over", hijacked)
+	return resp, br
+}
+
 // openRawListen opens a listen over HTTP/1.1 and returns the response and
 // a reader of its body positioned after the acknowledgement's line.
 func openRawListen(t *testing.T, hc *http.Client, url, rpcID, bearer string, ids ...string) (*http.Response, *bufio.Reader) {
@@ -128,10 +140,7 @@ func TestListenHTTP1StreamOutlivesHandler(t *testing.T) {
 		o.KeepAliveInterval = time.Hour
 	})
 	id := r.createTask(t, `{"n":1}`, nil)
-	ts, hijacked := hijackRig(t, r.srv)
-	resp, br := openRawListen(t, ts.Client(), ts.URL+"/mcp", "7", "", id)
-	defer resp.Body.Close()
-	waitFor(t, "the listen's connection to be taken over", hijacked)
+	_, br := takenOverListen(t, r, "7", id)
 
 	taskMust(t)(r.mem.MarkWorking(id, "on its way"))
 	if m := nextData(t, br); m.Method != mcp.NotificationTasks || m.Params.TaskID != id || m.Params.Status != "working" {
@@ -166,6 +175,34 @@ func TestListenHTTP1StreamOutlivesHandler(t *testing.T) {
 	}
 	if out := waitOutcome(t, finished); out != server.OutcomeComplete {
 		t.Errorf("the listen finished %s, want complete", out)
+	}
+}
+
+// TestListenHTTP1RetriesFailedLookup, over real loopback HTTP/1.1, where
+// the fan-out writes the stream: a completion whose lookups fail at first
+// is handed back to the listen, which retries it and delivers the terminal
+// notification on the open stream.
+func TestListenHTTP1RetriesFailedLookup(t *testing.T) {
+	r, _ := newListenRig(t, nil, func(_ *taskRig, o *server.Options) {
+		o.KeepAliveInterval = time.Hour
+	})
+	id := r.createTask(t, `{"n":1}`, nil)
+	resp, br := takenOverListen(t, r, "7", id)
+
+	failed := failingFinds(r, id, 2)
+	completeTask(t, r, id)
+	// Without the notification, closing the body ends the read below.
+	giveUp := time.AfterFunc(listenWait, func() { resp.Body.Close() })
+	defer giveUp.Stop()
+	if m := nextData(t, br); m.Method != mcp.NotificationTasks || m.Params.TaskID != id || m.Params.Status != "completed" {
+		t.Fatalf("notification: %s", m.raw)
+	}
+	if n := failed.Load(); n != 2 {
+		t.Errorf("%d lookups failed before the notification, want 2", n)
+	}
+	r.srv.Close()
+	if final := nextData(t, br); string(final.ID) != "7" {
+		t.Errorf("final message: %s", final.raw)
 	}
 }
 

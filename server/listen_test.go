@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -1188,33 +1189,78 @@ func TestListenDuplicatesCollapse(t *testing.T) {
 	lc.expectEnd(t, "end")
 }
 
-// TestListenTransientLookupFailure: a failing lookup suppresses that
-// generation only; the stream stays open and the next hint projects.
-func TestListenTransientLookupFailure(t *testing.T) {
-	r, _ := newListenRig(t, nil, nil)
-	a := r.createTask(t, `{"n":1}`, nil)
-	lc, _ := listen(t, r.srv, "7", nil, a)
-	var once sync.Once
-	failed := make(chan struct{})
+// failingFinds makes the rig's manager fail the first n lookups of id
+// (every one when n < 0) with a storage error, and otherwise look the
+// task up in the real memory store. It returns the count of failed
+// lookups.
+func failingFinds(r *taskRig, id string, n int) *atomic.Int32 {
+	var failed atomic.Int32
 	r.set(func() {
 		r.mgr.find = func(rc task.RequestContext) (task.Task, bool, error) {
-			var err error
-			once.Do(func() { err = errors.New("storage blip " + rc.TaskID) })
-			if err != nil {
-				close(failed)
-				return task.Task{}, false, err
+			if rc.TaskID == id && (n < 0 || int(failed.Load()) < n) {
+				failed.Add(1)
+				return task.Task{}, false, errors.New("storage blip")
 			}
 			return r.mem.FindTask(context.Background(), rc)
 		}
 	})
-	taskMust(t)(r.mem.MarkWorking(a, "lost"))
-	<-failed
-	taskMust(t)(r.mem.MarkWorking(a, "seen"))
-	lc.expect(t, note(a, "working", "seen"))
-	r.srv.Close()
-	lc.expectEnd(t, "end")
-	if strings.Contains(r.logs.String(), a) {
-		t.Errorf("log leaks the task ID:\n%s", r.logs.String())
+	return &failed
+}
+
+// TestListenRetriesFailedLookup: a hint whose lookup fails is not dropped.
+// The listen looks the task up again with backoff, so a task that
+// completes while the store fails still reaches the listener, whose
+// stream stays open; when every attempt fails, the listen ends gracefully
+// (its final result) so that the client reconnects and polls. Nothing is
+// retried for a task that completed; other tasks carry on.
+func TestListenRetriesFailedLookup(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int // failed lookups of the task before it is found; < 0: all
+		want     []string
+	}{
+		{name: "one failure", failures: 1, want: []string{"A completed done", "B working after"}},
+		{name: "three failures", failures: 3, want: []string{"A completed done", "B working after"}},
+		{name: "every attempt fails", failures: -1, want: []string{"end"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r, _ := newListenRig(t, nil, nil)
+				a := r.createTask(t, `{"n":1}`, nil)
+				b := r.createTask(t, `{"n":2}`, nil)
+				lc, acked := listen(t, r.srv, "7", nil, a, b)
+				if len(acked) != 2 {
+					t.Fatalf("acknowledged %q", acked)
+				}
+				failed := failingFinds(r, a, tc.failures)
+				completeTask(t, r, a) // no later hint comes for a
+				synctest.Wait()
+				if failed.Load() == 0 {
+					t.Fatal("the completion's lookup did not fail")
+				}
+				time.Sleep(10 * time.Second) // past every backoff
+				synctest.Wait()
+				taskMust(t)(r.mem.MarkWorking(b, "after"))
+				synctest.Wait()
+				r.srv.Close()
+				var got []string
+				for _, m := range lc.rest(t) {
+					got = append(got, strings.NewReplacer(a, "A", b, "B").Replace(m))
+				}
+				if tc.failures >= 0 {
+					tc.want = append(tc.want, "end")
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("stream (-want +got):\n%s", diff)
+				}
+				if tc.failures < 0 && failed.Load() != 4 {
+					t.Errorf("%d lookups of the task failed, want 4", failed.Load())
+				}
+				if strings.Contains(r.logs.String(), a) {
+					t.Errorf("log leaks the task ID:\n%s", r.logs.String())
+				}
+			})
+		})
 	}
 }
 
