@@ -317,7 +317,7 @@ func TestActions(t *testing.T) {
 		header map[string]string
 	}{
 		{"no CSRF token", url.Values{}, f.session(cookie)},
-		{"wrong CSRF token", url.Values{"csrf": {"x" + csrf[1:]}}, f.session(cookie)},
+		{"wrong CSRF token", url.Values{"csrf": {flipFirst(csrf)}}, f.session(cookie)},
 		{"another session's CSRF token", url.Values{"csrf": {otherCSRF}}, f.session(cookie)},
 		{"cross-site", url.Values{"csrf": {csrf}}, crossSite},
 		{"other origin", url.Values{"csrf": {csrf}}, otherOrigin},
@@ -400,4 +400,13 @@ func TestTaskRef(t *testing.T) {
 	if got, want := console.TaskRef("abc"), "ba7816bf8f01"; got != want {
 		t.Errorf("TaskRef(abc) = %s, want %s", got, want)
 	}
+}
+
+// flipFirst returns s with its first character replaced by another one, so
+// that the result never equals s.
+func flipFirst(s string) string {
+	if s[0] == 'x' {
+		return "y" + s[1:]
+	}
+	return "x" + s[1:]
 }
