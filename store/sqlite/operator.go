@@ -121,17 +121,8 @@ func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error)
 		return nil, wrapErr("operator counts", err)
 	}
 	defer rows.Close()
-	var out []backend.TaskCount
-	for rows.Next() {
-		var c backend.TaskCount
-		var status string
-		if err := rows.Scan(&c.Tool, &status, &c.N); err != nil {
-			return nil, wrapErr("operator counts", err)
-		}
-		c.Status = task.Status(status)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := taskdata.TaskCounts(rows)
+	if err != nil {
 		return nil, wrapErr("operator counts", err)
 	}
 	return out, nil

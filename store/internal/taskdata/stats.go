@@ -1,5 +1,10 @@
 package taskdata
 
+import (
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/task"
+)
+
 // CountRows is what CountBy reads: the rows of a "SELECT key, count(*) ...
 // GROUP BY key" query, as database/sql and pgx both return them.
 type CountRows interface {
@@ -20,4 +25,21 @@ func CountBy[K ~string](rows CountRows, into map[K]int) error {
 		into[K(k)] += n
 	}
 	return rows.Err()
+}
+
+// TaskCounts reads the (tool, status, count) rows of an operator's count
+// of tasks by tool and status (backend.Operator.OperatorCounts). The
+// caller closes rows and wraps the error.
+func TaskCounts(rows CountRows) ([]backend.TaskCount, error) {
+	var out []backend.TaskCount
+	for rows.Next() {
+		var c backend.TaskCount
+		var status string
+		if err := rows.Scan(&c.Tool, &status, &c.N); err != nil {
+			return nil, err
+		}
+		c.Status = task.Status(status)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
