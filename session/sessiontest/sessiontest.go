@@ -29,9 +29,13 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	}
 }
 
-// base is a fixed time with millisecond precision, the precision stores
-// must keep.
-var base = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+// Base is the fixed time the suite's records are created at, with
+// millisecond precision, the precision stores must keep. A backend's own
+// tests can use it with Record.
+var Base = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+
+// base is Base, for brevity inside the suite.
+var base = Base
 
 // Key returns the key of a made-up session ID: the digest a server would
 // compute.
@@ -40,8 +44,11 @@ func Key(id string) string {
 	return hex.EncodeToString(d[:])
 }
 
-// record returns a live record for owner p created at base.
-func record(id, p string) session.Record {
+// Record returns a live 2025-11-25 record of the made-up session ID id for
+// principal p (endpoint "mcp", tenant "t1"), created and last used at
+// Base, expiring a day later, idle timeout 30 minutes: the record the suite
+// writes, for a backend's own tests.
+func Record(id, p string) session.Record {
 	return session.Record{
 		Key: Key(id), Endpoint: "mcp", Tenant: "t1", Principal: p,
 		ProtocolVersion:    "2025-11-25",
@@ -100,7 +107,7 @@ func load(t *testing.T, s session.Store, key string, now time.Time) (session.Rec
 
 var cases = []testCase{
 	{"RoundTrip", func(t *testing.T, s session.Store) {
-		want := record("a", "alice")
+		want := Record("a", "alice")
 		mustCreate(t, s, want, 0, base)
 		got, err := load(t, s, want.Key, base.Add(time.Second))
 		if err != nil {
@@ -111,7 +118,7 @@ var cases = []testCase{
 		}
 	}},
 	{"UnknownKey", func(t *testing.T, s session.Store) {
-		mustCreate(t, s, record("a", "alice"), 0, base)
+		mustCreate(t, s, Record("a", "alice"), 0, base)
 		_, err := s.Load(ctx(t), Key("b"), base)
 		wantNotFound(t, "Load", err)
 		wantNotFound(t, "Touch", s.Touch(ctx(t), Key("b"), base))
@@ -119,8 +126,8 @@ var cases = []testCase{
 		wantNotFound(t, "Delete", s.Delete(ctx(t), Key("b"), base))
 	}},
 	{"DuplicateKey", func(t *testing.T, s session.Store) {
-		mustCreate(t, s, record("a", "alice"), 0, base)
-		if err := s.Create(ctx(t), record("a", "bob"), session.Limits{PerOwner: 0}, base); err == nil {
+		mustCreate(t, s, Record("a", "alice"), 0, base)
+		if err := s.Create(ctx(t), Record("a", "bob"), session.Limits{PerOwner: 0}, base); err == nil {
 			t.Fatal("second Create with the same key succeeded")
 		}
 		got, err := load(t, s, Key("a"), base)
@@ -129,7 +136,7 @@ var cases = []testCase{
 		}
 	}},
 	{"Delete", func(t *testing.T, s session.Store) {
-		mustCreate(t, s, record("a", "alice"), 0, base)
+		mustCreate(t, s, Record("a", "alice"), 0, base)
 		if err := s.Delete(ctx(t), Key("a"), base); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
@@ -139,7 +146,7 @@ var cases = []testCase{
 		wantNotFound(t, "Touch after Delete", s.Touch(ctx(t), Key("a"), base))
 	}},
 	{"AbsoluteExpiry", func(t *testing.T, s session.Store) {
-		r := record("a", "alice")
+		r := Record("a", "alice")
 		r.IdleTimeout = 48 * time.Hour
 		mustCreate(t, s, r, 0, base)
 		if _, err := load(t, s, r.Key, r.ExpiresAt.Add(-time.Millisecond)); err != nil {
@@ -151,7 +158,7 @@ var cases = []testCase{
 		wantNotFound(t, "Delete at ExpiresAt", s.Delete(ctx(t), r.Key, r.ExpiresAt))
 	}},
 	{"IdleExpiryAndTouch", func(t *testing.T, s session.Store) {
-		r := record("a", "alice")
+		r := Record("a", "alice")
 		mustCreate(t, s, r, 0, base)
 		later := base.Add(r.IdleTimeout - time.Minute)
 		if err := s.Touch(ctx(t), r.Key, later); err != nil {
@@ -169,7 +176,7 @@ var cases = []testCase{
 		wantNotFound(t, "Load one idle timeout after the touch", err)
 	}},
 	{"SetLogLevel", func(t *testing.T, s session.Store) {
-		r := record("a", "alice")
+		r := Record("a", "alice")
 		mustCreate(t, s, r, 0, base)
 		if err := s.SetLogLevel(ctx(t), r.Key, "warning", base); err != nil {
 			t.Fatalf("SetLogLevel: %v", err)
@@ -181,67 +188,67 @@ var cases = []testCase{
 	}},
 	{"PerOwnerLimit", func(t *testing.T, s session.Store) {
 		for i := range 3 {
-			mustCreate(t, s, record(fmt.Sprint("a", i), "alice"), 3, base)
+			mustCreate(t, s, Record(fmt.Sprint("a", i), "alice"), 3, base)
 		}
-		if err := s.Create(ctx(t), record("a3", "alice"), session.Limits{PerOwner: 3}, base); !errors.Is(err, session.ErrLimit) {
+		if err := s.Create(ctx(t), Record("a3", "alice"), session.Limits{PerOwner: 3}, base); !errors.Is(err, session.ErrLimit) {
 			t.Fatalf("fourth Create: err = %v, want ErrLimit", err)
 		}
 		_, err := s.Load(ctx(t), Key("a3"), base)
 		wantNotFound(t, "Load of the refused session", err)
 		// Other owners are not affected: another principal, tenant or endpoint.
-		mustCreate(t, s, record("b0", "bob"), 3, base)
-		other := record("c0", "alice")
+		mustCreate(t, s, Record("b0", "bob"), 3, base)
+		other := Record("c0", "alice")
 		other.Tenant = "t2"
 		mustCreate(t, s, other, 3, base)
-		other = record("d0", "alice")
+		other = Record("d0", "alice")
 		other.Endpoint = "admin"
 		mustCreate(t, s, other, 3, base)
 		// A deleted session frees its place; so does an expired one.
 		if err := s.Delete(ctx(t), Key("a0"), base); err != nil {
 			t.Fatal(err)
 		}
-		mustCreate(t, s, record("a4", "alice"), 3, base)
-		short := record("a5", "alice")
+		mustCreate(t, s, Record("a4", "alice"), 3, base)
+		short := Record("a5", "alice")
 		if err := s.Create(ctx(t), short, session.Limits{PerOwner: 3}, base); !errors.Is(err, session.ErrLimit) {
 			t.Fatalf("Create at the limit again: err = %v, want ErrLimit", err)
 		}
 		after := base.Add(31 * time.Minute) // every alice session has idled out
-		mustCreate(t, s, record("a6", "alice"), 3, after)
+		mustCreate(t, s, Record("a6", "alice"), 3, after)
 	}},
 	{"TotalLimit", func(t *testing.T, s session.Store) {
 		total := session.Limits{Total: 3}
-		short := record("a0", "alice")
+		short := Record("a0", "alice")
 		short.ExpiresAt = base.Add(time.Minute)
 		if err := s.Create(ctx(t), short, total, base); err != nil {
 			t.Fatal(err)
 		}
 		for i, p := range []string{"bob", "carol"} {
-			if err := s.Create(ctx(t), record(fmt.Sprint("b", i), p), total, base); err != nil {
+			if err := s.Create(ctx(t), Record(fmt.Sprint("b", i), p), total, base); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Every owner counts, whatever its own limit.
-		if err := s.Create(ctx(t), record("d0", "dave"), session.Limits{PerOwner: 5, Total: 3}, base); !errors.Is(err, session.ErrFull) {
+		if err := s.Create(ctx(t), Record("d0", "dave"), session.Limits{PerOwner: 5, Total: 3}, base); !errors.Is(err, session.ErrFull) {
 			t.Fatalf("Create beyond Total: err = %v, want ErrFull", err)
 		}
 		_, err := s.Load(ctx(t), Key("d0"), base)
 		wantNotFound(t, "Load of the refused session", err)
 		// The owner's limit is checked too, and reported as such.
-		if err := s.Create(ctx(t), record("b2", "bob"), session.Limits{PerOwner: 1, Total: 10}, base); !errors.Is(err, session.ErrLimit) {
+		if err := s.Create(ctx(t), Record("b2", "bob"), session.Limits{PerOwner: 1, Total: 10}, base); !errors.Is(err, session.ErrLimit) {
 			t.Fatalf("Create at the owner's limit: err = %v, want ErrLimit", err)
 		}
 		// A deleted session frees its place; so does an expired one.
 		if err := s.Delete(ctx(t), Key("b0"), base); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Create(ctx(t), record("d1", "dave"), total, base); err != nil {
+		if err := s.Create(ctx(t), Record("d1", "dave"), total, base); err != nil {
 			t.Fatalf("Create after a Delete: %v", err)
 		}
 		later := base.Add(2 * time.Minute) // a0 has expired, unswept
-		if err := s.Create(ctx(t), record("d2", "dave"), total, later); err != nil {
+		if err := s.Create(ctx(t), Record("d2", "dave"), total, later); err != nil {
 			t.Fatalf("Create after an expiry: %v", err)
 		}
-		if err := s.Create(ctx(t), record("d3", "dave"), total, later); !errors.Is(err, session.ErrFull) {
+		if err := s.Create(ctx(t), Record("d3", "dave"), total, later); !errors.Is(err, session.ErrFull) {
 			t.Fatalf("Create at Total again: err = %v, want ErrFull", err)
 		}
 	}},
@@ -253,7 +260,7 @@ var cases = []testCase{
 		for i := range tries {
 			wg.Go(func() {
 				// Every create is another owner: only Total holds them back.
-				err := s.Create(ctx(t), record(fmt.Sprint("c", i), fmt.Sprint("p", i)), session.Limits{PerOwner: 2, Total: total}, base)
+				err := s.Create(ctx(t), Record(fmt.Sprint("c", i), fmt.Sprint("p", i)), session.Limits{PerOwner: 2, Total: total}, base)
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -278,7 +285,7 @@ var cases = []testCase{
 		errs := make(chan error, tries)
 		for i := range tries {
 			wg.Go(func() {
-				err := s.Create(ctx(t), record(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, base)
+				err := s.Create(ctx(t), Record(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, base)
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -298,11 +305,11 @@ var cases = []testCase{
 	}},
 	{"Sweep", func(t *testing.T, s session.Store) {
 		for i := range 5 {
-			r := record(fmt.Sprint("old", i), "alice")
+			r := Record(fmt.Sprint("old", i), "alice")
 			r.ExpiresAt = base.Add(time.Minute)
 			mustCreate(t, s, r, 0, base)
 		}
-		mustCreate(t, s, record("new", "alice"), 0, base)
+		mustCreate(t, s, Record("new", "alice"), 0, base)
 		now := base.Add(2 * time.Minute)
 		n, err := s.Sweep(ctx(t), now, 3)
 		if err != nil || n != 3 {
@@ -319,7 +326,7 @@ var cases = []testCase{
 	{"CanceledContext", func(t *testing.T, s session.Store) {
 		c, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := s.Create(c, record("a", "alice"), session.Limits{PerOwner: 0}, base); err == nil {
+		if err := s.Create(c, Record("a", "alice"), session.Limits{PerOwner: 0}, base); err == nil {
 			t.Error("Create with a canceled context succeeded")
 		}
 		if _, err := s.Load(c, Key("a"), base); err == nil {

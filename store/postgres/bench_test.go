@@ -8,6 +8,7 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -69,8 +70,8 @@ func BenchmarkSessions(b *testing.B) {
 	b.Run("Create", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			r := sessionRecord(fmt.Sprint("bench", i), fmt.Sprint("p", i%1000))
-			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100}, sessionBase); err != nil {
+			r := sessiontest.Record(fmt.Sprint("bench", i), fmt.Sprint("p", i%1000))
+			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100}, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -87,24 +88,24 @@ func BenchmarkSessions(b *testing.B) {
 	b.Run("CreateWithTotal", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			r := sessionRecord(fmt.Sprint("total", i), fmt.Sprint("p", i%1000))
-			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100, Total: 100_000}, sessionBase); err != nil {
+			r := sessiontest.Record(fmt.Sprint("total", i), fmt.Sprint("p", i%1000))
+			if err := ss.Create(ctx, r, session.Limits{PerOwner: 100, Total: 100_000}, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 			i++
 		}
 	})
-	key := sessionKey("bench0")
+	key := sessiontest.Key("bench0")
 	b.Run("Load", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := ss.Load(ctx, key, sessionBase); err != nil {
+			if _, err := ss.Load(ctx, key, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("Touch", func(b *testing.B) {
 		for b.Loop() {
-			if err := ss.Touch(ctx, key, sessionBase); err != nil {
+			if err := ss.Touch(ctx, key, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 		}

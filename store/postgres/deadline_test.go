@@ -10,6 +10,7 @@ import (
 	"github.com/taskwire/taskwire/internal/faultnet"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -104,17 +105,17 @@ func TestTimeoutFrozenNetwork(t *testing.T) {
 			return err
 		}},
 		{"Sessions.Create", func(ctx context.Context) error {
-			return s.Sessions().Create(ctx, sessionRecord("frozen", "alice"), session.Limits{PerOwner: 5}, sessionBase)
+			return s.Sessions().Create(ctx, sessiontest.Record("frozen", "alice"), session.Limits{PerOwner: 5}, sessiontest.Base)
 		}},
 		{"Sessions.Load", func(ctx context.Context) error {
-			_, err := s.Sessions().Load(ctx, sessionKey("frozen"), sessionBase)
+			_, err := s.Sessions().Load(ctx, sessiontest.Key("frozen"), sessiontest.Base)
 			return err
 		}},
 		{"Sessions.Touch", func(ctx context.Context) error {
-			return s.Sessions().Touch(ctx, sessionKey("frozen"), sessionBase)
+			return s.Sessions().Touch(ctx, sessiontest.Key("frozen"), sessiontest.Base)
 		}},
 		{"Sessions.Sweep", func(ctx context.Context) error {
-			_, err := s.Sessions().Sweep(ctx, sessionBase, 10)
+			_, err := s.Sessions().Sweep(ctx, sessiontest.Base, 10)
 			return err
 		}},
 	}

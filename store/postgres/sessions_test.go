@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,22 +16,6 @@ import (
 	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/internal/sessiondata"
 )
-
-var sessionBase = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
-
-func sessionKey(id string) string {
-	d := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(d[:])
-}
-
-func sessionRecord(id, principal string) session.Record {
-	return session.Record{
-		Key: sessionKey(id), Endpoint: "mcp", Tenant: "t1", Principal: principal, ProtocolVersion: "2025-11-25",
-		ClientCapabilities: []byte(`{"elicitation":{}, "roots":{}}`), ClientInfo: []byte(`{"name":"c","version":"1"}`),
-		CreatedAt: sessionBase, LastUsedAt: sessionBase, ExpiresAt: sessionBase.Add(24 * time.Hour),
-		IdleTimeout: 30 * time.Minute,
-	}
-}
 
 // TestSessionsConcurrentLimit: goroutines on three nodes (Stores on one
 // schema, each with its own pool) create sessions for the same owners at
@@ -59,7 +41,7 @@ func TestSessionsConcurrentLimit(t *testing.T) {
 		owner := owners[i%len(owners)]
 		wg.Go(func() {
 			<-start
-			err := nodes[i%len(nodes)].Create(context.Background(), sessionRecord(fmt.Sprint("s", i), owner), session.Limits{PerOwner: limit}, sessionBase)
+			err := nodes[i%len(nodes)].Create(context.Background(), sessiontest.Record(fmt.Sprint("s", i), owner), session.Limits{PerOwner: limit}, sessiontest.Base)
 			switch {
 			case err == nil:
 				created[owner].Add(1)
@@ -94,27 +76,27 @@ func TestSessionsAcrossNodes(t *testing.T) {
 	a := openWithHooks(t, Options{Schema: schema}, testHooks{})
 	b := openWithHooks(t, Options{Schema: schema}, testHooks{})
 	ctx := ctxT(t)
-	want := sessionRecord("s1", "alice")
-	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessionBase); err != nil {
+	want := sessiontest.Record("s1", "alice")
+	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessiontest.Base); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if err := b.Sessions().SetLogLevel(ctx, want.Key, "notice", sessionBase); err != nil {
+	if err := b.Sessions().SetLogLevel(ctx, want.Key, "notice", sessiontest.Base); err != nil {
 		t.Fatalf("SetLogLevel on the other node: %v", err)
 	}
 	want.LogLevel = "notice"
 	a.Close()
 	c := openWithHooks(t, Options{Schema: schema}, testHooks{})
-	got, err := c.Sessions().Load(ctx, want.Key, sessionBase.Add(time.Minute))
+	got, err := c.Sessions().Load(ctx, want.Key, sessiontest.Base.Add(time.Minute))
 	if err != nil {
 		t.Fatalf("Load after restart: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load after restart (-want +got):\n%s", diff)
 	}
-	if err := b.Sessions().Delete(ctx, want.Key, sessionBase); err != nil {
+	if err := b.Sessions().Delete(ctx, want.Key, sessiontest.Base); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := c.Sessions().Load(ctx, want.Key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+	if _, err := c.Sessions().Load(ctx, want.Key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Load after Delete on another node: %v, want ErrNotFound", err)
 	}
 }
@@ -128,20 +110,20 @@ func TestSessionsSweepAndBadInput(t *testing.T) {
 	ss := s.Sessions()
 	ctx := ctxT(t)
 	for i := range 30 {
-		r := sessionRecord(fmt.Sprint("old", i), "alice")
+		r := sessiontest.Record(fmt.Sprint("old", i), "alice")
 		r.IdleTimeout = time.Duration(1+i) * time.Second
-		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
+		if err := ss.Create(ctx, r, session.Limits{}, sessiontest.Base); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now := sessionBase.Add(10 * time.Second)
+	now := sessiontest.Base.Add(10 * time.Second)
 	for _, tc := range []struct{ limit, want int }{{0, 0}, {-1, 0}, {4, 4}, {1 << 30, 6}, {100, 0}} {
 		if n, err := ss.Sweep(ctx, now, tc.limit); err != nil || n != tc.want {
 			t.Errorf("Sweep(limit %d) = %d, %v; want %d", tc.limit, n, err, tc.want)
 		}
 	}
-	ended := sessionKey("old20")
-	if err := ss.Delete(ctx, ended, sessionBase.Add(time.Hour)); !errors.Is(err, session.ErrNotFound) {
+	ended := sessiontest.Key("old20")
+	if err := ss.Delete(ctx, ended, sessiontest.Base.Add(time.Hour)); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Delete of an ended session: %v, want ErrNotFound", err)
 	}
 	count := func() int {
@@ -154,19 +136,19 @@ func TestSessionsSweepAndBadInput(t *testing.T) {
 	if n := count(); n != 19 {
 		t.Errorf("%d sessions stored, want 19", n)
 	}
-	for _, key := range []string{"", strings.ToUpper(sessionKey("old25")), "' OR true --", strings.Repeat("a", 1<<20)} {
-		if _, err := ss.Load(ctx, key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+	for _, key := range []string{"", strings.ToUpper(sessiontest.Key("old25")), "' OR true --", strings.Repeat("a", 1<<20)} {
+		if _, err := ss.Load(ctx, key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Load(malformed key): %v", err)
 		}
-		if err := ss.Delete(ctx, key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+		if err := ss.Delete(ctx, key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Delete(malformed key): %v", err)
 		}
 	}
-	bad := sessionRecord("bad", "a\x00b")
-	if err := ss.Create(ctx, bad, session.Limits{}, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+	bad := sessiontest.Record("bad", "a\x00b")
+	if err := ss.Create(ctx, bad, session.Limits{}, sessiontest.Base); !errors.Is(err, sessiondata.ErrInvalid) {
 		t.Errorf("Create with a NUL in the principal: %v, want ErrInvalid", err)
 	}
-	if err := ss.SetLogLevel(ctx, sessionKey("old25"), "\xff", sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+	if err := ss.SetLogLevel(ctx, sessiontest.Key("old25"), "\xff", sessiontest.Base); !errors.Is(err, sessiondata.ErrInvalid) {
 		t.Errorf("SetLogLevel(invalid UTF-8): %v", err)
 	}
 	if n := count(); n != 19 {
@@ -195,7 +177,7 @@ func TestIndexesServeTheQueries(t *testing.T) {
 		args              []any
 	}{
 		{"owner count", s.q.createSession, "sessions_owner",
-			[]any{sessionKey("x"), "e", "t", "p", "v", nil, nil, "", 0, 0, 1, 1, 1, 0, 5}},
+			[]any{sessiontest.Key("x"), "e", "t", "p", "v", nil, nil, "", 0, 0, 1, 1, 1, 0, 5}},
 		{"sweep", s.q.sweepSessions, "sessions_ends", []any{0, 5}},
 		{"list", s.q.listTasks, "Index Scan Backward using tasks_list", []any{nil, "e", "t", listStart, "", 5}},
 	} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
 )
@@ -29,24 +30,24 @@ func BenchmarkSessions(b *testing.B) {
 		before := fileSize(b, s, path)
 		n := 0
 		for b.Loop() {
-			if err := ss.Create(ctx, sessionRecord(fmt.Sprint("bench", n), fmt.Sprint("p", n%1000)), session.Limits{PerOwner: 100}, sessionBase); err != nil {
+			if err := ss.Create(ctx, sessiontest.Record(fmt.Sprint("bench", n), fmt.Sprint("p", n%1000)), session.Limits{PerOwner: 100}, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 			n++
 		}
 		b.ReportMetric(float64(fileSize(b, s, path)-before)/float64(n), "bytes/session")
 	})
-	key := sessionKey("bench0")
+	key := sessiontest.Key("bench0")
 	b.Run("Load", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := ss.Load(ctx, key, sessionBase); err != nil {
+			if _, err := ss.Load(ctx, key, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("Touch", func(b *testing.B) {
 		for b.Loop() {
-			if err := ss.Touch(ctx, key, sessionBase); err != nil {
+			if err := ss.Touch(ctx, key, sessiontest.Base); err != nil {
 				b.Fatal(err)
 			}
 		}

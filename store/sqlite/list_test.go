@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/session"
+	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
 )
@@ -87,7 +88,7 @@ func TestMigrateListingAndSessions(t *testing.T) {
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID() != "v3-task" {
 		t.Fatalf("listing after the upgrade: %d tasks, %v", len(page.Tasks), err)
 	}
-	if err := s.Sessions().Create(context.Background(), sessionRecord("s", "alice"), session.Limits{PerOwner: 1}, sessionBase); err != nil {
+	if err := s.Sessions().Create(context.Background(), sessiontest.Record("s", "alice"), session.Limits{PerOwner: 1}, sessiontest.Base); err != nil {
 		t.Fatalf("Create session after the upgrade: %v", err)
 	}
 }

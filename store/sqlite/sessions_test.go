@@ -2,8 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -21,22 +19,6 @@ import (
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 
-var sessionBase = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
-
-func sessionKey(id string) string {
-	d := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(d[:])
-}
-
-func sessionRecord(id, principal string) session.Record {
-	return session.Record{
-		Key: sessionKey(id), Endpoint: "mcp", Tenant: "t1", Principal: principal, ProtocolVersion: "2025-11-25",
-		ClientCapabilities: []byte(`{"elicitation":{}, "roots":{}}`), ClientInfo: []byte(`{"name":"c","version":"1"}`),
-		CreatedAt: sessionBase, LastUsedAt: sessionBase, ExpiresAt: sessionBase.Add(24 * time.Hour),
-		IdleTimeout: 30 * time.Minute,
-	}
-}
-
 // TestSessionsSurviveRestart: a session written by one Store is read,
 // byte for byte, by another Store on the same file and after a restart.
 func TestSessionsSurviveRestart(t *testing.T) {
@@ -47,15 +29,15 @@ func TestSessionsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := open(t, sqlite.Options{Path: path})
-	want := sessionRecord("s1", "alice")
-	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessionBase); err != nil {
+	want := sessiontest.Record("s1", "alice")
+	if err := a.Sessions().Create(ctx, want, session.Limits{PerOwner: 10}, sessiontest.Base); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if err := a.Sessions().SetLogLevel(ctx, want.Key, "debug", sessionBase); err != nil {
+	if err := a.Sessions().SetLogLevel(ctx, want.Key, "debug", sessiontest.Base); err != nil {
 		t.Fatalf("SetLogLevel: %v", err)
 	}
 	want.LogLevel = "debug"
-	got, err := b.Sessions().Load(ctx, want.Key, sessionBase.Add(time.Minute))
+	got, err := b.Sessions().Load(ctx, want.Key, sessiontest.Base.Add(time.Minute))
 	if err != nil {
 		t.Fatalf("Load through another Store: %v", err)
 	}
@@ -64,7 +46,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 	}
 	a.Close()
 	c := open(t, sqlite.Options{Path: path})
-	if got, err = c.Sessions().Load(ctx, want.Key, sessionBase.Add(time.Minute)); err != nil {
+	if got, err = c.Sessions().Load(ctx, want.Key, sessiontest.Base.Add(time.Minute)); err != nil {
 		t.Fatalf("Load after restart: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -88,7 +70,7 @@ func TestSessionsLimitAcrossStores(t *testing.T) {
 	errs := make(chan error, tries)
 	for i := range tries {
 		wg.Go(func() {
-			err := stores[i%2].Sessions().Create(context.Background(), sessionRecord(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, sessionBase)
+			err := stores[i%2].Sessions().Create(context.Background(), sessiontest.Record(fmt.Sprint("c", i), "carol"), session.Limits{PerOwner: limit}, sessiontest.Base)
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -114,16 +96,16 @@ func TestSessionsRefuseBadInput(t *testing.T) {
 	ss := s.Sessions()
 	ctx := context.Background()
 	for name, key := range map[string]string{
-		"empty": "", "upper case": strings.ToUpper(sessionKey("x")), "short": sessionKey("x")[1:],
+		"empty": "", "upper case": strings.ToUpper(sessiontest.Key("x")), "short": sessiontest.Key("x")[1:],
 		"SQL": "' OR 1=1 --", "huge": strings.Repeat("a", 1<<20),
 	} {
-		if _, err := ss.Load(ctx, key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+		if _, err := ss.Load(ctx, key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Load(%s key): %v, want ErrNotFound", name, err)
 		}
-		if err := ss.Touch(ctx, key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+		if err := ss.Touch(ctx, key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Touch(%s key): %v, want ErrNotFound", name, err)
 		}
-		if err := ss.Delete(ctx, key, sessionBase); !errors.Is(err, session.ErrNotFound) {
+		if err := ss.Delete(ctx, key, sessiontest.Base); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Delete(%s key): %v, want ErrNotFound", name, err)
 		}
 	}
@@ -132,13 +114,13 @@ func TestSessionsRefuseBadInput(t *testing.T) {
 		"huge info":     func(r *session.Record) { r.ClientInfo = make([]byte, sessiondata.MaxJSON+1) },
 		"bad key":       func(r *session.Record) { r.Key = "k" },
 	} {
-		r := sessionRecord("bad", "alice")
+		r := sessiontest.Record("bad", "alice")
 		mutate(&r)
-		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+		if err := ss.Create(ctx, r, session.Limits{}, sessiontest.Base); !errors.Is(err, sessiondata.ErrInvalid) {
 			t.Errorf("Create(%s): %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := ss.SetLogLevel(ctx, sessionKey("bad"), "\xff", sessionBase); !errors.Is(err, sessiondata.ErrInvalid) {
+	if err := ss.SetLogLevel(ctx, sessiontest.Key("bad"), "\xff", sessiontest.Base); !errors.Is(err, sessiondata.ErrInvalid) {
 		t.Errorf("SetLogLevel(invalid UTF-8): %v", err)
 	}
 	var n int
@@ -154,25 +136,25 @@ func TestSessionsSweepAndDelete(t *testing.T) {
 	ss := s.Sessions()
 	ctx := context.Background()
 	for i := range 30 {
-		r := sessionRecord(fmt.Sprint("old", i), "alice")
+		r := sessiontest.Record(fmt.Sprint("old", i), "alice")
 		r.IdleTimeout = time.Duration(1+i) * time.Second // ends one by one
-		if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
+		if err := ss.Create(ctx, r, session.Limits{}, sessiontest.Base); err != nil {
 			t.Fatal(err)
 		}
 	}
-	live := sessionRecord("live", "alice")
-	if err := ss.Create(ctx, live, session.Limits{}, sessionBase); err != nil {
+	live := sessiontest.Record("live", "alice")
+	if err := ss.Create(ctx, live, session.Limits{}, sessiontest.Base); err != nil {
 		t.Fatal(err)
 	}
-	now := sessionBase.Add(10 * time.Second) // ten ended
+	now := sessiontest.Base.Add(10 * time.Second) // ten ended
 	for _, tc := range []struct{ limit, want int }{{0, 0}, {-3, 0}, {4, 4}, {1 << 30, 6}, {100, 0}} {
 		if n, err := ss.Sweep(ctx, now, tc.limit); err != nil || n != tc.want {
 			t.Errorf("Sweep(limit %d) = %d, %v; want %d", tc.limit, n, err, tc.want)
 		}
 	}
 	// An ended but unswept session: Delete says not found, and removes it.
-	ended := sessionKey("old20")
-	if err := ss.Delete(ctx, ended, sessionBase.Add(time.Hour)); !errors.Is(err, session.ErrNotFound) {
+	ended := sessiontest.Key("old20")
+	if err := ss.Delete(ctx, ended, sessiontest.Base.Add(time.Hour)); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Delete of an ended session: %v, want ErrNotFound", err)
 	}
 	var n int
@@ -189,12 +171,12 @@ func TestSessionsSweepAndDelete(t *testing.T) {
 func TestSessionsTouchNeverShortens(t *testing.T) {
 	ss := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db")}).Sessions()
 	ctx := context.Background()
-	r := sessionRecord("s", "alice")
-	if err := ss.Create(ctx, r, session.Limits{}, sessionBase); err != nil {
+	r := sessiontest.Record("s", "alice")
+	if err := ss.Create(ctx, r, session.Limits{}, sessiontest.Base); err != nil {
 		t.Fatal(err)
 	}
-	later := sessionBase.Add(10 * time.Minute)
-	for _, at := range []time.Time{later, sessionBase.Add(time.Minute)} {
+	later := sessiontest.Base.Add(10 * time.Minute)
+	for _, at := range []time.Time{later, sessiontest.Base.Add(time.Minute)} {
 		if err := ss.Touch(ctx, r.Key, at); err != nil {
 			t.Fatalf("Touch: %v", err)
 		}
@@ -210,8 +192,8 @@ func TestSessionsTouchNeverShortens(t *testing.T) {
 func TestSessionsTimeout(t *testing.T) {
 	s := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Timeout: 200 * time.Millisecond})
 	ss := s.Sessions()
-	r := sessionRecord("s", "alice")
-	if err := ss.Create(context.Background(), r, session.Limits{}, sessionBase); err != nil {
+	r := sessiontest.Record("s", "alice")
+	if err := ss.Create(context.Background(), r, session.Limits{}, sessiontest.Base); err != nil {
 		t.Fatal(err)
 	}
 	release, err := s.HoldWriter()
@@ -221,12 +203,12 @@ func TestSessionsTimeout(t *testing.T) {
 	defer release()
 	writes := map[string]func(context.Context) error{
 		"Create": func(ctx context.Context) error {
-			return ss.Create(ctx, sessionRecord("t", "alice"), session.Limits{PerOwner: 5}, sessionBase)
+			return ss.Create(ctx, sessiontest.Record("t", "alice"), session.Limits{PerOwner: 5}, sessiontest.Base)
 		},
-		"Touch":       func(ctx context.Context) error { return ss.Touch(ctx, r.Key, sessionBase) },
-		"SetLogLevel": func(ctx context.Context) error { return ss.SetLogLevel(ctx, r.Key, "info", sessionBase) },
-		"Delete":      func(ctx context.Context) error { return ss.Delete(ctx, r.Key, sessionBase) },
-		"Sweep":       func(ctx context.Context) error { _, err := ss.Sweep(ctx, sessionBase, 10); return err },
+		"Touch":       func(ctx context.Context) error { return ss.Touch(ctx, r.Key, sessiontest.Base) },
+		"SetLogLevel": func(ctx context.Context) error { return ss.SetLogLevel(ctx, r.Key, "info", sessiontest.Base) },
+		"Delete":      func(ctx context.Context) error { return ss.Delete(ctx, r.Key, sessiontest.Base) },
+		"Sweep":       func(ctx context.Context) error { _, err := ss.Sweep(ctx, sessiontest.Base, 10); return err },
 	}
 	for name, fn := range writes {
 		done := make(chan error, 1)
