@@ -2,9 +2,12 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -28,9 +31,12 @@ const DefaultServiceName = "taskwire"
 // The exporter reads the other OTEL_EXPORTER_OTLP_* variables (headers,
 // timeout, compression, certificates; an http:// endpoint is sent in
 // clear text), the provider OTEL_TRACES_SAMPLER and
-// OTEL_TRACES_SAMPLER_ARG, the batch processor OTEL_BSP_*, and the
-// resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, all from the
-// process environment.
+// OTEL_TRACES_SAMPLER_ARG, the batch processor (a BatchProcessor)
+// OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT, OTEL_BSP_MAX_QUEUE_SIZE
+// and OTEL_BSP_MAX_EXPORT_BATCH_SIZE, and the resource OTEL_SERVICE_NAME
+// and OTEL_RESOURCE_ATTRIBUTES, all from the process environment. A
+// batch processor variable that is set but not a positive integer, or a
+// batch size above the queue size, is an error.
 //
 // The caller must Shutdown the provider, with a deadline, to flush the
 // spans still batched.
@@ -43,6 +49,10 @@ func NewProviderFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 		strings.EqualFold(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")), "none") {
 		return nil, nil
 	}
+	bopts, err := batchOptionsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
@@ -54,5 +64,43 @@ func NewProviderFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 		exp.Shutdown(ctx)
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	bp, err := NewBatchProcessor(exp, bopts)
+	if err != nil {
+		exp.Shutdown(ctx)
+		return nil, err
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bp), sdktrace.WithResource(res)), nil
+}
+
+// batchOptionsFromEnv reads the batch span processor's variables of the
+// OpenTelemetry specification: OTEL_BSP_SCHEDULE_DELAY and
+// OTEL_BSP_EXPORT_TIMEOUT in milliseconds, OTEL_BSP_MAX_QUEUE_SIZE and
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE. An unset or empty variable takes the
+// default; any other value that is not a positive integer is an error.
+func batchOptionsFromEnv(getenv func(string) string) (BatchOptions, error) {
+	var o BatchOptions
+	var errs []error
+	read := func(name string) int {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q is not a positive integer", name, v))
+			return 0
+		}
+		return n
+	}
+	o.ScheduleDelay = time.Duration(read("OTEL_BSP_SCHEDULE_DELAY")) * time.Millisecond
+	o.ExportTimeout = time.Duration(read("OTEL_BSP_EXPORT_TIMEOUT")) * time.Millisecond
+	o.MaxQueueSize = read("OTEL_BSP_MAX_QUEUE_SIZE")
+	o.MaxExportBatchSize = read("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+	if err := errors.Join(errs...); err != nil {
+		return BatchOptions{}, fmt.Errorf("tracing: %w", err)
+	}
+	if _, err := o.withDefaults(); err != nil {
+		return BatchOptions{}, err
+	}
+	return o, nil
 }

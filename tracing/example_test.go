@@ -2,8 +2,11 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -59,4 +62,25 @@ func Example() {
 		log.Fatal(err)
 	}
 	_ = rt // ... register job handlers, then go rt.Run(ctx) ...
+}
+
+// ExampleNewBatchProcessor batches the spans of a provider the
+// application builds itself, with a larger queue than the default.
+func ExampleNewBatchProcessor() {
+	exp := &countingExporter{} // in production, for example otlptracehttp.New(ctx)
+	bp, err := tracing.NewBatchProcessor(exp, tracing.BatchOptions{MaxQueueSize: 8192})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bp))
+	_, span := tp.Tracer("example").Start(context.Background(), "work")
+	span.End()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil { // exports the queue, then shuts exp down
+		log.Fatal(err)
+	}
+	fmt.Println("exported:", exp.n.Load(), "dropped:", bp.Dropped())
+	// Output: exported: 1 dropped: 0
 }

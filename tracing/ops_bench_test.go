@@ -27,25 +27,39 @@ import (
 )
 
 // opsVariants are the operations configurations the Ops benchmarks
-// compare: nothing, Prometheus metrics, OpenTelemetry tracing (the SDK's
-// batch processor feeding an exporter that discards), and both.
+// compare: nothing, Prometheus metrics, OpenTelemetry tracing (a
+// BatchProcessor, as the taskwire command uses, feeding an exporter that
+// discards), both, and tracing through the SDK's own batch span processor
+// instead, for comparison.
 var opsVariants = []struct {
 	name             string
 	metrics, tracing bool
+	sdkBatcher       bool
 }{
-	{"off", false, false},
-	{"metrics", true, false},
-	{"tracing", false, true},
-	{"both", true, true},
+	{"off", false, false, false},
+	{"metrics", true, false, false},
+	{"tracing", false, true, false},
+	{"both", true, true, false},
+	{"sdkbatch", false, true, true},
 }
 
 // benchTracer returns a Tracer over a batching provider whose exporter
 // discards (and counts) spans, shut down when b ends, and a function that
-// fails b unless spans were exported.
-func benchTracer(b *testing.B) (*tracing.Tracer, func()) {
+// fails b unless spans were exported. The provider batches with a
+// BatchProcessor, or with the SDK's batch span processor if sdkBatcher is
+// set.
+func benchTracer(b *testing.B, sdkBatcher bool) (*tracing.Tracer, func()) {
 	b.Helper()
 	exp := &countingExporter{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	batcher := sdktrace.WithBatcher(exp)
+	if !sdkBatcher {
+		bp, err := tracing.NewBatchProcessor(exp, tracing.BatchOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batcher = sdktrace.WithSpanProcessor(bp)
+	}
+	tp := sdktrace.NewTracerProvider(batcher)
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
 	tr, err := tracing.New(tracing.Options{Provider: tp})
 	if err != nil {
@@ -53,7 +67,7 @@ func benchTracer(b *testing.B) (*tracing.Tracer, func()) {
 	}
 	return tr, func() {
 		tp.ForceFlush(context.Background())
-		// The batch processor drops spans when its queue is full, so
+		// Both processors drop spans when their queue is full, so
 		// most, not all, are exported under load.
 		if exp.n.Load() == 0 {
 			b.Fatal("no span exported")
@@ -99,7 +113,7 @@ func BenchmarkToolsCallOps(b *testing.B) {
 					opts.Metrics, opts.Observer = m, m.Observer()
 				}
 				if v.tracing {
-					opts.Tracer, exported = benchTracer(b)
+					opts.Tracer, exported = benchTracer(b, v.sdkBatcher)
 				}
 				srv := newEchoServer(b, opts)
 				if mode == "http" {
@@ -282,7 +296,7 @@ func BenchmarkWorkerOps(b *testing.B) {
 			}
 			exported := func() {}
 			if v.tracing {
-				opts.Tracer, exported = benchTracer(b)
+				opts.Tracer, exported = benchTracer(b, v.sdkBatcher)
 			}
 			rt, err := worker.New(opts)
 			if err != nil {

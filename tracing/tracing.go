@@ -14,7 +14,10 @@
 //	rt, err := worker.New(worker.Options{Tracer: tr, ...})
 //
 // NewProviderFromEnv builds the TracerProvider the taskwire command uses,
-// configured by the standard OTEL_* environment variables.
+// configured by the standard OTEL_* environment variables. Its spans are
+// batched by a BatchProcessor, which applications that build their own
+// provider can use too: it exports like the SDK's batch span processor but
+// without a goroutine hand-off for every span.
 //
 // Attributes are bounded by default: method, registered tool name,
 // outcome, protocol version and era on request spans; job kind, attempt
