@@ -92,7 +92,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		enqueue("reports.generate", tenant, `{"period":"2026-Q3"}`)
 		work("reports.generate", func(l backend.Lease) error {
 			if i == 2 {
-				return st.Jobs().Fail(t.Context(), l, mcp.NewError(mcp.CodeInternalError, "The report source did not answer."), "")
+				return st.Jobs().Fail(t.Context(), l, mcp.NewError(mcp.CodeInternalError, "The report source did not answer."), "", "")
 			}
 			if err := st.Jobs().(backend.ProgressReporter).ReportProgress(t.Context(), l, "rendering", &task.Progress{Current: 1, Total: 2}); err != nil {
 				return err
@@ -102,7 +102,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	sought := enqueue("invoices.reconcile", "acme", `{"month":"2026-11"}`)
 	work("invoices.reconcile", func(l backend.Lease) error {
-		return st.Jobs().Retry(t.Context(), l, time.Time{}, "Retrying after a failure")
+		return st.Jobs().Retry(t.Context(), l, time.Time{}, "Retrying after a failure", "")
 	})
 	victim := enqueue("exports.build", "globex", `{"rows":1000000}`)
 
