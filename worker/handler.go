@@ -342,7 +342,8 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 }
 
 // failNow counts a failure of category c, caused by err, and fails the task
-// with rpcErr.
+// with rpcErr; the store records c, never err's text, in the task's
+// history.
 func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
 	err error) {
 	rt.metrics.JobFailure(kind, c)
@@ -362,8 +363,9 @@ func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, exp
 }
 
 // retryOrFail counts a failure of category c, caused by err, and retries the
-// job after the backoff, or fails the task once its attempts are used up. A
-// task whose client asked to cancel is cancelled instead of retried.
+// job after the backoff, or fails the task once its attempts are used up; the
+// store records c, never err's text, in the task's history. A task whose
+// client asked to cancel is cancelled instead of retried.
 func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
 	runSpanOf(base).Failed(c)
