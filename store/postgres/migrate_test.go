@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/storetest"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
@@ -189,37 +190,15 @@ func TestTerminalTaskImmutable(t *testing.T) {
 
 // TestRetryOfAnOlderNode: a node of schema version 9, still running during
 // the rollout of version 10, retries a job with the statement that version
-// runs (the retry statement alone, without a failure category). Its retry
-// event records the next run time (by trigger) and no category, not the
-// category of the job's earlier retry by a newer node.
+// runs: the retry statement alone, without a failure category.
 func TestRetryOfAnOlderNode(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
-	s := openStore(t, newSchema(t), nil)
-	tk, err := s.Enqueue(ctx, creation(t, "acme", "echo", `{}`), backend.EnqueueOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Jobs().Retry(ctx, claimOne(t, s, time.Time{}).Lease, time.Time{}, "", backend.FailureTimeout); err != nil {
-		t.Fatal(err)
-	}
-	l := claimOne(t, s, time.Time{}).Lease
-	runAt := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
-	if _, err := fencedEvent(ctx, s.pool, "version 9 retry", s.q.retry, s.now(), l.TaskID, l.Attempt, runAt, "",
-		exhaustedJSON); err != nil {
-		t.Fatal(err)
-	}
-	ot, err := s.OperatorTask(ctx, tk.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []backend.TaskEvent
-	for _, e := range ot.Events {
-		if e.Kind == backend.EventRetry {
-			got = append(got, backend.TaskEvent{Attempt: e.Attempt, Category: e.Category, RunAt: e.RunAt})
-		}
-	}
-	if len(got) != 2 || got[0].Category != backend.FailureTimeout || got[1] != (backend.TaskEvent{Attempt: 2, RunAt: runAt}) {
-		t.Fatalf("retry events %+v; want the second with run time %v and no category", got, runAt)
-	}
+	storetest.RunOlderRetry(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return openStore(t, newSchema(t), now)
+	}, func(b storetest.OperatorBackend, l backend.Lease, runAt time.Time) error {
+		s := b.(*Store)
+		_, err := fencedEvent(ctxT(t), s.pool, "version 9 retry", s.q.retry, s.now(), l.TaskID, l.Attempt, runAt, "",
+			exhaustedJSON)
+		return err
+	})
 }

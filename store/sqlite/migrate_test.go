@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/store/storetest"
 )
 
 // TestMigrateClaimColumns upgrades a version 1 database holding an
@@ -79,48 +80,16 @@ func TestMigrateClaimColumns(t *testing.T) {
 	}
 }
 
-// TestRetryOfAnOlderProcess: a process of schema version 7 still writing to
-// the file after the upgrade retries a job the way that version did,
-// without a failure category. Its retry event records the next run time
-// (by trigger) and no category, not the category of the job's earlier,
-// newer-code retry.
+// TestRetryOfAnOlderProcess: a process of schema version 7, still writing
+// to the file after the upgrade, retries a job with the update that
+// version makes, without a failure category.
 func TestRetryOfAnOlderProcess(t *testing.T) {
-	ctx := context.Background()
-	s := open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db")})
-	tk, err := s.Enqueue(ctx, creation(t), backend.EnqueueOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim := func() backend.Lease {
-		t.Helper()
-		jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: 1, Lease: time.Minute})
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Claim: %v, %v", jobs, err)
-		}
-		return jobs[0].Lease
-	}
-	if err := s.Jobs().Retry(ctx, claim(), time.Time{}, "", backend.FailureTimeout); err != nil {
-		t.Fatal(err)
-	}
-	l := claim()
-	runAt := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
-	var failures int
-	if err := s.DebugQueryRow(`UPDATE jobs SET state = 'available', failures = failures + 1, run_at = ?,
-		lease_owner = NULL, lease_expires_at = NULL WHERE task_id = ? AND attempt = ? RETURNING failures`,
-		runAt.UnixMilli(), l.TaskID, l.Attempt).Scan(&failures); err != nil || failures != 2 {
-		t.Fatalf("version 7 retry: %d failures, %v", failures, err)
-	}
-	ot, err := s.OperatorTask(ctx, tk.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []backend.TaskEvent
-	for _, e := range ot.Events {
-		if e.Kind == backend.EventRetry {
-			got = append(got, backend.TaskEvent{Attempt: e.Attempt, Category: e.Category, RunAt: e.RunAt})
-		}
-	}
-	if len(got) != 2 || got[0].Category != backend.FailureTimeout || got[1] != (backend.TaskEvent{Attempt: 2, RunAt: runAt}) {
-		t.Fatalf("retry events %+v; want the second with run time %v and no category", got, runAt)
-	}
+	storetest.RunOlderRetry(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now})
+	}, func(b storetest.OperatorBackend, l backend.Lease, runAt time.Time) error {
+		var failures int
+		return b.(*sqlite.Store).DebugQueryRow(`UPDATE jobs SET state = 'available', failures = failures + 1,
+			run_at = ?, lease_owner = NULL, lease_expires_at = NULL WHERE task_id = ? AND attempt = ?
+			RETURNING failures`, runAt.UnixMilli(), l.TaskID, l.Attempt).Scan(&failures)
+	})
 }

@@ -113,3 +113,40 @@ func testOperatorFailures(t *testing.T, b OperatorBackend, c *Clock) {
 		{Kind: backend.EventFailed, Attempt: 1},
 	}, nil)
 }
+
+// RunOlderRetry checks a durable store during a rollout: code of the
+// previous schema version, still writing to the upgraded database, retries
+// a job without a failure category. retry makes that retry of the claim l,
+// to run again at runAt, with the statements that version runs. Its retry
+// event must record the next run time and no category, not the category of
+// the job's earlier retry by the current code. open opens an empty store
+// on the clock now.
+func RunOlderRetry(t *testing.T, open func(t *testing.T, now func() time.Time) OperatorBackend,
+	retry func(b OperatorBackend, l backend.Lease, runAt time.Time) error) {
+	bg := context.Background()
+	c := NewClock(Epoch)
+	b := open(t, c.Now)
+	id := opFixture(t, b, c, 1)[0]
+	if err := b.Jobs().Retry(bg, claimOne(t, b, c, id).Lease, time.Time{}, "", backend.FailureTimeout); err != nil {
+		t.Fatal(err)
+	}
+	runAt := c.Now().Add(time.Hour)
+	if err := retry(b, claimOne(t, b, c, id).Lease, runAt); err != nil {
+		t.Fatalf("retry of the older version: %v", err)
+	}
+	type retryShape struct {
+		Attempt  int64
+		Category backend.FailureCategory
+		RunAt    time.Time
+	}
+	var got []retryShape
+	for _, e := range operatorTask(t, b, id).Events {
+		if e.Kind == backend.EventRetry {
+			got = append(got, retryShape{e.Attempt, e.Category, e.RunAt})
+		}
+	}
+	want := []retryShape{{1, backend.FailureTimeout, c.Now()}, {2, "", runAt}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("retry events (-want +got):\n%s", d)
+	}
+}
