@@ -180,7 +180,8 @@ const (
 	// interrupted run).
 	EventLeaseLost TaskEventKind = "lease_lost"
 	// EventRetry: a handler run failed and the job will run again (or,
-	// with its attempts used up, the task fails next).
+	// with its attempts used up, the task fails next); Category says why
+	// and RunAt when, Message counts the failures ("failure 2 of 10").
 	EventRetry TaskEventKind = "retry"
 	// EventInputRequired: the task asked its client for input.
 	EventInputRequired TaskEventKind = "input_required"
@@ -190,7 +191,9 @@ const (
 	EventProgress TaskEventKind = "progress"
 	// EventCancelRequested: cancellation was asked for.
 	EventCancelRequested TaskEventKind = "cancel_requested"
-	// EventCompleted, EventFailed, EventCancelled: the terminal state.
+	// EventCompleted, EventFailed, EventCancelled: the terminal state. A
+	// failed event carries the Category of the handler run that failed the
+	// task, when the worker reported one.
 	EventCompleted TaskEventKind = "completed"
 	EventFailed    TaskEventKind = "failed"
 	EventCancelled TaskEventKind = "cancelled"
@@ -210,6 +213,16 @@ type TaskEvent struct {
 	Worker string
 	// Message is the status message of the step, when it has one.
 	Message string
+	// Category is why the handler run failed, for retry and failed
+	// events: one of the FailureCategory constants, or "" when none was
+	// recorded (a task the store failed by itself, such as
+	// RescueExpired's, a caller that passed none, or a step recorded
+	// before the store kept categories). It is never an error's text.
+	Category FailureCategory
+	// RunAt is when the job runs again, for a retry event that left the
+	// job queued; zero otherwise (and for retries recorded before the
+	// store kept it).
+	RunAt time.Time
 }
 
 // TaskCount is the number of tasks of one tool in one status.

@@ -50,8 +50,9 @@ type JobStore interface {
 	Complete(ctx context.Context, l Lease, res *mcp.CallToolResult, message string) error
 
 	// Fail ends the task failed with a client-safe error and finishes the
-	// job.
-	Fail(ctx context.Context, l Lease, rpcErr *mcp.Error, message string) error
+	// job. c is why the run failed, recorded on the history's failed event
+	// (see FailureCategory.Recorded); "" records none.
+	Fail(ctx context.Context, l Lease, rpcErr *mcp.Error, message string, c FailureCategory) error
 
 	// Cancel ends the task cancelled and finishes the job.
 	Cancel(ctx context.Context, l Lease, message string) error
@@ -59,7 +60,10 @@ type JobStore interface {
 	// Retry releases the job to run again at runAt, counting one failed
 	// attempt; the task stays working. message is the status message. The
 	// failure that reaches the job's MaxAttempts fails the task instead.
-	Retry(ctx context.Context, l Lease, runAt time.Time, message string) error
+	// c is why the run failed: the history's retry event (and the failed
+	// event, when the task fails) records it, together with runAt (see
+	// FailureCategory.Recorded); "" records none.
+	Retry(ctx context.Context, l Lease, runAt time.Time, message string, c FailureCategory) error
 
 	// Release gives the job back without counting a failure or an
 	// interrupted run, for a worker that is shutting down: the job is
@@ -85,6 +89,46 @@ type JobStore interface {
 	// DeleteExpired deletes at most limit tasks (with their jobs) whose
 	// TTL has passed, and returns how many.
 	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// FailureCategory names why a handler run failed, for the task's history
+// (TaskEvent.Category) and the worker runtime's logs and metrics
+// (worker.FailureCategory is this type). The set is closed and never
+// carries an error's text, which may hold what a tool's caller considers
+// secret: an operator reads the category, the log holds the text.
+type FailureCategory string
+
+// Failure categories.
+const (
+	// FailureHandlerError: the handler returned an ordinary error; the job
+	// is retried while attempts remain.
+	FailureHandlerError FailureCategory = "handler_error"
+	// FailurePermanent: the handler returned worker.Permanent(err) or an
+	// *mcp.Error; the task fails without a retry.
+	FailurePermanent FailureCategory = "permanent"
+	// FailureTimeout: the handler returned an error wrapping
+	// context.DeadlineExceeded; retried like FailureHandlerError.
+	FailureTimeout FailureCategory = "timeout"
+	// FailureInvalidResult: the result, or the set of input requests, did
+	// not satisfy the task's origin; the task fails without a retry.
+	FailureInvalidResult FailureCategory = "invalid_result"
+	// FailurePanic: the handler panicked; retried like
+	// FailureHandlerError.
+	FailurePanic FailureCategory = "panic"
+	// FailureUnknown is what a store records for a category outside this
+	// set; the worker runtime never reports it.
+	FailureUnknown FailureCategory = "unknown"
+)
+
+// Recorded returns what a store records for c: c itself when it is one of
+// the FailureCategory constants, "" (none) for "", and FailureUnknown for
+// any other value, so that the history holds bounded values only.
+func (c FailureCategory) Recorded() FailureCategory {
+	switch c {
+	case "", FailureHandlerError, FailurePermanent, FailureTimeout, FailureInvalidResult, FailurePanic, FailureUnknown:
+		return c
+	}
+	return FailureUnknown
 }
 
 // ClaimParams describe one claim.

@@ -70,7 +70,7 @@ func seed(b *testing.B, st benchStore) (someID string) {
 		var done []backend.Completion
 		for _, j := range claimed {
 			if ended < benchFailed {
-				if err := jobs.Fail(ctx, j.Lease, mcp.NewError(mcp.CodeInternalError, "failed"), ""); err != nil {
+				if err := jobs.Fail(ctx, j.Lease, mcp.NewError(mcp.CodeInternalError, "failed"), "", ""); err != nil {
 					b.Fatal(err)
 				}
 			} else {

@@ -230,7 +230,9 @@ func TestTaskPage(t *testing.T) {
 		`data-live="/console/events?task=`+f.completed+`"`, "Delete…")
 	mustNotContain(t, "task page", r.body, "arg-marker-1", "2026-07-28", "tools/call", "user-tenant-a", "Cancel…", "Retry…")
 	r = f.get("/console/tasks/" + f.failed)
-	mustContain(t, "failed task", r.body, "The tool failed.", "Retry…", "Delete…", `<span class="event failed">failed</span>`)
+	mustContain(t, "failed task", r.body, "The tool failed.", "Retry…", "Delete…",
+		`<span class="event retry">retry</span> (attempt 1 failed: <span class="category">timeout</span>) — next run at <time>`,
+		"failure 1 of 10", `<span class="event failed">failed</span> (attempt 2 failed: <span class="category">permanent</span>)`)
 	r = f.get("/console/tasks/" + f.working)
 	mustContain(t, "working task", r.body, "Cancel…")
 	mustNotContain(t, "working task", r.body, "Retry…", "Delete…")

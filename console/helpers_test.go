@@ -102,7 +102,10 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	})
 	f.failed = f.enqueue("report", "tenant-b", `{"n":2}`)
 	f.finish(f.failed, func(l backend.Lease) error {
-		return st.Jobs().Fail(ctx, l, mcp.NewError(mcp.CodeInternalError, "The tool failed."), "")
+		return st.Jobs().Retry(ctx, l, time.Time{}, "Retrying after a failed attempt.", backend.FailureTimeout)
+	})
+	f.finish(f.failed, func(l backend.Lease) error {
+		return st.Jobs().Fail(ctx, l, mcp.NewError(mcp.CodeInternalError, "The tool failed."), "", backend.FailurePermanent)
 	})
 	f.working = f.enqueue("crunch", "tenant-a", `{"n":3}`)
 	f.cancelling = f.enqueue("crunch", "tenant-b", `{"n":4}`)

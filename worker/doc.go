@@ -113,5 +113,7 @@
 // (a safety net; handlers should keep
 // secrets out of their errors), and store errors name no task. Metrics
 // labels are bounded: registered kinds or "unknown", and the Transition and
-// FailureCategory constants.
+// FailureCategory constants. The FailureCategory of a failed run also goes
+// to the store with its Retry or Fail, which records it in the task's
+// history for operators (package console); the error's text does not.
 package worker

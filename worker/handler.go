@@ -342,25 +342,30 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 }
 
 // failNow counts a failure of category c, caused by err, and fails the task
-// with rpcErr.
+// with rpcErr; the store records c, never err's text, in the task's
+// history.
 func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, rpcErr *mcp.Error,
 	err error) {
 	rt.metrics.JobFailure(kind, c)
 	runSpanOf(base).Failed(c)
 	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c),
 		"err", jobErrText(&j, err))
-	rt.fail(base, j, kind, expires, rpcErr)
+	rt.fail(base, j, kind, expires, c, rpcErr)
 }
 
-func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, expires time.Time, rpcErr *mcp.Error) {
+// fail fails the task with rpcErr, recording the failure's category c in
+// its history.
+func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory,
+	rpcErr *mcp.Error) {
 	rt.finish(base, kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
-		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "")
+		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "", c)
 	}))
 }
 
 // retryOrFail counts a failure of category c, caused by err, and retries the
-// job after the backoff, or fails the task once its attempts are used up. A
-// task whose client asked to cancel is cancelled instead of retried.
+// job after the backoff, or fails the task once its attempts are used up; the
+// store records c, never err's text, in the task's history. A task whose
+// client asked to cancel is cancelled instead of retried.
 func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
 	runSpanOf(base).Failed(c)
@@ -368,7 +373,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 	if failures >= j.MaxAttempts {
 		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt,
 			"failures", failures, "category", string(c), "err", jobErrText(&j, err))
-		rt.fail(base, j, kind, expires, internalError(msgRepeatedFailed))
+		rt.fail(base, j, kind, expires, c, internalError(msgRepeatedFailed))
 		return
 	}
 	if rt.cancelRequested(base, j.TaskID, kind) {
@@ -380,7 +385,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 		"category", string(c), "delay", delay, "err", jobErrText(&j, err))
 	runAt := rt.now().Add(delay)
 	rt.finish(base, kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
-		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying)
+		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying, c)
 	}))
 }
 

@@ -1,6 +1,10 @@
 package worker
 
-import "time"
+import (
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+)
 
 // Metrics receives the runtime's counters. Every label is bounded: kind is a
 // kind registered on the Runtime or "unknown", and the other labels are the
@@ -60,26 +64,30 @@ const (
 	TransitionExpiredDeleted Transition = "expired_deleted"
 )
 
-// FailureCategory labels why a handler run failed.
-type FailureCategory string
+// FailureCategory labels why a handler run failed: the runtime reports it
+// to Metrics, writes it to the log, and passes it to the store with the
+// run's Retry or Fail, whose history records it for operators (package
+// console). It is backend.FailureCategory; the runtime reports the
+// constants below, never backend.FailureUnknown.
+type FailureCategory = backend.FailureCategory
 
 // Failure categories, as reported to Metrics.
 const (
 	// FailureHandlerError: the handler returned an ordinary error; the job
 	// is retried while attempts remain.
-	FailureHandlerError FailureCategory = "handler_error"
+	FailureHandlerError = backend.FailureHandlerError
 	// FailurePermanent: the handler returned Permanent(err) or an
 	// *mcp.Error; the task fails without a retry.
-	FailurePermanent FailureCategory = "permanent"
+	FailurePermanent = backend.FailurePermanent
 	// FailureTimeout: the handler returned an error wrapping
 	// context.DeadlineExceeded; retried like FailureHandlerError.
-	FailureTimeout FailureCategory = "timeout"
+	FailureTimeout = backend.FailureTimeout
 	// FailureInvalidResult: the result, or the set of input requests, did
 	// not satisfy the task's origin; the task fails without a retry.
-	FailureInvalidResult FailureCategory = "invalid_result"
+	FailureInvalidResult = backend.FailureInvalidResult
 	// FailurePanic: the handler panicked; retried like
 	// FailureHandlerError.
-	FailurePanic FailureCategory = "panic"
+	FailurePanic = backend.FailurePanic
 )
 
 // unknownKind is the kind label of jobs whose kind is not registered.

@@ -155,16 +155,16 @@ func (s *storeWrap) Complete(ctx context.Context, l backend.Lease, res *mcp.Call
 	return s.accepted("Complete", s.JobStore.Complete(ctx, l, res, message))
 }
 
-func (s *storeWrap) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
-	return s.accepted("Fail", s.JobStore.Fail(ctx, l, rpcErr, message))
+func (s *storeWrap) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string, c backend.FailureCategory) error {
+	return s.accepted("Fail", s.JobStore.Fail(ctx, l, rpcErr, message, c))
 }
 
 func (s *storeWrap) Cancel(ctx context.Context, l backend.Lease, message string) error {
 	return s.accepted("Cancel", s.JobStore.Cancel(ctx, l, message))
 }
 
-func (s *storeWrap) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
-	return s.accepted("Retry", s.JobStore.Retry(ctx, l, runAt, message))
+func (s *storeWrap) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string, c backend.FailureCategory) error {
+	return s.accepted("Retry", s.JobStore.Retry(ctx, l, runAt, message, c))
 }
 
 func (s *storeWrap) Release(ctx context.Context, l backend.Lease) error {

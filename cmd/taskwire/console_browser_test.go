@@ -92,7 +92,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		enqueue("reports.generate", tenant, `{"period":"2026-Q3"}`)
 		work("reports.generate", func(l backend.Lease) error {
 			if i == 2 {
-				return st.Jobs().Fail(t.Context(), l, mcp.NewError(mcp.CodeInternalError, "The report source did not answer."), "")
+				return st.Jobs().Fail(t.Context(), l, mcp.NewError(mcp.CodeInternalError, "The report source did not answer."), "",
+					backend.FailurePermanent)
 			}
 			if err := st.Jobs().(backend.ProgressReporter).ReportProgress(t.Context(), l, "rendering", &task.Progress{Current: 1, Total: 2}); err != nil {
 				return err
@@ -102,7 +103,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	sought := enqueue("invoices.reconcile", "acme", `{"month":"2026-11"}`)
 	work("invoices.reconcile", func(l backend.Lease) error {
-		return st.Jobs().Retry(t.Context(), l, time.Time{}, "Retrying after a failure")
+		return st.Jobs().Retry(t.Context(), l, time.Time{}, "Retrying after a failure", backend.FailureTimeout)
 	})
 	victim := enqueue("exports.build", "globex", `{"rows":1000000}`)
 
@@ -137,7 +138,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
 	defer cancel()
 
-	var title, heading, notice string
+	var title, heading, timeline, notice string
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
@@ -152,6 +153,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Submit(chromedp.ID("lookup-id")),
 		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
 		text("h1", &heading),
+		text("ol.timeline", &timeline),
 		shot("console-task.png"),
 
 		// Cancel another through its page and the confirmation.
@@ -176,6 +178,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(heading, sought) {
 		t.Errorf("lookup reached %q, want the task %s", heading, sought)
+	}
+	if !strings.Contains(timeline, "failed: timeout") {
+		t.Errorf("the sought task's timeline does not say why its run failed: %q", timeline)
 	}
 	if !strings.Contains(notice, "Cancellation was requested") {
 		t.Errorf("notice after cancelling: %q", notice)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/storetest"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
@@ -185,4 +186,19 @@ func TestTerminalTaskImmutable(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `UPDATE `+s.q.ident+`.tasks SET cancel_requested = true WHERE id = $1`, snap.ID()); err != nil {
 		t.Fatalf("bookkeeping of a completed task: %v", err)
 	}
+}
+
+// TestRetryOfAnOlderNode: a node of schema version 9, still running during
+// the rollout of version 10, retries a job with the statement that version
+// runs: the retry statement alone, without a failure category.
+func TestRetryOfAnOlderNode(t *testing.T) {
+	t.Parallel()
+	storetest.RunOlderRetry(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return openStore(t, newSchema(t), now)
+	}, func(b storetest.OperatorBackend, l backend.Lease, runAt time.Time) error {
+		s := b.(*Store)
+		_, err := fencedEvent(ctxT(t), s.pool, "version 9 retry", s.q.retry, s.now(), l.TaskID, l.Attempt, runAt, "",
+			exhaustedJSON)
+		return err
+	})
 }

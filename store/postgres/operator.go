@@ -39,7 +39,7 @@ const (
 	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, run_at, lease_owner,
 		lease_expires_at FROM {{schema}}.jobs WHERE task_id = $1`
 
-	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message FROM {{schema}}.task_events
+	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message, category, run_at FROM {{schema}}.task_events
 		WHERE task_id = $1 ORDER BY id LIMIT $2`
 
 	// $2 since.
@@ -206,11 +206,16 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 			defer rows.Close()
 			for rows.Next() {
 				var e backend.TaskEvent
-				var kind string
-				if err := rows.Scan(&e.At, &kind, &e.Attempt, &e.Worker, &e.Message); err != nil {
+				var kind, category string
+				var runAt *time.Time
+				if err := rows.Scan(&e.At, &kind, &e.Attempt, &e.Worker, &e.Message, &category, &runAt); err != nil {
 					return wrapErr("operator task events", err)
 				}
 				e.At, e.Kind = e.At.UTC(), backend.TaskEventKind(kind)
+				e.Category = backend.FailureCategory(category).Recorded()
+				if runAt != nil {
+					e.RunAt = runAt.UTC()
+				}
 				ot.Events = append(ot.Events, e)
 			}
 			return wrapErr("operator task events", rows.Err())

@@ -219,6 +219,12 @@ const (
 			FROM j WHERE t.id = j.task_id RETURNING t.id)
 		` + recordEvents
 
+	// Records the failure category $3 on the retry and failed events the
+	// triggers recorded for the claim ($1 task, $2 attempt), in the
+	// transaction of its fenced write (migration 010).
+	sqlRecordCategory = `UPDATE {{schema}}.task_events SET category = $3
+		WHERE task_id = $1 AND attempt = $2 AND kind IN ('retry', 'failed')`
+
 	// The job keeps its run_at, and its place in the queue.
 	sqlRelease = `UPDATE {{schema}}.jobs SET state = 'available', lease_owner = NULL, lease_expires_at = NULL
 		WHERE ` + fence
@@ -392,6 +398,7 @@ type queries struct {
 	lockForCancel, requestCancel, cancelRequested            string
 	idempotencyHolder, deleteHolder, enqueue                 string
 	claim, claimKinds, heartbeat, finish, retry, release     string
+	recordCategory                                           string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
 	pruneOutbox, outboxAfter, outboxLast                     string
 	completeBatch, enqueueBatch                              string
@@ -428,6 +435,7 @@ func newQueries(schema string) queries {
 	q.completeBatch = q.expand(sqlCompleteBatch)
 	q.enqueueBatch = q.expand(sqlEnqueueBatch)
 	q.retry = q.expand(sqlRetry)
+	q.recordCategory = q.expand(sqlRecordCategory)
 	q.release = q.expand(sqlRelease)
 	q.lockLease = q.expand(sqlLockLease)
 	q.lockKeys = q.expand(sqlLockKeys)

@@ -104,7 +104,7 @@ func TestFencing(t *testing.T) {
 	for name, write := range map[string]func() error{
 		"Complete":  func() error { return s.Jobs().Complete(ctx, first.Lease, &mcp.CallToolResult{}, "") },
 		"Heartbeat": func() error { return s.Jobs().Heartbeat(ctx, first.Lease, time.Minute) },
-		"Retry":     func() error { return s.Jobs().Retry(ctx, first.Lease, time.Time{}, "") },
+		"Retry":     func() error { return s.Jobs().Retry(ctx, first.Lease, time.Time{}, "", "") },
 		"Release":   func() error { return s.Jobs().Release(ctx, first.Lease) },
 		"RequestInput": func() error {
 			return s.Jobs().RequestInput(ctx, first.Lease, mcp.InputRequests{"k": formRequest("?")}, "")
@@ -121,7 +121,7 @@ func TestFencing(t *testing.T) {
 	if second.Attempt != 2 || second.Failures != 0 || second.InterruptedRuns != 1 {
 		t.Fatalf("reclaimed job = %+v", second)
 	}
-	if err := s.Jobs().Fail(ctx, first.Lease, mcp.NewError(1, "stale"), ""); !errors.Is(err, backend.ErrLeaseLost) {
+	if err := s.Jobs().Fail(ctx, first.Lease, mcp.NewError(1, "stale"), "", ""); !errors.Is(err, backend.ErrLeaseLost) {
 		t.Fatalf("stale Fail after reclaim = %v", err)
 	}
 	res := &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"v":3.50}`)}
@@ -158,7 +158,7 @@ func TestRetryExhaustion(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := claimOne(t, s, clk.Now())
-	if err := s.Jobs().Retry(ctx, j.Lease, clk.Now().Add(time.Minute), "backing off"); err != nil {
+	if err := s.Jobs().Retry(ctx, j.Lease, clk.Now().Add(time.Minute), "backing off", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, s, snap.ID(), "acme"); got.Status() != task.Working || got.StatusMessage() != "backing off" {
@@ -172,7 +172,7 @@ func TestRetryExhaustion(t *testing.T) {
 	if j.Failures != 1 {
 		t.Fatalf("failures = %d", j.Failures)
 	}
-	if err := s.Jobs().Retry(ctx, j.Lease, time.Time{}, "again"); err != nil {
+	if err := s.Jobs().Retry(ctx, j.Lease, time.Time{}, "again", ""); err != nil {
 		t.Fatal(err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")

@@ -80,7 +80,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			// A row this code cannot read must not block the queue
 			// forever: fail its task and go on.
 			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
-			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON); err != nil &&
+			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON, ""); err != nil &&
 				!errors.Is(err, backend.ErrLeaseLost) {
 				return nil, err
 			}
@@ -167,11 +167,12 @@ func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 	if err != nil {
 		return wrapErr("encode result", err)
 	}
-	return s.finish(ctx, s.now(), l, task.Completed, message, b, nil)
+	return s.finish(ctx, s.now(), l, task.Completed, message, b, nil, "")
 }
 
-// Fail implements backend.JobStore.
-func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+// Fail implements backend.JobStore. With a failure category to record, the
+// statement and the category's update share a transaction.
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string, c backend.FailureCategory) error {
 	s := j.s
 	if rpcErr == nil {
 		return errors.New("postgres: an error is required")
@@ -180,13 +181,13 @@ func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 	if err != nil {
 		return wrapErr("encode error", err)
 	}
-	return s.finish(ctx, s.now(), l, task.Failed, message, nil, b)
+	return s.finish(ctx, s.now(), l, task.Failed, message, nil, b, c)
 }
 
 // Cancel implements backend.JobStore.
 func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
 	s := j.s
-	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil)
+	return s.finish(ctx, s.now(), l, task.Cancelled, message, nil, nil, "")
 }
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
@@ -237,12 +238,14 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 }
 
 // finish ends a task in a terminal status under a live lease, in one
-// statement that also finishes the job and records the change.
-func (s *Store) finish(ctx context.Context, now any, l backend.Lease, status task.Status, message string, result, errJSON []byte) error {
+// statement that also finishes the job and records the change, and records
+// the failure category c (for a failed task) on its history.
+func (s *Store) finish(ctx context.Context, now any, l backend.Lease, status task.Status, message string, result, errJSON []byte,
+	c backend.FailureCategory) error {
 	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	ev, err := fencedEvent(ctx, s.pool, "end task", s.q.finish, now, l.TaskID, l.Attempt, string(status), message,
+	ev, err := s.fencedFailure(ctx, "end task", s.q.finish, l, c, now, l.TaskID, l.Attempt, string(status), message,
 		result, errJSON)
 	if err != nil {
 		return err
@@ -265,6 +268,37 @@ func fencedEvent(ctx context.Context, q queryRower, what, sql string, args ...an
 	return ev, nil
 }
 
+// fencedFailure runs a fenced statement as fencedEvent does, for the claim
+// l, and records the failure category c, as
+// backend.FailureCategory.Recorded bounds it, on the retry and failed
+// events the statement's triggers recorded for l. The triggers run at the
+// end of the statement, so the category is set by a second statement in
+// the same transaction, and only once the fence matched: it never marks
+// another claim's events. Without a category to record the statement runs
+// alone, as fencedEvent.
+func (s *Store) fencedFailure(ctx context.Context, what, sql string, l backend.Lease, c backend.FailureCategory,
+	args ...any) (event, error) {
+	if c = c.Recorded(); c == "" {
+		return fencedEvent(ctx, s.pool, what, sql, args...)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return event{}, wrapErr(what, err)
+	}
+	defer tx.Rollback(ctx)
+	ev, err := fencedEvent(ctx, tx, what, sql, args...)
+	if err != nil {
+		return event{}, err
+	}
+	if _, err := tx.Exec(ctx, s.q.recordCategory, l.TaskID, l.Attempt, string(c)); err != nil {
+		return event{}, wrapErr(what+": record failure category", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return event{}, wrapErr(what+": commit", err)
+	}
+	return ev, nil
+}
+
 // Stored errors of tasks the store fails by itself.
 var (
 	// exhaustedJSON: the job used its attempts.
@@ -277,8 +311,10 @@ var (
 // reach the job's MaxAttempts the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. Otherwise the job is available again at
-// runAt (zero: now) and the task's status message becomes message.
-func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+// runAt (zero: now) and the task's status message becomes message. The
+// failure category c is recorded on the retry event (and the failed one) in
+// the statement's transaction.
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string, c backend.FailureCategory) error {
 	s := j.s
 	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -287,7 +323,7 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 	if !runAt.IsZero() {
 		at = runAt.Truncate(time.Millisecond)
 	}
-	ev, err := fencedEvent(ctx, s.pool, "retry", s.q.retry, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON)
+	ev, err := s.fencedFailure(ctx, "retry", s.q.retry, l, c, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON)
 	if err != nil {
 		return err
 	}

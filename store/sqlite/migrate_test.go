@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/store/storetest"
 )
 
 // TestMigrateClaimColumns upgrades a version 1 database holding an
@@ -77,4 +78,18 @@ func TestMigrateClaimColumns(t *testing.T) {
 	if want := []string{"a-available", "b-cancel-while-waiting", "d-during-rollout"}; !slices.Equal(got, want) {
 		t.Fatalf("claimed %v, want %v", got, want)
 	}
+}
+
+// TestRetryOfAnOlderProcess: a process of schema version 7, still writing
+// to the file after the upgrade, retries a job with the update that
+// version makes, without a failure category.
+func TestRetryOfAnOlderProcess(t *testing.T) {
+	storetest.RunOlderRetry(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
+		return open(t, sqlite.Options{Path: filepath.Join(t.TempDir(), "tasks.db"), Now: now})
+	}, func(b storetest.OperatorBackend, l backend.Lease, runAt time.Time) error {
+		var failures int
+		return b.(*sqlite.Store).DebugQueryRow(`UPDATE jobs SET state = 'available', failures = failures + 1,
+			run_at = ?, lease_owner = NULL, lease_expires_at = NULL WHERE task_id = ? AND attempt = ?
+			RETURNING failures`, runAt.UnixMilli(), l.TaskID, l.Attempt).Scan(&failures)
+	})
 }

@@ -182,7 +182,7 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 		}
 		ot.Job = &j
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT at, kind, attempt, worker, message FROM task_events
+	rows, err := tx.QueryContext(ctx, `SELECT at, kind, attempt, worker, message, category, run_at FROM task_events
 		WHERE task_id = ? ORDER BY id LIMIT ?`, id, backend.MaxTaskEvents)
 	if err != nil {
 		return backend.OperatorTask{}, wrapErr("operator task events", err)
@@ -191,11 +191,16 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 	for rows.Next() {
 		var e backend.TaskEvent
 		var at int64
-		var kind string
-		if err := rows.Scan(&at, &kind, &e.Attempt, &e.Worker, &e.Message); err != nil {
+		var runAt sql.NullInt64
+		var kind, category string
+		if err := rows.Scan(&at, &kind, &e.Attempt, &e.Worker, &e.Message, &category, &runAt); err != nil {
 			return backend.OperatorTask{}, wrapErr("operator task events", err)
 		}
 		e.At, e.Kind = time.UnixMilli(at).UTC(), backend.TaskEventKind(kind)
+		e.Category = backend.FailureCategory(category).Recorded()
+		if runAt.Valid {
+			e.RunAt = time.UnixMilli(runAt.Int64).UTC()
+		}
 		ot.Events = append(ot.Events, e)
 	}
 	if err := rows.Err(); err != nil {

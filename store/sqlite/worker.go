@@ -259,13 +259,14 @@ func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 	if err != nil {
 		return wrapErr("encode result", err)
 	}
-	return s.finish(ctx, l, task.Completed, message, string(b), nil)
+	return s.finish(ctx, l, task.Completed, message, string(b), nil, "")
 }
 
 // Fail implements backend.JobStore: under a live lease (else
 // backend.ErrLeaseLost) it ends the task failed with the client-safe rpcErr
-// and message, finishes the job and publishes the change.
-func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+// and message, finishes the job, records the failure category c on the
+// failed event and publishes the change.
+func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string, c backend.FailureCategory) error {
 	s := j.s
 	if rpcErr == nil {
 		return errors.New("sqlite: an error is required")
@@ -274,7 +275,7 @@ func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 	if err != nil {
 		return wrapErr("encode error", err)
 	}
-	return s.finish(ctx, l, task.Failed, message, nil, string(b))
+	return s.finish(ctx, l, task.Failed, message, nil, string(b), c)
 }
 
 // Cancel implements backend.JobStore: under a live lease (else
@@ -282,11 +283,13 @@ func (j jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 // job and publishes the change.
 func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) error {
 	s := j.s
-	return s.finish(ctx, l, task.Cancelled, message, nil, nil)
+	return s.finish(ctx, l, task.Cancelled, message, nil, nil, "")
 }
 
-// finish ends a task in a terminal status under a live lease.
-func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status, message string, result, errJSON any) error {
+// finish ends a task in a terminal status under a live lease, recording
+// the failure category c (for a failed task) on its history.
+func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status, message string, result, errJSON any,
+	c backend.FailureCategory) error {
 	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -298,8 +301,22 @@ func (s *Store) finish(ctx context.Context, l backend.Lease, status task.Status,
 		if err := setTerminal(ctx, tx, l.TaskID, status, message, result, errJSON, nowMs); err != nil {
 			return nil, err
 		}
-		return []string{l.TaskID}, nil
+		return []string{l.TaskID}, recordCategory(ctx, tx, l, c)
 	})
+}
+
+// recordCategory sets the failure category c, as
+// backend.FailureCategory.Recorded bounds it, on the retry and failed
+// events that the triggers recorded for the claim l: it runs in the
+// transaction that recorded them, after its fenced write succeeded, so it
+// never marks another claim's events. "" records nothing.
+func recordCategory(ctx context.Context, tx *wtx, l backend.Lease, c backend.FailureCategory) error {
+	if c = c.Recorded(); c == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE task_events SET category = ?
+		WHERE task_id = ? AND attempt = ? AND kind IN ('retry', 'failed')`, string(c), l.TaskID, l.Attempt)
+	return wrapErr("record failure category", err)
 }
 
 // CompleteBatch implements backend.BatchCompleter: every item is completed
@@ -364,8 +381,9 @@ var exhaustedJSON = string(taskdata.ExhaustedJSON())
 // Retry implements backend.JobStore. It counts a failure; when the failures
 // reach the job's MaxAttempts the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
-// instead, and the job is finished. A zero runAt means now.
-func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+// instead, and the job is finished. A zero runAt means now. The failure
+// category c is recorded on the retry event (and the failed one).
+func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string, c backend.FailureCategory) error {
 	s := j.s
 	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
@@ -389,7 +407,7 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 			if err := setTerminal(ctx, tx, l.TaskID, task.Failed, "", nil, exhaustedJSON, nowMs); err != nil {
 				return nil, err
 			}
-			return []string{l.TaskID}, nil
+			return []string{l.TaskID}, recordCategory(ctx, tx, l, c)
 		}
 		runAtMs := nowMs
 		if !runAt.IsZero() {
@@ -406,7 +424,7 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 		if err := outbox(ctx, tx, l.TaskID, nowMs); err != nil {
 			return nil, err
 		}
-		return []string{l.TaskID}, nil
+		return []string{l.TaskID}, recordCategory(ctx, tx, l, c)
 	})
 }
 

@@ -32,9 +32,9 @@ func fencedWrites(b backend.Store, l backend.Lease, c *Clock) map[string]func() 
 		"Heartbeat":    func() error { return b.Jobs().Heartbeat(bg, l, lease) },
 		"RequestInput": func() error { return b.Jobs().RequestInput(bg, l, mcp.InputRequests{"stale": reqElicit}, "ask") },
 		"Complete":     func() error { return b.Jobs().Complete(bg, l, textResult, "done") },
-		"Fail":         func() error { return b.Jobs().Fail(bg, l, toolError, "failed") },
+		"Fail":         func() error { return b.Jobs().Fail(bg, l, toolError, "failed", "") },
 		"Cancel":       func() error { return b.Jobs().Cancel(bg, l, "cancelled") },
-		"Retry":        func() error { return b.Jobs().Retry(bg, l, c.Now(), "again") },
+		"Retry":        func() error { return b.Jobs().Retry(bg, l, c.Now(), "again", "") },
 		"Release":      func() error { return b.Jobs().Release(bg, l) },
 		"ReportProgress": func() error {
 			return reporter(b).ReportProgress(bg, l, "stale progress", &task.Progress{Current: 1, Total: 2})
@@ -375,7 +375,7 @@ func testEvents(t *testing.T, open opener) {
 	update(t, b, tk.ID(), mcp.InputResponses{"b": respRoots})
 	await("UpdateTask", event{tk.ID(), true, task.Working, "[]"})
 	j = claimOne(t, b, c, tk.ID())
-	if err := b.Jobs().Fail(bg, j.Lease, toolError, ""); err != nil {
+	if err := b.Jobs().Fail(bg, j.Lease, toolError, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	await("Fail", event{tk.ID(), true, task.Failed, "[]"})
@@ -512,7 +512,7 @@ func testRetry(t *testing.T, open opener) {
 	}
 	c.Advance(time.Second)
 	j := claimOne(t, b, c, tk.ID())
-	if err := b.Jobs().Retry(bg, j.Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
+	if err := b.Jobs().Retry(bg, j.Lease, c.Now().Add(time.Minute), "retrying", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Working || got.StatusMessage() != "retrying" {
@@ -534,7 +534,7 @@ func testRetry(t *testing.T, open opener) {
 	if j.Failures != 1 {
 		t.Fatalf("Release counted a failure: %d", j.Failures)
 	}
-	if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "again"); err != nil {
+	if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "again", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustFind(t, b, tk.ID()); got.Status() != task.Failed || !isExhausted(got.Error()) {

@@ -22,8 +22,9 @@ type OperatorBackend interface {
 
 // RunOperator checks a backend's backend.Operator: listing across tenants
 // with filters and keyset paging, counts, a task's job and history (every
-// kind of step, bounded to backend.MaxTaskEvents), throughput buckets, and
-// the cancel, retry and delete actions.
+// kind of step, bounded to backend.MaxTaskEvents, with the failure
+// categories and next run times of retries and failures), throughput
+// buckets, and the cancel, retry and delete actions.
 func RunOperator(t *testing.T, open func(t *testing.T, now func() time.Time) OperatorBackend) {
 	tests := []struct {
 		name string
@@ -34,6 +35,7 @@ func RunOperator(t *testing.T, open func(t *testing.T, now func() time.Time) Ope
 		{"Counts", testOperatorCounts},
 		{"History", testOperatorHistory},
 		{"HistoryOfLostLeases", testOperatorLostLeases},
+		{"HistoryOfFailures", testOperatorFailures},
 		{"HistoryBound", testOperatorHistoryBound},
 		{"Activity", testOperatorActivity},
 		{"Cancel", testOperatorCancel},
@@ -115,7 +117,7 @@ func testOperatorList(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
 	ids := opFixture(t, b, c, 7)
 	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
-	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "") })
+	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "", "") })
 	from := Epoch.Add(2 * time.Millisecond)
 	everyOther := func(start int) []string {
 		var out []string
@@ -233,7 +235,7 @@ func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 	}
 	ids := opFixture(t, b, c, 5)
 	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
-	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "") })
+	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "", "") })
 	if _, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{}`), backend.EnqueueOptions{TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,16 +272,17 @@ func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 // eventShape is what the suite compares of an event: the times of job
 // steps come from the database's clock on the durable stores.
 type eventShape struct {
-	Kind    backend.TaskEventKind
-	Attempt int64
-	Worker  string
-	Message string
+	Kind     backend.TaskEventKind
+	Attempt  int64
+	Worker   string
+	Message  string
+	Category backend.FailureCategory
 }
 
 func shapes(evs []backend.TaskEvent) []eventShape {
 	out := make([]eventShape, len(evs))
 	for i, e := range evs {
-		out[i] = eventShape{e.Kind, e.Attempt, e.Worker, e.Message}
+		out[i] = eventShape{e.Kind, e.Attempt, e.Worker, e.Message, e.Category}
 	}
 	return out
 }
@@ -298,7 +301,7 @@ func testOperatorHistory(t *testing.T, b OperatorBackend, c *Clock) {
 	jobs := b.Jobs()
 	id := opFixture(t, b, c, 1)[0]
 	j := claimOne(t, b, c, id)
-	if err := jobs.Retry(bg, j.Lease, c.Now(), ""); err != nil {
+	if err := jobs.Retry(bg, j.Lease, c.Now(), "", ""); err != nil {
 		t.Fatal(err)
 	}
 	j = claimOne(t, b, c, id)
@@ -409,7 +412,7 @@ func testOperatorActivity(t *testing.T, b OperatorBackend, c *Clock) {
 	start := c.Now()
 	ids := opFixture(t, b, c, 4)
 	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
-	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "") })
+	finishOne(t, b, c, ids[1], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "", "") })
 	c.Advance(time.Minute)
 	finishOne(t, b, c, ids[2], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
 	finishOne(t, b, c, ids[3], func(l backend.Lease) error { return b.Jobs().Cancel(bg, l, "") })
@@ -464,7 +467,7 @@ func testOperatorCancel(t *testing.T, b OperatorBackend, c *Clock) {
 func testOperatorRetry(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
 	ids := opFixture(t, b, c, 2)
-	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "") })
+	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "", "") })
 	if _, err := b.OperatorRetry(bg, ids[1]); !errors.Is(err, backend.ErrNotFailed) {
 		t.Errorf("OperatorRetry of a working task: %v, want backend.ErrNotFailed", err)
 	}

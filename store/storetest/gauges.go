@@ -61,7 +61,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 		t.Fatalf("Claim: %d jobs, %v; want 4", len(jobs), err)
 	}
 	// jobs[0] stays running.
-	if err := b.Jobs().Retry(ctx, jobs[1].Lease, c.Now().Add(time.Minute), "retrying"); err != nil {
+	if err := b.Jobs().Retry(ctx, jobs[1].Lease, c.Now().Add(time.Minute), "retrying", ""); err != nil {
 		t.Fatalf("Retry: %v", err)
 	}
 	if err := b.Jobs().RequestInput(ctx, jobs[2].Lease, mcp.InputRequests{"colour": reqElicit}, ""); err != nil {

@@ -197,13 +197,13 @@ func (h *hammer) settle(ctx context.Context, rng *rand.Rand, j backend.JobRow, l
 	case n < 55:
 		h.write(ctx, j, string(task.Completed), true, func() error { return h.b.Jobs().Complete(ctx, j.Lease, textResult, "") })
 	case n < 70:
-		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Jobs().Fail(ctx, j.Lease, toolError, "") })
+		h.write(ctx, j, string(task.Failed), true, func() error { return h.b.Jobs().Fail(ctx, j.Lease, toolError, "", "") })
 	case n < 88:
 		outcome := "retry"
 		if j.Failures+1 >= j.MaxAttempts {
 			outcome = "exhausted"
 		}
-		h.write(ctx, j, outcome, true, func() error { return h.b.Jobs().Retry(ctx, j.Lease, h.c.Now(), "") })
+		h.write(ctx, j, outcome, true, func() error { return h.b.Jobs().Retry(ctx, j.Lease, h.c.Now(), "", "") })
 	default:
 		h.write(ctx, j, "release", true, func() error { return h.b.Jobs().Release(ctx, j.Lease) })
 	}

@@ -94,7 +94,7 @@ func testInterruptedRuns(t *testing.T, open opener) {
 		if want == maxRuns-2 {
 			// One handler failure among the interruptions, and a
 			// release, which counts neither.
-			if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "retrying"); err != nil {
+			if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "retrying", ""); err != nil {
 				t.Fatal(err)
 			}
 			j = claimOne(t, b, c, tk.ID())

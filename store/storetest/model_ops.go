@@ -276,7 +276,7 @@ func (s *sequence) opComplete() string {
 }
 
 func (s *sequence) opFail() string {
-	return s.fenced("fail", func(l backend.Lease) error { return s.b.Jobs().Fail(bg, l, toolError, "failed") },
+	return s.fenced("fail", func(l backend.Lease) error { return s.b.Jobs().Fail(bg, l, toolError, "failed", "") },
 		func(m *mTask) string { m.terminate(task.Failed, "failed"); return "ok" })
 }
 
@@ -287,7 +287,7 @@ func (s *sequence) opCancel() string {
 
 func (s *sequence) opRetry() string {
 	runAt := s.c.Now().Add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
-	return s.fenced("retry", func(l backend.Lease) error { return s.b.Jobs().Retry(bg, l, runAt, "retrying") },
+	return s.fenced("retry", func(l backend.Lease) error { return s.b.Jobs().Retry(bg, l, runAt, "retrying", "") },
 		func(m *mTask) string { m.fail(runAt.UnixMilli(), "retrying", true); return "ok" })
 }
 

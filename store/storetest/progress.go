@@ -97,9 +97,9 @@ func testProgress(t *testing.T, open opener) {
 
 	// A retry keeps the count; so does the terminal write of the next run.
 	wantErr(t, "ReportProgress with a count", reporter(b).ReportProgress(bg, j.Lease, "half", &task.Progress{Current: 5, Total: 10}), "ok")
-	wantErr(t, "Retry", b.Jobs().Retry(bg, j.Lease, c.Now(), "again"), "ok")
+	wantErr(t, "Retry", b.Jobs().Retry(bg, j.Lease, c.Now(), "again", ""), "ok")
 	again := claimOne(t, b, c, tk.ID())
-	wantErr(t, "Fail", b.Jobs().Fail(bg, again.Lease, toolError, "failed"), "ok")
+	wantErr(t, "Fail", b.Jobs().Fail(bg, again.Lease, toolError, "failed", ""), "ok")
 	if got := mustFind(t, b, tk.ID()).Params().Progress; got == nil || *got != (task.Progress{Current: 5, Total: 10}) {
 		t.Errorf("after Retry and Fail: progress %v, want 5 of 10", got)
 	}

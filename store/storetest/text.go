@@ -101,9 +101,9 @@ func testText(t *testing.T, open opener) {
 	for _, bad := range badTexts {
 		checkRefusal("RequestInput with a key", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{bad: reqElicit}, ""), bad)
 		checkRefusal("RequestInput with a message", b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k": reqElicit}, bad), bad)
-		checkRefusal("Retry with a message", b.Jobs().Retry(bg, j.Lease, c.Now(), bad), bad)
+		checkRefusal("Retry with a message", b.Jobs().Retry(bg, j.Lease, c.Now(), bad, ""), bad)
 		checkRefusal("Complete with a message", b.Jobs().Complete(bg, j.Lease, textResult, bad), bad)
-		checkRefusal("Fail with a message", b.Jobs().Fail(bg, j.Lease, mcp.InternalError(), bad), bad)
+		checkRefusal("Fail with a message", b.Jobs().Fail(bg, j.Lease, mcp.InternalError(), bad, ""), bad)
 		checkRefusal("Cancel with a message", b.Jobs().Cancel(bg, j.Lease, bad), bad)
 		if bc, ok := b.Jobs().(backend.BatchCompleter); ok {
 			_, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: j.Lease, Result: textResult, Message: bad}})

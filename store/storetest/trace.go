@@ -59,7 +59,7 @@ func testTraceContext(t *testing.T, open opener) {
 	for _, j := range claim(t, b, c, len(want)+1) {
 		got[j.TaskID] = j.Trace
 		// The next claim of the same job (after a retry) sees it too.
-		if err := b.Jobs().Retry(ctx, j.Lease, c.Now(), "again"); err != nil {
+		if err := b.Jobs().Retry(ctx, j.Lease, c.Now(), "again", ""); err != nil {
 			t.Fatalf("Retry: %v", err)
 		}
 	}

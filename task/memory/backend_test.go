@@ -106,7 +106,7 @@ func TestJob(t *testing.T) {
 	if diff := cmp.Diff(want, job()); diff != "" {
 		t.Errorf("claimed (-want +got):\n%s", diff)
 	}
-	if err := m.Jobs().Retry(ctx, l, c.Now().Add(time.Second), "again"); err != nil {
+	if err := m.Jobs().Retry(ctx, l, c.Now().Add(time.Second), "again", ""); err != nil {
 		t.Fatal(err)
 	}
 	want.State, want.Failures, want.Worker, want.LeaseExpires, want.RunAt = memory.JobAvailable, 1, "", time.Time{}, c.Now().Add(time.Second)

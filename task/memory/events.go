@@ -26,17 +26,24 @@ func (e *entry) mark() before {
 }
 
 // observe records the history events of the change from b to e's current
-// state at now, the same steps the durable stores' triggers record.
+// state at now, the same steps the durable stores' triggers record, with
+// the failure category the change set on the job (which it then clears).
 func (e *entry) observe(b before, now time.Time) {
 	var attempt int64
+	var category backend.FailureCategory
 	if j := e.job; j != nil {
-		attempt = j.attempt
+		attempt, category = j.attempt, j.category
+		j.category = ""
 		switch {
 		case j.attempt > b.job.attempt:
 			e.record(backend.TaskEvent{At: now, Kind: backend.EventClaimed, Attempt: attempt, Worker: j.worker})
 		case j.failures > b.job.failures:
-			e.record(backend.TaskEvent{At: now, Kind: backend.EventRetry, Attempt: attempt, Worker: b.job.worker,
-				Message: "failure " + itoa(j.failures) + " of " + itoa(j.maxAttempts)})
+			ev := backend.TaskEvent{At: now, Kind: backend.EventRetry, Attempt: attempt, Worker: b.job.worker,
+				Message: "failure " + itoa(j.failures) + " of " + itoa(j.maxAttempts), Category: category}
+			if j.state == jobAvailable {
+				ev.RunAt = j.runAt
+			}
+			e.record(ev)
 		case j.interrupted > b.job.interrupted:
 			e.record(backend.TaskEvent{At: now, Kind: backend.EventLeaseLost, Attempt: attempt, Worker: b.job.worker,
 				Message: "interrupted run " + itoa(j.interrupted)})
@@ -51,7 +58,11 @@ func (e *entry) observe(b before, now time.Time) {
 		if s.Status() == task.Working {
 			kind = backend.EventInputAnswered
 		}
-		e.record(backend.TaskEvent{At: s.LastUpdatedAt(), Kind: kind, Attempt: attempt, Message: s.StatusMessage()})
+		ev := backend.TaskEvent{At: s.LastUpdatedAt(), Kind: kind, Attempt: attempt, Message: s.StatusMessage()}
+		if kind == backend.EventFailed {
+			ev.Category = category
+		}
+		e.record(ev)
 	case s.Status() == task.Working && (s.StatusMessage() != old.StatusMessage() || !sameProgress(s, old)):
 		e.record(backend.TaskEvent{At: s.LastUpdatedAt(), Kind: backend.EventProgress, Attempt: attempt,
 			Message: s.StatusMessage()})
@@ -68,6 +79,9 @@ func (e *entry) record(ev backend.TaskEvent) {
 		e.events = append(e.events[:0], e.events[len(e.events)-backend.MaxTaskEvents+1:]...)
 	}
 	ev.At = ev.At.UTC()
+	if !ev.RunAt.IsZero() {
+		ev.RunAt = ev.RunAt.UTC()
+	}
 	e.events = append(e.events, ev)
 }
 

@@ -52,6 +52,9 @@ type job struct {
 	leaseExpires time.Time         // while running
 	worker       string            // while running
 	trace        task.TraceContext // of the creating request, as the stores keep it
+	// category is the failure category of the change being applied, for
+	// the history events observe records of it; observe clears it.
+	category backend.FailureCategory
 }
 
 // JobInfo is what an operator reads of a job in a durable store's jobs
@@ -302,8 +305,9 @@ func (s jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 }
 
 // Fail implements backend.JobStore: under a live lease it ends the task
-// failed with the client-safe rpcErr and message.
-func (s jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string) error {
+// failed with the client-safe rpcErr and message, recording the failure
+// category c on the failed event.
+func (s jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, message string, c backend.FailureCategory) error {
 	if rpcErr == nil {
 		return errors.New("memory: an error is required")
 	}
@@ -312,7 +316,7 @@ func (s jobStore) Fail(ctx context.Context, l backend.Lease, rpcErr *mcp.Error, 
 	}
 	return s.m.fenced(ctx, l, func(e *entry, _ time.Time) (*task.Params, func(), error) {
 		p, apply := end(e, task.Failed, message, nil, rpcErr)
-		return p, apply, nil
+		return p, func() { e.job.category = c.Recorded(); apply() }, nil
 	})
 }
 
@@ -332,8 +336,9 @@ func (s jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 // available at runAt (zero: now) with message as the task's status message;
 // the failure that reaches the job's MaxAttempts fails the task instead,
 // with the client-safe error {"code":-32603,"message":"The task failed
-// after repeated attempts."} and no message.
-func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string) error {
+// after repeated attempts."} and no message. The failure category c is
+// recorded on the retry event (and the failed one).
+func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string, c backend.FailureCategory) error {
 	if err := storerules.CheckMessage(message); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
@@ -341,7 +346,7 @@ func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 		j := e.job
 		if j.failures+1 >= j.maxAttempts {
 			p, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
-			return p, func() { j.failures++; apply() }, nil
+			return p, func() { j.failures, j.category = j.failures+1, c.Recorded(); apply() }, nil
 		}
 		if runAt.IsZero() {
 			runAt = now
@@ -349,7 +354,7 @@ func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 		p := e.snap.Params()
 		p.StatusMessage = message
 		return &p, func() {
-			j.failures++
+			j.failures, j.category = j.failures+1, c.Recorded()
 			j.state, j.runAt, j.leaseExpires, j.worker = jobAvailable, runAt, time.Time{}, ""
 		}, nil
 	})
