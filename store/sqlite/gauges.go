@@ -10,24 +10,42 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// sqlGaugeJobs counts the jobs that have not finished by kind, state,
-// whether they are due and whether a run failed; jobs of expired tasks,
-// which no claim takes, are left out like finished ones.
-const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
+// sqlGaugeJobs counts the jobs that have not finished by kind, in the
+// states of gauges.JobStates: due, not due after a failed run, not due
+// without one, running, parked for input. Jobs of expired tasks, which no
+// claim takes, are left out like finished ones. It groups by the kind
+// alone, so SQLite sorts the rows by one key, not four: about a fifth
+// less time than grouping by state, due and failed as well.
+const sqlGaugeJobs = `SELECT kind, sum(state = 'available' AND run_at <= ?1),
+	sum(state = 'available' AND run_at > ?1 AND failures > 0), sum(state = 'available' AND run_at > ?1 AND failures = 0),
+	sum(state = 'running'), sum(state = 'awaiting_input') FROM jobs
 	WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > ?1)
-	GROUP BY 1, 2, 3, 4`
+	GROUP BY kind`
 
 // sqlGaugeOldest is the run_at of the longest-waiting due job (the claim
 // index's first entry).
 const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
 	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
 
-// Gauges implements gauges.Source from one read transaction. It counts
-// every task row (a scan of the tasks table) and the unfinished jobs, so
-// its cost grows with the store; callers scrape it every few seconds at
-// most. It is bounded by Options.Timeout.
+var _ gauges.QueueSource = (*Store)(nil)
+
+// Gauges implements gauges.Source from one read transaction: the counts
+// of tasks by status are summed from task_counts, which triggers keep
+// (migration 007), so only the count of the unfinished jobs scans a table
+// (jobs); its cost grows with the jobs kept, so callers scrape it every few
+// seconds at most. It is bounded by Options.Timeout.
 func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
-	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	return s.gauges(ctx, true)
+}
+
+// QueueGauges implements gauges.QueueSource: Gauges without the counts of
+// tasks (Tasks is nil).
+func (s *Store) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+	return s.gauges(ctx, false)
+}
+
+func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
+	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -37,22 +55,23 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 	defer tx.Rollback()
 	now := s.now()
 	nowMs := now.UnixMilli()
-	if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+	if tasks {
+		snap.Tasks = map[task.Status]int{}
+		if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
+			return gauges.Snapshot{}, wrapErr("gauges", err)
+		}
 	}
 	rows, err := tx.QueryContext(ctx, sqlGaugeJobs, nowMs)
 	if err != nil {
 		return gauges.Snapshot{}, wrapErr("gauges", err)
 	}
 	for rows.Next() {
-		var kind, state string
-		var later, failed bool
-		var n int
-		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
+		var c opsdata.JobCounts
+		if err := rows.Scan(&c.Kind, &c.Available, &c.RetryWaiting, &c.Scheduled, &c.Running, &c.Input); err != nil {
 			rows.Close()
 			return gauges.Snapshot{}, wrapErr("gauges", err)
 		}
-		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+		c.Add(snap.Jobs)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -71,9 +90,10 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 	return snap, nil
 }
 
-// scanTaskCounts adds the count of tasks by status to into.
+// scanTaskCounts adds the count of tasks by status, summed over the tools
+// of task_counts, to into.
 func scanTaskCounts(ctx context.Context, tx *sql.Tx, into map[task.Status]int) error {
-	rows, err := tx.QueryContext(ctx, `SELECT status, count(*) FROM tasks GROUP BY status`)
+	rows, err := tx.QueryContext(ctx, `SELECT status, sum(n) FROM task_counts GROUP BY status HAVING sum(n) > 0`)
 	if err != nil {
 		return err
 	}
