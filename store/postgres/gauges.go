@@ -46,24 +46,21 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 					return err
 				}
 			}
-			rows, err := tx.Query(ctx, `SELECT coalesce(kind, ''),
-				count(*) FILTER (WHERE state = 'available' AND run_at <= `+gaugeNow+`),
-				count(*) FILTER (WHERE state = 'available' AND run_at > `+gaugeNow+` AND failures > 0),
-				count(*) FILTER (WHERE state = 'available' AND run_at > `+gaugeNow+` AND failures = 0),
-				count(*) FILTER (WHERE state = 'running'), count(*) FILTER (WHERE state = 'awaiting_input')
-				FROM `+s.q.ident+`.jobs
+			rows, err := tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*) FROM `+s.q.ident+`.jobs
 				WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > `+gaugeNow+`)
-				GROUP BY 1`, now)
+				GROUP BY 1, 2, 3, 4`, now)
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
-				var c opsdata.JobCounts
-				if err := rows.Scan(&c.Kind, &c.Available, &c.RetryWaiting, &c.Scheduled, &c.Running, &c.Input); err != nil {
+				var kind, state string
+				var later, failed bool
+				var n int
+				if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
 					rows.Close()
 					return err
 				}
-				c.Add(snap.Jobs)
+				snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {

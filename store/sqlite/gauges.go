@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/store/gauges"
-	"github.com/taskwire/taskwire/store/internal/opsdata"
 	"github.com/taskwire/taskwire/task"
 )
 
 // sqlGaugeJobs counts the jobs that have not finished by kind, in the
-// states of gauges.JobStates: due, not due after a failed run, not due
+// states of gauges.JobState: due, not due after a failed run, not due
 // without one, running, parked for input. Jobs of expired tasks, which no
 // claim takes, are left out like finished ones. It groups by the kind
 // alone, so SQLite sorts the rows by one key, not four: about a fifth
@@ -26,6 +25,29 @@ const sqlGaugeJobs = `SELECT kind, sum(state = 'available' AND run_at <= ?1),
 // index's first entry).
 const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
 	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
+
+// jobCounts is one row of sqlGaugeJobs: a kind and how many of its jobs
+// are in each state.
+type jobCounts struct {
+	Kind                                               string
+	Available, RetryWaiting, Scheduled, Running, Input int
+}
+
+// Add adds the row's non-zero counts to into (a Snapshot's missing key is
+// zero).
+func (c jobCounts) Add(into map[gauges.Job]int) {
+	for _, s := range []struct {
+		state gauges.JobState
+		n     int
+	}{
+		{gauges.JobAvailable, c.Available}, {gauges.JobRetryWaiting, c.RetryWaiting},
+		{gauges.JobScheduled, c.Scheduled}, {gauges.JobRunning, c.Running}, {gauges.JobInputWaiting, c.Input},
+	} {
+		if s.n > 0 {
+			into[gauges.Job{Kind: c.Kind, State: s.state}] += s.n
+		}
+	}
+}
 
 var _ gauges.QueueSource = (*Store)(nil)
 
@@ -66,7 +88,7 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 		return gauges.Snapshot{}, wrapErr("gauges", err)
 	}
 	for rows.Next() {
-		var c opsdata.JobCounts
+		var c jobCounts
 		if err := rows.Scan(&c.Kind, &c.Available, &c.RetryWaiting, &c.Scheduled, &c.Running, &c.Input); err != nil {
 			rows.Close()
 			return gauges.Snapshot{}, wrapErr("gauges", err)

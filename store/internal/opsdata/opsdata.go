@@ -46,25 +46,18 @@ func Category(err error, other string) string {
 	return other
 }
 
-// JobCounts is one row of a store's count of unfinished jobs: a kind and
-// how many of its jobs are in each state.
-type JobCounts struct {
-	Kind                                               string
-	Available, RetryWaiting, Scheduled, Running, Input int
-}
-
-// Add adds the row's non-zero counts to into (a Snapshot's missing key is
-// zero).
-func (c JobCounts) Add(into map[gauges.Job]int) {
-	for _, s := range []struct {
-		state gauges.JobState
-		n     int
-	}{
-		{gauges.JobAvailable, c.Available}, {gauges.JobRetryWaiting, c.RetryWaiting},
-		{gauges.JobScheduled, c.Scheduled}, {gauges.JobRunning, c.Running}, {gauges.JobInputWaiting, c.Input},
-	} {
-		if s.n > 0 {
-			into[gauges.Job{Kind: c.Kind, State: s.state}] += s.n
-		}
+// JobState maps a job row's state, whether its run_at is still ahead and
+// whether a run of it failed, to the state it is reported in.
+func JobState(state string, later, failed bool) gauges.JobState {
+	switch {
+	case state == "running":
+		return gauges.JobRunning
+	case state == "awaiting_input":
+		return gauges.JobInputWaiting
+	case later && failed:
+		return gauges.JobRetryWaiting
+	case later:
+		return gauges.JobScheduled
 	}
+	return gauges.JobAvailable
 }
