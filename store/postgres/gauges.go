@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/internal/opsdata"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -84,20 +85,12 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 	return snap, nil
 }
 
-// scanTaskCounts sets the count of tasks by status in into.
+// scanTaskCounts adds the count of tasks by status to into.
 func (s *Store) scanTaskCounts(ctx context.Context, tx pgx.Tx, into map[task.Status]int) error {
 	rows, err := tx.Query(ctx, `SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var status string
-		var n int
-		if err := rows.Scan(&status, &n); err != nil {
-			return err
-		}
-		into[task.Status(status)] = n
-	}
-	return rows.Err()
+	return taskdata.CountBy(rows, into)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -120,13 +121,5 @@ func scanTaskCounts(ctx context.Context, tx *sql.Tx, into map[task.Status]int) e
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var status string
-		var n int
-		if err := rows.Scan(&status, &n); err != nil {
-			return err
-		}
-		into[task.Status(status)] = n
-	}
-	return rows.Err()
+	return taskdata.CountBy(rows, into)
 }
