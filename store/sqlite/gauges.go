@@ -6,49 +6,22 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/store/internal/opsdata"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
-// sqlGaugeJobs counts the jobs that have not finished by kind, in the
-// states of gauges.JobState: due, not due after a failed run, not due
-// without one, running, parked for input. Jobs of expired tasks, which no
-// claim takes, are left out like finished ones. It groups by the kind
-// alone, so SQLite sorts the rows by one key, not four: about a fifth
-// less time than grouping by state, due and failed as well.
-const sqlGaugeJobs = `SELECT kind, sum(state = 'available' AND run_at <= ?1),
-	sum(state = 'available' AND run_at > ?1 AND failures > 0), sum(state = 'available' AND run_at > ?1 AND failures = 0),
-	sum(state = 'running'), sum(state = 'awaiting_input') FROM jobs
+// sqlGaugeJobs counts the jobs that have not finished by kind, state,
+// whether they are due and whether a run failed; jobs of expired tasks,
+// which no claim takes, are left out like finished ones.
+const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
 	WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > ?1)
-	GROUP BY kind`
+	GROUP BY 1, 2, 3, 4`
 
 // sqlGaugeOldest is the run_at of the longest-waiting due job (the claim
 // index's first entry).
 const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
 	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
-
-// jobCounts is one row of sqlGaugeJobs: a kind and how many of its jobs
-// are in each state.
-type jobCounts struct {
-	Kind                                               string
-	Available, RetryWaiting, Scheduled, Running, Input int
-}
-
-// Add adds the row's non-zero counts to into (a Snapshot's missing key is
-// zero).
-func (c jobCounts) Add(into map[gauges.Job]int) {
-	for _, s := range []struct {
-		state gauges.JobState
-		n     int
-	}{
-		{gauges.JobAvailable, c.Available}, {gauges.JobRetryWaiting, c.RetryWaiting},
-		{gauges.JobScheduled, c.Scheduled}, {gauges.JobRunning, c.Running}, {gauges.JobInputWaiting, c.Input},
-	} {
-		if s.n > 0 {
-			into[gauges.Job{Kind: c.Kind, State: s.state}] += s.n
-		}
-	}
-}
 
 var _ gauges.QueueSource = (*Store)(nil)
 
@@ -89,12 +62,14 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 		return gauges.Snapshot{}, wrapErr("gauges", err)
 	}
 	for rows.Next() {
-		var c jobCounts
-		if err := rows.Scan(&c.Kind, &c.Available, &c.RetryWaiting, &c.Scheduled, &c.Running, &c.Input); err != nil {
+		var kind, state string
+		var later, failed bool
+		var n int
+		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
 			rows.Close()
 			return gauges.Snapshot{}, wrapErr("gauges", err)
 		}
-		c.Add(snap.Jobs)
+		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
