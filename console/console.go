@@ -109,8 +109,10 @@ type Options struct {
 	// are kept. Default DefaultSignInAddresses.
 	SignInAddresses int
 	// Gauges, when set, adds queue depth by job state to the overview.
-	// A snapshot costs a scan of the store's unfinished jobs, so the
-	// overview reuses one for up to GaugesMaxAge.
+	// A snapshot costs a scan of the store's jobs, so the overview
+	// reuses one for up to GaugesMaxAge. When Gauges is a
+	// gauges.QueueSource (the stores of this module are), the overview
+	// reads it without the counts of tasks, which it has from Store.
 	Gauges gauges.Source
 	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
 	// Default DefaultGaugesMaxAge.

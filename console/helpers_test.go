@@ -21,6 +21,7 @@ import (
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/oauth"
+	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
@@ -67,6 +68,9 @@ type fixtureOpts struct {
 	// of other things, which sign in wrongly on purpose, never reach.
 	signIn, globalSignIn console.SignInLimit
 	oauth                *oauth.ResourceServer
+	// gauges wraps the store as the console's Options.Gauges; nil: the
+	// store itself.
+	gauges func(*sqlite.Store) gauges.Source
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -82,8 +86,12 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		fo.signIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
 	}
 	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
+	var src gauges.Source = st
+	if fo.gauges != nil {
+		src = fo.gauges(st)
+	}
 	c, err := console.New(console.Options{
-		Store: st, Gauges: st, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
+		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Now: f.clock.Now, MaxStreams: fo.maxStreams,
 		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn, OAuth: fo.oauth,
 	})

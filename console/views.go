@@ -137,7 +137,11 @@ func (g *gaugeCache) get(ctx context.Context, opts Options) (gauges.Snapshot, ti
 	if !g.at.IsZero() && now.Sub(g.at) < opts.GaugesMaxAge && !now.Before(g.at) {
 		return g.snap, g.at, nil
 	}
-	snap, err := opts.Gauges.Gauges(ctx)
+	read := opts.Gauges.Gauges
+	if q, ok := opts.Gauges.(gauges.QueueSource); ok {
+		read = q.QueueGauges // the overview counts tasks from OperatorCounts
+	}
+	snap, err := read(ctx)
 	if err != nil {
 		return gauges.Snapshot{}, time.Time{}, err
 	}

@@ -64,3 +64,14 @@ type Snapshot struct {
 type Source interface {
 	Gauges(ctx context.Context) (Snapshot, error)
 }
+
+// QueueSource is a Source that can leave out the counts of tasks:
+// QueueGauges reads the Snapshot Gauges reads, with the same bounds and
+// failures, except that Tasks is nil. It serves a caller that counts the
+// tasks otherwise (the console's overview reads them by tool and status
+// from backend.Operator), on a store where counting them is a scan of
+// every task.
+type QueueSource interface {
+	Source
+	QueueGauges(ctx context.Context) (Snapshot, error)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/internal/opsdata"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -15,34 +16,38 @@ import (
 // database's, in whole milliseconds like every other statement's.
 const gaugeNow = `coalesce($1::timestamptz, date_trunc('milliseconds', now()))`
 
+var _ gauges.QueueSource = (*Store)(nil)
+
 // Gauges implements gauges.Source from one repeatable-read snapshot. It
-// counts every task row (a scan of the tasks table) and the unfinished
-// jobs, so its cost grows with the store; callers scrape it every few
-// seconds at most. Jobs of expired tasks, which no claim takes, are left
-// out like finished ones. It is bounded by Options.Timeout.
+// counts every task row (a scan of the tasks table: a counter row would
+// serialize concurrent writers) and the unfinished jobs (a scan of the
+// jobs table), so its cost grows with the store; callers scrape it every
+// few seconds at most. Jobs of expired tasks, which no claim takes, are
+// left out like finished ones. It is bounded by Options.Timeout.
 func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
-	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	return s.gauges(ctx, true)
+}
+
+// QueueGauges implements gauges.QueueSource: Gauges without the scan of
+// the tasks (Tasks is nil), so its cost grows with the jobs table only.
+func (s *Store) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+	return s.gauges(ctx, false)
+}
+
+func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
+	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
+	if tasks {
+		snap.Tasks = map[task.Status]int{}
+	}
 	now := s.now()
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var status string
-				var n int
-				if err := rows.Scan(&status, &n); err != nil {
-					rows.Close()
+			if tasks {
+				if err := s.scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
 					return err
 				}
-				snap.Tasks[task.Status(status)] = n
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			rows, err = tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*) FROM `+s.q.ident+`.jobs
+			rows, err := tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*) FROM `+s.q.ident+`.jobs
 				WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > `+gaugeNow+`)
 				GROUP BY 1, 2, 3, 4`, now)
 			if err != nil {
@@ -78,4 +83,14 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 		return gauges.Snapshot{}, wrapErr("gauges", err)
 	}
 	return snap, nil
+}
+
+// scanTaskCounts adds the count of tasks by status to into.
+func (s *Store) scanTaskCounts(ctx context.Context, tx pgx.Tx, into map[task.Status]int) error {
+	rows, err := tx.Query(ctx, `SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return taskdata.CountBy(rows, into)
 }

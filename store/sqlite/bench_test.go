@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/session/sessiontest"
 	"github.com/taskwire/taskwire/store/sqlite"
@@ -88,4 +90,40 @@ func BenchmarkListTasks(b *testing.B) {
 			b.Fatalf("ListTasks: %d tasks, %v", len(page.Tasks), err)
 		}
 	}
+}
+
+// BenchmarkClaimComplete measures the job writes of a worker on a real
+// file, per job: enqueueing (one task per transaction), then claiming in
+// batches of 10 and completing each.
+func BenchmarkClaimComplete(b *testing.B) {
+	s := open(b, sqlite.Options{Path: filepath.Join(b.TempDir(), "tasks.db")})
+	ctx := context.Background()
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	b.Run("enqueue", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Enqueue(ctx, creation(b), backend.EnqueueOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("claim-complete", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Enqueue(ctx, creation(b), backend.EnqueueOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for done := 0; done < b.N; {
+			jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "bench", Limit: 10, Lease: time.Minute})
+			if err != nil || len(jobs) == 0 {
+				b.Fatalf("Claim = %d jobs, %v", len(jobs), err)
+			}
+			for _, j := range jobs {
+				if err := s.Jobs().Complete(ctx, j.Lease, res, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			done += len(jobs)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/internal/opsdata"
+	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -22,12 +23,25 @@ const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FR
 const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
 	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
 
-// Gauges implements gauges.Source from one read transaction. It counts
-// every task row (a scan of the tasks table) and the unfinished jobs, so
-// its cost grows with the store; callers scrape it every few seconds at
-// most. It is bounded by Options.Timeout.
+var _ gauges.QueueSource = (*Store)(nil)
+
+// Gauges implements gauges.Source from one read transaction: the counts
+// of tasks by status are summed from task_counts, which triggers keep
+// (migration 007), so only the count of the unfinished jobs scans a table
+// (jobs); its cost grows with the jobs kept, so callers scrape it every few
+// seconds at most. It is bounded by Options.Timeout.
 func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
-	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	return s.gauges(ctx, true)
+}
+
+// QueueGauges implements gauges.QueueSource: Gauges without the counts of
+// tasks (Tasks is nil).
+func (s *Store) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+	return s.gauges(ctx, false)
+}
+
+func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
+	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -37,8 +51,11 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 	defer tx.Rollback()
 	now := s.now()
 	nowMs := now.UnixMilli()
-	if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+	if tasks {
+		snap.Tasks = map[task.Status]int{}
+		if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
+			return gauges.Snapshot{}, wrapErr("gauges", err)
+		}
 	}
 	rows, err := tx.QueryContext(ctx, sqlGaugeJobs, nowMs)
 	if err != nil {
@@ -71,20 +88,13 @@ func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
 	return snap, nil
 }
 
-// scanTaskCounts adds the count of tasks by status to into.
+// scanTaskCounts adds the count of tasks by status, summed over the tools
+// of task_counts, to into.
 func scanTaskCounts(ctx context.Context, tx *sql.Tx, into map[task.Status]int) error {
-	rows, err := tx.QueryContext(ctx, `SELECT status, count(*) FROM tasks GROUP BY status`)
+	rows, err := tx.QueryContext(ctx, `SELECT status, sum(n) FROM task_counts GROUP BY status HAVING sum(n) > 0`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var status string
-		var n int
-		if err := rows.Scan(&status, &n); err != nil {
-			return err
-		}
-		into[task.Status(status)] = n
-	}
-	return rows.Err()
+	return taskdata.CountBy(rows, into)
 }

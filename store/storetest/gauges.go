@@ -26,7 +26,9 @@ type GaugesBackend interface {
 // status, unfinished jobs by kind and state (due, retrying, scheduled,
 // running, parked for input), the age of the oldest due job by the
 // store's clock, and live sessions; finished jobs, expired tasks' jobs and
-// expired sessions count in no job state or session.
+// expired sessions count in no job state or session. A backend that is
+// also a gauges.QueueSource reads the same snapshot from QueueGauges,
+// without the counts of tasks.
 func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) GaugesBackend) {
 	ctx := context.Background()
 	c := NewClock(Epoch)
@@ -101,6 +103,17 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Gauges (-want +got):\n%s", d)
 	}
+	if q, ok := b.(gauges.QueueSource); ok {
+		got, err := q.QueueGauges(ctx)
+		if err != nil {
+			t.Fatalf("QueueGauges: %v", err)
+		}
+		want := want
+		want.Tasks = nil
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("QueueGauges (-want +got):\n%s", d)
+		}
+	}
 
 	// The retried job is due when its backoff ends, and from then on the
 	// oldest due job is still the first one.
@@ -114,5 +127,18 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	}
 	if got.OldestAvailable != 150*time.Second {
 		t.Errorf("OldestAvailable = %v, want 2m30s", got.OldestAvailable)
+	}
+
+	// The expired task counts until it is deleted.
+	if n, err := b.Jobs().DeleteExpired(ctx, c.Now(), 10); err != nil || n != 1 {
+		t.Fatalf("DeleteExpired = %d, %v; want 1", n, err)
+	}
+	got, err = b.Gauges(ctx)
+	if err != nil {
+		t.Fatalf("Gauges: %v", err)
+	}
+	wantTasks := map[task.Status]int{task.Working: 4, task.InputRequired: 1, task.Completed: 1}
+	if d := cmp.Diff(wantTasks, got.Tasks); d != "" {
+		t.Errorf("Tasks after the expired one's deletion (-want +got):\n%s", d)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ gauges.Source = (*Manager)(nil)
+var _ gauges.QueueSource = (*Manager)(nil)
 
 // Gauges implements gauges.Source, so that prometheus.RegisterStoreGauges
 // reports this backend as it reports the durable stores: tasks by status
@@ -18,14 +18,28 @@ var _ gauges.Source = (*Manager)(nil)
 // every task under the manager's lock, so its cost grows with the tasks
 // held (at most Options.Capacity), and fails only when ctx is done.
 func (m *Manager) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+	return m.gauges(ctx, true)
+}
+
+// QueueGauges implements gauges.QueueSource: Gauges with Tasks nil.
+func (m *Manager) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+	return m.gauges(ctx, false)
+}
+
+func (m *Manager) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return gauges.Snapshot{}, err
 	}
-	snap := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
+	if tasks {
+		snap.Tasks = map[task.Status]int{}
+	}
 	m.mu.Lock()
 	now := m.now()
 	for _, e := range m.tasks {
-		snap.Tasks[e.snap.Status()]++
+		if tasks {
+			snap.Tasks[e.snap.Status()]++
+		}
 		j := e.job
 		if j == nil || j.state == jobDone || e.expired(now) {
 			continue

@@ -1,0 +1,76 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/store/sqlite"
+)
+
+// recordedGauges is a store's gauges.Source that records which of its
+// reads were called.
+type recordedGauges struct {
+	st    *sqlite.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recordedGauges) record(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, name)
+}
+
+func (r *recordedGauges) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+	r.record("Gauges")
+	return r.st.Gauges(ctx)
+}
+
+// recordedQueueGauges is a recordedGauges that is a gauges.QueueSource.
+type recordedQueueGauges struct{ *recordedGauges }
+
+func (r recordedQueueGauges) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+	r.record("QueueGauges")
+	return r.st.QueueGauges(ctx)
+}
+
+// TestOverviewGauges checks that the overview reads a gauges.QueueSource
+// without its counts of tasks (it has them from the store's counts by tool
+// and status), and any other Source in full, showing the same queue.
+func TestOverviewGauges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		queue bool
+		want  []string
+	}{
+		{"queue source", true, []string{"QueueGauges"}},
+		{"source", false, []string{"Gauges"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordedGauges{}
+			f := newFixture(t, fixtureOpts{gauges: func(st *sqlite.Store) gauges.Source {
+				rec.st = st
+				if tc.queue {
+					return recordedQueueGauges{rec}
+				}
+				return rec
+			}})
+			r := f.get("/console/")
+			if r.status != http.StatusOK {
+				t.Fatalf("overview: %s", describe(r))
+			}
+			mustContain(t, "overview", r.body, "<caption>4 tasks held",
+				"Queue depth by job state", `<th scope="row">available</th><td class="num">2</td>`)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if d := cmp.Diff(tc.want, rec.calls); d != "" {
+				t.Errorf("reads of the gauges (-want +got):\n%s", d)
+			}
+		})
+	}
+}
