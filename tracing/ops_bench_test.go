@@ -349,3 +349,36 @@ func opsCreation(b *testing.B) *task.CreationContext {
 		Trace:   task.TraceContext{Traceparent: clientHeader},
 	}
 }
+
+// BenchmarkRequestSpan measures what a traced request adds by itself: a
+// request span started and ended by the Tracer, from parallel goroutines,
+// batched by a BatchProcessor or by the SDK's batch span processor
+// (sdkbatch) into an exporter that discards. It floods the processor with
+// spans, so it does not show the SDK processor's goroutine wake-up per
+// span, which only spans spaced out in time pay (BenchmarkToolsCallOps
+// does).
+func BenchmarkRequestSpan(b *testing.B) {
+	for _, sdk := range []bool{false, true} {
+		name := "batchprocessor"
+		if sdk {
+			name = "sdkbatch"
+		}
+		b.Run(name, func(b *testing.B) {
+			tr, exported := benchTracer(b, sdk)
+			req := server.TracedRequest{
+				Info:            server.RequestInfo{Method: "tools/call", Endpoint: "tools"},
+				ProtocolVersion: "2026-07-28",
+				Incoming:        task.TraceContext{Traceparent: clientHeader},
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, s := tr.StartRequest(ctx, req)
+					s.End(server.FinishedRequest{Outcome: server.OutcomeComplete, Tool: "echo"})
+				}
+			})
+			exported()
+		})
+	}
+}

@@ -39,25 +39,17 @@ const (
 // is ignored and the span starts a trace).
 //
 // It runs once for every admitted request, so it allocates little: the
-// span's attributes, options and the incoming headers' carrier live in the
-// requestSpan it returns, and span names and the span kind are made once.
+// span gets all its attributes at End, in one call (a sampler sees the
+// span's name, which carries the method, and its kind); what End needs and
+// the incoming headers' carrier live in the requestSpan it returns; span
+// names and the start options are made once.
 func (t *Tracer) StartRequest(ctx context.Context, r server.TracedRequest) (context.Context, server.RequestSpan) {
-	s := &requestSpan{t: t}
+	s := &requestSpan{t: t, method: r.Info.Method, endpoint: r.Info.Endpoint, version: r.ProtocolVersion}
 	if r.Incoming.Traceparent != "" {
 		s.carrier = w3cCarrier{traceparent: r.Incoming.Traceparent, tracestate: r.Incoming.Tracestate}
 		ctx = t.prop.Extract(ctx, &s.carrier)
 	}
-	attrs := append(s.attrs[:0],
-		attribute.String(AttrMethod, r.Info.Method),
-		attribute.String(AttrEndpoint, r.Info.Endpoint))
-	switch v := r.ProtocolVersion; {
-	case mcp.IsModernVersion(v):
-		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2026)
-	case mcp.IsLegacyVersion(v):
-		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2025)
-	}
-	s.opts = [2]trace.SpanStartOption{t.serverKind, trace.WithAttributes(attrs...)}
-	ctx, s.span = t.tracer.Start(ctx, t.spanNames.name(r.Info.Method), s.opts[:]...)
+	ctx, s.span = t.tracer.Start(ctx, t.spanNames.name(r.Info.Method), t.serverStart...)
 	return ctx, s
 }
 
@@ -67,21 +59,19 @@ var (
 	attrEra2025 = attribute.String(AttrEra, Era2025)
 )
 
-// maxRequestAttrs bounds the attributes a request span sets at once: at
-// End, outcome, tool, task ID, principal, tenant, arguments and error
-// type.
-const maxRequestAttrs = 8
+// commonRequestAttrs is the number of attributes most request spans get:
+// method, endpoint, protocol version, era, outcome and tool. A requestSpan
+// has room for them; the opt-in attributes and error.type take more.
+const commonRequestAttrs = 6
 
-// requestSpan is the span of one request, with room for what starting and
-// ending it needs, so that neither allocates on its own.
+// requestSpan is the span of one request, with what ending it needs, so
+// that neither starting nor ending it allocates on its own.
 type requestSpan struct {
-	t       *Tracer
-	span    trace.Span
-	carrier w3cCarrier
-	opts    [2]trace.SpanStartOption
-	// attrs holds the attributes given at start and, once the SDK copied
-	// them, those set at End.
-	attrs [maxRequestAttrs]attribute.KeyValue
+	t                         *Tracer
+	span                      trace.Span
+	carrier                   w3cCarrier
+	method, endpoint, version string
+	attrs                     [commonRequestAttrs]attribute.KeyValue
 }
 
 // TraceContext implements server.RequestSpan: the span's own context, in
@@ -92,7 +82,16 @@ func (s *requestSpan) TraceContext() task.TraceContext {
 
 // End implements server.RequestSpan.
 func (s *requestSpan) End(f server.FinishedRequest) {
-	attrs := append(s.attrs[:0], attribute.String(AttrOutcome, string(f.Outcome)))
+	attrs := append(s.attrs[:0],
+		attribute.String(AttrMethod, s.method),
+		attribute.String(AttrEndpoint, s.endpoint))
+	switch v := s.version; {
+	case mcp.IsModernVersion(v):
+		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2026)
+	case mcp.IsLegacyVersion(v):
+		attrs = append(attrs, attribute.String(AttrProtocolVersion, v), attrEra2025)
+	}
+	attrs = append(attrs, attribute.String(AttrOutcome, string(f.Outcome)))
 	if f.Tool != "" {
 		attrs = append(attrs, attribute.String(AttrTool, f.Tool))
 	}

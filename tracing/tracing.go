@@ -69,8 +69,9 @@ type Tracer struct {
 	tracer trace.Tracer
 	prop   propagation.TraceContext
 	// The span start options every request or run span shares, made once.
-	serverKind, consumerKind, newRoot trace.SpanStartOption
-	spanNames                         spanNames
+	serverStart           []trace.SpanStartOption
+	consumerKind, newRoot trace.SpanStartOption
+	spanNames             spanNames
 }
 
 // New validates opts and returns a Tracer.
@@ -81,7 +82,7 @@ func New(opts Options) (*Tracer, error) {
 	return &Tracer{
 		opts:         opts,
 		tracer:       opts.Provider.Tracer(instrumentation),
-		serverKind:   trace.WithSpanKind(trace.SpanKindServer),
+		serverStart:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
 		consumerKind: trace.WithSpanKind(trace.SpanKindConsumer),
 		newRoot:      trace.WithNewRoot(),
 	}, nil
