@@ -39,10 +39,10 @@ const (
 // is ignored and the span starts a trace).
 //
 // It runs once for every admitted request, so it allocates little: the
-// span gets all its attributes at End, in one call (a sampler sees the
-// span's name, which carries the method, and its kind); what End needs and
-// the incoming headers' carrier live in the requestSpan it returns; span
-// names and the start options are made once.
+// span gets all its attributes at End, in one call, from a buffer the
+// Tracer pools (a sampler sees the span's name, which carries the method,
+// and its kind); the incoming headers' carrier lives in the requestSpan it
+// returns; span names and the start options are made once.
 func (t *Tracer) StartRequest(ctx context.Context, r server.TracedRequest) (context.Context, server.RequestSpan) {
 	s := &requestSpan{t: t, method: r.Info.Method, endpoint: r.Info.Endpoint, version: r.ProtocolVersion}
 	if r.Incoming.Traceparent != "" {
@@ -59,19 +59,21 @@ var (
 	attrEra2025 = attribute.String(AttrEra, Era2025)
 )
 
-// commonRequestAttrs is the number of attributes most request spans get:
-// method, endpoint, protocol version, era, outcome and tool. A requestSpan
-// has room for them; the opt-in attributes and error.type take more.
-const commonRequestAttrs = 6
+// maxRequestAttrs bounds the attributes a request span gets: method,
+// endpoint, protocol version, era, outcome, tool, task ID, principal,
+// tenant, arguments and error type.
+const maxRequestAttrs = 11
 
-// requestSpan is the span of one request, with what ending it needs, so
-// that neither starting nor ending it allocates on its own.
+// requestAttrs holds a request span's attributes while End hands them to
+// the span, which copies them; the Tracer pools them.
+type requestAttrs [maxRequestAttrs]attribute.KeyValue
+
+// requestSpan is the span of one request, with what ending it needs.
 type requestSpan struct {
 	t                         *Tracer
 	span                      trace.Span
 	carrier                   w3cCarrier
 	method, endpoint, version string
-	attrs                     [commonRequestAttrs]attribute.KeyValue
 }
 
 // TraceContext implements server.RequestSpan: the span's own context, in
@@ -82,7 +84,8 @@ func (s *requestSpan) TraceContext() task.TraceContext {
 
 // End implements server.RequestSpan.
 func (s *requestSpan) End(f server.FinishedRequest) {
-	attrs := append(s.attrs[:0],
+	buf := s.t.requestAttrs.Get().(*requestAttrs)
+	attrs := append(buf[:0],
 		attribute.String(AttrMethod, s.method),
 		attribute.String(AttrEndpoint, s.endpoint))
 	switch v := s.version; {
@@ -113,6 +116,8 @@ func (s *requestSpan) End(f server.FinishedRequest) {
 		attrs = append(attrs, attribute.String(AttrErrorType, string(f.Outcome)))
 	}
 	s.span.SetAttributes(attrs...)
+	clear(buf[:])
+	s.t.requestAttrs.Put(buf)
 	s.span.End()
 }
 

@@ -72,6 +72,7 @@ type Tracer struct {
 	serverStart           []trace.SpanStartOption
 	consumerKind, newRoot trace.SpanStartOption
 	spanNames             spanNames
+	requestAttrs          sync.Pool // of *requestAttrs
 }
 
 // New validates opts and returns a Tracer.
@@ -79,13 +80,15 @@ func New(opts Options) (*Tracer, error) {
 	if opts.Provider == nil {
 		return nil, errors.New("tracing: Options.Provider is required")
 	}
-	return &Tracer{
+	t := &Tracer{
 		opts:         opts,
 		tracer:       opts.Provider.Tracer(instrumentation),
 		serverStart:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
 		consumerKind: trace.WithSpanKind(trace.SpanKindConsumer),
 		newRoot:      trace.WithNewRoot(),
-	}, nil
+	}
+	t.requestAttrs.New = func() any { return new(requestAttrs) }
+	return t, nil
 }
 
 // maxSpanNames bounds the request span names a Tracer keeps: the server
