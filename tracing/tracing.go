@@ -73,6 +73,8 @@ type Tracer struct {
 	consumerKind, newRoot trace.SpanStartOption
 	spanNames             spanNames
 	requestAttrs          sync.Pool // of *requestAttrs
+	runAttrs              sync.Pool // of *runAttrs
+	finalWrites           finalWrites
 }
 
 // New validates opts and returns a Tracer.
@@ -86,8 +88,10 @@ func New(opts Options) (*Tracer, error) {
 		serverStart:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
 		consumerKind: trace.WithSpanKind(trace.SpanKindConsumer),
 		newRoot:      trace.WithNewRoot(),
+		finalWrites:  newFinalWrites(),
 	}
 	t.requestAttrs.New = func() any { return new(requestAttrs) }
+	t.runAttrs.New = func() any { return new(runAttrs) }
 	return t, nil
 }
 

@@ -46,19 +46,13 @@ const (
 // that starts its own trace and links to the span of the request that
 // created the task, when the task kept its trace context.
 //
-// Like StartRequest it keeps what starting the span needs in the runSpan
-// it returns rather than allocating it apart.
+// Like StartRequest it gives the span its attributes when it ends, in one
+// call from a pooled buffer (a sampler sees the span's name, its kind and
+// its link), keeps what starting the span needs in the runSpan it returns,
+// and uses the final write's event options made once.
 func (t *Tracer) StartRun(ctx context.Context, r worker.TracedRun) (context.Context, worker.RunSpan) {
-	s := &runSpan{}
-	attrs := append(s.attrs[:0],
-		attribute.String(AttrKind, r.Kind),
-		attribute.Int64(AttrAttempt, r.Attempt),
-		attribute.Int(AttrFailures, r.Failures),
-		attribute.Int(AttrInterruptedRuns, r.InterruptedRuns))
-	if t.opts.RecordTaskIDs {
-		attrs = append(attrs, attribute.String(AttrTaskID, r.TaskID))
-	}
-	opts := append(s.opts[:0], t.consumerKind, t.newRoot, trace.WithAttributes(attrs...))
+	s := &runSpan{t: t, run: r}
+	opts := append(s.opts[:0], t.consumerKind, t.newRoot)
 	if r.Creator.Traceparent != "" {
 		s.carrier = w3cCarrier{traceparent: r.Creator.Traceparent, tracestate: r.Creator.Tracestate}
 		if sc := trace.SpanContextFromContext(t.prop.Extract(context.Background(), &s.carrier)); sc.IsValid() {
@@ -69,19 +63,31 @@ func (t *Tracer) StartRun(ctx context.Context, r worker.TracedRun) (context.Cont
 	return ctx, s
 }
 
-// runSpan is the span of one run, with room for what starting it needs.
+// maxRunAttrs bounds the attributes a run span gets: kind, attempt,
+// failures, interrupted runs, transition, error type and task ID.
+const maxRunAttrs = 7
+
+// runAttrs holds a run span's attributes while End hands them to the
+// span, which copies them; the Tracer pools them.
+type runAttrs [maxRunAttrs]attribute.KeyValue
+
+// runSpan is the span of one run, with room for what starting it needs
+// and what ending it records.
 type runSpan struct {
-	span    trace.Span
-	carrier w3cCarrier
-	opts    [4]trace.SpanStartOption
-	attrs   [5]attribute.KeyValue
+	t          *Tracer
+	run        worker.TracedRun
+	span       trace.Span
+	carrier    w3cCarrier
+	opts       [3]trace.SpanStartOption
+	transition worker.Transition
+	failure    worker.FailureCategory
 }
 
 func (s *runSpan) Progress() { s.span.AddEvent(EventProgress) }
 
 func (s *runSpan) Failed(c worker.FailureCategory) {
 	s.span.AddEvent(EventHandlerFailed, trace.WithAttributes(attribute.String(AttrFailure, string(c))))
-	s.span.SetAttributes(attribute.String(AttrErrorType, string(c)))
+	s.failure = c
 }
 
 func (s *runSpan) LeaseLost() {
@@ -90,18 +96,77 @@ func (s *runSpan) LeaseLost() {
 }
 
 func (s *runSpan) Wrote(tr worker.Transition, err error) {
-	write := "committed"
+	write := writeCommitted
 	switch {
 	case errors.Is(err, backend.ErrLeaseLost):
-		write = "lease_lost"
+		write = writeLeaseLost
 	case err != nil:
-		write = "error"
+		write = writeError
 	}
-	s.span.AddEvent(EventFinalWrite, trace.WithAttributes(attribute.String(AttrTransition, string(tr)), attribute.String(AttrWrite, write)))
-	s.span.SetAttributes(attribute.String(AttrTransition, string(tr)))
+	s.span.AddEvent(EventFinalWrite, s.t.finalWrites.option(tr, write))
+	s.transition = tr
 	if err != nil || tr == worker.TransitionFailed {
 		s.span.SetStatus(codes.Error, string(tr)+": "+write)
 	}
 }
 
-func (s *runSpan) End() { s.span.End() }
+func (s *runSpan) End() {
+	buf := s.t.runAttrs.Get().(*runAttrs)
+	attrs := append(buf[:0],
+		attribute.String(AttrKind, s.run.Kind),
+		attribute.Int64(AttrAttempt, s.run.Attempt),
+		attribute.Int(AttrFailures, s.run.Failures),
+		attribute.Int(AttrInterruptedRuns, s.run.InterruptedRuns))
+	if s.transition != "" {
+		attrs = append(attrs, attribute.String(AttrTransition, string(s.transition)))
+	}
+	if s.failure != "" {
+		attrs = append(attrs, attribute.String(AttrErrorType, string(s.failure)))
+	}
+	if s.t.opts.RecordTaskIDs {
+		attrs = append(attrs, attribute.String(AttrTaskID, s.run.TaskID))
+	}
+	s.span.SetAttributes(attrs...)
+	clear(buf[:])
+	s.t.runAttrs.Put(buf)
+	s.span.End()
+}
+
+// What a final write did, as AttrWrite values.
+const (
+	writeCommitted = "committed"
+	writeLeaseLost = "lease_lost"
+	writeError     = "error"
+)
+
+// finalWrites holds the options of the final_write event for every known
+// transition and write outcome, made once; an unknown transition gets
+// its options made on the spot.
+type finalWrites map[[2]string]trace.EventOption
+
+// newFinalWrites makes the options of every known final write.
+func newFinalWrites() finalWrites {
+	f := finalWrites{}
+	for _, tr := range []worker.Transition{
+		worker.TransitionClaimed, worker.TransitionCompleted, worker.TransitionFailed, worker.TransitionCancelled,
+		worker.TransitionRetried, worker.TransitionInputRequested, worker.TransitionLeaseLost, worker.TransitionReleased,
+		worker.TransitionRescued, worker.TransitionExpiredDeleted,
+	} {
+		for _, w := range []string{writeCommitted, writeLeaseLost, writeError} {
+			f[[2]string{string(tr), w}] = finalWriteOption(tr, w)
+		}
+	}
+	return f
+}
+
+// option returns the event options of a final write.
+func (f finalWrites) option(tr worker.Transition, write string) trace.EventOption {
+	if o, ok := f[[2]string{string(tr), write}]; ok {
+		return o
+	}
+	return finalWriteOption(tr, write)
+}
+
+func finalWriteOption(tr worker.Transition, write string) trace.EventOption {
+	return trace.WithAttributes(attribute.String(AttrTransition, string(tr)), attribute.String(AttrWrite, write))
+}
