@@ -78,13 +78,13 @@ func benchTracer(b *testing.B, sdkBatcher bool) (*tracing.Tracer, func()) {
 // BenchmarkToolsCallOps compares an inline 2026-07-28 tools/call of an
 // echo tool, the request carrying a traceparent, under each of
 // opsVariants: over loopback HTTP with four parallel clients per core
-// (req/s) and in process (ServeHTTP with a recorder). Each sub-benchmark
-// runs once per process, so loop over the test binary to interleave the
-// variants, and compare them with benchstat -col /ops (docs/benchmarks.md):
+// (req/s) and in process (ServeHTTP with a recorder). Run each variant in
+// a process of its own, in rounds of rotating order, and compare them with
+// benchstat -col /ops (docs/benchmarks.md):
 //
 //	go test -c -o ops.test ./tracing
-//	for i in $(seq 16); do ./ops.test -test.run '^$' -test.bench ToolsCallOps -test.benchtime 1500ms; done > calls.txt
-//	benchstat -col /ops calls.txt
+//	bash scripts/benchrotate.sh ./ops.test 16 'ToolsCallOps/mode=http/' 1500ms off metrics tracing both > http.txt
+//	benchstat -col /ops http.txt
 func BenchmarkToolsCallOps(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
@@ -266,10 +266,10 @@ func (c *completions) Maintenance(t worker.Transition, n int) {
 // under each of opsVariants: b.N tasks (each keeping the trace context of
 // a creating request, as a traced API node stores it) are enqueued before
 // the timer starts, then a worker runtime with a no-op handler completes
-// them all. Use a fixed count and loop over the test binary to interleave
-// the variants (docs/benchmarks.md):
+// them all. Use a fixed count and run each variant in a process of its
+// own, in rounds of rotating order (docs/benchmarks.md):
 //
-//	for i in $(seq 16); do ./ops.test -test.run '^$' -test.bench WorkerOps -test.benchtime 5000x; done > worker.txt
+//	bash scripts/benchrotate.sh ./ops.test 12 'WorkerOps/' 5000x off metrics tracing both > worker.txt
 //	benchstat -col /ops worker.txt
 func BenchmarkWorkerOps(b *testing.B) {
 	for _, v := range opsVariants {
