@@ -42,8 +42,10 @@ type BatchOptions struct {
 	// DefaultExportTimeout.
 	ExportTimeout time.Duration
 	// OnError receives the errors of exports that run in the background
-	// (ForceFlush and Shutdown return theirs). Default otel.Handle, the
-	// OpenTelemetry error handler.
+	// (ForceFlush and Shutdown return theirs), and after an export that
+	// follows dropped spans an error saying how many were dropped since the
+	// last such report. Default otel.Handle, the OpenTelemetry error
+	// handler.
 	OnError func(error)
 }
 
@@ -107,10 +109,11 @@ type BatchProcessor struct {
 	exp  sdktrace.SpanExporter
 	opts BatchOptions
 
-	mu      sync.Mutex
-	queue   []sdktrace.ReadOnlySpan // at most opts.MaxQueueSize
-	closed  bool
-	dropped atomic.Uint64
+	mu       sync.Mutex
+	queue    []sdktrace.ReadOnlySpan // at most opts.MaxQueueSize
+	closed   bool
+	dropped  atomic.Uint64
+	reported uint64 // the drops OnError was told of; only the goroutine uses it
 
 	full     chan struct{}      // capacity 1: the queue holds a full batch
 	flushes  chan chan error    // ForceFlush: export everything queued, then reply
@@ -286,6 +289,10 @@ func (p *BatchProcessor) export(ctx context.Context, batch []sdktrace.ReadOnlySp
 		if err != nil {
 			report(fmt.Errorf("tracing: exporting %d spans: %w", n, err))
 		}
+	}
+	if d := p.dropped.Load(); d > p.reported {
+		p.opts.OnError(fmt.Errorf("tracing: %d spans dropped: the export queue (%d spans) was full", d-p.reported, p.opts.MaxQueueSize))
+		p.reported = d
 	}
 	return batch
 }

@@ -143,7 +143,12 @@ func TestBatchProcessorExportsAfterScheduleDelay(t *testing.T) {
 func TestBatchProcessorDropsWhenFull(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	exp := &recordingExporter{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	tp, p := newBatchProvider(t, exp, tracing.BatchOptions{MaxQueueSize: 2, MaxExportBatchSize: 2, ScheduleDelay: time.Hour})
+	var (
+		mu       sync.Mutex
+		reported []string
+	)
+	tp, p := newBatchProvider(t, exp, tracing.BatchOptions{MaxQueueSize: 2, MaxExportBatchSize: 2, ScheduleDelay: time.Hour,
+		OnError: func(err error) { mu.Lock(); reported = append(reported, err.Error()); mu.Unlock() }})
 	endSpans(tp, "a", 2)
 	<-exp.entered // the goroutine holds a0 and a1 in an export
 	endSpans(tp, "b", 3)
@@ -158,6 +163,11 @@ func TestBatchProcessorDropsWhenFull(t *testing.T) {
 	if diff := cmp.Diff([][]string{{"a0", "a1"}, {"b0", "b1"}}, batches); diff != "" {
 		t.Errorf("exports (-want +got):\n%s", diff)
 	}
+	mu.Lock()
+	if diff := cmp.Diff([]string{"tracing: 1 spans dropped: the export queue (2 spans) was full"}, reported); diff != "" {
+		t.Errorf("drops reported (-want +got):\n%s", diff)
+	}
+	mu.Unlock()
 	late := tracetest.SpanStub{Name: "late", SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled})}
 	p.OnEnd(late.Snapshot())
