@@ -34,13 +34,14 @@ type Client struct {
 	closeFn  context.CancelFunc
 
 	connecting chan struct{}  // a one-slot semaphore: serializes Connect, waited for with ctx
-	wg         sync.WaitGroup // the session stream goroutine
+	wg         sync.WaitGroup // the session stream goroutines
 
 	mu           sync.Mutex
 	closed       bool
 	era          era
 	version      string
 	sessionID    string
+	stopStream   context.CancelFunc // ends the current session's stream; nil when none
 	serverInfo   *mcp.Implementation
 	caps         *mcp.ServerCapabilities
 	legacyCaps   *mcp.LegacyServerCapabilities
