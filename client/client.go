@@ -77,6 +77,9 @@ func New(url string, opts Options) (*Client, error) {
 // does not speak the 2026 revision, opens a 2025-era session with
 // initialize (2025-11-25 preferred, then 2025-06-18) and
 // notifications/initialized. Every other method calls Connect itself.
+// When the server later answers HTTP 404 for that session (expired,
+// deleted, restarted), the request that got it opens a new session and is
+// sent once more; Connect is not needed for that.
 //
 // Concurrent calls negotiate once: the others wait for it, or return a
 // *ConnectionError wrapping ctx.Err() when their ctx ends first.
