@@ -34,13 +34,14 @@ type Client struct {
 	closeFn  context.CancelFunc
 
 	connecting chan struct{}  // a one-slot semaphore: serializes Connect, waited for with ctx
-	wg         sync.WaitGroup // the session stream goroutine
+	wg         sync.WaitGroup // the session stream goroutines
 
 	mu           sync.Mutex
 	closed       bool
 	era          era
 	version      string
 	sessionID    string
+	stopStream   context.CancelFunc // ends the current session's stream; nil when none
 	serverInfo   *mcp.Implementation
 	caps         *mcp.ServerCapabilities
 	legacyCaps   *mcp.LegacyServerCapabilities
@@ -76,6 +77,9 @@ func New(url string, opts Options) (*Client, error) {
 // does not speak the 2026 revision, opens a 2025-era session with
 // initialize (2025-11-25 preferred, then 2025-06-18) and
 // notifications/initialized. Every other method calls Connect itself.
+// When the server later answers HTTP 404 for that session (expired,
+// deleted, restarted), the request that got it opens a new session and is
+// sent once more; Connect is not needed for that.
 //
 // Concurrent calls negotiate once: the others wait for it, or return a
 // *ConnectionError wrapping ctx.Err() when their ctx ends first.

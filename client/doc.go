@@ -5,6 +5,9 @@
 // headers) and falls back to a 2025-era session (initialize,
 // Mcp-Session-Id, DELETE on Close) when the server speaks only 2025-11-25
 // or 2025-06-18. Connect negotiates; every method connects on first use.
+// When the server answers HTTP 404 for the session (it expired, was
+// deleted, or the server restarted), the client opens a new session and
+// sends the request once more, as the 2025 transport requires.
 //
 // Calls return inline or as a task:
 //

@@ -57,17 +57,23 @@ func (c *Client) initialize(ctx context.Context) error {
 		}
 		// The stream is open before Connect returns, so that requests the
 		// server sends there during the first call are not lost.
-		if first := c.openSessionStream(""); first != nil {
-			c.mu.Lock()
-			if c.closed { // Close came first: it waits for no stream
-				c.mu.Unlock()
-				first.close()
-				return ErrClosed
-			}
-			c.wg.Add(1)
-			c.mu.Unlock()
-			go c.sessionStream(first)
+		sctx, stop := context.WithCancel(c.closeCtx)
+		first := c.openSessionStream(sctx, "")
+		if first == nil {
+			stop()
+			return nil
 		}
+		c.mu.Lock()
+		if c.closed { // Close came first: it waits for no stream
+			c.mu.Unlock()
+			first.close()
+			stop()
+			return ErrClosed
+		}
+		c.wg.Add(1)
+		c.stopStream = stop
+		c.mu.Unlock()
+		go c.sessionStream(sctx, stop, first)
 		return nil
 	}
 	if lastErr == nil {
@@ -76,12 +82,51 @@ func (c *Client) initialize(ctx context.Context) error {
 	return lastErr
 }
 
+// renewSession opens a new 2025-era session after the server answered
+// HTTP 404 to a request that carried the session ID stale, as the 2025
+// Streamable HTTP transport requires: it ends the session stream of the
+// old session and runs initialize again (without a session ID), which
+// opens the new session's stream. Concurrent callers share one renewal:
+// they queue on the Connect semaphore, and a caller whose stale ID is no
+// longer the current one returns at once to retry with the current one.
+// It is bounded by ctx (the failed request's context and deadline).
+//
+// It returns ErrClosed after Close, a *ConnectionError when ctx ends while
+// waiting, and initialize's error when the new session cannot be opened
+// (the next request that gets 404 tries again).
+func (c *Client) renewSession(ctx context.Context, method, stale string) error {
+	select {
+	case c.connecting <- struct{}{}:
+	case <-ctx.Done():
+		return &ConnectionError{Op: method, Err: ctx.Err()}
+	}
+	defer func() { <-c.connecting }()
+	c.mu.Lock()
+	closed, current, stop := c.closed, c.sessionID, c.stopStream
+	renew := !closed && current == stale
+	if renew {
+		c.stopStream = nil
+	}
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !renew:
+		return nil // renewed by another caller meanwhile
+	}
+	if stop != nil {
+		stop() // the old session's stream; initialize opens the new one's
+	}
+	c.opts.Logger.Debug("client: the server no longer knows the session; opening a new one", "method", method)
+	return c.initialize(ctx)
+}
+
 // initializeOnce sends initialize and returns the session ID header and
 // the result.
 func (c *Client) initializeOnce(ctx context.Context, cl *call) (string, json.RawMessage, error) {
 	ctx, cancel := c.requestContext(ctx, false)
 	defer cancel()
-	resp, err := c.post(ctx, cl)
+	resp, _, err := c.post(ctx, cl)
 	if err != nil {
 		return "", nil, err
 	}
@@ -197,11 +242,13 @@ func (s *sessionStreamConn) close() {
 
 // openSessionStream opens the standalone GET stream of a 2025-era
 // session; the wait for its response headers is bounded by
-// RequestTimeout, the stream itself lives until Close. It returns nil when
-// the server offers none (405) or the request fails; the stream is
-// optional.
-func (c *Client) openSessionStream(lastID string) *sessionStreamConn {
-	ctx, cancel := context.WithCancel(c.closeCtx)
+// RequestTimeout, the stream itself lives until streamCtx ends (Close, or
+// the session's renewal). It returns nil when the server offers none
+// (405), no longer knows the session (404) or the request fails; the
+// stream is optional. A 404 does not renew the session: the next request
+// gets 404 too and renews it (roundTrip), which opens a new stream.
+func (c *Client) openSessionStream(streamCtx context.Context, lastID string) *sessionStreamConn {
+	ctx, cancel := context.WithCancel(streamCtx)
 	timer := time.AfterFunc(c.opts.RequestTimeout, cancel)
 	defer timer.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint, nil)
@@ -223,6 +270,9 @@ func (c *Client) openSessionStream(lastID string) *sessionStreamConn {
 		return nil
 	}
 	if resp.StatusCode != http.StatusOK || mediaType(resp.Header) != "text/event-stream" {
+		if resp.StatusCode == http.StatusNotFound {
+			c.opts.Logger.Debug("client: the server no longer knows the session; no session stream until the next request renews it")
+		}
 		drain(resp)
 		cancel()
 		return nil
@@ -233,11 +283,12 @@ func (c *Client) openSessionStream(lastID string) *sessionStreamConn {
 // sessionStream reads the standalone GET stream of a 2025-era session,
 // answering the server requests sent there (servers send requests that are
 // not tied to a POST there). It reconnects with Last-Event-ID after the
-// server's retry delay at most MaxReconnects times and ends with Close,
-// which waits for it.
-func (c *Client) sessionStream(conn *sessionStreamConn) {
+// server's retry delay at most MaxReconnects times; it ends early when a
+// reconnection fails (a 404 included: the session is gone) and with ctx
+// (Close, which waits for it, or the session's renewal), calling stop.
+func (c *Client) sessionStream(ctx context.Context, stop context.CancelFunc, conn *sessionStreamConn) {
 	defer c.wg.Done()
-	ctx := c.closeCtx
+	defer stop()
 	lastID, retry := "", time.Second
 	for attempt := 0; conn != nil; attempt++ {
 		sr := newSSEReader(conn.resp.Body, c.opts.MaxNotificationBytes, c.opts.MaxStreamEvents)
@@ -267,6 +318,6 @@ func (c *Client) sessionStream(conn *sessionStreamConn) {
 		if attempt >= c.opts.MaxReconnects || sleep(ctx, retry) != nil {
 			return
 		}
-		conn = c.openSessionStream(lastID)
+		conn = c.openSessionStream(ctx, lastID)
 	}
 }

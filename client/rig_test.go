@@ -42,6 +42,7 @@ type rig struct {
 	mem *memory.Manager
 	srv *httptest.Server
 	url string
+	o   rigOptions
 }
 
 type rigOptions struct {
@@ -60,6 +61,19 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := &rig{mem: mem, o: o}
+	srv := httptest.NewServer(r.newServer(t))
+	t.Cleanup(srv.Close)
+	r.srv, r.url = srv, srv.URL+"/mcp"
+	return r
+}
+
+// newServer returns a taskwire server with the rig's tools over the rig's
+// task manager; a second one over the same manager is a restart (its
+// 2025-era sessions are new: each server has its own session store).
+func (r *rig) newServer(t *testing.T) *server.Server {
+	t.Helper()
+	o, mem := r.o, r.mem
 	// Tasks need a 2026 revision on the endpoint; a 2025-only rig has none.
 	var taskVersions []string
 	if o.versions == nil || slices.Contains(o.versions, mcp.LatestProtocolVersion) {
@@ -114,9 +128,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &rig{mem: mem, srv: srv, url: srv.URL + "/mcp"}
+	return h
 }
 
 func formRequest() *mcp.InputRequest {

@@ -53,21 +53,30 @@ func (c *Client) newCall(method string, params any) (*call, error) {
 	return &call{method: method, id: id, body: body, header: http.Header{}}, nil
 }
 
-// post sends cl over HTTP POST. The headers of the negotiated era are added.
-func (c *Client) post(ctx context.Context, cl *call) (*http.Response, error) {
+// post sends cl over HTTP POST. The headers of the negotiated era are
+// added; initialize carries no session headers (it opens a session). It
+// also returns the session ID the request carried, empty outside a
+// 2025-era session.
+func (c *Client) post(ctx context.Context, cl *call) (*http.Response, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(cl.body))
 	if err != nil {
-		return nil, &ConnectionError{Op: cl.method, Err: err}
+		return nil, "", &ConnectionError{Op: cl.method, Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if err := c.commonHeaders(ctx, req.Header); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if cl.method == mcp.MethodInitialize {
+		req.Header.Del(mcp.HeaderSessionID)
+		req.Header.Del("MCP-Protocol-Version")
 	}
 	for k, v := range cl.header {
 		req.Header[k] = v
 	}
-	return c.do(req, cl.method)
+	sid := req.Header.Get(mcp.HeaderSessionID)
+	resp, err := c.do(req, cl.method)
+	return resp, sid, err
 }
 
 // commonHeaders adds Options.Header, the bearer token and the session
@@ -118,12 +127,30 @@ func drain(resp *http.Response) {
 
 // roundTrip sends cl and returns the result of its response: the raw result
 // object. JSON-RPC errors come back as *RPCError.
+//
+// A request that carried a session ID and got HTTP 404 names a session the
+// server no longer has (expired, deleted, lost in a restart): the client
+// opens a new one (renewSession) and sends the request once more, within
+// the same deadline. Retrying is safe even for tools/call: a server
+// answers 404 for an unknown session before it processes the request, so
+// the first attempt did nothing. A second 404 is returned as an error.
+// Notifications and answers to server requests are not retried: they
+// belong to the session that ended.
 func (c *Client) roundTrip(ctx context.Context, cl *call) (json.RawMessage, error) {
 	ctx, cancel := c.requestContext(ctx, cl.stream)
 	defer cancel()
-	resp, err := c.post(ctx, cl)
+	resp, sid, err := c.post(ctx, cl)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusNotFound && sid != "" && !cl.id.IsZero() && cl.method != mcp.MethodInitialize {
+		drain(resp)
+		if err := c.renewSession(ctx, cl.method, sid); err != nil {
+			return nil, err
+		}
+		if resp, _, err = c.post(ctx, cl); err != nil {
+			return nil, err
+		}
 	}
 	defer resp.Body.Close()
 	return c.readResponse(ctx, cl, resp)

@@ -192,7 +192,7 @@ func (t *Task) listen(ctx context.Context, fn func(*mcp.DetailedTask) (bool, err
 	// The acknowledgement must come within RequestTimeout.
 	ackTimer := time.AfterFunc(c.opts.RequestTimeout, cancel)
 	defer ackTimer.Stop()
-	resp, err := c.post(lctx, cl)
+	resp, _, err := c.post(lctx, cl)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
