@@ -116,7 +116,7 @@ func (s *requestSpan) End(f server.FinishedRequest) {
 		attrs = append(attrs, attribute.String(AttrErrorType, string(f.Outcome)))
 	}
 	s.span.SetAttributes(attrs...)
-	clear(buf[:])
+	clear(attrs) // the rest of buf is still zero
 	s.t.requestAttrs.Put(buf)
 	s.span.End()
 }

@@ -127,7 +127,7 @@ func (s *runSpan) End() {
 		attrs = append(attrs, attribute.String(AttrTaskID, s.run.TaskID))
 	}
 	s.span.SetAttributes(attrs...)
-	clear(buf[:])
+	clear(attrs) // the rest of buf is still zero
 	s.t.runAttrs.Put(buf)
 	s.span.End()
 }
