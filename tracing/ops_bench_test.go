@@ -13,7 +13,10 @@ import (
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/proccpu"
@@ -43,12 +46,23 @@ var opsVariants = []struct {
 	{"sdkbatch", false, true, true},
 }
 
-// benchTracer returns a Tracer over a batching provider whose exporter
-// discards (and counts) spans, shut down when b ends, and a function that
-// fails b unless spans were exported. The provider batches with a
-// BatchProcessor, or with the SDK's batch span processor if sdkBatcher is
-// set.
+// benchTracer returns a Tracer over benchProvider's provider, and its
+// function that fails b unless spans were exported.
 func benchTracer(b *testing.B, sdkBatcher bool) (*tracing.Tracer, func()) {
+	b.Helper()
+	tp, exported := benchProvider(b, sdkBatcher)
+	tr, err := tracing.New(tracing.Options{Provider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tr, exported
+}
+
+// benchProvider returns a batching provider whose exporter discards (and
+// counts) spans, shut down when b ends, and a function that fails b
+// unless spans were exported. The provider batches with a BatchProcessor,
+// or with the SDK's batch span processor if sdkBatcher is set.
+func benchProvider(b *testing.B, sdkBatcher bool) (*sdktrace.TracerProvider, func()) {
 	b.Helper()
 	exp := &countingExporter{}
 	batcher := sdktrace.WithBatcher(exp)
@@ -61,11 +75,7 @@ func benchTracer(b *testing.B, sdkBatcher bool) (*tracing.Tracer, func()) {
 	}
 	tp := sdktrace.NewTracerProvider(batcher)
 	b.Cleanup(func() { tp.Shutdown(context.Background()) })
-	tr, err := tracing.New(tracing.Options{Provider: tp})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return tr, func() {
+	return tp, func() {
 		tp.ForceFlush(context.Background())
 		// Both processors drop spans when their queue is full, so
 		// most, not all, are exported under load.
@@ -357,20 +367,24 @@ func opsCreation(b *testing.B) *task.CreationContext {
 // spans, so it does not show the SDK processor's goroutine wake-up per
 // span, which only spans spaced out in time pay (BenchmarkToolsCallOps
 // does).
+//
+// The sdkfloor variant makes the same span with the OpenTelemetry API
+// alone, as any instrumentation would at the least: the client's
+// traceparent extracted, a server span started, the six attributes of an
+// inline tools/call made and set in one call, the span ended, through a
+// BatchProcessor. The
+// difference between batchprocessor and sdkfloor is what the Tracer's own
+// code costs.
 func BenchmarkRequestSpan(b *testing.B) {
-	for _, sdk := range []bool{false, true} {
-		name := "batchprocessor"
-		if sdk {
-			name = "sdkbatch"
-		}
+	req := server.TracedRequest{
+		Info:            server.RequestInfo{Method: "tools/call", Endpoint: "tools"},
+		ProtocolVersion: "2026-07-28",
+		Incoming:        task.TraceContext{Traceparent: clientHeader},
+	}
+	ctx := context.Background()
+	for _, name := range []string{"batchprocessor", "sdkbatch"} {
 		b.Run(name, func(b *testing.B) {
-			tr, exported := benchTracer(b, sdk)
-			req := server.TracedRequest{
-				Info:            server.RequestInfo{Method: "tools/call", Endpoint: "tools"},
-				ProtocolVersion: "2026-07-28",
-				Incoming:        task.TraceContext{Traceparent: clientHeader},
-			}
-			ctx := context.Background()
+			tr, exported := benchTracer(b, name == "sdkbatch")
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -381,4 +395,26 @@ func BenchmarkRequestSpan(b *testing.B) {
 			exported()
 		})
 	}
+	b.Run("sdkfloor", func(b *testing.B) {
+		tp, exported := benchProvider(b, false)
+		tracer := tp.Tracer("floor")
+		var prop propagation.TraceContext
+		kind := trace.WithSpanKind(trace.SpanKindServer)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			carrier := propagation.MapCarrier{"traceparent": clientHeader}
+			for pb.Next() {
+				_, span := tracer.Start(prop.Extract(ctx, carrier), "mcp tools/call", kind)
+				span.SetAttributes(
+					attribute.String(tracing.AttrMethod, req.Info.Method),
+					attribute.String(tracing.AttrEndpoint, req.Info.Endpoint),
+					attribute.String(tracing.AttrProtocolVersion, req.ProtocolVersion),
+					attribute.String(tracing.AttrEra, tracing.Era2026),
+					attribute.String(tracing.AttrOutcome, string(server.OutcomeComplete)),
+					attribute.String(tracing.AttrTool, "echo"))
+				span.End()
+			}
+		})
+		exported()
+	})
 }
