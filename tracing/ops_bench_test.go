@@ -372,9 +372,8 @@ func opsCreation(b *testing.B) *task.CreationContext {
 // alone, as any instrumentation would at the least: the client's
 // traceparent extracted, a server span started, the six attributes of an
 // inline tools/call made and set in one call, the span ended, through a
-// BatchProcessor. The
-// difference between batchprocessor and sdkfloor is what the Tracer's own
-// code costs.
+// BatchProcessor. The difference between batchprocessor and sdkfloor is
+// what the Tracer's own code costs.
 func BenchmarkRequestSpan(b *testing.B) {
 	req := server.TracedRequest{
 		Info:            server.RequestInfo{Method: "tools/call", Endpoint: "tools"},
