@@ -1,91 +1,34 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/internal/stalledmcp"
 	"github.com/taskwire/taskwire/mcp"
 )
-
-// stalledLegacyServer is a 2025-06-18 server that opens sessions and then
-// stops answering: tools/list and DELETE wait until the test ends. Every
-// request for them is reported on listed and deleting.
-type stalledLegacyServer struct {
-	url              string
-	listed, deleting chan struct{}
-	deletes          atomic.Int32
-}
-
-func newStalledLegacyServer(t *testing.T) *stalledLegacyServer {
-	t.Helper()
-	s := &stalledLegacyServer{listed: make(chan struct{}, 16), deleting: make(chan struct{}, 16)}
-	release := make(chan struct{})
-	stall := func(r *http.Request, arrived chan struct{}) {
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		case http.MethodDelete:
-			s.deletes.Add(1)
-			stall(r, s.deleting)
-			return
-		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		switch req.Method {
-		case mcp.MethodInitialize:
-			w.Header().Set(mcp.HeaderSessionID, "s-1")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"stalled","version":"1"}}}`, req.ID)
-		case mcp.NotificationInitialized:
-			w.WriteHeader(http.StatusAccepted)
-		case mcp.MethodToolsList:
-			stall(r, s.listed)
-		default: // server/discover among them: not a 2026 server
-			http.Error(w, "not found", http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(func() { close(release); srv.Close() })
-	s.url = srv.URL + "/mcp"
-	return s
-}
 
 // --timeout and Ctrl-C end a command soon although the server stopped
 // answering, also the DELETE that ends its session; after the first
 // Ctrl-C, SIGINT is given back so that a second one kills the process.
 func TestStalledServerDoesNotHoldTheCommand(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
-		srv := newStalledLegacyServer(t)
+		srv := stalledmcp.New(t)
 		start := time.Now()
-		r := runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.url}}, "tools", "--timeout", "200ms")
+		r := runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.URL}}, "tools", "--timeout", "200ms")
 		took := time.Since(start)
 		if r.Code != exitTimeout || !strings.Contains(r.Stderr, "--timeout 200ms passed") {
 			t.Errorf("exit %d, want %d\n%s", r.Code, exitTimeout, r.Stderr)
 		}
-		if srv.deletes.Load() != 1 {
-			t.Errorf("%d DELETEs, want the session ended with one", srv.deletes.Load())
+		if srv.Deletes() != 1 {
+			t.Errorf("%d DELETEs, want the session ended with one", srv.Deletes())
 		}
 		// 200 ms, then at most cliCloseTimeout for the DELETE; the bound
 		// leaves room for a loaded machine, far below the client's
@@ -97,17 +40,17 @@ func TestStalledServerDoesNotHoldTheCommand(t *testing.T) {
 	})
 
 	t.Run("interrupt", func(t *testing.T) {
-		srv := newStalledLegacyServer(t)
+		srv := stalledmcp.New(t)
 		interrupts := make(chan os.Signal, 1)
 		released := make(chan struct{})
 		done := make(chan cliRun, 1)
 		go func() {
-			done <- runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.url}, interrupts: interrupts,
+			done <- runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.URL}, interrupts: interrupts,
 				released: sync.OnceFunc(func() { close(released) })}, "tools")
 		}()
-		<-srv.listed
+		<-srv.Listed
 		interrupts <- os.Interrupt
-		<-srv.deleting
+		<-srv.Deleting
 		select {
 		case <-released:
 		default:

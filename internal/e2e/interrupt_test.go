@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/stalledmcp"
 )
 
 // TestSecondInterruptKillsClientCommand runs `taskwire tools` against a
@@ -19,46 +16,8 @@ import (
 // session; a second SIGINT during that DELETE kills the process (the
 // default action of SIGINT is back), instead of being swallowed.
 func TestSecondInterruptKillsClientCommand(t *testing.T) {
-	listed, deleting := make(chan struct{}, 4), make(chan struct{}, 4)
-	release := make(chan struct{})
-	stall := func(r *http.Request, arrived chan struct{}) {
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		case http.MethodDelete:
-			stall(r, deleting)
-			return
-		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		json.Unmarshal(body, &req)
-		w.Header().Set("Content-Type", "application/json")
-		switch req.Method {
-		case "initialize":
-			w.Header().Set("Mcp-Session-Id", "s-1")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"stalled","version":"1"}}}`, req.ID)
-		case "notifications/initialized":
-			w.WriteHeader(http.StatusAccepted)
-		case "tools/list":
-			stall(r, listed)
-		default:
-			http.Error(w, "not found", http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(func() { close(release); srv.Close() })
-
-	cmd := exec.Command(taskwireBinary(t), "tools", "--url", srv.URL+"/mcp")
+	srv := stalledmcp.New(t)
+	cmd := exec.Command(taskwireBinary(t), "tools", "--url", srv.URL)
 	cmd.Env = cliEnviron()
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
@@ -78,9 +37,9 @@ func TestSecondInterruptKillsClientCommand(t *testing.T) {
 			t.Fatalf("no %s\n%s", what, stderr.String())
 		}
 	}
-	await(listed, "tools/list")
+	await(srv.Listed, "tools/list")
 	cmd.Process.Signal(syscall.SIGINT)
-	await(deleting, "DELETE after the first Ctrl-C")
+	await(srv.Deleting, "DELETE after the first Ctrl-C")
 	cmd.Process.Signal(syscall.SIGINT)
 	var err error
 	select {
