@@ -150,19 +150,37 @@ type OperatorTask struct {
 type JobInfo struct {
 	// State is "available", "running", "awaiting_input" or "done".
 	State string
-	// Attempt is the claim counter (the fencing token of the last claim).
+	// Attempt is the claim counter (the fencing token of the last claim);
+	// AttemptNumber is the attempt people read.
 	Attempt int64
 	// Failures counts the handler failures, MaxAttempts bounds them.
 	Failures    int
 	MaxAttempts int
 	// InterruptedRuns counts the runs whose lease expired.
 	InterruptedRuns int
+	// InputRounds counts the runs that ended asking for input
+	// (JobStore.RequestInput).
+	InputRounds int
 	// RunAt is when the job is (or was) due.
 	RunAt time.Time
 	// Worker names the worker holding the lease, LeaseExpires when it
 	// ends; both zero unless the job is running.
 	Worker       string
 	LeaseExpires time.Time
+}
+
+// AttemptNumber returns the attempt of the work, counted as
+// JobRow.AttemptNumber counts it (an input round is not an attempt), that
+// the job is running ("running"), ran last ("done"), or runs next
+// ("available", "awaiting_input"): 1 for a job never claimed, the same
+// attempt for a job waiting for input and for the run that resumes it,
+// one more after a failure, an interrupted run or a release.
+func (j *JobInfo) AttemptNumber() int64 {
+	n := j.Attempt - int64(j.InputRounds)
+	if j.State == "available" || j.State == "awaiting_input" {
+		n++
+	}
+	return n
 }
 
 // TaskEventKind names what happened to a task. The set is closed.

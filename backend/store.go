@@ -41,8 +41,10 @@ type JobStore interface {
 
 	// RequestInput records outstanding input requests (keys unique for
 	// the task's lifetime: ErrKeyReused), turns the task input_required,
-	// and parks the job until every request is answered; then the job is
-	// available again with the answers in Job.Responses. The lease ends.
+	// counts an input round (JobRow.InputRounds), and parks the job until
+	// every request is answered; then the job is available again with the
+	// answers in Job.Responses. The lease ends. An input round is not a
+	// failure: it uses up neither MaxAttempts nor an attempt number.
 	RequestInput(ctx context.Context, l Lease, reqs mcp.InputRequests, message string) error
 
 	// Complete ends the task completed with res (already validated
@@ -182,6 +184,11 @@ type JobRow struct {
 	// InterruptedRuns counts the earlier runs that ended without an
 	// outcome, their lease expired (RescueExpired).
 	InterruptedRuns int
+	// InputRounds counts the earlier runs that ended in RequestInput. The
+	// claim that resumes a task after its input was answered gets a new
+	// Lease.Attempt, as every claim does, but continues the same attempt
+	// of the work: see AttemptNumber.
+	InputRounds int
 	// Responses are every input response accepted so far, by key, kept
 	// for the task's lifetime so a resumed handler sees earlier answers.
 	Responses mcp.InputResponses
@@ -197,6 +204,13 @@ type JobRow struct {
 	// runtime links each run's span to it.
 	Trace task.TraceContext
 }
+
+// AttemptNumber returns the attempt of the work this claim runs, for
+// people (logs, the console): 1 on the first claim, one more on each claim
+// after a failure (Retry), an interrupted run or a Release, and the same on
+// a claim that resumes after an input round. It is Lease.Attempt, which
+// counts every claim and fences the writes, less InputRounds.
+func (r *JobRow) AttemptNumber() int64 { return r.Attempt - int64(r.InputRounds) }
 
 // Errors a store returns.
 var (

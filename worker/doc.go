@@ -63,7 +63,11 @@
 // them, the job becomes available again and its handler runs again from the
 // start, this time finding the answers. Handlers must therefore be
 // deterministic up to their Ask calls (the same keys for the same requests)
-// and any side effect before an Ask must be idempotent.
+// and any side effect before an Ask must be idempotent. An input round is
+// not an attempt: the resumed run has the same Job.Attempt as the run that
+// asked, uses up nothing of MaxAttempts, and is counted in
+// Job.InputRounds; its claim still gets a new fencing token
+// (backend.Lease.Attempt), so the asking run can write nothing more.
 //
 // # Progress
 //

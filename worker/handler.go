@@ -329,7 +329,7 @@ func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string,
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), errInvalidResult)
 		return
 	}
-	rt.finish(base, kind, j.Attempt, TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.AttemptNumber(), TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
 			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
 			if last != nil {
@@ -348,7 +348,7 @@ func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, 
 	err error) {
 	rt.metrics.JobFailure(kind, c)
 	runSpanOf(base).Failed(c)
-	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.Attempt, "category", string(c),
+	rt.log.Warn("worker: handler failed permanently", "kind", kind, "attempt", j.AttemptNumber(), "category", string(c),
 		"err", jobErrText(&j, err))
 	rt.fail(base, j, kind, expires, c, rpcErr)
 }
@@ -357,7 +357,7 @@ func (rt *Runtime) failNow(base context.Context, j backend.JobRow, kind string, 
 // its history.
 func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory,
 	rpcErr *mcp.Error) {
-	rt.finish(base, kind, j.Attempt, TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.AttemptNumber(), TransitionFailed, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Fail(ctx, j.Lease, rpcErr, "", c)
 	}))
 }
@@ -371,7 +371,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 	runSpanOf(base).Failed(c)
 	failures := j.Failures + 1
 	if failures >= j.MaxAttempts {
-		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.Attempt,
+		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.AttemptNumber(),
 			"failures", failures, "category", string(c), "err", jobErrText(&j, err))
 		rt.fail(base, j, kind, expires, c, internalError(msgRepeatedFailed))
 		return
@@ -381,10 +381,10 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 		return
 	}
 	delay := max(rt.opts.Backoff(failures), 0)
-	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.Attempt, "failures", failures,
+	rt.log.Warn("worker: handler failed; retrying", "kind", kind, "attempt", j.AttemptNumber(), "failures", failures,
 		"category", string(c), "delay", delay, "err", jobErrText(&j, err))
 	runAt := rt.now().Add(delay)
-	rt.finish(base, kind, j.Attempt, TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.AttemptNumber(), TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying, c)
 	}))
 }
@@ -407,17 +407,17 @@ func (rt *Runtime) requestInput(base context.Context, j backend.JobRow, jc *Job,
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgTaskFailed), err)
 		return
 	}
-	rt.finish(base, kind, j.Attempt, TransitionInputRequested, err)
+	rt.finish(base, kind, j.AttemptNumber(), TransitionInputRequested, err)
 }
 
 func (rt *Runtime) cancel(base context.Context, j backend.JobRow, kind string, expires time.Time) {
-	rt.finish(base, kind, j.Attempt, TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.AttemptNumber(), TransitionCancelled, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Cancel(ctx, j.Lease, msgCancelled)
 	}))
 }
 
 func (rt *Runtime) release(base context.Context, j backend.JobRow, kind string, expires time.Time) {
-	rt.finish(base, kind, j.Attempt, TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
+	rt.finish(base, kind, j.AttemptNumber(), TransitionReleased, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Release(ctx, j.Lease)
 	}))
 }

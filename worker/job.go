@@ -56,7 +56,7 @@ func newJob(j backend.JobRow, v *task.Validator) *Job {
 // lease keeper found the loss first.
 func (j *Job) loseLease() {
 	if !errors.Is(context.Cause(j.run.jctx), backend.ErrLeaseLost) {
-		j.run.rt.loseLease(j.run.cancel, j.run.kind, j.job.Attempt)
+		j.run.rt.loseLease(j.run.cancel, j.run.kind, j.job.AttemptNumber())
 	}
 }
 
@@ -111,10 +111,16 @@ func (j *Job) TaskID() string { return j.job.TaskID }
 // Kind returns the job kind, which is the tool name.
 func (j *Job) Kind() string { return j.job.Kind }
 
-// Attempt returns the job's claim counter at this run: 1 on the first run,
-// and one more on every later claim, including the claims that resume a
-// task after its input requests were answered.
-func (j *Job) Attempt() int64 { return j.job.Attempt }
+// Attempt returns the attempt this run belongs to
+// (backend.JobRow.AttemptNumber): 1 on the first run, one more after each
+// failed, interrupted or released run, and the same on a run that resumes
+// the task after its input requests were answered, since an input round is
+// not an attempt.
+func (j *Job) Attempt() int64 { return j.job.AttemptNumber() }
+
+// InputRounds returns how many earlier runs of the job ended asking for
+// input (Ask, ErrInputPending).
+func (j *Job) InputRounds() int { return j.job.InputRounds }
 
 // Failures returns how many earlier runs of the handler failed (and were
 // retried).

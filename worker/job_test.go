@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -37,8 +39,10 @@ func TestAskRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{})
 		runs := 0
+		var attempts, rounds []int64 // Job.Attempt and Job.InputRounds of each run
 		err := AddHandler(h.rt, "greet", func(ctx context.Context, job *Job, in struct{}) (greetOut, error) {
 			runs++
+			attempts, rounds = append(attempts, job.Attempt()), append(rounds, int64(job.InputRounds()))
 			name, err := askName(ctx, job, "name")
 			if err != nil {
 				return greetOut{}, err
@@ -70,6 +74,14 @@ func TestAskRoundTrip(t *testing.T) {
 		}
 		if runs != 2 || j.attempt != 2 || j.failures != 0 {
 			t.Errorf("runs %d attempt %d failures %d", runs, j.attempt, j.failures)
+		}
+		// The run that resumes after the answer continues the first
+		// attempt: an input round is not an attempt.
+		if diff := cmp.Diff([]int64{1, 1}, attempts); diff != "" {
+			t.Errorf("Job.Attempt of each run (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]int64{0, 1}, rounds); diff != "" {
+			t.Errorf("Job.InputRounds of each run (-want +got):\n%s", diff)
 		}
 		if n := h.metrics.failure("greet", FailureHandlerError); n != 0 {
 			t.Errorf("parking counted as a failure")

@@ -23,7 +23,9 @@ type leaseKeeper struct {
 	jctx   context.Context // the handler's context
 	cancel context.CancelCauseFunc
 	lease  backend.Lease
-	kind   string
+	// attempt is the run's attempt number, for the logs.
+	attempt int64
+	kind    string
 
 	mu         sync.Mutex
 	expires    time.Time // local lease deadline: last heartbeat (or claim) + Lease
@@ -47,7 +49,8 @@ type leaseKeeper struct {
 // the timer (see attach).
 func (rt *Runtime) keepLease(base, jctx context.Context, cancel context.CancelCauseFunc, j backend.JobRow, kind string,
 	expires time.Time) *leaseKeeper {
-	k := &leaseKeeper{rt: rt, base: base, jctx: jctx, cancel: cancel, lease: j.Lease, kind: kind, expires: expires}
+	k := &leaseKeeper{rt: rt, base: base, jctx: jctx, cancel: cancel, lease: j.Lease, attempt: j.AttemptNumber(), kind: kind,
+		expires: expires}
 	first := rt.opts.HeartbeatEvery
 	_, reports := rt.opts.Store.(backend.ProgressReporter)
 	if reports && rt.opts.ProgressInterval <= first {
@@ -172,7 +175,7 @@ func (k *leaseKeeper) beat() {
 	expires := k.expires
 	k.mu.Unlock()
 	if !sent.Before(expires) {
-		rt.loseLease(k.cancel, k.kind, k.lease.Attempt)
+		rt.loseLease(k.cancel, k.kind, k.attempt)
 		return
 	}
 	ctx, done := context.WithTimeout(k.base, rt.opts.HeartbeatEvery)
@@ -184,10 +187,10 @@ func (k *leaseKeeper) beat() {
 		k.expires = sent.Add(rt.opts.Lease)
 		k.mu.Unlock()
 	case errors.Is(err, backend.ErrLeaseLost):
-		rt.loseLease(k.cancel, k.kind, k.lease.Attempt)
+		rt.loseLease(k.cancel, k.kind, k.attempt)
 		return
 	default:
-		rt.log.Warn("worker: heartbeat failed", "kind", k.kind, "attempt", k.lease.Attempt, "err", errText(err))
+		rt.log.Warn("worker: heartbeat failed", "kind", k.kind, "attempt", k.attempt, "err", errText(err))
 	}
 	rt.checkCancel(k.base, k.jctx, k.cancel, k.lease.TaskID, k.kind)
 	k.mu.Lock()

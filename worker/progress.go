@@ -227,7 +227,7 @@ func (j *Job) writeProgress(r progressReport) bool {
 		return false
 	default:
 		rt.log.Warn("worker: progress write failed; the last report is kept for the next interval", "kind", j.run.kind,
-			"attempt", j.job.Attempt, "err", errText(err))
+			"attempt", j.job.AttemptNumber(), "err", errText(err))
 		return true
 	}
 }
@@ -252,6 +252,6 @@ func (rt *Runtime) flushProgress(base context.Context, j backend.JobRow, kind st
 		return
 	}
 	if err := rt.writeProgress(base, pr, j.Lease, *r); err != nil && !errors.Is(err, backend.ErrLeaseLost) {
-		rt.log.Warn("worker: the last progress write failed", "kind", kind, "attempt", j.Attempt, "err", errText(err))
+		rt.log.Warn("worker: the last progress write failed", "kind", kind, "attempt", j.AttemptNumber(), "err", errText(err))
 	}
 }

@@ -41,11 +41,10 @@
 // trigger rejects any change to what a client sees once a task is terminal.
 // jobs has one row per task: its queue state (available, running,
 // awaiting_input, done), the attempt counter that fences every write of a
-// claim, failures, max_attempts, interrupted_runs, run_at, the lease, and
-// copies of the task's kind, creation time and expiry, so that a claim reads
-// one table: it walks a partial index of available jobs in claim order and
-// stops at its limit
-// (the store analyzes a large jobs table that was never analyzed, since the
+// claim, failures, max_attempts, interrupted_runs, input_rounds, run_at,
+// the lease, and copies of the task's kind, creation time and expiry, so
+// that a claim reads one table: it walks a partial index of available jobs
+// in claim order and stops at its limit (the store analyzes a large jobs table that was never analyzed, since the
 // planner needs statistics to choose that plan). outbox gets one row for
 // every change a client can observe, in the same transaction (one row
 // naming every task of a batch of completions). tasks leaves

@@ -36,7 +36,7 @@ const (
 	sqlOperatorTask = `SELECT ` + summaryColumns + `, origin, result, error, progress, progress_total,
 		cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
-	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, run_at, lease_owner,
+	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at, lease_owner,
 		lease_expires_at FROM {{schema}}.jobs WHERE task_id = $1`
 
 	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message, category, run_at FROM {{schema}}.task_events
@@ -184,7 +184,7 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 			var owner *string
 			var leaseExp *time.Time
 			err = tx.QueryRow(ctx, s.q.expand(sqlOperatorJob), id).Scan(&j.State, &j.Attempt, &j.Failures,
-				&j.MaxAttempts, &j.InterruptedRuns, &j.RunAt, &owner, &leaseExp)
+				&j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &j.RunAt, &owner, &leaseExp)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:

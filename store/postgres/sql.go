@@ -149,9 +149,9 @@ const (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
 				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
-			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.lease_expires_at,
-				j.run_at, j.created_at)
-		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.max_attempts, u.lease_expires_at, t.kind,
+			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
+				j.lease_expires_at, j.run_at, j.created_at)
+		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at, t.kind,
 			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
@@ -238,7 +238,7 @@ const (
 	// once answered, it is claimed in its original place in the queue.
 	sqlRequestInput = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = CASE WHEN $7::boolean THEN 'available' ELSE 'awaiting_input' END,
-				lease_owner = NULL, lease_expires_at = NULL
+				lease_owner = NULL, lease_expires_at = NULL, input_rounds = input_rounds + 1
 			WHERE ` + fence + ` RETURNING task_id),
 		t AS (
 			UPDATE {{schema}}.tasks t SET status = 'input_required', status_message = $4, input_requests = $5,

@@ -60,7 +60,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	var got []claimed
 	for rows.Next() {
 		var c claimed
-		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.MaxAttempts,
+		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds, &c.job.MaxAttempts,
 			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)

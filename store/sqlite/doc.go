@@ -36,9 +36,10 @@
 // what a client sees once a task is terminal. jobs has one row per task: its
 // queue state (available, running, awaiting_input, done), the attempt
 // counter that fences every write of a claim, failures, max_attempts,
-// interrupted_runs, run_at and the lease. outbox gets one row, in the same transaction, for every
-// change a client can observe; after commit the task ID is published on the
-// store's in-process task.Broadcaster. Each outbox row names the Store that
+// interrupted_runs, input_rounds, run_at and the lease. outbox gets one row,
+// in the same transaction, for every change a client can observe; after
+// commit the task ID is published on the store's in-process
+// task.Broadcaster. Each outbox row names the Store that
 // wrote it, and every Store polls the outbox (Options.EventPoll) to publish
 // the changes other processes commit to the same file.
 //

@@ -168,9 +168,9 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 	var runAt int64
 	var owner sql.NullString
 	var leaseExp sql.NullInt64
-	err = tx.QueryRowContext(ctx, `SELECT state, attempt, failures, max_attempts, interrupted_runs, run_at,
+	err = tx.QueryRowContext(ctx, `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at,
 		lease_owner, lease_expires_at FROM jobs WHERE task_id = ?`, id).
-		Scan(&j.State, &j.Attempt, &j.Failures, &j.MaxAttempts, &j.InterruptedRuns, &runAt, &owner, &leaseExp)
+		Scan(&j.State, &j.Attempt, &j.Failures, &j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &runAt, &owner, &leaseExp)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:

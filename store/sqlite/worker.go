@@ -60,7 +60,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	}
 	// The jobs come from jobs_claim_order in index order, and the scan
 	// stops at the limit whatever the queue length.
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.max_attempts, j.kind, t.origin,
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts, j.kind, t.origin,
 			t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
@@ -84,7 +84,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		var cands []candidate
 		for rows.Next() {
 			var c candidate
-			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns,
+			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
 				&c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 				rows.Close()
 				return nil, wrapErr("claim", err)
@@ -230,8 +230,8 @@ func (j jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.In
 		if cancelRequested {
 			state = "available"
 		}
-		if err := fencedJob(ctx, tx, l, nowMs, `state = ?, lease_owner = NULL, lease_expires_at = NULL`,
-			state); err != nil {
+		if err := fencedJob(ctx, tx, l, nowMs, `state = ?, lease_owner = NULL, lease_expires_at = NULL,
+			input_rounds = input_rounds + 1`, state); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'input_required', status_message = ?,

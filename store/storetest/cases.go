@@ -213,11 +213,17 @@ func update(t *testing.T, b backend.Store, id string, resp mcp.InputResponses) {
 func keysOf[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }
 
 // testInputRounds: answers are accepted once per key and variant, kept for
-// the task's lifetime, and keys never repeat.
+// the task's lifetime, and keys never repeat. Each round is counted in
+// InputRounds, so that the claim resuming it continues the same attempt
+// (AttemptNumber) under a new fencing Attempt, which the asking run's lease
+// cannot write with.
 func testInputRounds(t *testing.T, open opener) {
 	b, c := open(t)
 	tk := enqueue(t, b, backend.EnqueueOptions{})
 	j := claimOne(t, b, c, tk.ID())
+	if j.InputRounds != 0 || j.AttemptNumber() != 1 {
+		t.Fatalf("first claim: %d input rounds, attempt number %d; want 0, 1", j.InputRounds, j.AttemptNumber())
+	}
 	c.Advance(time.Millisecond)
 	if err := b.Jobs().RequestInput(bg, j.Lease, mcp.InputRequests{"k1": reqElicit, "k2": reqSample}, "need input"); err != nil {
 		t.Fatal(err)
@@ -253,14 +259,20 @@ func testInputRounds(t *testing.T, open opener) {
 		t.Fatalf("after all answers: %v %v %q", got.Status(), keysOf(got.InputRequests()), got.StatusMessage())
 	}
 	j2 := claimOne(t, b, c, tk.ID())
-	if j2.Attempt <= j.Attempt || j2.Failures != 0 {
-		t.Fatalf("resumed claim: attempt %d (was %d) failures %d", j2.Attempt, j.Attempt, j2.Failures)
+	if j2.Attempt <= j.Attempt || j2.Failures != 0 || j2.InputRounds != 1 || j2.AttemptNumber() != 1 {
+		t.Fatalf("resumed claim: attempt %d (was %d) failures %d input rounds %d attempt number %d; want 1 round, number 1",
+			j2.Attempt, j.Attempt, j2.Failures, j2.InputRounds, j2.AttemptNumber())
 	}
 	wantResponses(t, j2.Responses, mcp.InputResponses{"k1": respElicit, "k2": spaced})
+	before := mustFind(t, b, tk.ID())
+	for name, write := range fencedWrites(b, j.Lease, c) {
+		wantErr(t, "the asking run's lease after the resumed claim: "+name, write(), "ErrLeaseLost")
+	}
+	sameSnapshot(t, "after writes of the asking run's lease", before, mustFind(t, b, tk.ID()))
 
 	// Keys are unique for the task's lifetime; a refused request changes
 	// nothing and keeps the lease.
-	before := mustFind(t, b, tk.ID())
+	before = mustFind(t, b, tk.ID())
 	for _, k := range []string{"k1", "k2"} {
 		wantErr(t, "reused key "+k, b.Jobs().RequestInput(bg, j2.Lease, mcp.InputRequests{"new": reqRoots, k: reqRoots}, ""), "ErrKeyReused")
 	}
@@ -271,6 +283,10 @@ func testInputRounds(t *testing.T, open opener) {
 	}
 	update(t, b, tk.ID(), mcp.InputResponses{"k3": respRoots, "k4": json.RawMessage(`{"action":"cancel"}`)})
 	j3 := claimOne(t, b, c, tk.ID())
+	if j3.InputRounds != 2 || j3.AttemptNumber() != 1 || j3.Failures != 0 {
+		t.Fatalf("second resumed claim: %d input rounds, attempt number %d, %d failures; want 2, 1, 0",
+			j3.InputRounds, j3.AttemptNumber(), j3.Failures)
+	}
 	wantResponses(t, j3.Responses, mcp.InputResponses{"k1": respElicit, "k2": spaced, "k3": respRoots,
 		"k4": json.RawMessage(`{"action":"cancel"}`)})
 	if err := b.Jobs().Complete(bg, j3.Lease, textResult, ""); err != nil {

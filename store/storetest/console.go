@@ -348,9 +348,14 @@ func testOperatorHistory(t *testing.T, b OperatorBackend, c *Clock) {
 		t.Fatal("no job")
 	}
 	wantJob := backend.JobInfo{State: "done", Attempt: 4, Failures: 1, MaxAttempts: backend.DefaultMaxAttempts,
-		RunAt: ot.Job.RunAt}
+		InputRounds: 1, RunAt: ot.Job.RunAt}
 	if d := cmp.Diff(wantJob, *ot.Job); d != "" {
 		t.Errorf("job (-want +got):\n%s", d)
+	}
+	// Four claims: a failure, a run that asked for input, its resumption
+	// (the same attempt), a release; the completing run is attempt 3.
+	if n := ot.Job.AttemptNumber(); n != 3 {
+		t.Errorf("AttemptNumber = %d, want 3", n)
 	}
 	if ot.Status != task.Completed || ot.Result == nil || ot.Error != nil || compactJSON(ot.Arguments) != `{"i":0}` ||
 		ot.Progress == nil || *ot.Progress != (task.Progress{Current: 1, Total: 2}) {

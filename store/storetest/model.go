@@ -49,6 +49,7 @@ type mTask struct {
 	attempt     int64
 	failures    int
 	interrupted int
+	inputRounds int
 	maxAttempts int
 	runAtMs     int64
 	leaseMs     int64

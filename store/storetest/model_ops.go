@@ -116,11 +116,11 @@ func (s *sequence) opClaim() string {
 			s.fatalf("%s: job %d is %s, model %s", desc, i, j.TaskID, m.id)
 		}
 		if j.Attempt <= m.attempt || j.Failures != m.failures || j.InterruptedRuns != m.interrupted ||
-			j.MaxAttempts != m.maxAttempts || j.Kind != m.kind || !j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) ||
-			j.CancelRequested != m.cancel {
-			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d interrupted %d/%d max %d/%d kind %s cancel %v/%v",
+			j.InputRounds != m.inputRounds || j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
+			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) || j.CancelRequested != m.cancel {
+			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d interrupted %d/%d input rounds %d/%d max %d/%d kind %s cancel %v/%v",
 				desc, m.id, j.Attempt, m.attempt, j.Failures, m.failures, j.InterruptedRuns, m.interrupted,
-				j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
+				j.InputRounds, m.inputRounds, j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
 		}
 		got := map[string]string{}
 		for k, v := range j.Responses {
@@ -197,6 +197,7 @@ func (s *sequence) opRequestInput() string {
 			}
 			m.status, m.message = task.InputRequired, msg
 			m.state, m.leaseMs = jobAwaiting, 0 // run-at kept
+			m.inputRounds++
 			return "ok"
 		})
 }

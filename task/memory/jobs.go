@@ -47,6 +47,7 @@ type job struct {
 	attempt      int64
 	failures     int
 	interrupted  int
+	inputRounds  int
 	maxAttempts  int
 	runAt        time.Time
 	leaseExpires time.Time         // while running
@@ -67,8 +68,10 @@ type JobInfo struct {
 	// Attempt is the attempt counter: the number of claims so far.
 	Attempt int64
 	// Failures counts the runs whose handler failed (Retry);
-	// InterruptedRuns the runs whose lease expired (RescueExpired).
-	Failures, InterruptedRuns int
+	// InterruptedRuns the runs whose lease expired (RescueExpired);
+	// InputRounds the runs that asked for input (RequestInput), which
+	// are not attempts (see backend.JobRow.AttemptNumber).
+	Failures, InterruptedRuns, InputRounds int
 	// MaxAttempts bounds Failures.
 	MaxAttempts int
 	// RunAt is when the job is due.
@@ -93,7 +96,7 @@ func (m *Manager) Job(taskID string) (info JobInfo, found bool) {
 	}
 	j := e.job
 	return JobInfo{State: j.state, Kind: j.kind, Attempt: j.attempt, Failures: j.failures, InterruptedRuns: j.interrupted,
-		MaxAttempts: j.maxAttempts, RunAt: j.runAt, Worker: j.worker, LeaseExpires: j.leaseExpires}, true
+		InputRounds: j.inputRounds, MaxAttempts: j.maxAttempts, RunAt: j.runAt, Worker: j.worker, LeaseExpires: j.leaseExpires}, true
 }
 
 // Jobs implements backend.Store: the JobStore of the worker runtime, over
@@ -156,7 +159,7 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		e.observe(b, now)
 		rows = append(rows, backend.JobRow{
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
-			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted,
+			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, InputRounds: j.inputRounds,
 			Responses: maps.Clone(e.responses), LeaseExpires: j.leaseExpires, CancelRequested: e.cancelRequested,
 			Trace: j.trace,
 		})
@@ -245,8 +248,8 @@ func (s jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Dur
 // RequestInput implements backend.JobStore. It fails with
 // backend.ErrKeyReused, changing nothing and keeping the lease, when a key
 // was requested before in the task's life. Otherwise the requests replace
-// any outstanding ones, the task turns input_required with message, and the
-// lease ends: the job waits for the answers (or, when cancellation was
+// any outstanding ones, the task turns input_required with message, an
+// input round is counted, and the lease ends: the job waits for the answers (or, when cancellation was
 // requested, is claimable at once), keeping its run-at time.
 func (s jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.InputRequests, message string) error {
 	if err := storerules.CheckMessage(message); err != nil {
@@ -270,6 +273,7 @@ func (s jobStore) RequestInput(ctx context.Context, l backend.Lease, reqs mcp.In
 			}
 			e.outstanding = reqs
 			e.job.state, e.job.leaseExpires, e.job.worker = jobAwaiting, time.Time{}, ""
+			e.job.inputRounds++
 			if e.cancelRequested {
 				e.job.state = jobAvailable
 			}

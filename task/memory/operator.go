@@ -122,7 +122,7 @@ func (m *Manager) OperatorTask(ctx context.Context, id string) (backend.Operator
 	}
 	if j := e.job; j != nil {
 		ot.Job = &backend.JobInfo{State: string(j.state), Attempt: j.attempt, Failures: j.failures,
-			MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, RunAt: j.runAt.UTC(), Worker: j.worker,
+			MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, InputRounds: j.inputRounds, RunAt: j.runAt.UTC(), Worker: j.worker,
 			LeaseExpires: j.leaseExpires.UTC()}
 	}
 	return ot, nil
