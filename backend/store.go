@@ -60,8 +60,12 @@ type JobStore interface {
 	Cancel(ctx context.Context, l Lease, message string) error
 
 	// Retry releases the job to run again at runAt, counting one failed
-	// attempt; the task stays working. message is the status message. The
-	// failure that reaches the job's MaxAttempts fails the task instead.
+	// attempt, and notes the time of the job's first failure
+	// (JobRow.FirstFailure) if it has none; the task stays working.
+	// message is the status message. The failure that reaches the job's
+	// MaxAttempts fails the task instead, unless c is FailureUnavailable:
+	// such a job is retried whatever its count, and the caller bounds it
+	// (the worker runtime by Options.RetryWindow as well as MaxAttempts).
 	// c is why the run failed: the history's retry event (and the failed
 	// event, when the task fails) records it, together with runAt (see
 	// FailureCategory.Recorded); "" records none.
@@ -117,6 +121,12 @@ const (
 	// FailurePanic: the handler panicked; retried like
 	// FailureHandlerError.
 	FailurePanic FailureCategory = "panic"
+	// FailureUnavailable: the handler returned worker.Unavailable(err): a
+	// dependency (a database, a service, the network) was unavailable, an
+	// infrastructure fault rather than an error of the job. Retried with
+	// backoff; the task fails only once its MaxAttempts are used and the
+	// failures have lasted the worker's retry window.
+	FailureUnavailable FailureCategory = "unavailable"
 	// FailureUnknown is what a store records for a category outside this
 	// set; the worker runtime never reports it.
 	FailureUnknown FailureCategory = "unknown"
@@ -127,7 +137,8 @@ const (
 // any other value, so that the history holds bounded values only.
 func (c FailureCategory) Recorded() FailureCategory {
 	switch c {
-	case "", FailureHandlerError, FailurePermanent, FailureTimeout, FailureInvalidResult, FailurePanic, FailureUnknown:
+	case "", FailureHandlerError, FailurePermanent, FailureTimeout, FailureInvalidResult, FailurePanic, FailureUnavailable,
+		FailureUnknown:
 		return c
 	}
 	return FailureUnknown
@@ -184,6 +195,10 @@ type JobRow struct {
 	// InterruptedRuns counts the earlier runs that ended without an
 	// outcome, their lease expired (RescueExpired).
 	InterruptedRuns int
+	// FirstFailure is when the job's first failed run was retried
+	// (Retry), zero if none was: with MaxAttempts it bounds the retries of
+	// FailureUnavailable faults.
+	FirstFailure time.Time
 	// InputRounds counts the earlier runs that ended in RequestInput. The
 	// claim that resumes a task after its input was answered gets a new
 	// Lease.Attempt, as every claim does, but continues the same attempt
@@ -253,9 +268,11 @@ type EnqueueOptions struct {
 
 // DefaultMaxAttempts is the MaxAttempts of a job enqueued without one. With
 // worker.DefaultBackoff, the waits before the tenth failure add up to
-// between about 4¼ and 8½ minutes, so a fault of a few minutes (a database
-// failover, a full disk, an unreachable dependency) delays a task rather
-// than failing it.
+// between about 4¼ and 8½ minutes, so a fault of a few minutes delays a
+// task rather than failing it; a handler that reports a longer outage of a
+// dependency (a database failover, a full disk, an unreachable service)
+// with worker.Unavailable is retried past MaxAttempts for the worker's
+// RetryWindow (FailureUnavailable).
 const DefaultMaxAttempts = 10
 
 // MaxMaxAttempts is the largest MaxAttempts a store keeps (the range of a

@@ -19,6 +19,7 @@ func TestFailureCategoryRecorded(t *testing.T) {
 		{backend.FailureTimeout, backend.FailureTimeout},
 		{backend.FailureInvalidResult, backend.FailureInvalidResult},
 		{backend.FailurePanic, backend.FailurePanic},
+		{backend.FailureUnavailable, backend.FailureUnavailable},
 		{backend.FailureUnknown, backend.FailureUnknown},
 		{"Timeout", backend.FailureUnknown},
 		{"dial tcp 10.0.0.7:5432: connection refused", backend.FailureUnknown},

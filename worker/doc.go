@@ -29,19 +29,27 @@
 //	ErrInputPending (Job.Ask)         → RequestInput: task input_required, job parked
 //	*mcp.Error                        → Fail with that error, no retry
 //	Permanent(err)                    → Fail {-32603 "The task failed."}, no retry
+//	Unavailable(err)                  → Retry after Options.Backoff; once MaxAttempts
+//	                                    are used and the first failure is
+//	                                    Options.RetryWindow old, Fail as below
 //	other error, panic                → Retry after Options.Backoff; after MaxAttempts
 //	                                    Fail {-32603 "The task failed after repeated attempts."}
 //	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
 //	                                    Options.MaxInterruptedRuns, Fail as above
 //
-// The default policy, backend.DefaultMaxAttempts (10) with DefaultBackoff
-// (exponential from 1 s to 5 min, each wait between half its ceiling and the
-// ceiling), waits 255–511 s in all before the final failure: a fault of a few
-// minutes delays tasks without failing them. A run lost to a crash, a kill
-// or a lost lease is an interrupted run, counted apart from handler
-// failures, so crashes never use up MaxAttempts; MaxInterruptedRuns
-// (default 20) ends a job that brings its process down every time. A rescued
-// job keeps its place in the queue.
+// Retries are bounded by count and, for infrastructure faults, by time.
+// DefaultBackoff waits exponentially from 1 s to 5 min, each wait between
+// half its ceiling and the ceiling, so backend.DefaultMaxAttempts (10)
+// ordinary failures take 255–511 s in all before the final one. A handler
+// that returns Unavailable(err) says that a database, a service or the
+// network it needs is down: its job goes on being retried, every 2.5–5 min
+// once the count is used up, and fails only at the first failure at least
+// Options.RetryWindow (default 30 min) after its first, so a fault shorter
+// than the window delays tasks without failing them, whatever MaxAttempts
+// is. A run lost to a crash, a kill or a lost lease is an interrupted run,
+// counted apart from handler failures, so crashes never use up
+// MaxAttempts; MaxInterruptedRuns (default 20) ends a job that brings its
+// process down every time. A rescued job keeps its place in the queue.
 //
 // The handler's context carries the reason it was cancelled, for
 // context.Cause: ErrCancelRequested (the client asked to cancel: an error

@@ -49,6 +49,9 @@ func (rt *Runtime) AddRawHandler(kind string, h RawHandler) error {
 //     without a retry. It must be client-safe.
 //   - Permanent(err): the task fails with {-32603, "The task failed."}
 //     without a retry.
+//   - Unavailable(err): retried after Options.Backoff until the job has
+//     used its MaxAttempts and its first failure was Options.RetryWindow
+//     or more ago; then the task fails as below.
 //   - any other error, and a recovered panic: the job is retried after
 //     Options.Backoff, until the job has used its MaxAttempts; then the
 //     task fails with {-32603, "The task failed after repeated attempts."}.
@@ -140,6 +143,25 @@ type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return "worker: permanent: " + e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
+
+// Unavailable marks err as an infrastructure fault: a database, a service
+// or the network the handler needs is down, and the same job will likely
+// succeed once it is back. The job is retried with Options.Backoff like
+// any failure, but the task fails (with {-32603, "The task failed after
+// repeated attempts."}) only when it has used its MaxAttempts and its
+// first failure was Options.RetryWindow or more ago. err's text is never
+// sent to the client. Unavailable(nil) is nil.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unavailableError{err: err}
+}
+
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return "worker: unavailable: " + e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
 
 // Internal outcome markers.
 var (
@@ -295,6 +317,7 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 		te *toolError
 		me *mcp.Error
 		pe *permanentError
+		ue *unavailableError
 	)
 	switch err := o.err; {
 	case o.panicked:
@@ -312,6 +335,8 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 		rt.failNow(base, j, kind, expires, FailurePermanent, &c, err)
 	case errors.As(err, &pe):
 		rt.failNow(base, j, kind, expires, FailurePermanent, internalError(msgTaskFailed), err)
+	case errors.As(err, &ue):
+		rt.retryOrFail(base, j, kind, expires, FailureUnavailable, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		rt.retryOrFail(base, j, kind, expires, FailureTimeout, err)
 	default:
@@ -363,14 +388,15 @@ func (rt *Runtime) fail(base context.Context, j backend.JobRow, kind string, exp
 }
 
 // retryOrFail counts a failure of category c, caused by err, and retries the
-// job after the backoff, or fails the task once its attempts are used up; the
-// store records c, never err's text, in the task's history. A task whose
-// client asked to cancel is cancelled instead of retried.
+// job after the backoff, or fails the task once its attempts are used up
+// (see exhausted); the store records c, never err's text, in the task's
+// history. A task whose client asked to cancel is cancelled instead of
+// retried.
 func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind string, expires time.Time, c FailureCategory, err error) {
 	rt.metrics.JobFailure(kind, c)
 	runSpanOf(base).Failed(c)
 	failures := j.Failures + 1
-	if failures >= j.MaxAttempts {
+	if rt.exhausted(j, failures, c) {
 		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.AttemptNumber(),
 			"failures", failures, "category", string(c), "err", jobErrText(&j, err))
 		rt.fail(base, j, kind, expires, c, internalError(msgRepeatedFailed))
@@ -387,6 +413,24 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 	rt.finish(base, kind, j.AttemptNumber(), TransitionRetried, rt.write(base, expires, func(ctx context.Context) error {
 		return rt.opts.Store.Retry(ctx, j.Lease, runAt, msgRetrying, c)
 	}))
+}
+
+// exhausted reports whether the failures-th failure of j, of category c,
+// ends its retries: at MaxAttempts, and for FailureUnavailable only once
+// the first failure is also Options.RetryWindow old (the failure at hand
+// is the first when j has none recorded).
+func (rt *Runtime) exhausted(j backend.JobRow, failures int, c FailureCategory) bool {
+	if failures < j.MaxAttempts {
+		return false
+	}
+	if c != FailureUnavailable {
+		return true
+	}
+	first := j.FirstFailure
+	if first.IsZero() {
+		first = rt.now()
+	}
+	return rt.now().Sub(first) >= rt.opts.RetryWindow
 }
 
 // requestInput parks the job on the run's unanswered input requests.

@@ -88,6 +88,10 @@ const (
 	// FailurePanic: the handler panicked; retried like
 	// FailureHandlerError.
 	FailurePanic = backend.FailurePanic
+	// FailureUnavailable: the handler returned Unavailable(err), a
+	// dependency it needs was down; retried until both MaxAttempts and
+	// Options.RetryWindow are used up.
+	FailureUnavailable = backend.FailureUnavailable
 )
 
 // unknownKind is the kind label of jobs whose kind is not registered.

@@ -22,7 +22,9 @@ const (
 // least half its length. The first retry comes after 0.5–1 s; with
 // backend.DefaultMaxAttempts (10) the nine waits before the final failure
 // add up to 255.5–511 s, so a fault that lasts up to about four minutes
-// never fails a task. n < 1 is treated as 1.
+// never fails a task, and a handler that reports a longer one with
+// Unavailable is retried every 2.5–5 min until Options.RetryWindow has
+// passed. n < 1 is treated as 1.
 func DefaultBackoff(failures int) time.Duration {
 	if failures < 1 {
 		failures = 1

@@ -92,6 +92,14 @@ type Options struct {
 	// concurrent use; negative results count as zero. Default
 	// DefaultBackoff.
 	Backoff func(failures int) time.Duration
+	// RetryWindow is how long the failures of a job that reports an
+	// infrastructure fault (Unavailable) are retried at least: such a job
+	// fails only when it has used its MaxAttempts and its first failure
+	// was RetryWindow or more ago, so that a database or service that is
+	// down for less than RetryWindow delays its tasks without failing
+	// them. Other handler failures are bounded by MaxAttempts alone.
+	// Default DefaultRetryWindow; negative values are errors.
+	RetryWindow time.Duration
 	// ShutdownGrace is how long Run waits, once its context is done, for
 	// running handlers to return by themselves before it cancels their
 	// contexts (cause ErrShuttingDown). Default 10 s.
@@ -132,6 +140,12 @@ const (
 	// a job survives that many crashes, less one, of the processes running
 	// it.
 	DefaultMaxInterruptedRuns = 20
+	// DefaultRetryWindow is the default Options.RetryWindow: with
+	// DefaultBackoff, whose waits reach 5 minutes, a job that keeps
+	// reporting Unavailable is tried about every 2.5 to 5 minutes once
+	// its first ten failures are past, and fails at the first failure
+	// after half an hour.
+	DefaultRetryWindow = 30 * time.Minute
 	// maxMaintenanceRounds bounds the back-to-back calls of one
 	// maintenance pass when every call returns a full batch.
 	maxMaintenanceRounds = 10
@@ -152,6 +166,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"RescueBatch", int64(o.RescueBatch)}, {"CleanupEvery", int64(o.CleanupEvery)},
 		{"CleanupBatch", int64(o.CleanupBatch)}, {"ShutdownGrace", int64(o.ShutdownGrace)},
 		{"MaxInterruptedRuns", int64(o.MaxInterruptedRuns)}, {"ProgressInterval", int64(o.ProgressInterval)},
+		{"RetryWindow", int64(o.RetryWindow)},
 	} {
 		if c.v < 0 {
 			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
@@ -214,6 +229,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
+	}
+	if o.RetryWindow == 0 {
+		o.RetryWindow = DefaultRetryWindow
 	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = defaultShutdownGrace

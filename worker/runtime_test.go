@@ -30,7 +30,7 @@ func TestOptions(t *testing.T) {
 	if o.Concurrency != 10 || o.ClaimBatch != 10 || o.Lease != 30*time.Second || o.HeartbeatEvery != 10*time.Second ||
 		o.PollInterval != 500*time.Millisecond || o.RescueEvery != 15*time.Second || o.RescueBatch != 100 ||
 		o.CleanupEvery != time.Minute || o.CleanupBatch != 500 || o.ShutdownGrace != 10*time.Second ||
-		o.MaxInterruptedRuns != 20 || o.Backoff == nil || o.Logger == nil || o.Metrics == nil || o.Now == nil {
+		o.MaxInterruptedRuns != 20 || o.RetryWindow != 30*time.Minute || o.Backoff == nil || o.Logger == nil || o.Metrics == nil || o.Now == nil {
 		t.Errorf("defaults = %+v", o)
 	}
 	if !strings.HasSuffix(o.Name, "-"+strconv.Itoa(os.Getpid())) {
@@ -54,6 +54,7 @@ func TestOptions(t *testing.T) {
 		"negative CleanupBatch":   {Store: store, CleanupBatch: -1},
 		"negative ShutdownGrace":  {Store: store, ShutdownGrace: -1},
 		"negative MaxInterrupted": {Store: store, MaxInterruptedRuns: -1},
+		"negative RetryWindow":    {Store: store, RetryWindow: -1},
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%s: New succeeded", name)

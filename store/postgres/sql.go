@@ -150,8 +150,9 @@ const (
 				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.run_at, j.created_at)
-		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at, t.kind,
+				j.lease_expires_at, j.run_at, j.created_at, j.first_failure_at)
+		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
+			u.first_failure_at, t.kind,
 			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
@@ -201,12 +202,16 @@ const (
 			RETURNING id)
 		SELECT o.id, t.id, t.attempt FROM o, t`
 
-	// $4 run at (NULL: now), $5 message, $6 exhausted error. The
-	// failure that reaches max_attempts fails the task instead.
+	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 whether
+	// the failure is exempt from max_attempts (backend.FailureUnavailable).
+	// The failure that reaches max_attempts fails the task instead, unless
+	// it is exempt. The first failure notes its time.
 	sqlRetry = `WITH j AS (
 			UPDATE {{schema}}.jobs SET failures = failures + 1,
-				state = CASE WHEN failures + 1 >= max_attempts THEN 'done' ELSE 'available' END,
-				run_at = CASE WHEN failures + 1 >= max_attempts THEN run_at ELSE coalesce($4::timestamptz, {{now}}) END,
+				state = CASE WHEN failures + 1 >= max_attempts AND NOT $7::boolean THEN 'done' ELSE 'available' END,
+				run_at = CASE WHEN failures + 1 >= max_attempts AND NOT $7::boolean THEN run_at
+					ELSE coalesce($4::timestamptz, {{now}}) END,
+				first_failure_at = coalesce(first_failure_at, {{now}}),
 				lease_owner = NULL, lease_expires_at = NULL
 			WHERE ` + fence + ` RETURNING task_id, state = 'done' AS exhausted),
 		t AS (

@@ -60,10 +60,15 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	var got []claimed
 	for rows.Next() {
 		var c claimed
-		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds, &c.job.MaxAttempts,
-			&c.job.LeaseExpires, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
+		var firstFailure *time.Time
+		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
+			&c.job.MaxAttempts, &c.job.LeaseExpires, &firstFailure, &c.job.Kind, &c.origin, &c.responses,
+			&c.job.CancelRequested, &c.trace); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
+		}
+		if firstFailure != nil {
+			c.job.FirstFailure = firstFailure.UTC()
 		}
 		got = append(got, c)
 	}
@@ -307,9 +312,10 @@ var (
 	internalErrorJSON = taskdata.InternalErrorJSON()
 )
 
-// Retry implements backend.JobStore. It counts a failure; when the failures
-// reach the job's MaxAttempts the task fails with the client-safe error
-// {"code":-32603,"message":"The task failed after repeated attempts."}
+// Retry implements backend.JobStore. It counts a failure (noting the time
+// of the job's first); when the failures reach the job's MaxAttempts and c
+// is not backend.FailureUnavailable, the task fails with the client-safe
+// error {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. Otherwise the job is available again at
 // runAt (zero: now) and the task's status message becomes message. The
 // failure category c is recorded on the retry event (and the failed one) in
@@ -323,7 +329,8 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 	if !runAt.IsZero() {
 		at = runAt.Truncate(time.Millisecond)
 	}
-	ev, err := s.fencedFailure(ctx, "retry", s.q.retry, l, c, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON)
+	ev, err := s.fencedFailure(ctx, "retry", s.q.retry, l, c, s.now(), l.TaskID, l.Attempt, at, message, exhaustedJSON,
+		c == backend.FailureUnavailable)
 	if err != nil {
 		return err
 	}

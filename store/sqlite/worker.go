@@ -60,7 +60,8 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	}
 	// The jobs come from jobs_claim_order in index order, and the scan
 	// stops at the limit whatever the queue length.
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts, j.kind, t.origin,
+	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.first_failure_at,
+			j.max_attempts, j.kind, t.origin,
 			t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
 		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
@@ -84,10 +85,14 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		var cands []candidate
 		for rows.Next() {
 			var c candidate
+			var firstFailure sql.NullInt64
 			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
-				&c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
+				&firstFailure, &c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
 				rows.Close()
 				return nil, wrapErr("claim", err)
+			}
+			if firstFailure.Valid {
+				c.job.FirstFailure = time.UnixMilli(firstFailure.Int64).UTC()
 			}
 			cands = append(cands, c)
 		}
@@ -378,8 +383,9 @@ func setTerminal(ctx context.Context, tx *wtx, id string, status task.Status, me
 // exhaustedJSON is the stored error of a task whose job used its attempts.
 var exhaustedJSON = string(taskdata.ExhaustedJSON())
 
-// Retry implements backend.JobStore. It counts a failure; when the failures
-// reach the job's MaxAttempts the task fails with the client-safe error
+// Retry implements backend.JobStore. It counts a failure (noting the time
+// of the job's first); when the failures reach the job's MaxAttempts and c
+// is not backend.FailureUnavailable, the task fails with the client-safe error
 // {"code":-32603,"message":"The task failed after repeated attempts."}
 // instead, and the job is finished. A zero runAt means now. The failure
 // category c is recorded on the retry event (and the failed one).
@@ -399,9 +405,9 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 		if err != nil {
 			return nil, wrapErr("retry", err)
 		}
-		if failures+1 >= maxAttempts {
+		if failures+1 >= maxAttempts && c != backend.FailureUnavailable {
 			if err := fencedJob(ctx, tx, l, nowMs, `state = 'done', failures = failures + 1, lease_owner = NULL,
-				lease_expires_at = NULL`); err != nil {
+				lease_expires_at = NULL, first_failure_at = coalesce(first_failure_at, ?)`, nowMs); err != nil {
 				return nil, err
 			}
 			if err := setTerminal(ctx, tx, l.TaskID, task.Failed, "", nil, exhaustedJSON, nowMs); err != nil {
@@ -414,7 +420,8 @@ func (j jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 			runAtMs = runAt.UnixMilli()
 		}
 		if err := fencedJob(ctx, tx, l, nowMs, `state = 'available', failures = failures + 1, run_at = ?,
-			lease_owner = NULL, lease_expires_at = NULL`, runAtMs); err != nil {
+			lease_owner = NULL, lease_expires_at = NULL, first_failure_at = coalesce(first_failure_at, ?)`,
+			runAtMs, nowMs); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status_message = ?, updated_at = max(updated_at, ?)

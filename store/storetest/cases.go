@@ -558,6 +558,39 @@ func testRetry(t *testing.T, open opener) {
 	}
 }
 
+// testRetryUnavailable: Retry notes the time of a job's first failure and
+// keeps it, and a FailureUnavailable failure is retried past MaxAttempts
+// (the runtime bounds it by time), while any other category still fails
+// the task at MaxAttempts.
+func testRetryUnavailable(t *testing.T, open opener) {
+	b, c := open(t)
+	tk := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 2})
+	j := claimOne(t, b, c, tk.ID())
+	if !j.FirstFailure.IsZero() {
+		t.Fatalf("first claim: FirstFailure %v, want none", j.FirstFailure)
+	}
+	first := c.Now()
+	for i := 1; i <= 3; i++ {
+		if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "unavailable", backend.FailureUnavailable); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustFind(t, b, tk.ID()); got.Status() != task.Working {
+			t.Fatalf("after unavailable failure %d of MaxAttempts 2: %v", i, got.Status())
+		}
+		c.Advance(time.Minute)
+		j = claimOne(t, b, c, tk.ID())
+		if j.Failures != i || !j.FirstFailure.Equal(first) {
+			t.Fatalf("claim after failure %d: failures %d, FirstFailure %v; want %d, %v", i, j.Failures, j.FirstFailure, i, first)
+		}
+	}
+	if err := b.Jobs().Retry(bg, j.Lease, c.Now(), "again", backend.FailureHandlerError); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustFind(t, b, tk.ID()); got.Status() != task.Failed || !isExhausted(got.Error()) {
+		t.Fatalf("after a handler error past MaxAttempts: %v %+v", got.Status(), got.Error())
+	}
+}
+
 // testCancelAwaitingInput: cancellation intent makes a parked job
 // claimable so a worker can cancel it; terminal tasks ignore it.
 func testCancelAwaitingInput(t *testing.T, open opener) {

@@ -51,8 +51,10 @@ type mTask struct {
 	interrupted int
 	inputRounds int
 	maxAttempts int
-	runAtMs     int64
-	leaseMs     int64
+	// firstFailureMs is the time of the first Retry; 0: none.
+	firstFailureMs int64
+	runAtMs        int64
+	leaseMs        int64
 
 	lastSeen time.Time // last observed lastUpdatedAt
 	lastView string    // last observed client view
@@ -113,9 +115,12 @@ func (m *mTask) terminate(status task.Status, message string) {
 
 // fail counts a failure of the running job: the task fails when the job
 // used its attempts, else the job is available at runAt.
-func (m *mTask) fail(runAtMs int64, message string, setMessage bool) {
+func (m *mTask) fail(nowMs, runAtMs int64, message string, setMessage, unavailable bool) {
 	m.failures++
-	if m.failures >= m.maxAttempts {
+	if m.firstFailureMs == 0 {
+		m.firstFailureMs = nowMs
+	}
+	if m.failures >= m.maxAttempts && !unavailable {
 		m.terminate(task.Failed, "")
 		m.errExhaust = true
 		return

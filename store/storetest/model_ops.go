@@ -116,11 +116,13 @@ func (s *sequence) opClaim() string {
 			s.fatalf("%s: job %d is %s, model %s", desc, i, j.TaskID, m.id)
 		}
 		if j.Attempt <= m.attempt || j.Failures != m.failures || j.InterruptedRuns != m.interrupted ||
-			j.InputRounds != m.inputRounds || j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
+			j.InputRounds != m.inputRounds || !j.FirstFailure.Equal(msTime(m.firstFailureMs)) ||
+			j.MaxAttempts != m.maxAttempts || j.Kind != m.kind ||
 			!j.LeaseExpires.Equal(s.c.Now().Add(leaseDur)) || j.CancelRequested != m.cancel {
-			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d interrupted %d/%d input rounds %d/%d max %d/%d kind %s cancel %v/%v",
+			s.fatalf("%s: job %s attempt %d (was %d) failures %d/%d interrupted %d/%d input rounds %d/%d "+
+				"first failure %v/%v max %d/%d kind %s cancel %v/%v",
 				desc, m.id, j.Attempt, m.attempt, j.Failures, m.failures, j.InterruptedRuns, m.interrupted,
-				j.InputRounds, m.inputRounds, j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
+				j.InputRounds, m.inputRounds, j.FirstFailure, msTime(m.firstFailureMs), j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
 		}
 		got := map[string]string{}
 		for k, v := range j.Responses {
@@ -288,8 +290,19 @@ func (s *sequence) opCancel() string {
 
 func (s *sequence) opRetry() string {
 	runAt := s.c.Now().Add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
-	return s.fenced("retry", func(l backend.Lease) error { return s.b.Jobs().Retry(bg, l, runAt, "retrying", "") },
-		func(m *mTask) string { m.fail(runAt.UnixMilli(), "retrying", true); return "ok" })
+	var c backend.FailureCategory // none, or unavailable: retried past MaxAttempts
+	if s.rng.IntN(3) == 0 {
+		c = backend.FailureUnavailable
+	}
+	name := "retry"
+	if c != "" {
+		name += " " + string(c)
+	}
+	return s.fenced(name, func(l backend.Lease) error { return s.b.Jobs().Retry(bg, l, runAt, "retrying", c) },
+		func(m *mTask) string {
+			m.fail(s.nowMs(), runAt.UnixMilli(), "retrying", true, c == backend.FailureUnavailable)
+			return "ok"
+		})
 }
 
 func (s *sequence) opRelease() string {
@@ -372,4 +385,12 @@ func (s *sequence) opDeleteExpired() string {
 		m.deleted = true
 	}
 	return fmt.Sprintf("%s → %d", desc, n)
+}
+
+// msTime is the time of Unix milliseconds ms, zero for 0.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},
 		{"InterruptedRuns", testInterruptedRuns},
+		{"RetryUnavailable", testRetryUnavailable},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
 		{"CompleteBatchOneJobTwice", testCompleteBatchOneJobTwice},

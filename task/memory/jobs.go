@@ -49,6 +49,7 @@ type job struct {
 	interrupted  int
 	inputRounds  int
 	maxAttempts  int
+	firstFailure time.Time // of the first Retry; zero: none
 	runAt        time.Time
 	leaseExpires time.Time         // while running
 	worker       string            // while running
@@ -160,8 +161,8 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		rows = append(rows, backend.JobRow{
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
 			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, InputRounds: j.inputRounds,
-			Responses: maps.Clone(e.responses), LeaseExpires: j.leaseExpires, CancelRequested: e.cancelRequested,
-			Trace: j.trace,
+			FirstFailure: j.firstFailure, Responses: maps.Clone(e.responses), LeaseExpires: j.leaseExpires,
+			CancelRequested: e.cancelRequested, Trace: j.trace,
 		})
 	}
 	return rows, nil
@@ -336,10 +337,11 @@ func (s jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 	})
 }
 
-// Retry implements backend.JobStore. It counts a failure and makes the job
-// available at runAt (zero: now) with message as the task's status message;
-// the failure that reaches the job's MaxAttempts fails the task instead,
-// with the client-safe error {"code":-32603,"message":"The task failed
+// Retry implements backend.JobStore. It counts a failure (noting the time
+// of the job's first) and makes the job available at runAt (zero: now) with
+// message as the task's status message; the failure that reaches the job's
+// MaxAttempts, unless c is backend.FailureUnavailable, fails the task
+// instead, with the client-safe error {"code":-32603,"message":"The task failed
 // after repeated attempts."} and no message. The failure category c is
 // recorded on the retry event (and the failed one).
 func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, message string, c backend.FailureCategory) error {
@@ -348,9 +350,15 @@ func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 	}
 	return s.m.fenced(ctx, l, func(e *entry, now time.Time) (*task.Params, func(), error) {
 		j := e.job
-		if j.failures+1 >= j.maxAttempts {
+		count := func() {
+			j.failures, j.category = j.failures+1, c.Recorded()
+			if j.firstFailure.IsZero() {
+				j.firstFailure = now
+			}
+		}
+		if j.failures+1 >= j.maxAttempts && c != backend.FailureUnavailable {
 			p, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
-			return p, func() { j.failures, j.category = j.failures+1, c.Recorded(); apply() }, nil
+			return p, func() { count(); apply() }, nil
 		}
 		if runAt.IsZero() {
 			runAt = now
@@ -358,7 +366,7 @@ func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 		p := e.snap.Params()
 		p.StatusMessage = message
 		return &p, func() {
-			j.failures, j.category = j.failures+1, c.Recorded()
+			count()
 			j.state, j.runAt, j.leaseExpires, j.worker = jobAvailable, runAt, time.Time{}, ""
 		}, nil
 	})

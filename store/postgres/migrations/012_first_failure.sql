@@ -1,0 +1,14 @@
+-- 012_first_failure: when a job's failures began.
+--
+-- A job's handler failures were bounded by their count alone, so a fault
+-- of a dependency that outlasted the backoff of max_attempts failures
+-- failed its tasks for good. Retry now notes the time of the job's first
+-- failure in first_failure_at (NULL: none), and a failure of category
+-- unavailable is retried past max_attempts: the worker runtime fails such
+-- a task only once its failures have also lasted its retry window.
+--
+-- Additive: nodes of version 11 still running during a rolling upgrade
+-- never write the column and never report the category. Adding a nullable
+-- column rewrites no rows.
+
+ALTER TABLE {{schema}}.jobs ADD COLUMN first_failure_at TIMESTAMPTZ;
