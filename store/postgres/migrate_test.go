@@ -190,7 +190,8 @@ func TestTerminalTaskImmutable(t *testing.T) {
 
 // TestRetryOfAnOlderNode: a node of schema version 9, still running during
 // the rollout of version 10, retries a job with the statement that version
-// runs: the retry statement alone, without a failure category.
+// runs: the retry statement alone, without a failure category (and so
+// never exempt from max_attempts, $7).
 func TestRetryOfAnOlderNode(t *testing.T) {
 	t.Parallel()
 	storetest.RunOlderRetry(t, func(t *testing.T, now func() time.Time) storetest.OperatorBackend {
@@ -198,7 +199,7 @@ func TestRetryOfAnOlderNode(t *testing.T) {
 	}, func(b storetest.OperatorBackend, l backend.Lease, runAt time.Time) error {
 		s := b.(*Store)
 		_, err := fencedEvent(ctxT(t), s.pool, "version 9 retry", s.q.retry, s.now(), l.TaskID, l.Attempt, runAt, "",
-			exhaustedJSON)
+			exhaustedJSON, false)
 		return err
 	})
 }
