@@ -35,6 +35,7 @@ type service struct {
 
 var services = []service{
 	{"PostgreSQL tests (TASKWIRE_TEST_POSTGRES_URL unreachable)", []string{"PostgreSQL", "unreachable"}},
+	{"PostgreSQL tests that start a private server (no server binaries, or no postgres user)", []string{"PostgreSQL server"}},
 	{"browser tests (no Chromium on PATH)", []string{"Chromium"}},
 }
 

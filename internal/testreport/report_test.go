@@ -47,11 +47,14 @@ func TestReport(t *testing.T) {
 {"Action":"skip","Package":"q","Test":"TestPG3"}
 {"Action":"output","Package":"c","Test":"TestBrowser","Output":"    b.go:37: no Chromium on PATH (chromium, chromium-browser or google-chrome)\n"}
 {"Action":"skip","Package":"c","Test":"TestBrowser"}
+{"Action":"output","Package":"e","Test":"TestFleet","Output":"    p.go:94: no PostgreSQL server binaries (initdb, postgres) found; set TASKWIRE_TEST_PG_BINDIR\n"}
+{"Action":"skip","Package":"e","Test":"TestFleet"}
 {"Action":"output","Package":"c","Test":"TestSlow","Output":"    s.go:3: takes about 45 s\n"}
 {"Action":"skip","Package":"c","Test":"TestSlow"}
 `,
 		summary: []string{
 			"skipped in main: PostgreSQL tests (TASKWIRE_TEST_POSTGRES_URL unreachable): 3 tests in p, q",
+			"skipped in main: PostgreSQL tests that start a private server (no server binaries, or no postgres user): 1 tests in e",
 			"skipped in main: browser tests (no Chromium on PATH): 1 tests in c",
 		},
 	}, {
