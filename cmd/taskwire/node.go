@@ -136,7 +136,8 @@ type nodeConfig struct {
 	// wrapListener, for tests, wraps the TCP listener before the
 	// connection limit.
 	wrapListener func(net.Listener) net.Listener
-	// signals, for tests, replaces SIGINT and SIGTERM in runNode.
+	// signals, for tests, replaces SIGINT and SIGTERM in runNode and
+	// runStdio.
 	signals <-chan os.Signal
 }
 
