@@ -124,7 +124,8 @@ func (in ApprovalInput) message() string {
 // durableTools declares the durable demo tools, for the API nodes (Serve)
 // and the workers (Work) alike: each creation only validates the input and
 // enqueues a job in the store; a worker, in this process or another, does
-// the work. Both tools wait inline for 2025-era clients without tasks.
+// the work. Both tools wait inline for 2025-era clients without tasks, as
+// every durable tool does unless it sets RequireTasks.
 // reportsDir is where reports.generate writes its files.
 func durableTools(reportsDir string) *durable.Set {
 	var s durable.Set
@@ -140,7 +141,6 @@ func durableTools(reportsDir string) *durable.Set {
 		},
 		Validate:       ReportInput.validate,
 		IdempotencyKey: "idempotencyKey",
-		WaitInline:     true,
 	})
 	durable.Add(&s, durable.Tool[ApprovalInput, Approval]{
 		Tool: &mcp.Tool{
@@ -152,7 +152,6 @@ func durableTools(reportsDir string) *durable.Set {
 		Run:            requestApproval,
 		Validate:       ApprovalInput.validate,
 		IdempotencyKey: "idempotencyKey",
-		WaitInline:     true,
 		TaskInput:      []string{task.InputElicitationForm},
 	})
 	return &s
