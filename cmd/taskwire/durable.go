@@ -251,14 +251,15 @@ func writeReport(dir, taskID string, attempt int64, r Report) error {
 	if err != nil {
 		return worker.Permanent(err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Reports hold account data: readable by the server's user alone.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fileError("create the reports directory", err)
 	}
 	if attempt > 1 {
 		os.Remove(reportTempPath(dir, taskID, attempt-1)) // a crashed predecessor's, if any
 	}
 	tmp := reportTempPath(dir, taskID, attempt)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fileError("create the report's temporary file", err)
 	}
