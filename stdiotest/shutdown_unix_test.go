@@ -28,22 +28,27 @@ const hostStep = 2 * time.Second
 // a second process on the same store finishes the task in about the task's
 // own duration, not after the first process's lease (two minutes here, so
 // that a job left claimed could not be finished within the test's wait).
+// With a 2025 call waiting inline for the task, the call is answered (the
+// task goes on) rather than holding the exit, and the host's call again
+// on the next process waits for the same task.
 func TestHostStopReleasesRunningJob(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		eof  bool // the host closes stdin first, as the SDKs do
+		name   string
+		eof    bool // the host closes stdin first, as the SDKs do
+		inline bool // a 2025-06-18 client without tasks waits inline for the task
 	}{
-		{"stdin closed, then SIGTERM, then SIGKILL", true},
-		{"SIGTERM with stdin open, then SIGKILL", false},
+		{"stdin closed, then SIGTERM, then SIGKILL", true, false},
+		{"SIGTERM with stdin open, then SIGKILL", false, false},
+		{"a call waiting inline, stdin closed, then SIGTERM, then SIGKILL", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testHostStop(t, tc.eof)
+			testHostStop(t, tc.eof, tc.inline)
 		})
 	}
 }
 
-func testHostStop(t *testing.T, eof bool) {
+func testHostStop(t *testing.T, eof, inline bool) {
 	const (
 		lease   = 2 * time.Minute
 		seconds = 5 // the task's work: long enough to be running throughout the stop
@@ -52,17 +57,21 @@ func testHostStop(t *testing.T, eof bool) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	cmd := serveCmd(t, db, "--lease", lease.String())
 	p := startLines(t, cmd)
-	created := p.call(t, "tools/call", map[string]any{"name": "reports.generate",
-		"arguments": map[string]any{"accountId": "host-stop", "rows": 1000, "seconds": seconds}})
+	args := map[string]any{"accountId": "host-stop", "rows": 1000, "seconds": seconds, "idempotencyKey": "host-stop"}
 	var task struct {
 		TaskID string `json:"taskId"`
 	}
-	if err := json.Unmarshal(created, &task); err != nil || task.TaskID == "" {
-		t.Fatalf("tools/call: %s", created)
+	if inline {
+		p.startInline(t, args)
+	} else {
+		created := p.call(t, "tools/call", map[string]any{"name": "reports.generate", "arguments": args})
+		if err := json.Unmarshal(created, &task); err != nil || task.TaskID == "" {
+			t.Fatalf("tools/call: %s", created)
+		}
 	}
 	// The handler runs once the task reports its first progress.
 	deadline := time.Now().Add(waitLimit)
-	for {
+	for !inline {
 		var got struct {
 			StatusMessage string `json:"statusMessage"`
 		}
@@ -99,12 +108,45 @@ func testHostStop(t *testing.T, eof bool) {
 	if p.waitErr != nil {
 		t.Errorf("serve --stdio: %v", p.waitErr)
 	}
+	if inline { // the call was answered: the task goes on without it
+		answered := false
+		for line := range p.lines {
+			answered = answered || strings.Contains(string(line), `"id":2,`) && strings.Contains(string(line), "still running")
+		}
+		if !answered {
+			t.Error("the call waiting inline got no answer saying the task goes on")
+		}
+	}
 
 	// The next process claims the released job at once.
 	start := time.Now()
-	c := dialRaw(t, serveCmd(t, db, "--lease", lease.String()))
+	if inline {
+		// The host calls again: the same key and arguments reach the same
+		// task, and the call waits for it.
+		p2 := startLines(t, serveCmd(t, db, "--lease", lease.String()))
+		p2.startInline(t, args)
+		res := p2.inlineResult(t)
+		if !strings.Contains(string(res), `"accountId":"host-stop"`) || strings.Contains(string(res), `"isError":true`) {
+			t.Fatalf("the call again: %s", res)
+		}
+		p2.stdin.Close()
+	} else {
+		awaitCompletion(t, serveCmd(t, db, "--lease", lease.String()), task.TaskID)
+	}
+	took := time.Since(start)
+	t.Logf("the second process completed the task %v after it started", took)
+	if took > seconds*time.Second+margin {
+		t.Errorf("the second process took %v, want about the task's %ds (the lease is %v)", took, seconds, lease)
+	}
+}
+
+// awaitCompletion starts cmd, a `serve --stdio`, and listens for the task
+// until it completes.
+func awaitCompletion(t *testing.T, cmd *exec.Cmd, taskID string) {
+	t.Helper()
+	c := dialRaw(t, cmd)
 	defer c.conn.Close()
-	listenID := c.send("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{task.TaskID}}})
+	listenID := c.send("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{taskID}}})
 	for done := false; !done; {
 		switch m := c.read().(type) {
 		case *jsonrpc.Request:
@@ -121,11 +163,6 @@ func testHostStop(t *testing.T, eof bool) {
 				t.Fatalf("listen ended early: %s %v", m.Result, m.Error)
 			}
 		}
-	}
-	took := time.Since(start)
-	t.Logf("the second process completed the task %v after it started", took)
-	if took > seconds*time.Second+margin {
-		t.Errorf("the second process took %v, want about the task's %ds (the lease is %v)", took, seconds, lease)
 	}
 }
 
@@ -175,6 +212,54 @@ func startLines(t *testing.T, cmd *exec.Cmd) *lineProc {
 		<-p.exited
 	})
 	return p
+}
+
+// startInline opens a 2025-06-18 session without tasks and calls
+// reports.generate with args, a call that waits inline (id 2); it returns
+// once the task reports its first progress, its handler running.
+func (p *lineProc) startInline(t *testing.T, args map[string]any) {
+	t.Helper()
+	fmt.Fprintln(p.stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	fmt.Fprintln(p.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+		"params": map[string]any{"name": "reports.generate", "arguments": args, "_meta": map[string]any{"progressToken": "p"}}})
+	fmt.Fprintf(p.stdin, "%s\n", b)
+	timeout := time.After(waitLimit)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatal("stdout ended before the task's progress")
+			}
+			if strings.Contains(string(line), `"notifications/progress"`) && strings.Contains(string(line), `"message":"row `) {
+				return
+			}
+			if strings.Contains(string(line), `"id":2,`) {
+				t.Fatalf("the inline call ended early: %s", line)
+			}
+		case <-timeout:
+			t.Fatalf("no progress within %v", waitLimit)
+		}
+	}
+}
+
+// inlineResult returns the response of startInline's call (id 2).
+func (p *lineProc) inlineResult(t *testing.T) json.RawMessage {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatal("stdout ended before the inline call's response")
+			}
+			if strings.Contains(string(line), `"id":2,`) {
+				return line
+			}
+		case <-timeout:
+			t.Fatalf("no response to the inline call within %v", waitLimit)
+		}
+	}
 }
 
 // exitedWithin reports whether the process exits within d.
