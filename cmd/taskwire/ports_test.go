@@ -64,15 +64,7 @@ func TestTakenPortCreatesNoStore(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			if len(names) != 0 {
+			if names := reportFiles(t, dir); len(names) != 0 { // lists any directory
 				t.Errorf("files created: %v", names)
 			}
 		})
