@@ -22,8 +22,8 @@ const (
 )
 
 // Server is an admin listener: h on an http.Server of its own, with read,
-// write and idle timeouts. Start it with Listen and stop it with Shutdown,
-// which ends its serving goroutine.
+// write and idle timeouts. Start it with Listen or Serve and stop it with
+// Shutdown, which ends its serving goroutine.
 type Server struct {
 	hs   *http.Server
 	addr string
@@ -35,12 +35,19 @@ type Server struct {
 // there until Shutdown. It fails when the address cannot be listened on.
 // Errors of the HTTP server go to logger (nil discards them).
 func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
+	}
+	return Serve(ln, h, logger), nil
+}
+
+// Serve serves h on ln, a listener the caller bound (for a program that
+// binds its ports before anything else), until Shutdown, which closes ln.
+// Errors of the HTTP server go to logger (nil discards them).
+func Serve(ln net.Listener, h http.Handler, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		hs: &http.Server{
@@ -61,7 +68,7 @@ func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
 			s.err = err
 		}
 	}()
-	return s, nil
+	return s
 }
 
 // Addr returns the address listened on, with the port chosen.

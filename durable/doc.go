@@ -22,7 +22,9 @@
 //
 // Add infers the tool's input and output schemas from In and Out once,
 // exactly as server.AddTaskTool does (server.InferToolSchemas). Serve
-// registers each tool as task-required: a call's arguments are checked
+// registers each tool as task-required, waiting inline for 2025-era
+// clients without tasks (server.WithWaitInline) unless the tool sets
+// RequireTasks, which hides it from them: a call's arguments are checked
 // against the input schema by the server, decoded into In, checked by
 // Validate, and then the task and its job are created in one transaction
 // (backend.Enqueuer), with the idempotency key read from the declared field.

@@ -30,7 +30,8 @@ type store = backend.Store
 // with the set served on /mcp, and a worker runtime running the set.
 type rig struct {
 	st     store
-	client *mcptest.Client
+	url    string          // the server's base URL
+	client *mcptest.Client // declares the Tasks extension
 	logs   *logBuffer
 	events chan struct{} // a hint per task change
 }
@@ -86,9 +87,8 @@ func newRigEnqueuer(t *testing.T, st store, enq backend.Enqueuer, serve, work *d
 		srv.Close()
 		hs.Close()
 	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	r.client = mcptest.NewClient(mcptest.Remote(hs.URL, &http.Client{Transport: tr, Timeout: waitFor}), "/mcp")
+	r.url = hs.URL
+	r.client = r.modernClient(t)
 	r.client.DeclareTasks()
 
 	if work != nil {
@@ -113,6 +113,14 @@ func newRigEnqueuer(t *testing.T, st store, enq backend.Enqueuer, serve, work *d
 		})
 	}
 	return r
+}
+
+// modernClient returns a 2026-07-28 client of the rig's server that
+// declares no capabilities.
+func (r *rig) modernClient(t *testing.T) *mcptest.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return mcptest.NewClient(mcptest.Remote(r.url, &http.Client{Transport: tr, Timeout: waitFor}), "/mcp")
 }
 
 // call sends tools/call and returns the response.

@@ -60,8 +60,15 @@ type Tool[In, Out any] struct {
 	TTL          time.Duration
 	PollInterval time.Duration
 	Delay        time.Duration
-	// WaitInline serves 2025-era clients without tasks (server.WithWaitInline).
-	WaitInline bool
+	// RequireTasks hides the tool from clients that do not use tasks.
+	// By default (false) a 2025-era client without tasks (a 2025-06-18
+	// session, or a 2025-11-25 client that did not declare the tasks
+	// capability) sees an ordinary tool whose call waits inline for its
+	// task and returns the result (server.WithWaitInline). With
+	// RequireTasks such a client does not find the tool in tools/list, and
+	// a call gets an error that says why. A 2026-07-28 request that does
+	// not declare the Tasks extension gets -32021 either way.
+	RequireTasks bool
 	// TaskInput declares the kinds of input the tasks may request
 	// (server.WithTaskInput), such as task.InputElicitationForm.
 	TaskInput []string
@@ -80,7 +87,7 @@ type ToolDecl[In, Out any] struct {
 	TTL            time.Duration
 	PollInterval   time.Duration
 	Delay          time.Duration
-	WaitInline     bool
+	RequireTasks   bool
 	TaskInput      []string
 	Options        []server.ToolOption
 }
@@ -104,7 +111,7 @@ type RawTool struct {
 	TTL          time.Duration
 	PollInterval time.Duration
 	Delay        time.Duration
-	WaitInline   bool
+	RequireTasks bool
 	TaskInput    []string
 	Options      []server.ToolOption
 }
@@ -116,7 +123,7 @@ func Add[In, Out any](s *Set, t Tool[In, Out]) {
 	d := ToolDecl[In, Out]{
 		Tool: t.Tool, Validate: t.Validate, IdempotencyKey: t.IdempotencyKey,
 		MaxAttempts: t.MaxAttempts, TTL: t.TTL, PollInterval: t.PollInterval, Delay: t.Delay,
-		WaitInline: t.WaitInline, TaskInput: t.TaskInput, Options: t.Options,
+		RequireTasks: t.RequireTasks, TaskInput: t.TaskInput, Options: t.Options,
 	}
 	Declare(s, d)
 	if t.Tool != nil {
@@ -138,7 +145,7 @@ func Declare[In, Out any](s *Set, t ToolDecl[In, Out]) {
 		name: name, in: reflect.TypeFor[In](), out: reflect.TypeFor[Out](),
 		job: jobSpec{
 			key: t.IdempotencyKey, maxAttempts: t.MaxAttempts, ttl: t.TTL, pollInterval: t.PollInterval,
-			delay: t.Delay, waitInline: t.WaitInline, taskInput: t.TaskInput, options: t.Options,
+			delay: t.Delay, requireTasks: t.RequireTasks, taskInput: t.TaskInput, options: t.Options,
 		},
 		validate: t.Validate,
 	}
@@ -203,7 +210,7 @@ func AddRaw(s *Set, t RawTool) {
 		name: name, in: rawIn, out: rawOut,
 		job: jobSpec{
 			key: t.IdempotencyKey, maxAttempts: t.MaxAttempts, ttl: t.TTL, pollInterval: t.PollInterval,
-			delay: t.Delay, waitInline: t.WaitInline, taskInput: t.TaskInput, options: t.Options,
+			delay: t.Delay, requireTasks: t.RequireTasks, taskInput: t.TaskInput, options: t.Options,
 		},
 		validate: t.Validate,
 	}
@@ -279,7 +286,7 @@ type jobSpec struct {
 	ttl          time.Duration
 	pollInterval time.Duration
 	delay        time.Duration
-	waitInline   bool
+	requireTasks bool
 	taskInput    []string
 	options      []server.ToolOption
 }
@@ -287,7 +294,7 @@ type jobSpec struct {
 // toolOptions are the server options of the declaration.
 func (j jobSpec) toolOptions() []server.ToolOption {
 	opts := append([]server.ToolOption(nil), j.options...)
-	if j.waitInline {
+	if !j.requireTasks {
 		opts = append(opts, server.WithWaitInline())
 	}
 	if len(j.taskInput) > 0 {

@@ -135,12 +135,13 @@ func (ep *Endpoint) buildTasks(s *Server) error {
 		}
 	}
 	if len(versions) > 0 && s.opts.TaskManager == nil {
-		return errors.New("the endpoint declares Tasks but the server has no task manager")
+		return errors.New("the endpoint declares Tasks (EndpointOptions.TaskProtocolVersions) but the server has no task manager: set Options.TaskManager")
 	}
 	ep.tasks = len(versions) > 0
 	for _, t := range ep.tools {
 		if t.mode != taskNever && !ep.tasks {
-			return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks", t.tool.Name)
+			return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks: "+
+				"set EndpointOptions.TaskProtocolVersions, for example to []string{mcp.LatestProtocolVersion}", t.tool.Name)
 		}
 		if t.waitInline && t.mode != taskRequired {
 			return fmt.Errorf("tool %q: WithWaitInline applies only to task-required tools (AddTaskTool)", t.tool.Name)

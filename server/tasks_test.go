@@ -37,15 +37,15 @@ func TestTaskEndpointBuild(t *testing.T) {
 		name, want string
 		opts       func() server.Options
 	}{
-		{"Tasks declared without a manager", "no task manager", func() server.Options {
+		{"Tasks declared without a manager", "no task manager: set Options.TaskManager", func() server.Options {
 			return server.Options{Endpoints: []*server.Endpoint{taskEndpoint()}}
 		}},
-		{"task-required tool on an endpoint without Tasks", "does not serve Tasks", func() server.Options {
+		{"task-required tool on an endpoint without Tasks", "does not serve Tasks: set EndpointOptions.TaskProtocolVersions", func() server.Options {
 			ep := plain()
 			server.AddTaskTool[taskBuildIn, taskBuildOut](ep, &mcp.Tool{Name: "build"}, handle)
 			return server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem}
 		}},
-		{"raw task tool on an endpoint without Tasks", "does not serve Tasks", func() server.Options {
+		{"raw task tool on an endpoint without Tasks", "does not serve Tasks: set EndpointOptions.TaskProtocolVersions", func() server.Options {
 			ep := plain()
 			ep.AddRawTaskTool(&mcp.Tool{Name: "maybe", InputSchema: schema}, raw)
 			return server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem}

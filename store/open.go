@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -92,7 +95,11 @@ func (o *Options) validate(spec Spec) error {
 //
 // Errors are meant for an operator: they name the file, or the host,
 // database and schema (never a password), say what is wrong and, where
-// there is one, what to do. The schema errors still match the backend's
+// there is one, what to do: a PostgreSQL server that refuses the
+// connection because the database or the role does not exist, or the
+// password is wrong, gets that reason once (a *pgconn.PgError, for
+// errors.As) with its remedy; a server that does not answer gets a
+// question about reaching it. The schema errors still match the backend's
 // ErrSchemaOutdated and ErrSchemaTooNew. ctx bounds Open only.
 func Open(ctx context.Context, spec string, opts Options) (backend.Store, error) {
 	sp, err := ParseSpec(spec)
@@ -200,6 +207,50 @@ func openPostgres(ctx context.Context, spec Spec, opts Options) (backend.Store, 
 	case errors.Is(err, postgres.ErrSchemaTooNew):
 		return nil, fmt.Errorf("store %s: %w; upgrade taskwire", where, err)
 	}
+	if pe := serverRefusal(err); pe != nil {
+		// The server answered: the hint about reaching it would mislead,
+		// and the connect error repeats the refusal once per attempt.
+		return nil, fmt.Errorf("store %s: %w%s", where, pe, refusalHint(pe, spec.URL))
+	}
 	return nil, fmt.Errorf("store %s: %w (is the server up, reachable from here, and answering within %v?)",
 		where, err, opts.ConnectTimeout)
+}
+
+// SQLSTATE codes of the refusals a PostgreSQL server gives a connection.
+const (
+	sqlstateNoDatabase    = "3D000" // invalid_catalog_name: the database does not exist
+	sqlstateAuthorization = "28000" // invalid_authorization_specification: no such role, or pg_hba.conf
+	sqlstateBadPassword   = "28P01" // invalid_password
+)
+
+// serverRefusal returns the server's error when err says the server
+// refused the connection for a reason a start-up hint can name, else nil.
+func serverRefusal(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	switch pe.Code {
+	case sqlstateNoDatabase, sqlstateAuthorization, sqlstateBadPassword:
+		return pe
+	}
+	return nil
+}
+
+// refusalHint is the advice for a refusal of serverRefusal; rawURL names
+// the database and user (never printed whole: it may hold a password).
+func refusalHint(pe *pgconn.PgError, rawURL string) string {
+	var database, user string
+	if cfg, err := pgconn.ParseConfig(rawURL); err == nil {
+		database, user = cfg.Database, cfg.User
+	}
+	switch {
+	case pe.Code == sqlstateNoDatabase:
+		return fmt.Sprintf("; create it (createdb %s) or name an existing database in the URL", database)
+	case pe.Code == sqlstateAuthorization && strings.Contains(pe.Message, "does not exist"):
+		return fmt.Sprintf("; create the role (createuser %s, or CREATE ROLE \"%s\" LOGIN) or give an existing user in the URL", user, user)
+	case pe.Code == sqlstateAuthorization:
+		return "; the server's pg_hba.conf does not let this user connect to this database from here"
+	}
+	return "; check the user and password in the URL"
 }

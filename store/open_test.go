@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,5 +209,45 @@ func TestMigrateFrozenAfterConnect(t *testing.T) {
 	}
 	if elapsed > 30*time.Second {
 		t.Errorf("Migrate took %v: the bound did not end it", elapsed)
+	}
+}
+
+// TestOpenPostgresRefused: a server that refuses the connection because
+// the URL's database or role does not exist gets that reason once, with
+// its own remedy, and not the hint about reaching the server.
+func TestOpenPostgresRefused(t *testing.T) {
+	base := pgtest.URL(t)
+	for _, tc := range []struct {
+		name   string
+		edit   func(u *url.URL)
+		reason string
+		hint   string
+	}{
+		{"no database", func(u *url.URL) { u.Path = "/taskwire_no_such_db" },
+			`database "taskwire_no_such_db" does not exist`, "createdb taskwire_no_such_db"},
+		{"no role", func(u *url.URL) { u.User = url.User("taskwire_no_such_role") },
+			`role "taskwire_no_such_role" does not exist`, "createuser taskwire_no_such_role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := url.Parse(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(u)
+			_, err = store.Open(context.Background(), u.String(), store.Options{})
+			if err == nil {
+				t.Fatal("Open succeeded")
+			}
+			msg := err.Error()
+			if n := strings.Count(msg, tc.reason); n != 1 {
+				t.Errorf("the reason %q appears %d times in %q", tc.reason, n, msg)
+			}
+			if !strings.Contains(msg, tc.hint) {
+				t.Errorf("error %q lacks the hint %q", msg, tc.hint)
+			}
+			if strings.Contains(msg, "is the server up") {
+				t.Errorf("error %q asks whether the server is up; it answered", msg)
+			}
+		})
 	}
 }

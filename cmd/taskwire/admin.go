@@ -133,9 +133,10 @@ func (a *nodeAdmin) workerMetrics(test worker.Metrics) worker.Metrics {
 }
 
 // start registers the gauges of srv (nil on a node without HTTP) and
-// starts the admin listener, ready while st, the node's store, is (when it
-// has a Ready method: both stores do).
-func (a *nodeAdmin) start(srv *server.Server, st any, logger *slog.Logger) error {
+// serves the admin endpoints on ln, the listener bound for --admin-addr
+// (listenNode), ready while st, the node's store, is (when it has a Ready
+// method: both stores do). On error the caller closes ln.
+func (a *nodeAdmin) start(srv *server.Server, st any, ln net.Listener, logger *slog.Logger) error {
 	if a == nil {
 		return nil
 	}
@@ -162,9 +163,7 @@ func (a *nodeAdmin) start(srv *server.Server, st any, logger *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	if a.ln, err = admin.Listen(a.addr, h, logger); err != nil {
-		return fmt.Errorf("--admin-addr: %w", err)
-	}
+	a.ln = admin.Serve(ln, h, logger)
 	return nil
 }
 

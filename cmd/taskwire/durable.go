@@ -124,7 +124,8 @@ func (in ApprovalInput) message() string {
 // durableTools declares the durable demo tools, for the API nodes (Serve)
 // and the workers (Work) alike: each creation only validates the input and
 // enqueues a job in the store; a worker, in this process or another, does
-// the work. Both tools wait inline for 2025-era clients without tasks.
+// the work. Both tools wait inline for 2025-era clients without tasks, as
+// every durable tool does unless it sets RequireTasks.
 // reportsDir is where reports.generate writes its files.
 func durableTools(reportsDir string) *durable.Set {
 	var s durable.Set
@@ -140,7 +141,6 @@ func durableTools(reportsDir string) *durable.Set {
 		},
 		Validate:       ReportInput.validate,
 		IdempotencyKey: "idempotencyKey",
-		WaitInline:     true,
 	})
 	durable.Add(&s, durable.Tool[ApprovalInput, Approval]{
 		Tool: &mcp.Tool{
@@ -152,7 +152,6 @@ func durableTools(reportsDir string) *durable.Set {
 		Run:            requestApproval,
 		Validate:       ApprovalInput.validate,
 		IdempotencyKey: "idempotencyKey",
-		WaitInline:     true,
 		TaskInput:      []string{task.InputElicitationForm},
 	})
 	return &s
@@ -252,14 +251,15 @@ func writeReport(dir, taskID string, attempt int64, r Report) error {
 	if err != nil {
 		return worker.Permanent(err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Reports hold account data: readable by the server's user alone.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fileError("create the reports directory", err)
 	}
 	if attempt > 1 {
 		os.Remove(reportTempPath(dir, taskID, attempt-1)) // a crashed predecessor's, if any
 	}
 	tmp := reportTempPath(dir, taskID, attempt)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fileError("create the report's temporary file", err)
 	}

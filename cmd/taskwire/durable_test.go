@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestWriteReportTouchesOnlyItsTask checks that a report write replaces the
@@ -35,6 +38,37 @@ func TestWriteReportTouchesOnlyItsTask(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "task1.json"))
 	if err != nil || !strings.Contains(string(b), `"accountId": "a"`) {
 		t.Errorf("task1.json = %q, %v", b, err)
+	}
+}
+
+// TestWriteReportIsPrivate: a report and the directory created for it are
+// readable by the server's user alone, also when the report replaces one
+// written with a wider mode.
+func TestWriteReportIsPrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows files have no Unix permission bits")
+	}
+	dir := filepath.Join(t.TempDir(), "reports")
+	if err := writeReport(dir, "task1", 1, Report{AccountID: "a", Rows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task2.json"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReport(dir, "task2", 1, Report{AccountID: "a", Rows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]os.FileMode{}
+	for _, p := range []string{dir, filepath.Join(dir, "task1.json"), filepath.Join(dir, "task2.json")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[filepath.Base(p)] = fi.Mode().Perm()
+	}
+	want := map[string]os.FileMode{"reports": 0o700, "task1.json": 0o600, "task2.json": 0o600}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
 	}
 }
 

@@ -58,7 +58,9 @@
 // go to stderr, and every request acts for --principal. Its store defaults
 // to taskwire/taskwire.db in the user's data directory ($XDG_DATA_HOME,
 // else ~/.local/share; ~/Library/Application Support on macOS;
-// %LocalAppData% on Windows). The end of stdin drains and exits.
+// %LocalAppData% on Windows). At the end of stdin or the first SIGINT or
+// SIGTERM it releases the running jobs at once (the next process on the
+// store runs them), lets requests still running drain and exits.
 //
 // serve bounds what a slow or hostile network can hold: at most --max-conns
 // connections are open at once (beyond them new clients wait in the

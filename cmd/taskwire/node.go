@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -136,7 +137,8 @@ type nodeConfig struct {
 	// wrapListener, for tests, wraps the TCP listener before the
 	// connection limit.
 	wrapListener func(net.Listener) net.Listener
-	// signals, for tests, replaces SIGINT and SIGTERM in runNode.
+	// signals, for tests, replaces SIGINT and SIGTERM in runNode and
+	// runStdio.
 	signals <-chan os.Signal
 }
 
@@ -213,6 +215,17 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// The ports first: a node whose address is taken fails before it
+	// creates or migrates a store.
+	ln, adminLn, err := listenNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil { // served by nothing yet
+			closeListeners(ln, adminLn)
+		}
+	}()
 	st, err := openStore(ctx, cfg.Store, cfg.NoMigrate, cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -257,7 +270,6 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		}
 	}
 
-	var ln net.Listener
 	if cfg.Addr != "" {
 		ep := demoEndpoint()
 		if err := n.tools.Serve(ep, st); err != nil {
@@ -290,11 +302,6 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		if err != nil {
 			return nil, err
 		}
-		ln, err = net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			n.srv.Close()
-			return nil, err
-		}
 		if cfg.wrapListener != nil {
 			ln = cfg.wrapListener(ln)
 		}
@@ -309,9 +316,8 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		n.url = "http://" + ln.Addr().String() + ep.Path()
 	}
 
-	if err := n.admin.start(n.srv, st, cfg.Logger); err != nil {
-		if ln != nil {
-			ln.Close()
+	if err = n.admin.start(n.srv, st, adminLn, cfg.Logger); err != nil {
+		if n.srv != nil {
 			n.srv.Close()
 		}
 		return nil, err
@@ -341,7 +347,46 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 	return n, nil
 }
 
-// URL returns the demo endpoint's URL, or "" on a node without HTTP.
+// listenNode binds the node's ports: --addr (nil without HTTP) and
+// --admin-addr (nil without an admin listener). It fails, with nothing
+// left bound, when either is taken or cannot be listened on.
+func listenNode(cfg nodeConfig) (ln, adminLn net.Listener, err error) {
+	if cfg.Addr != "" {
+		if ln, err = listenFlag("--addr", cfg.Addr); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.AdminAddr != "" {
+		if adminLn, err = listenFlag("--admin-addr", cfg.AdminAddr); err != nil {
+			closeListeners(ln)
+			return nil, nil, err
+		}
+	}
+	return ln, adminLn, nil
+}
+
+// listenFlag listens on addr, the value of flag; its error names both, and
+// says so when another process holds the port.
+func listenFlag(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%s %s: the port is taken (another process listens on it; is a taskwire serve already running?): %w", flag, addr, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
+}
+
+// closeListeners closes the listeners that are not nil.
+func closeListeners(lns ...net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
 // sessionStore returns the store's session store and, on PostgreSQL, an
 // answer relay so that a client's answer reaching another node of the fleet
 // is forwarded to the node holding the call.
@@ -357,6 +402,7 @@ func (n *node) sessionStore(ctx context.Context) (session.Store, server.AnswerRe
 	return n.store.Sessions(), nil, nil
 }
 
+// URL returns the demo endpoint's URL, or "" on a node without HTTP.
 func (n *node) URL() string { return n.url }
 
 // StopNow cuts a Shutdown under way short: open HTTP connections are

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,8 +19,16 @@ import (
 )
 
 // TestMain checks that a node leaves no goroutine behind once shut down:
-// the HTTP server, the worker runtime and the store all stop.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// the HTTP server, the worker runtime and the store all stop. With
+// asMainEnv set, the test binary is the taskwire command instead, for
+// tests of the process (runAsMain).
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestRestartKeepsTasks stops a serving node while its worker runs a
 // report, then checks that the task outlives the process: a new API-only

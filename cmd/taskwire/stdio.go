@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,8 +27,9 @@ type stdioConfig struct {
 	// Principal is the identity (principal and tenant) every request acts
 	// for; tasks are visible to it alone.
 	Principal string
-	// DrainTimeout bounds how long requests still running at EOF may take.
-	// Zero: server.DefaultStdioDrainTimeout.
+	// DrainTimeout bounds how long requests still running at EOF (or after
+	// a signal) may take. Zero: server.DefaultStdioDrainTimeout. Running
+	// jobs do not wait for it: they are released at once.
 	DrainTimeout time.Duration
 }
 
@@ -78,11 +80,17 @@ func stdioDefaultStore(getenv func(string) string) (string, error) {
 }
 
 // runStdio serves the demo endpoint on stdin and stdout until stdin ends
-// or SIGINT or SIGTERM arrives, then drains and stops: running requests
-// get DrainTimeout to send their responses, running jobs ShutdownGrace to
-// finish (then they are released to run again on the next start), and the
-// store is closed. It writes nothing to stdout but protocol messages; logs
-// go to the configured logger (stderr).
+// or SIGINT or SIGTERM arrives, then stops promptly, as a host that closes
+// stdin and signals two seconds later expects: at EOF or the first signal,
+// whichever comes first, the running jobs' handlers are cancelled and the
+// jobs released through the store at once (the next process on the store
+// claims them without waiting for their lease; --shutdown-grace does not
+// apply), the worker runtime stops claiming, and calls waiting inline for a
+// task end with the task still running. Other requests still running get
+// DrainTimeout to send their responses (a signal ends the reading of
+// stdin, not that drain), the store is closed, and runStdio returns. It
+// writes nothing to stdout but protocol messages; logs go to the
+// configured logger (stderr).
 func runStdio(ctx context.Context, cfg stdioConfig, stdin io.Reader, stdout io.Writer) error {
 	switch {
 	case cfg.Principal == "" || len(cfg.Principal) > server.MaxDevPrincipalBytes:
@@ -90,8 +98,31 @@ func runStdio(ctx context.Context, cfg stdioConfig, stdin io.Reader, stdout io.W
 	case cfg.DrainTimeout < 0:
 		return errors.New("serve --stdio: --drain-timeout must not be negative")
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	signals := cfg.Node.signals
+	if signals == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		signals = ch
+	}
+	// A signal, from start-up on, ends the serving (and abandons a
+	// start-up under way). The watcher ends with ctx: at the latest when
+	// runStdio returns.
+	ctx, cancel := context.WithCancel(ctx)
+	var watchers sync.WaitGroup
+	defer func() {
+		cancel()
+		watchers.Wait()
+	}()
+	signalled := make(chan struct{})
+	watchers.Go(func() {
+		select {
+		case <-signals:
+			close(signalled)
+			cancel()
+		case <-ctx.Done():
+		}
+	})
 	logger := cfg.Node.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -121,16 +152,48 @@ func runStdio(ctx context.Context, cfg stdioConfig, stdin io.Reader, stdout io.W
 		n.Shutdown()
 		return fmt.Errorf("serve --stdio: %w", err)
 	}
+	in := newEOFReader(stdin)
+	watchers.Go(func() {
+		select {
+		case <-in.ended:
+			logger.Info("stdin ended: releasing running jobs")
+		case <-signalled:
+			logger.Info("signalled: releasing running jobs")
+		case <-ctx.Done():
+		}
+		n.StopNow()
+		srv.Close()
+	})
 	logger.Info("serving MCP on stdio", "store", n.cfg.Store.String(), "workers", n.cfg.Workers)
 	id := server.Identity{Principal: cfg.Principal, Tenant: cfg.Principal}
-	serveErr := srv.ServeStdio(ctx, stdin, stdout, server.StdioOptions{Identity: &id, DrainTimeout: cfg.DrainTimeout})
-	srv.Close()
+	serveErr := srv.ServeStdio(ctx, in, stdout, server.StdioOptions{Identity: &id, DrainTimeout: cfg.DrainTimeout})
+	cancel()
+	watchers.Wait() // the jobs are released and the server closed
 	err = errors.Join(serveErr, n.Shutdown())
 	if err != nil {
 		return fmt.Errorf("serve --stdio: %w", err)
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// eofReader is the input of ServeStdio: it closes ended when a Read first
+// fails, at EOF or on a read error, so that the jobs are released while
+// the requests still running drain.
+type eofReader struct {
+	r     io.Reader
+	ended chan struct{}
+	once  sync.Once
+}
+
+func newEOFReader(r io.Reader) *eofReader { return &eofReader{r: r, ended: make(chan struct{})} }
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.ended) })
+	}
+	return n, err
 }
 
 // startStdioNode opens the store and, with workers, starts the worker
