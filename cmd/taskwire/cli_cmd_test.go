@@ -173,7 +173,7 @@ func TestApprovalWithoutTerminalThenAnswer(t *testing.T) {
 	wantHint := "taskwire task answer --url " + env[urlEnv] + " " + id +
 		` 'approval={"action":"accept","content":{"approve":true,"comment":"..."}}'`
 	for _, want := range []string{wantHint, "taskwire task wait --url " + env[urlEnv] + " " + id,
-		`approval: elicitation/create "Approve: Quarterly budget"`, "approve (boolean, required) Approve the request?"} {
+		`approval: elicitation/create "Approve: Quarterly budget"`, "approve (boolean, required) Approve: Approve the request?"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("the hint lacks %q:\n%s", want, r.Stderr)
 		}
