@@ -48,6 +48,9 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRequired(name, schema, toolArgs); err != nil {
+		return err
+	}
 	// PreferTask: in a 2025-11-25 session a tool that may run as a task
 	// does, so that Ctrl-C can detach from it.
 	res, err := s.c.Call(ctx, name, toolArgs, client.PreferTask(), client.WithProgress(func(p client.Progress) {

@@ -113,6 +113,12 @@ func TestToolsAndInlineCalls(t *testing.T) {
 		t.Errorf("call --json: exit %d, %v\n%s", r.Code, err, r.Stdout)
 	}
 
+	// Required inputs given after "--" and as JSON count.
+	r = runCLI(t, cliOpts{env: env}, "call", "reports.generate", "--", "accountId=-acme", "rows:=1", "seconds:=0")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"accountId":"-acme"`) {
+		t.Errorf(`call with "--" and key:=JSON: exit %d\n%s%s`, r.Code, r.Stdout, r.Stderr)
+	}
+
 	// A tool error is exit 1, with the tool's text on stdout.
 	r = runCLI(t, cliOpts{env: env}, "call", "time.convert", "timeZone=Nowhere/Atlantis")
 	if r.Code != exitToolError || !strings.Contains(r.Stdout, "unknown time zone") || !strings.Contains(r.Stderr, "isError") {
@@ -127,6 +133,9 @@ func TestToolsAndInlineCalls(t *testing.T) {
 		{[]string{"call"}, "a tool name is required"},
 		{[]string{"call", "no.such.tool"}, `the server has no tool "no.such.tool"`},
 		{[]string{"call", "reports.generate", "rows=many"}, `argument "rows": "many" is not an integer`},
+		{[]string{"call", "reports.generate", "accountId=acme"},
+			`call: tool "reports.generate" needs the arguments rows, seconds: add rows=VALUE seconds=VALUE`},
+		{[]string{"call", "reports.generate", "--", "accountId=-acme", "seconds:=0"}, "needs the argument rows: add rows=VALUE"},
 		{[]string{"call", "--header", "nocolon", "text.stats"}, `--header "nocolon": want K:V`},
 		{[]string{"call", "--header", "Mcp-Method: x", "text.stats"}, "Header must not set Mcp-Method"},
 		{[]string{"tools", "extra"}, "unexpected arguments"},

@@ -31,7 +31,8 @@ const exitCodes = `Exit codes of tools, call and task:
   1    the tool reported an error (isError: true), or the server refused the
        request (a JSON-RPC error; a task that is unknown, expired or another
        caller's is "not found")
-  2    usage: unknown command, flag, tool or input; a value that does not parse
+  2    usage: unknown command, flag, tool or input; a required input left
+       out; a value that does not parse
   3    authentication required or refused (HTTP 401 or 403)
   4    the server cannot be reached
   5    the task failed
