@@ -394,3 +394,22 @@ func TestInterruptWithoutTask(t *testing.T) {
 		t.Errorf("--timeout: exit %d, want %d\n%s", r.Code, exitTimeout, r.Stderr)
 	}
 }
+
+// TestNoEndpointAtURL points the commands at a URL with a wrong path, of a
+// real node and of a plain web server that answers 404 to everything: one
+// line names the URL and hints at the path, and the exit code is 4.
+func TestNoEndpointAtURL(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(plain.Close)
+	node := strings.TrimSuffix(cliNode(t)[urlEnv], "/mcp")
+	for _, url := range []string{node + "/", node + "/mcp/v1", plain.URL + "/mcp"} {
+		want := cliRun{Code: exitUnreachable,
+			Stderr: "taskwire: no MCP endpoint at " + url + " (HTTP 404); is the path right? taskwire serve listens at /mcp\n"}
+		for _, args := range [][]string{{"tools"}, {"call", "text.stats", "text=a"}, {"task", "get", "some-id"}} {
+			r := runCLI(t, cliOpts{env: map[string]string{urlEnv: url}}, args...)
+			if diff := cmp.Diff(want, r); diff != "" {
+				t.Errorf("%q at %s (-want +got):\n%s", args, url, diff)
+			}
+		}
+	}
+}

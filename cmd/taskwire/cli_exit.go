@@ -34,7 +34,8 @@ const exitCodes = `Exit codes of tools, call and task:
   2    usage: unknown command, flag, tool or input; a required input left
        out; a value that does not parse
   3    authentication required or refused (HTTP 401 or 403)
-  4    the server cannot be reached
+  4    the server cannot be reached, or has no MCP endpoint at the URL (HTTP
+       404: is the path right?)
   5    the task failed
   6    the task was cancelled
   7    the task needs input and the command is not interactive: it prints the
@@ -90,10 +91,20 @@ func exitCode(err error) int {
 		return exitTaskFailed
 	case errors.As(err, &cancelled):
 		return exitTaskCancelled
-	case errors.As(err, &conn):
+	case errors.As(err, &conn), noEndpoint(err) != nil:
 		return exitUnreachable
 	}
 	return exitToolError
+}
+
+// noEndpoint returns the error saying that no MCP endpoint answers at the
+// URL (HTTP 404 to the first request, as for a wrong path), or nil.
+func noEndpoint(err error) *client.HTTPError {
+	var he *client.HTTPError
+	if errors.As(err, &he) && he.NoEndpoint() {
+		return he
+	}
+	return nil
 }
 
 // describe is the message printed for a client command's error: the
@@ -113,6 +124,8 @@ func describe(err error, url string) string {
 		return "the server requires authentication (HTTP 401): pass --token or set TASKWIRE_TOKEN"
 	case errors.As(err, &conn):
 		return fmt.Sprintf("cannot reach %s: %s (is `taskwire serve` running? --url or TASKWIRE_URL names the server)", url, printable(conn.Err))
+	case noEndpoint(err) != nil:
+		return fmt.Sprintf("no MCP endpoint at %s (HTTP %d); is the path right? taskwire serve listens at /mcp", url, noEndpoint(err).StatusCode)
 	case errors.As(err, &failed):
 		msg := fmt.Sprintf("the task failed: %s (JSON-RPC error %d)", failed.Err.Message, failed.Err.Code)
 		if failed.StatusMessage != "" {

@@ -25,7 +25,8 @@
 // a task with a progress line on stderr, asks its forms when stdin is a
 // terminal, and detaches on Ctrl-C. They exit 0 on success, 1 on a tool
 // error, 2 on a usage error, 3 when authentication is required or refused,
-// 4 when the server is unreachable, 5 when the task failed, 6 when it was
+// 4 when the server is unreachable or has no MCP endpoint at the URL (HTTP
+// 404: a wrong path), 5 when the task failed, 6 when it was
 // cancelled, 7 when it needs input and the command is not interactive, 124
 // when --timeout passed and 130 when interrupted.
 //
