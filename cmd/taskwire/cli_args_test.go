@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -202,8 +203,8 @@ func TestParseInterleaved(t *testing.T) {
 		{[]string{"tool", "--", "--json", "-x=1"}, []string{"tool", "--json", "-x=1"}, false, ""},
 	} {
 		var cf clientFlags
-		fs := newClientFlagSet("call", &cliEnv{stderr: &strings.Builder{}}, &cf)
-		pos, err := parseInterleaved(fs, tc.args)
+		fs := newClientFlagSet("call", "usage: taskwire call", &cf)
+		pos, err := parseInterleaved(fs, tc.args, io.Discard)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -212,8 +213,8 @@ func TestParseInterleaved(t *testing.T) {
 		}
 	}
 	var cf clientFlags
-	fs := newClientFlagSet("call", &cliEnv{stderr: &strings.Builder{}}, &cf)
-	if _, err := parseInterleaved(fs, []string{"tool", "--frobnicate"}); exitCode(err) != exitUsage {
+	fs := newClientFlagSet("call", "usage: taskwire call", &cf)
+	if _, err := parseInterleaved(fs, []string{"tool", "--frobnicate"}, io.Discard); exitCode(err) != exitUsage {
 		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Exit codes of the client commands (tools, call, task). Every other
-// command exits 0 on success and 1 on failure.
+// command exits 0 on success, exitUsage on a usage error and 1 on any
+// other failure.
 const (
 	exitOK            = 0
 	exitToolError     = 1 // the tool's result has isError true; also any other failure
@@ -32,7 +33,7 @@ const exitCodes = `Exit codes of tools, call and task:
        request (a JSON-RPC error; a task that is unknown, expired or another
        caller's is "not found")
   2    usage: unknown command, flag, tool or input; a required input left
-       out; a value that does not parse
+       out; a value that does not parse or is refused
   3    authentication required or refused (HTTP 401 or 403)
   4    the server cannot be reached, or has no MCP endpoint at the URL (HTTP
        404: is the path right?)
@@ -44,7 +45,8 @@ const exitCodes = `Exit codes of tools, call and task:
   130  interrupted (Ctrl-C); a task being waited for is detached and runs on
 `
 
-// usageError is a mistake on the command line: exit code 2.
+// usageError is a mistake on the command line: exit code 2, and runMain
+// prints where the usage is.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }

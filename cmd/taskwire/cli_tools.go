@@ -16,8 +16,9 @@ import (
 // input fields.
 func toolsCmd(ctx context.Context, args []string, env *cliEnv) error {
 	var cf clientFlags
-	fs := newClientFlagSet("tools", env, &cf)
-	pos, err := parseInterleaved(fs, args)
+	fs := newClientFlagSet("tools", "usage: taskwire tools [flags]\n\n"+
+		"Lists the server's tools, each with its description and a table of its inputs.", &cf)
+	pos, err := parseInterleaved(fs, args, env.stdout)
 	if err != nil {
 		return err
 	}
