@@ -244,11 +244,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return fmt.Errorf("serve: %w", err)
 	}
 	if *stdio.on {
-		return runStdio(ctx, stdio.config(nodeConfig{
+		cfg := nodeConfig{
 			Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 			ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 			TaskLimits: limits, Sessions: sessions,
-		}), os.Stdin, stdout)
+		}
+		if err := checkFlags(cfg, false); err != nil {
+			return fmt.Errorf("serve --stdio: %w", err)
+		}
+		return runStdio(ctx, stdio.config(cfg), os.Stdin, stdout)
 	}
 	if *addr == "" {
 		return usageErrorf("serve: --addr must not be empty")
@@ -282,11 +286,16 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 
 // checkFlags refuses, as a usage error, the flag values that the node
 // would refuse when it starts (see nodeConfig.validate), so that they are
-// reported before anything is opened. authGiven: the --auth-* flags are
-// set, so the node will verify tokens and may listen beyond loopback.
+// reported before anything is opened; for serve --stdio, whose node has
+// no address, the flags it shares with serve. authGiven: the --auth-*
+// flags are set, so the node will verify tokens and may listen beyond
+// loopback.
 func checkFlags(cfg nodeConfig, authGiven bool) error {
 	if authGiven {
 		cfg.InsecureDevAuth = true // the node checks again with its resource server
+	}
+	if cfg.Addr == "" && cfg.Workers == 0 {
+		cfg.Workers = 1 // serve --stdio without workers, which needs no address
 	}
 	if err := cfg.validate(); err != nil { // a copy: the defaults it fills are dropped
 		return &usageError{msg: err.Error()}

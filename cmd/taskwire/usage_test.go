@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--store", db, "--log-level", "loud"}, `serve: --log-level: slog: level string "loud": unknown name`, "taskwire serve -h"},
 		{[]string{"serve", "--store", db, "--auth-issuer", "http://127.0.0.1:1"}, "serve: --auth-issuer and --auth-audience go together", "taskwire serve -h"},
 		{[]string{"serve", "--stdio", "--admin-addr", "9090"}, "serve: --admin-addr does not apply to --stdio", "taskwire serve -h"},
+		{[]string{"serve", "--stdio", "--store", db, "--workers", "2000"}, "serve --stdio: --workers must be between 0 and 1024", "taskwire serve -h"},
+		{[]string{"serve", "--stdio", "--store", db, "--workers", "0", "--shutdown-grace", "0s"}, "serve --stdio: --shutdown-grace must be positive", "taskwire serve -h"},
 		{[]string{"worker", "--frobnicate"}, "worker: flag provided but not defined: -frobnicate", "taskwire worker -h"},
 		{[]string{"worker", "--store", db, "--workers", "0"}, "worker: --workers must be at least 1", "taskwire worker -h"},
 		{[]string{"worker", "--store", db, "--lease", "1ms"}, "worker: --lease must be at least 1s", "taskwire worker -h"},
