@@ -85,7 +85,10 @@ func New(url string, opts Options) (*Client, error) {
 // *ConnectionError wrapping ctx.Err() when their ctx ends first.
 //
 // It fails with *AuthError on HTTP 401/403, with *ConnectionError when the
-// server cannot be reached, and with ErrClosed after Close.
+// server cannot be reached, with an *HTTPError whose NoEndpoint is true
+// when the URL names no MCP endpoint (both requests got the same HTTP 404,
+// say; two different answers are both returned, joined), and with
+// ErrClosed after Close.
 func (c *Client) Connect(ctx context.Context) error {
 	select {
 	case c.connecting <- struct{}{}:
@@ -116,6 +119,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	}
 	c.opts.Logger.Debug("client: server/discover failed; trying a 2025-era session", "err", err)
 	if lerr := c.initialize(ctx); lerr != nil {
+		var lh, dh *HTTPError
+		if errors.As(lerr, &lh) && errors.As(err, &dh) && lh.StatusCode == dh.StatusCode {
+			return lerr // the probe's answer says nothing more, as at a wrong path
+		}
 		return errors.Join(lerr, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -123,7 +124,8 @@ func (e *ConnectionError) Error() string { return "client: " + e.Op + ": " + e.E
 func (e *ConnectionError) Unwrap() error { return e.Err }
 
 // HTTPError: the server answered with an unexpected HTTP status and no
-// JSON-RPC error. Body holds at most the first 512 bytes.
+// JSON-RPC error. Body holds at most the first 512 bytes. NoEndpoint tells
+// the common mistake of a URL with a wrong path apart.
 type HTTPError struct {
 	// StatusCode is the HTTP status.
 	StatusCode int
@@ -135,9 +137,36 @@ type HTTPError struct {
 	Method string
 }
 
-// Error implements error.
+// Error implements error: the method and the status, and for NoEndpoint
+// the hint that the URL names no MCP endpoint. It never includes Body.
 func (e *HTTPError) Error() string {
-	return fmt.Sprintf("client: %s: unexpected HTTP status %d", e.Method, e.StatusCode)
+	s := fmt.Sprintf("client: %s: unexpected HTTP status %d", e.Method, e.StatusCode)
+	if text := http.StatusText(e.StatusCode); text != "" {
+		s += " " + text
+	}
+	if e.NoEndpoint() {
+		s += ": no MCP endpoint at this URL (is its path right?)"
+	}
+	return s
+}
+
+// NoEndpoint reports whether the status says that no MCP endpoint answers
+// at the client's URL: HTTP 404, 405 or 501 to server/discover or
+// initialize, the requests that open a conversation, as a web server
+// answers for a path it does not serve or a method it does not take. (A
+// 404 to a later request of a 2025-era session means that the session
+// ended, which the client handles by opening a new one.)
+func (e *HTTPError) NoEndpoint() bool {
+	switch e.Method {
+	case mcp.MethodServerDiscover, mcp.MethodInitialize:
+	default:
+		return false
+	}
+	switch e.StatusCode {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return true
+	}
+	return false
 }
 
 // ProtocolError: the server's answer broke the protocol (malformed JSON, a

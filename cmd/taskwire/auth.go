@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,20 +47,21 @@ func (a authFlags) given() bool {
 
 // resolve builds the resource server the flags describe, or nil without
 // them. Without --auth-jwks-url it discovers the issuer's keys, bounded by
-// discoveryTimeout.
+// discoveryTimeout. Flags that do not go together or do not parse are a
+// *usageError.
 func (a authFlags) resolve(ctx context.Context, logger *slog.Logger) (*oauth.ResourceServer, error) {
 	if !a.given() {
 		return nil, nil
 	}
 	if *a.issuer == "" || *a.audience == "" {
-		return nil, errors.New("--auth-issuer and --auth-audience go together")
+		return nil, usageErrorf("--auth-issuer and --auth-audience go together")
 	}
 	if u, err := url.Parse(*a.audience); err != nil || u.Path != demoPath {
-		return nil, fmt.Errorf("--auth-audience %q must be this server's MCP URL, ending in %s", *a.audience, demoPath)
+		return nil, usageErrorf("--auth-audience %q must be this server's MCP URL, ending in %s", *a.audience, demoPath)
 	}
 	methods, tools, err := parseScopes(*a.scopes)
 	if err != nil {
-		return nil, fmt.Errorf("--auth-scopes: %w", err)
+		return nil, usageErrorf("--auth-scopes: %v", err)
 	}
 	jwks := *a.jwksURL
 	if jwks == "" {

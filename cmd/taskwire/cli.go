@@ -93,10 +93,10 @@ type headerFlag []string
 func (h *headerFlag) String() string     { return strings.Join(*h, ", ") }
 func (h *headerFlag) Set(v string) error { *h = append(*h, v); return nil }
 
-// newClientFlagSet defines the common flags on a new flag set.
-func newClientFlagSet(name string, env *cliEnv, cf *clientFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+// newClientFlagSet defines the common flags on a new flag set (see
+// newFlagSet) whose help is synopsis, then the flags.
+func newClientFlagSet(name, synopsis string, cf *clientFlags) *flag.FlagSet {
+	fs := newFlagSet(name, synopsis)
 	fs.StringVar(&cf.url, "url", "", "MCP endpoint `URL` (default $"+urlEnv+", else "+defaultURL+")")
 	fs.StringVar(&cf.token, "token", "", "bearer `token` sent as Authorization (default $"+tokenEnv+")")
 	fs.Var(&cf.headers, "header", "extra request header `K:V` (repeatable)")
@@ -109,15 +109,13 @@ func newClientFlagSet(name string, env *cliEnv, cf *clientFlags) *flag.FlagSet {
 
 // parseInterleaved parses flags that may come before, between or after the
 // positional arguments (a "--" ends the flags) and returns the positional
-// arguments. Flag errors are usage errors.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments. Flag errors are usage errors; -h prints the command's help to
+// stdout and returns flag.ErrHelp (see parseArgs).
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{msg: err.Error()}
+		if err := parseArgs(fs, args, stdout); err != nil {
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

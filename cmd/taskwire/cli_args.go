@@ -28,6 +28,10 @@ type objectSchema struct {
 	Fields []schemaField // in the order the schema declares them
 	// Closed: additionalProperties is false, so unknown keys are refused.
 	Closed bool
+	// Required names the properties an object must have, in the order of
+	// the schema's "required", each once; it may name properties that
+	// Fields lacks.
+	Required []string
 }
 
 // field returns the field called name, or nil.
@@ -67,10 +71,15 @@ func parseObjectSchema(raw json.RawMessage) (objectSchema, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return objectSchema{}, fmt.Errorf("the schema is not a JSON object schema: %w", err)
 	}
-	if len(s.Properties) > maxSchemaFields {
+	if len(s.Properties) > maxSchemaFields || len(s.Required) > maxSchemaFields {
 		return objectSchema{}, fmt.Errorf("the schema has more than %d properties", maxSchemaFields)
 	}
 	out := objectSchema{Closed: string(bytes.TrimSpace(s.AdditionalProperties)) == "false"}
+	for _, name := range s.Required {
+		if !slices.Contains(out.Required, name) {
+			out.Required = append(out.Required, name)
+		}
+	}
 	for name, p := range s.Properties {
 		f := schemaField{
 			Name: name, Type: schemaType(p.Type), Title: p.Title, Description: p.Description,
@@ -207,6 +216,38 @@ func parseToolArgs(schema objectSchema, args []string) (map[string]any, error) {
 		out[key] = v
 	}
 	return out, nil
+}
+
+// checkRequired refuses tool arguments that lack a property the schema
+// requires, so that the mistake is a usage error (exit 2) naming what is
+// missing and how to pass it, not a call the server refuses. The arguments
+// are those parseToolArgs returned, so key=value, key:=JSON and arguments
+// after "--" all count.
+func checkRequired(tool string, schema objectSchema, args map[string]any) error {
+	var missing, forms []string
+	for _, name := range schema.Required {
+		if _, ok := args[name]; ok {
+			continue
+		}
+		missing = append(missing, name)
+		form := name + "=VALUE"
+		if f := schema.field(name); f != nil {
+			switch f.scalarType() {
+			case "array", "object", "any":
+				form = name + ":=JSON"
+			}
+		}
+		forms = append(forms, shellQuote(form))
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	noun := "argument"
+	if len(missing) > 1 {
+		noun = "arguments"
+	}
+	return usageErrorf("call: tool %q needs the %s %s: add %s (taskwire tools lists every input)",
+		tool, noun, oneLine(strings.Join(missing, ", "), 500), oneLine(strings.Join(forms, " "), 500))
 }
 
 // convertScalar converts a command-line value to typ.

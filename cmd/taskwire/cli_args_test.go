@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -84,6 +85,55 @@ func TestParseToolArgs(t *testing.T) {
 	}
 }
 
+// TestCheckRequired: a call that lacks a required input is a usage error
+// naming every missing input and the form to pass it in, whichever form
+// (key=value, key:=JSON) gave the others.
+func TestCheckRequired(t *testing.T) {
+	schema, err := parseObjectSchema(json.RawMessage(`{"type":"object","properties":{
+		"accountId":{"type":"string"},
+		"rows":{"type":"integer"},
+		"tags":{"type":"array"},
+		"dryRun":{"type":"boolean"}
+	},"required":["accountId","rows","tags","accountId","undeclared"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"accountId=acme", "rows:=7", `tags:=[]`, "undeclared=x"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // the whole message; "" for none
+	}{
+		{"every required input", all, ""},
+		{"JSON null counts as given", []string{"accountId:=null", "rows=1", "tags:=null", "undeclared=1"}, ""},
+		{"optional inputs may be left out", append(all[:4:4], "dryRun=true"), ""},
+		{"one missing", all[1:], `call: tool "t" needs the argument accountId: add accountId=VALUE (taskwire tools lists every input)`},
+		{"several missing, JSON for an array", []string{"rows=1"},
+			`call: tool "t" needs the arguments accountId, tags, undeclared: add accountId=VALUE tags:=JSON undeclared=VALUE (taskwire tools lists every input)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := parseToolArgs(schema, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkRequired("t", schema, args)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkRequired: %v", err)
+				}
+				return
+			}
+			if err == nil || exitCode(err) != exitUsage {
+				t.Fatalf("error %v, want a usage error", err)
+			}
+			if diff := cmp.Diff(tc.wantErr, err.Error()); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseObjectSchema(t *testing.T) {
 	got, err := parseObjectSchema(json.RawMessage(`{"type":"object","properties":{
 		"b":{"type":"boolean","title":"B","default":true},
@@ -97,7 +147,7 @@ func TestParseObjectSchema(t *testing.T) {
 		{Name: "b", Type: "boolean", Title: "B", Default: json.RawMessage(`true`)},
 		{Name: "a", Type: "string", Description: "pick", Required: true, Enum: []string{"x", "y"}},
 		{Name: "c", Type: "string", Enum: []string{"p", "q"}},
-	}}
+	}, Required: []string{"a"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("schema (-want +got):\n%s", diff)
 	}
@@ -153,8 +203,8 @@ func TestParseInterleaved(t *testing.T) {
 		{[]string{"tool", "--", "--json", "-x=1"}, []string{"tool", "--json", "-x=1"}, false, ""},
 	} {
 		var cf clientFlags
-		fs := newClientFlagSet("call", &cliEnv{stderr: &strings.Builder{}}, &cf)
-		pos, err := parseInterleaved(fs, tc.args)
+		fs := newClientFlagSet("call", "usage: taskwire call", &cf)
+		pos, err := parseInterleaved(fs, tc.args, io.Discard)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -163,8 +213,8 @@ func TestParseInterleaved(t *testing.T) {
 		}
 	}
 	var cf clientFlags
-	fs := newClientFlagSet("call", &cliEnv{stderr: &strings.Builder{}}, &cf)
-	if _, err := parseInterleaved(fs, []string{"tool", "--frobnicate"}); exitCode(err) != exitUsage {
+	fs := newClientFlagSet("call", "usage: taskwire call", &cf)
+	if _, err := parseInterleaved(fs, []string{"tool", "--frobnicate"}, io.Discard); exitCode(err) != exitUsage {
 		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
 }

@@ -17,9 +17,12 @@ import (
 // callCmd runs `taskwire call [--json] [--detach] TOOL [key=value | key:=JSON]...`.
 func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	var cf clientFlags
-	fs := newClientFlagSet("call", env, &cf)
+	fs := newClientFlagSet("call", "usage: taskwire call [flags] TOOL [key=value | key:=JSON]...\n\n"+
+		"Calls TOOL. key=value is typed by the tool's input schema, key:=JSON is taken as JSON,\n"+
+		"and arguments after -- are never flags. A task is waited for with a progress line on\n"+
+		"stderr, its forms are asked when stdin is a terminal, and Ctrl-C detaches from it.", &cf)
 	detach := fs.Bool("detach", false, "print the task's ID at once instead of waiting for it")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseInterleaved(fs, args, env.stdout)
 	if err != nil {
 		return err
 	}
@@ -46,6 +49,9 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	}
 	toolArgs, err := parseToolArgs(schema, pos[1:])
 	if err != nil {
+		return err
+	}
+	if err := checkRequired(name, schema, toolArgs); err != nil {
 		return err
 	}
 	// PreferTask: in a 2025-11-25 session a tool that may run as a task

@@ -113,6 +113,12 @@ func TestToolsAndInlineCalls(t *testing.T) {
 		t.Errorf("call --json: exit %d, %v\n%s", r.Code, err, r.Stdout)
 	}
 
+	// Required inputs given after "--" and as JSON count.
+	r = runCLI(t, cliOpts{env: env}, "call", "reports.generate", "--", "accountId=-acme", "rows:=1", "seconds:=0")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"accountId":"-acme"`) {
+		t.Errorf(`call with "--" and key:=JSON: exit %d\n%s%s`, r.Code, r.Stdout, r.Stderr)
+	}
+
 	// A tool error is exit 1, with the tool's text on stdout.
 	r = runCLI(t, cliOpts{env: env}, "call", "time.convert", "timeZone=Nowhere/Atlantis")
 	if r.Code != exitToolError || !strings.Contains(r.Stdout, "unknown time zone") || !strings.Contains(r.Stderr, "isError") {
@@ -127,6 +133,9 @@ func TestToolsAndInlineCalls(t *testing.T) {
 		{[]string{"call"}, "a tool name is required"},
 		{[]string{"call", "no.such.tool"}, `the server has no tool "no.such.tool"`},
 		{[]string{"call", "reports.generate", "rows=many"}, `argument "rows": "many" is not an integer`},
+		{[]string{"call", "reports.generate", "accountId=acme"},
+			`call: tool "reports.generate" needs the arguments rows, seconds: add rows=VALUE seconds=VALUE`},
+		{[]string{"call", "reports.generate", "--", "accountId=-acme", "seconds:=0"}, "needs the argument rows: add rows=VALUE"},
 		{[]string{"call", "--header", "nocolon", "text.stats"}, `--header "nocolon": want K:V`},
 		{[]string{"call", "--header", "Mcp-Method: x", "text.stats"}, "Header must not set Mcp-Method"},
 		{[]string{"tools", "extra"}, "unexpected arguments"},
@@ -173,7 +182,7 @@ func TestApprovalWithoutTerminalThenAnswer(t *testing.T) {
 	wantHint := "taskwire task answer --url " + env[urlEnv] + " " + id +
 		` 'approval={"action":"accept","content":{"approve":true,"comment":"..."}}'`
 	for _, want := range []string{wantHint, "taskwire task wait --url " + env[urlEnv] + " " + id,
-		`approval: elicitation/create "Approve: Quarterly budget"`, "approve (boolean, required) Approve the request?"} {
+		`approval: elicitation/create "Approve: Quarterly budget"`, "approve (boolean, required) Approve: Approve the request?"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("the hint lacks %q:\n%s", want, r.Stderr)
 		}
@@ -383,5 +392,24 @@ func TestInterruptWithoutTask(t *testing.T) {
 	r := runCLI(t, cliOpts{env: map[string]string{urlEnv: srv.URL + "/mcp"}}, "task", "get", "--timeout", "200ms", "some-id")
 	if r.Code != exitTimeout || !strings.Contains(r.Stderr, "--timeout 200ms passed") {
 		t.Errorf("--timeout: exit %d, want %d\n%s", r.Code, exitTimeout, r.Stderr)
+	}
+}
+
+// TestNoEndpointAtURL points the commands at a URL with a wrong path, of a
+// real node and of a plain web server that answers 404 to everything: one
+// line names the URL and hints at the path, and the exit code is 4.
+func TestNoEndpointAtURL(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(plain.Close)
+	node := strings.TrimSuffix(cliNode(t)[urlEnv], "/mcp")
+	for _, url := range []string{node + "/", node + "/mcp/v1", plain.URL + "/mcp"} {
+		want := cliRun{Code: exitUnreachable,
+			Stderr: "taskwire: no MCP endpoint at " + url + " (HTTP 404); is the path right? taskwire serve listens at /mcp\n"}
+		for _, args := range [][]string{{"tools"}, {"call", "text.stats", "text=a"}, {"task", "get", "some-id"}} {
+			r := runCLI(t, cliOpts{env: map[string]string{urlEnv: url}}, args...)
+			if diff := cmp.Diff(want, r); diff != "" {
+				t.Errorf("%q at %s (-want +got):\n%s", args, url, diff)
+			}
+		}
 	}
 }

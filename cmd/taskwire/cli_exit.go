@@ -11,7 +11,8 @@ import (
 )
 
 // Exit codes of the client commands (tools, call, task). Every other
-// command exits 0 on success and 1 on failure.
+// command exits 0 on success, exitUsage on a usage error and 1 on any
+// other failure.
 const (
 	exitOK            = 0
 	exitToolError     = 1 // the tool's result has isError true; also any other failure
@@ -31,9 +32,11 @@ const exitCodes = `Exit codes of tools, call and task:
   1    the tool reported an error (isError: true), or the server refused the
        request (a JSON-RPC error; a task that is unknown, expired or another
        caller's is "not found")
-  2    usage: unknown command, flag, tool or input; a value that does not parse
+  2    usage: unknown command, flag, tool or input; a required input left
+       out; a value that does not parse or is refused
   3    authentication required or refused (HTTP 401 or 403)
-  4    the server cannot be reached
+  4    the server cannot be reached, or has no MCP endpoint at the URL (HTTP
+       404: is the path right?)
   5    the task failed
   6    the task was cancelled
   7    the task needs input and the command is not interactive: it prints the
@@ -42,7 +45,8 @@ const exitCodes = `Exit codes of tools, call and task:
   130  interrupted (Ctrl-C); a task being waited for is detached and runs on
 `
 
-// usageError is a mistake on the command line: exit code 2.
+// usageError is a mistake on the command line: exit code 2, and runMain
+// prints where the usage is.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -89,10 +93,20 @@ func exitCode(err error) int {
 		return exitTaskFailed
 	case errors.As(err, &cancelled):
 		return exitTaskCancelled
-	case errors.As(err, &conn):
+	case errors.As(err, &conn), noEndpoint(err) != nil:
 		return exitUnreachable
 	}
 	return exitToolError
+}
+
+// noEndpoint returns the error saying that no MCP endpoint answers at the
+// URL (HTTP 404 to the first request, as for a wrong path), or nil.
+func noEndpoint(err error) *client.HTTPError {
+	var he *client.HTTPError
+	if errors.As(err, &he) && he.NoEndpoint() {
+		return he
+	}
+	return nil
 }
 
 // describe is the message printed for a client command's error: the
@@ -112,6 +126,8 @@ func describe(err error, url string) string {
 		return "the server requires authentication (HTTP 401): pass --token or set TASKWIRE_TOKEN"
 	case errors.As(err, &conn):
 		return fmt.Sprintf("cannot reach %s: %s (is `taskwire serve` running? --url or TASKWIRE_URL names the server)", url, printable(conn.Err))
+	case noEndpoint(err) != nil:
+		return fmt.Sprintf("no MCP endpoint at %s (HTTP %d); is the path right? taskwire serve listens at /mcp", url, noEndpoint(err).StatusCode)
 	case errors.As(err, &failed):
 		msg := fmt.Sprintf("the task failed: %s (JSON-RPC error %d)", failed.Err.Message, failed.Err.Code)
 		if failed.StatusMessage != "" {

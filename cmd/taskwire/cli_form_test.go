@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -101,5 +102,32 @@ func TestExampleAnswer(t *testing.T) {
 		"env": "staging", "replicas": 2.0, "ratio": 0.0, "notify": true, "note": "...", "tags": nil}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("example answer (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriteRequestsListsForms pins the listing of a form that the command
+// cannot ask (stdin not a terminal): every field with its name, type and
+// whether it is required, then its title and description, each when the
+// form gives one, a title without a description included.
+func TestWriteRequestsListsForms(t *testing.T) {
+	req := mcp.NewElicitFormRequest("Deploy?", json.RawMessage(`{"type":"object","properties":{
+		"env":{"type":"string","title":"Environment"},
+		"replicas":{"type":"integer","description":"how many"},
+		"ratio":{"type":"number","title":"Ratio","description":"of traffic, 0 to 1"},
+		"note":{"type":"string"}
+	},"required":["ratio"]}`))
+	var b strings.Builder
+	writeRequests(&b, &client.InputRequiredError{TaskID: "t1", Keys: []string{"deploy", "other"},
+		Requests: mcp.InputRequests{"deploy": req, "other": {Method: "sampling/createMessage"}}})
+	want := `  deploy: elicitation/create "Deploy?"
+    env (string) Environment
+    replicas (integer) how many
+    ratio (number, required) Ratio: of traffic, 0 to 1
+    note (string)
+  other: sampling/createMessage (answer with the JSON result of sampling/createMessage)
+An elicitation answer is {"action":"accept","content":{...}}, {"action":"decline"} or {"action":"cancel"}.
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("listing (-want +got):\n%s", diff)
 	}
 }

@@ -16,13 +16,17 @@ import (
 // taskCmd runs `taskwire task get|wait|cancel [--json] ID` and
 // `taskwire task answer ID KEY=JSON...`.
 func taskCmd(ctx context.Context, args []string, env *cliEnv) error {
-	if len(args) == 0 {
+	var cf clientFlags
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		// Flags without a subcommand: -h prints the help.
+		if _, err := parseInterleaved(newClientFlagSet("task", taskSynopsis, &cf), args, env.stdout); err != nil {
+			return err
+		}
 		return usageErrorf("task: a subcommand is required: get, wait, cancel or answer")
 	}
 	sub := args[0]
-	var cf clientFlags
-	fs := newClientFlagSet("task "+sub, env, &cf)
-	pos, err := parseInterleaved(fs, args[1:])
+	fs := newClientFlagSet("task "+sub, taskSynopsis, &cf)
+	pos, err := parseInterleaved(fs, args[1:], env.stdout)
 	if err != nil {
 		return err
 	}
@@ -85,6 +89,13 @@ func taskCmd(ctx context.Context, args []string, env *cliEnv) error {
 		strings.Join(slices.Sorted(maps.Keys(responses)), ", "), s.resumeCommand(id), s.credentialsNote())
 	return nil
 }
+
+// taskSynopsis is the help of task and its subcommands, before the flags.
+const taskSynopsis = "usage: taskwire task get|wait|cancel [flags] ID\n" +
+	"       taskwire task answer [flags] ID KEY=JSON...\n\n" +
+	"get prints a task's state, wait waits for its result as call does, cancel asks the\n" +
+	"server to cancel it, and answer gives it the input it waits for: KEY=JSON for each\n" +
+	"pending key, an elicitation answer being {\"action\":\"accept\",\"content\":{...}}."
 
 // taskWait runs `taskwire task wait ID`: like call, for a task created
 // before, possibly by another process.

@@ -16,8 +16,9 @@ import (
 // input fields.
 func toolsCmd(ctx context.Context, args []string, env *cliEnv) error {
 	var cf clientFlags
-	fs := newClientFlagSet("tools", env, &cf)
-	pos, err := parseInterleaved(fs, args)
+	fs := newClientFlagSet("tools", "usage: taskwire tools [flags]\n\n"+
+		"Lists the server's tools, each with its description and a table of its inputs.", &cf)
+	pos, err := parseInterleaved(fs, args, env.stdout)
 	if err != nil {
 		return err
 	}
@@ -183,14 +184,31 @@ func writeRequests(b *strings.Builder, need *client.InputRequiredError) {
 			continue
 		}
 		for _, f := range schema.Fields {
-			req := ""
-			if f.Required {
-				req = ", required"
-			}
-			fmt.Fprintf(b, "    %s (%s%s) %s\n", oneLine(f.Name, 100), oneLine(f.Type, 50), req, oneLine(f.Description, 300))
+			b.WriteString("    " + formFieldLine(f) + "\n")
 		}
 	}
 	b.WriteString(`An elicitation answer is {"action":"accept","content":{...}}, {"action":"decline"} or {"action":"cancel"}.` + "\n")
+}
+
+// formFieldLine describes a form's field for an answer typed by hand: its
+// name (the key of the answer's content), type, whether it is required,
+// and its title and description, each when the form gives one.
+func formFieldLine(f schemaField) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s", oneLine(f.Name, 100), oneLine(f.Type, 50))
+	if f.Required {
+		b.WriteString(", required")
+	}
+	b.WriteString(")")
+	switch title, desc := oneLine(f.Title, 100), oneLine(f.Description, 300); {
+	case title != "" && desc != "":
+		b.WriteString(" " + title + ": " + desc)
+	case title != "":
+		b.WriteString(" " + title)
+	case desc != "":
+		b.WriteString(" " + desc)
+	}
+	return b.String()
 }
 
 // exampleAnswer is an accepted answer to r with a placeholder for every

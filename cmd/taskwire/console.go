@@ -62,16 +62,17 @@ type consoleConfig struct {
 // space removed), else the environment variable. Both at once is an
 // error, as is a token shorter than console.MinTokenLen, or a
 // --console-scope other than the default without rs (--auth-issuer);
-// console.New checks the scope itself.
+// console.New checks the scope itself. Flags that do not go together are
+// a *usageError.
 func (f consoleFlags) config(getenv func(string) string, adminAddr string, rs *oauth.ResourceServer) (consoleConfig, error) {
 	if rs == nil && *f.scope != console.DefaultOperatorScope {
-		return consoleConfig{}, errors.New("--console-scope needs --auth-issuer: it is the scope of access tokens")
+		return consoleConfig{}, usageErrorf("--console-scope needs --auth-issuer: it is the scope of access tokens")
 	}
 	env := getenv(adminTokenEnv)
 	var tok []byte
 	switch {
 	case *f.tokenFile != "" && env != "":
-		return consoleConfig{}, errors.New("give the operator token with --admin-token-file or " + adminTokenEnv + ", not both")
+		return consoleConfig{}, usageErrorf("give the operator token with --admin-token-file or %s, not both", adminTokenEnv)
 	case *f.tokenFile != "":
 		b, err := readTokenFile(*f.tokenFile)
 		if err != nil {
@@ -85,7 +86,7 @@ func (f consoleFlags) config(getenv func(string) string, adminAddr string, rs *o
 		return consoleConfig{ShowArguments: *f.showArgs}, nil
 	}
 	if adminAddr == "" {
-		return consoleConfig{}, errors.New("an operator token needs --admin-addr: the console is served on the admin listener")
+		return consoleConfig{}, usageErrorf("an operator token needs --admin-addr: the console is served on the admin listener")
 	}
 	if len(tok) < console.MinTokenLen {
 		return consoleConfig{}, fmt.Errorf("the operator token must be at least %d bytes", console.MinTokenLen)

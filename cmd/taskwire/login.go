@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,14 +20,15 @@ import (
 // browserTimeout bounds the command that hands the URL to a browser.
 const browserTimeout = 10 * time.Second
 
-// serverURLArgs parses fs from args and returns the one server URL, which
-// may stand before or after the flags.
-func serverURLArgs(fs *flag.FlagSet, args []string) (string, error) {
+// serverURLArgs parses fs (of newFlagSet) from args and returns the one
+// server URL, which may stand before or after the flags. Anything else is
+// a usage error; -h prints the help to stdout (see parseArgs).
+func serverURLArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error) {
 	var url string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		url, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout); err != nil {
 		return "", err
 	}
 	rest := fs.Args()
@@ -36,8 +36,7 @@ func serverURLArgs(fs *flag.FlagSet, args []string) (string, error) {
 		url, rest = rest[0], rest[1:]
 	}
 	if url == "" || len(rest) > 0 {
-		fs.Usage()
-		return "", errors.New("exactly one server URL is required")
+		return "", usageErrorf("%s: exactly one server URL is required", fs.Name())
 	}
 	return url, nil
 }
@@ -51,8 +50,9 @@ func tokenStore(dir string) (*oauthclient.FileStore, error) {
 }
 
 func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("login", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("login", "usage: taskwire login URL [flags]\n\n"+
+		"Authorizes taskwire for the MCP server at URL (OAuth 2.1 authorization code with PKCE; the\n"+
+		"browser returns to a listener on 127.0.0.1) and stores the token for later commands.")
 	clientID := fs.String("client-id", "", "a pre-registered OAuth client `ID`; without it the client uses --client-metadata-url "+
 		"where the authorization server accepts one, else registers itself (dynamic registration)")
 	metadataURL := fs.String("client-metadata-url", "", "the https `URL` of a Client ID Metadata Document describing this client, "+
@@ -63,13 +63,7 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	noBrowser := fs.Bool("no-browser", false, "only print the authorization URL; do not try to open a browser")
 	timeout := fs.Duration("timeout", oauthclient.DefaultRedirectTimeout, "how long to wait for the browser's redirect")
 	dir := fs.String("token-dir", "", "`directory` of the token store (default: the user's config directory/taskwire/tokens)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: taskwire login URL [flags]\n\n"+
-			"Authorizes taskwire for the MCP server at URL (OAuth 2.1 authorization code with PKCE; the\n"+
-			"browser returns to a listener on 127.0.0.1) and stores the token for later commands.")
-		fs.PrintDefaults()
-	}
-	url, err := serverURLArgs(fs, args)
+	url, err := serverURLArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -78,7 +72,7 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		secret = getenv("TASKWIRE_CLIENT_SECRET")
 	}
 	if secret != "" && *clientID == "" {
-		return errors.New("a client secret needs --client-id")
+		return usageErrorf("login: a client secret needs --client-id")
 	}
 	store, err := tokenStore(*dir)
 	if err != nil {
@@ -116,14 +110,10 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 }
 
 func logoutCmd(_ context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) error {
-	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("logout", "usage: taskwire logout URL [flags]\n\n"+
+		"Forgets the token and client registration stored for the MCP server at URL.")
 	dir := fs.String("token-dir", "", "`directory` of the token store (default: the user's config directory/taskwire/tokens)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: taskwire logout URL [flags]\n\nForgets the token and client registration stored for the MCP server at URL.")
-		fs.PrintDefaults()
-	}
-	url, err := serverURLArgs(fs, args)
+	url, err := serverURLArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -2,21 +2,38 @@
 //
 // Usage:
 //
-//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4]
-//	                 [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
-//	                 [--shutdown-grace 10s] [--max-conns N] [--body-timeout 10s]
-//	                 [--idle-timeout 30s] [--insecure-dev-auth] [--task-rate 20]
-//	                 [--task-burst 100] [--max-active-tasks 1000]
-//	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100] [--sessions-max 100000]
+//	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s]
+//	                 [--connect-timeout 10s] [--workers 4] [--lease 30s] [--no-migrate]
+//	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s] [--max-conns N]
+//	                 [--body-timeout 10s] [--idle-timeout 30s] [--insecure-dev-auth]
+//	                 [--allowed-hosts HOSTS] [--task-rate 20] [--task-burst 100] [--max-active-tasks 1000]
+//	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
+//	                 [--sessions-max 100000] [--auth-issuer URL --auth-audience URI]
+//	                 [--auth-jwks-url URL] [--auth-tenant-claim NAME] [--auth-scopes NAME=SCOPE,...]
+//	                 [--admin-addr ADDR] [--admin-token-file FILE] [--console-show-arguments]
+//	                 [--console-scope taskwire:operator]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
-//	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--workers 4] [--lease 30s] [--no-migrate]
-//	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s]
-//	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--log-level info]
+//	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
+//	                 [--workers 4] [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
+//	                 [--shutdown-grace 10s] [--admin-addr ADDR]
+//	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
+//	                 [--log-level info]
 //	taskwire version
-//	taskwire tools   [--url URL] [--token TOKEN] [--header K:V]... [--timeout D] [--json]
-//	taskwire call    [flags] [--detach] TOOL [key=value | key:=JSON]...
-//	taskwire task    get|wait|cancel [flags] ID
-//	taskwire task    answer [flags] ID KEY=JSON...
+//	taskwire help    [COMMAND]
+//	taskwire tools   [--url URL] [--token TOKEN] [--token-dir DIR] [--header K:V]... [--protocol REV]
+//	                 [--timeout D] [--json]
+//	taskwire call    [tools' flags] [--detach] TOOL [key=value | key:=JSON]...
+//	taskwire task    get|wait|cancel [tools' flags] ID
+//	taskwire task    answer [tools' flags] ID KEY=JSON...
+//	taskwire login   URL [--client-id ID] [--client-metadata-url URL] [--client-secret SECRET]
+//	                 [--scopes SCOPES] [--no-browser] [--timeout 5m] [--token-dir DIR]
+//	taskwire logout  URL [--token-dir DIR]
+//
+// Every command prints its flags with -h (or taskwire help COMMAND). A
+// mistake on the command line (an unknown command or flag, a flag value
+// or argument that does not parse or is refused) prints one line saying
+// what is wrong and where the usage is, and exits 2; other failures of
+// serve, worker, migrate, login and logout exit 1.
 //
 // tools, call and task are a client for any MCP server over HTTP (see
 // docs/client.md): the URL defaults to $TASKWIRE_URL, then
@@ -25,7 +42,8 @@
 // a task with a progress line on stderr, asks its forms when stdin is a
 // terminal, and detaches on Ctrl-C. They exit 0 on success, 1 on a tool
 // error, 2 on a usage error, 3 when authentication is required or refused,
-// 4 when the server is unreachable, 5 when the task failed, 6 when it was
+// 4 when the server is unreachable or has no MCP endpoint at the URL (HTTP
+// 404: a wrong path), 5 when the task failed, 6 when it was
 // cancelled, 7 when it needs input and the command is not interactive, 124
 // when --timeout passed and 130 when interrupted.
 //
@@ -112,72 +130,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	default:
-		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(os.Stderr, "taskwire:", msg)
-		}
-		os.Exit(exitCode(err))
-	}
-}
-
-const usage = `taskwire runs MCP servers with durable tasks.
-
-Commands:
-  serve     serve the demo MCP endpoint over HTTP (or --stdio), with in-process workers
-  worker    run workers only, against a shared store
-  migrate   apply the store's schema migrations and exit
-  login     authorize taskwire for an MCP server (OAuth) and store the token
-  logout    forget the token stored for an MCP server
-  version   print the version
-
-Client commands, for any MCP server over HTTP:
-  tools     list the server's tools and their inputs
-  call      call a tool: taskwire call TOOL key=value key:=JSON ...; waits for a
-            task with a progress line, asks its forms on a terminal
-  task      get, wait for, cancel or answer a task: taskwire task wait ID,
-            taskwire task answer ID KEY=JSON ...
-They talk to --url, else $TASKWIRE_URL, else http://127.0.0.1:8080/mcp, with
---token (else $TASKWIRE_TOKEN) as a Bearer token and --header K:V (repeatable);
---timeout bounds the wait, --json prints JSON.
-
-The store is --store, else $TASKWIRE_STORE, else sqlite:taskwire.db:
-  sqlite:PATH (or PATH.db)          a SQLite file, the default
-  postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets
-
-Run "taskwire COMMAND -h" for the flags of a command.
-
-` + exitCodes
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return usageErrorf("a command is required")
-	}
-	switch args[0] {
-	case "serve":
-		return serveCmd(ctx, args[1:], stdout, stderr, getenv)
-	case "worker":
-		return workerCmd(ctx, args[1:], stdout, stderr, getenv)
-	case "migrate":
-		return migrateCmd(ctx, args[1:], stdout, stderr, getenv)
-	case "tools", "call", "task":
-		return runClientCommand(ctx, args[0], args[1:], stdout, stderr, getenv)
-	case "login":
-		return loginCmd(ctx, args[1:], stdout, stderr, getenv)
-	case "logout":
-		return logoutCmd(ctx, args[1:], stdout, stderr, getenv)
-	case "version":
-		fmt.Fprintln(stdout, "taskwire", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return usageErrorf("unknown command %q", args[0])
+	os.Exit(runMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
 // commonFlags are the flags every store-using command shares.
@@ -204,45 +157,36 @@ func addCommonFlags(fs *flag.FlagSet) commonFlags {
 	}
 }
 
-// resolve returns the store spec and a logger writing to stderr.
+// resolve returns the store spec and a logger writing to stderr. A flag
+// value it refuses is a *usageError.
 func (c commonFlags) resolve(getenv func(string) string, stderr io.Writer) (storeSpec, *slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
-		return storeSpec{}, nil, fmt.Errorf("--log-level: %w", err)
+		return storeSpec{}, nil, usageErrorf("--log-level: %v", err)
 	}
 	parsed, err := store.ParseSpec(resolveStore(*c.store, getenv))
 	if err != nil {
-		return storeSpec{}, nil, err
+		return storeSpec{}, nil, &usageError{msg: err.Error()}
 	}
 	spec := storeSpec{Spec: parsed}
 	if err := spec.withSchema(*c.schema); err != nil {
-		return storeSpec{}, nil, err
+		return storeSpec{}, nil, &usageError{msg: err.Error()}
 	}
 	if spec.Timeout = *c.timeout; spec.Timeout <= 0 {
-		return storeSpec{}, nil, errors.New("--store-timeout must be positive")
+		return storeSpec{}, nil, usageErrorf("--store-timeout must be positive")
 	}
 	if spec.ConnectTimeout = *c.connect; spec.ConnectTimeout <= 0 {
-		return storeSpec{}, nil, errors.New("--connect-timeout must be positive")
+		return storeSpec{}, nil, usageErrorf("--connect-timeout must be positive")
 	}
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
-}
-
-// parseFlags parses args and refuses positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
-	}
-	return nil
 }
 
 // serveCmd runs `taskwire serve`: the demo endpoint over HTTP and, unless
 // --workers is 0, the workers, over one store.
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", "usage: taskwire serve [flags]\n       taskwire serve --stdio [flags]\n\n"+
+		"Serves the demo MCP endpoint at http://ADDR/mcp, or to one client over stdin and stdout\n"+
+		"with --stdio, and runs --workers in-process workers on the store.")
 	common := addCommonFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	workers := fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
@@ -268,21 +212,21 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	stdio := addStdioFlags(fs)
 	adminAddr := addAdminFlag(fs)
 	consoleOpts := addConsoleFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *stdio.on && adminAddr.addr != "" {
-		return errors.New("serve: --admin-addr does not apply to --stdio")
+		return usageErrorf("serve: --admin-addr does not apply to --stdio")
 	}
 	if *stdio.on && auth.given() {
-		return errors.New("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
 	}
 	if *stdio.on && *hostList != "" {
-		return errors.New("serve: --allowed-hosts does not apply to --stdio")
+		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
 	}
 	hosts, err := allowedHosts(*hostList, *auth.audience)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return usageErrorf("serve: %v", err)
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
 	if err != nil {
@@ -302,14 +246,30 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return fmt.Errorf("serve: %w", err)
 	}
 	if *stdio.on {
-		return runStdio(ctx, stdio.config(nodeConfig{
+		cfg := nodeConfig{
 			Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 			ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 			TaskLimits: limits, Sessions: sessions,
-		}), os.Stdin, stdout)
+		}
+		if err := checkFlags(cfg, false); err != nil {
+			return fmt.Errorf("serve --stdio: %w", err)
+		}
+		return runStdio(ctx, stdio.config(cfg), os.Stdin, stdout)
 	}
 	if *addr == "" {
-		return errors.New("serve: --addr must not be empty")
+		return usageErrorf("serve: --addr must not be empty")
+	}
+	cfg := nodeConfig{
+		AllowedHosts: hosts,
+		Addr:         *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
+		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
+		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
+	}
+	// The non-loopback --addr check needs the resource server: with
+	// --auth-issuer it runs when the node starts.
+	if err := checkFlags(cfg, auth.given()); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	rs, err := auth.resolve(ctx, logger)
 	if err != nil {
@@ -322,29 +282,43 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	return runNode(ctx, nodeConfig{
-		Console: cons,
-		Auth:    rs, AllowedHosts: hosts,
-		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
-		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
-		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
-	}, "serve", stdout)
+	cfg.Console, cfg.Auth = cons, rs
+	return runNode(ctx, cfg, "serve", stdout)
+}
+
+// checkFlags refuses, as a usage error, the flag values that the node
+// would refuse when it starts (see nodeConfig.validate), so that they are
+// reported before anything is opened; for serve --stdio, whose node has
+// no address, the flags it shares with serve. authGiven: the --auth-*
+// flags are set, so the node will verify tokens and may listen beyond
+// loopback.
+func checkFlags(cfg nodeConfig, authGiven bool) error {
+	if authGiven {
+		cfg.InsecureDevAuth = true // the node checks again with its resource server
+	}
+	if cfg.Addr == "" && cfg.Workers == 0 {
+		cfg.Workers = 1 // serve --stdio without workers, which needs no address
+	}
+	if err := cfg.validate(); err != nil { // a copy: the defaults it fills are dropped
+		return &usageError{msg: err.Error()}
+	}
+	return nil
 }
 
 // sessionFlags turns --session-idle, --session-lifetime,
 // --sessions-per-caller and --sessions-max into server.SessionOptions
-// (without a store, which the node adds).
+// (without a store, which the node adds). Values out of range are a
+// *usageError.
 func sessionFlags(idle, lifetime time.Duration, perCaller, stored int) (server.SessionOptions, error) {
 	switch {
 	case idle <= 0 || lifetime <= 0:
-		return server.SessionOptions{}, errors.New("--session-idle and --session-lifetime must be positive")
+		return server.SessionOptions{}, usageErrorf("--session-idle and --session-lifetime must be positive")
 	case idle > lifetime:
-		return server.SessionOptions{}, errors.New("--session-idle must not exceed --session-lifetime")
+		return server.SessionOptions{}, usageErrorf("--session-idle must not exceed --session-lifetime")
 	case perCaller < 1:
-		return server.SessionOptions{}, errors.New("--sessions-per-caller must be at least 1")
+		return server.SessionOptions{}, usageErrorf("--sessions-per-caller must be at least 1")
 	case stored < perCaller:
-		return server.SessionOptions{}, errors.New("--sessions-max must be at least --sessions-per-caller")
+		return server.SessionOptions{}, usageErrorf("--sessions-max must be at least --sessions-per-caller")
 	}
 	return server.SessionOptions{IdleTimeout: idle, MaxLifetime: lifetime, MaxPerPrincipal: perCaller, MaxStored: stored}, nil
 }
@@ -352,23 +326,24 @@ func sessionFlags(idle, lifetime time.Duration, perCaller, stored int) (server.S
 // taskLimitFlags turns --task-rate, --task-burst and --max-active-tasks
 // into server.TaskLimits: -1 is no limit, 0 and other negative values are
 // refused (a flag's default is the library's default, so 0 would only be
-// a typo for "none").
+// a typo for "none"), as a *usageError.
 func taskLimitFlags(rate float64, burst, maxActive int) (server.TaskLimits, error) {
 	switch {
 	case rate != server.NoLimit && rate <= 0:
-		return server.TaskLimits{}, errors.New("--task-rate must be positive, or -1 for no limit")
+		return server.TaskLimits{}, usageErrorf("--task-rate must be positive, or -1 for no limit")
 	case burst < 1:
-		return server.TaskLimits{}, errors.New("--task-burst must be at least 1")
+		return server.TaskLimits{}, usageErrorf("--task-burst must be at least 1")
 	case maxActive != server.NoLimit && maxActive < 1:
-		return server.TaskLimits{}, errors.New("--max-active-tasks must be positive, or -1 for no limit")
+		return server.TaskLimits{}, usageErrorf("--max-active-tasks must be positive, or -1 for no limit")
 	}
 	return server.TaskLimits{CreateRate: rate, CreateBurst: burst, MaxActive: maxActive}, nil
 }
 
 // workerCmd runs `taskwire worker`: workers only, with no HTTP server.
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("worker", "usage: taskwire worker [flags]\n\n"+
+		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
+		"one PostgreSQL store with its serve nodes.")
 	common := addCommonFlags(fs)
 	workers := fs.Int("workers", 4, "jobs run at once")
 	lease := fs.Duration("lease", defaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+minLease.String()+")")
@@ -376,7 +351,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long running jobs may take to finish on shutdown before they are released")
 	adminAddr := addAdminFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	spec, logger, err := common.resolve(getenv, stderr)
@@ -384,12 +359,16 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return fmt.Errorf("worker: %w", err)
 	}
 	if *workers < 1 {
-		return errors.New("worker: --workers must be at least 1")
+		return usageErrorf("worker: --workers must be at least 1")
 	}
-	return runNode(ctx, nodeConfig{
+	cfg := nodeConfig{
 		Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger, AdminAddr: adminAddr.addr,
-	}, "worker", stdout)
+	}
+	if err := checkFlags(cfg, false); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return runNode(ctx, cfg, "worker", stdout)
 }
 
 // runNode starts a node, reports where it runs, and stops it on SIGINT,
@@ -482,10 +461,10 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 
 // migrateCmd runs `taskwire migrate`: apply pending migrations and exit.
 func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("migrate", "usage: taskwire migrate [flags]\n\n"+
+		"Applies the store's pending schema migrations, prints the schema version and exits.")
 	common := addCommonFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	spec, logger, err := common.resolve(getenv, stderr)

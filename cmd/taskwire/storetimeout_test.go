@@ -25,7 +25,7 @@ func TestStoreTimeoutFlag(t *testing.T) {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		cf := addCommonFlags(fs)
-		if err := parseFlags(fs, append([]string{"--store", "sqlite:x.db"}, tc.args...)); err != nil {
+		if err := parseFlags(fs, append([]string{"--store", "sqlite:x.db"}, tc.args...), io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		spec, _, err := cf.resolve(noEnv, io.Discard)
