@@ -86,10 +86,14 @@
 // initialize. Sessions are kept in the store, so they survive a restart and
 // work on every node of a fleet (on PostgreSQL, a client's answer to an
 // elicitation that reaches another node is forwarded to the node holding
-// the call). A session ends after --session-idle without a request, or
+// the call). A session ends after --session-idle without a request (a
+// minute after initialize when no request follows it), or
 // --session-lifetime after it opened; each caller may hold
 // --sessions-per-caller sessions at once, and the store (every caller and
-// node together, anonymous callers included) --sessions-max.
+// node together, anonymous callers included) --sessions-max. With the
+// development identities, each client address (an IPv4 address or an IPv6
+// /64) is also one caller, whatever Bearer names or none it sends: it may
+// hold --sessions-per-caller sessions and 32 listen streams.
 package main
 
 import (
