@@ -73,9 +73,9 @@ func (o ConnLimits) validate() error {
 // Knowing which connections are idle takes the http.Server's help: set its
 // ConnState to the limiter's ConnState method. Without it, no connection
 // is closed to make room, and Accept only waits. As with IdleTimeout, a
-// request sent just as its idle connection is closed fails; clients send
-// it again on a new connection only when it is safe to (HTTP/1.1
-// idempotent requests, or one the server never read). Pair the limiter with the
+// client usually sees the close while the connection waits in its pool,
+// and uses another; a request already on its way fails, and is sent again
+// only if the client retries it (net/http retries idempotent ones). Pair the limiter with the
 // read timeouts of http.Server (ReadHeaderTimeout, IdleTimeout) and
 // Options.BodyReadTimeout, which free the slots of clients that stall.
 //
