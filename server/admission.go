@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,6 +22,14 @@ type Identity struct {
 	Tenant string
 	// RateKey partitions rate limits. Empty means the tenant.
 	RateKey string
+	// Source names where the request comes from, for a controller whose
+	// principals the caller picks freely (DevAdmission): the per-principal
+	// caps of 2025-era sessions (SessionOptions.MaxPerPrincipal) and of
+	// listens (SubscriptionOptions.MaxPerPrincipal) then also hold per
+	// source, anonymous callers included, so that principals rotated from
+	// one source share one caller's allowance. Empty means the caps count
+	// per principal only. SourceByAddress sets it to the client's address.
+	Source string
 }
 
 func (id Identity) rateKey() string {
@@ -164,6 +173,30 @@ func devBearerName(values []string) (string, bool) {
 		}
 	}
 	return name, true
+}
+
+// SourceByAddress returns a controller that admits as a does and sets the
+// Identity.Source of every admitted request to the client's address: its
+// IPv4 address, or the /64 prefix of its IPv6 address (what one host is
+// usually given), as ConnLimits.PerAddr counts it. A request whose
+// RemoteAddr is not an IP address and port keeps the Source a gave it.
+//
+// Use it where the peer is the client, as with DevAdmission on a
+// development node: behind a reverse proxy every request would come from
+// the proxy's address, and its caps would hold for every client together.
+func SourceByAddress(a AdmissionController) AdmissionController {
+	return AdmissionFunc(func(ctx context.Context, req *AdmissionRequest) (Identity, error) {
+		id, err := a.Admit(ctx, req)
+		if err != nil {
+			return id, err
+		}
+		if ap, perr := netip.ParseAddrPort(req.RemoteAddr); perr == nil {
+			if src := clientPrefix(ap.Addr()); src.IsValid() {
+				id.Source = src.String()
+			}
+		}
+		return id, nil
+	})
 }
 
 // toolName is AdmissionRequest.Tool for a request: the called tool's name

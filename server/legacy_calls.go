@@ -220,7 +220,7 @@ func (ep *Endpoint) openSession(ctx context.Context, r *http.Request, s *Server,
 	sid, perr = s.legacy.sessions.create(ctx, session.Record{
 		Endpoint: ep.opts.Name, Tenant: id.Tenant, Principal: id.Principal,
 		ProtocolVersion: version, ClientCapabilities: caps, ClientInfo: clientInfo,
-	}, ip.Capabilities, ip.ClientInfo)
+	}, id.Source, ip.Capabilities, ip.ClientInfo)
 	if perr != nil {
 		outcome = outcomeOf(perr)
 		return "", nil, perr

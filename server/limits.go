@@ -14,7 +14,7 @@ import (
 // freeBodyBytes is what a request may buffer without charging the body
 // budget: the capacity of a fresh pooled buffer. Small bodies, the common
 // case, cost no accounting at all. What they hold together is bounded by the
-// number of open connections (LimitListener).
+// number of open connections (ConnLimiter).
 const freeBodyBytes = 4096
 
 // Errors of the body reader.

@@ -23,6 +23,7 @@ type subscription struct {
 	c         *call
 	tenant    string
 	principal string // counted against MaxPerPrincipal; empty when anonymous
+	source    string // Identity.Source, counted against MaxPerPrincipal too; empty when unset
 	view      string // the key of the flights it shares (viewOf)
 	rpcID     string // the listen request's JSON-RPC id, as sent
 	// gone is closed when the client has left: the request's context
@@ -205,15 +206,15 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if !ep.notifiesTasks() {
 		requested = nil
 	}
-	if !srv.subs.reservePrincipal(c.id.Principal) {
+	if !srv.subs.reservePrincipal(c.id.Principal, c.id.Source) {
 		return nil, OutcomeRateLimited, rateLimited(listenRetryAfter)
 	}
 	if !srv.subs.reserve(c.id.Tenant) {
-		srv.subs.releasePrincipal(c.id.Principal)
+		srv.subs.releasePrincipal(c.id.Principal, c.id.Source)
 		return nil, OutcomeBusy, errSubscriptionsFull
 	}
 	s := &subscription{
-		c: c, tenant: c.id.Tenant, principal: c.id.Principal, view: viewOf(c), rpcID: string(c.req.ID.Raw()),
+		c: c, tenant: c.id.Tenant, principal: c.id.Principal, source: c.id.Source, view: viewOf(c), rpcID: string(c.req.ID.Raw()),
 		watching: map[string]bool{},
 		queued:   map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},

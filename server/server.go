@@ -115,7 +115,7 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxBufferedBodyBytes bounds the request-body bytes that all requests
 	// together hold in memory, beyond the first 4 KiB of each (which the
-	// connection limit of LimitListener bounds). It is charged as bytes
+	// connection limit of a ConnLimiter bounds). It is charged as bytes
 	// arrive, never for an announced Content-Length, and released when the
 	// request ends. A request that would exceed it is refused at once with
 	// HTTP 503 and Retry-After: 1. Zero means 64 MiB, or MaxBodyBytes if

@@ -36,7 +36,10 @@ type SessionOptions struct {
 	// tenant and principal) across the fleet. Zero means 100. An
 	// initialize beyond it is refused with HTTP 429. Anonymous callers
 	// (an empty Identity.Principal, as with the default admission) are
-	// indistinguishable from each other and bounded by MaxStored alone.
+	// indistinguishable from each other and bounded by MaxStored alone,
+	// unless their Identity.Source is set (SourceByAddress): a source, of
+	// any principals or none, may hold MaxPerPrincipal live sessions as
+	// well, counted on the node that opened them since it started.
 	MaxPerPrincipal int
 	// MaxStored bounds the live sessions of the store as a whole, every
 	// identity and every node sharing it together: what bounds a durable
@@ -45,7 +48,10 @@ type SessionOptions struct {
 	// busy") until sessions end.
 	MaxStored int
 	// IdleTimeout ends a session that no request names for that long. Zero
-	// means 30 min.
+	// means 30 min. A session that no request names after initialize
+	// (clients send notifications/initialized at once) ends after one
+	// minute, or IdleTimeout if shorter, so that a flood of bare
+	// initializes leaves the store within a minute.
 	IdleTimeout time.Duration
 	// MaxLifetime ends a session that long after initialize, however busy.
 	// Zero means 24 h.
@@ -134,6 +140,7 @@ type sessionManager struct {
 	mu        sync.Mutex
 	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
 	lastSweep time.Time
+	sources   sourceSessions // live sessions per Identity.Source (session_source.go)
 }
 
 // cachedSession is a record as this node last read it, with its
@@ -212,8 +219,11 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, storeCallTimeout)
 }
 
-// create stores a new session for the identity and returns its ID.
-func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
+// create stores a new session for the identity and returns its ID. A
+// non-empty source (Identity.Source) is also held to MaxPerPrincipal live
+// sessions, counted on this node. The session ends unusedSessionTTL after
+// now unless a request names it (backdateUnused).
+func (m *sessionManager) create(ctx context.Context, rec session.Record, source string, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
 	now := m.now()
 	m.sweepMaybe(ctx, now)
 	id, key := mintSessionID()
@@ -221,13 +231,32 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, caps *m
 	rec.CreatedAt, rec.LastUsedAt = now, now
 	rec.ExpiresAt = now.Add(m.opts.MaxLifetime)
 	rec.IdleTimeout = m.opts.IdleTimeout
+	m.backdateUnused(&rec, now)
 	limits := session.Limits{PerOwner: m.opts.MaxPerPrincipal, Total: m.opts.MaxStored}
 	if rec.Principal == "" {
 		limits.PerOwner = 0 // every anonymous caller is the same owner: Total bounds them
 	}
+	if source != "" {
+		m.mu.Lock()
+		perr := m.reserveSourceLocked(source, now)
+		m.mu.Unlock()
+		if perr != nil {
+			return "", perr
+		}
+	}
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
-	switch err := m.store.Create(sctx, rec, limits, now); {
+	err := m.store.Create(sctx, rec, limits, now)
+	if source != "" {
+		stored := &rec
+		if err != nil {
+			stored = nil
+		}
+		m.mu.Lock()
+		m.settleSourceLocked(source, stored)
+		m.mu.Unlock()
+	}
+	switch {
 	case errors.Is(err, session.ErrLimit):
 		return "", errSessionLimit
 	case errors.Is(err, session.ErrFull):
@@ -261,6 +290,7 @@ func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
 				delete(m.cache, k)
 			}
 		}
+		m.pruneSourcesLocked(now)
 	}
 	m.mu.Unlock()
 	if due {
@@ -288,9 +318,11 @@ func (m *sessionManager) put(cs *cachedSession) {
 	m.cache[cs.rec.Key] = cs
 }
 
+// forget drops the session key from the cache and from its source's count.
 func (m *sessionManager) forget(key string) {
 	m.mu.Lock()
 	delete(m.cache, key)
+	m.dropSourceLocked(key)
 	m.mu.Unlock()
 }
 

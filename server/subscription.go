@@ -30,7 +30,9 @@ type SubscriptionOptions struct {
 	// of others. Default 32. A listen beyond it fails with HTTP 429 and
 	// Retry-After before its stream opens, before the authorizer and any
 	// lookup. Anonymous callers (an empty Principal) are bounded by
-	// MaxPerTenant only.
+	// MaxPerTenant only, unless their Identity.Source is set: a source is
+	// held to MaxPerPrincipal listens as well, whatever principals its
+	// requests name.
 	MaxPerPrincipal int
 	// MaxLifetime ends a listen gracefully after this long; the client
 	// reconnects. Default one hour.
@@ -119,6 +121,7 @@ type registry struct {
 	total        int
 	perTenant    map[string]int
 	perPrincipal map[string]int
+	perSource    map[string]int // by Identity.Source, bounded by maxPrincipal too
 	byTask       map[string]map[*subscription]struct{}
 	// flights are the shared lookups of followed tasks, by task ID and
 	// view; a hint for a task forgets its flights (see flight). Guarded by
@@ -147,7 +150,7 @@ type registry struct {
 func newRegistry(max, maxTenant int) *registry {
 	done, cancel := context.WithCancel(context.Background())
 	return &registry{
-		max: max, maxTenant: maxTenant, perTenant: map[string]int{}, perPrincipal: map[string]int{},
+		max: max, maxTenant: maxTenant, perTenant: map[string]int{}, perPrincipal: map[string]int{}, perSource: map[string]int{},
 		byTask: map[string]map[*subscription]struct{}{}, closing: done.Done(), done: done, cancel: cancel,
 		flights: map[string]map[string]*flight{}, placeholder: newPlaceholder(),
 		writers: make(chan struct{}, fanOutHelpers()),
@@ -185,37 +188,48 @@ func (r *registry) reserve(tenant string) bool {
 // principal holds MaxPerPrincipal listens already.
 const listenRetryAfter = 5 * time.Second
 
-// reservePrincipal takes one of principal's listen slots. An empty
-// principal (an anonymous caller) is not counted.
-func (r *registry) reservePrincipal(principal string) bool {
-	if principal == "" {
+// reservePrincipal takes one of the caller's listen slots: one of its
+// principal's and one of its source's (Identity.Source). An empty
+// principal (an anonymous caller) or source is not counted.
+func (r *registry) reservePrincipal(principal, source string) bool {
+	if principal == "" && source == "" {
 		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.maxPrincipal > 0 && r.perPrincipal[principal] >= r.maxPrincipal {
+	if r.maxPrincipal > 0 && ((principal != "" && r.perPrincipal[principal] >= r.maxPrincipal) ||
+		(source != "" && r.perSource[source] >= r.maxPrincipal)) {
 		return false
 	}
-	r.perPrincipal[principal]++
+	if principal != "" {
+		r.perPrincipal[principal]++
+	}
+	if source != "" {
+		r.perSource[source]++
+	}
 	return true
 }
 
-// releasePrincipal returns a slot taken by reservePrincipal.
-func (r *registry) releasePrincipal(principal string) {
-	if principal == "" {
+// releasePrincipal returns the slots taken by reservePrincipal.
+func (r *registry) releasePrincipal(principal, source string) {
+	if principal == "" && source == "" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.releasePrincipalLocked(principal)
+	r.releasePrincipalLocked(principal, source)
 }
 
-func (r *registry) releasePrincipalLocked(principal string) {
-	if principal == "" {
-		return
+func (r *registry) releasePrincipalLocked(principal, source string) {
+	if principal != "" {
+		if r.perPrincipal[principal]--; r.perPrincipal[principal] <= 0 {
+			delete(r.perPrincipal, principal)
+		}
 	}
-	if r.perPrincipal[principal]--; r.perPrincipal[principal] <= 0 {
-		delete(r.perPrincipal, principal)
+	if source != "" {
+		if r.perSource[source]--; r.perSource[source] <= 0 {
+			delete(r.perSource, source)
+		}
 	}
 }
 
@@ -228,7 +242,7 @@ func (r *registry) release(s *subscription) {
 	if r.perTenant[s.tenant]--; r.perTenant[s.tenant] == 0 {
 		delete(r.perTenant, s.tenant)
 	}
-	r.releasePrincipalLocked(s.principal)
+	r.releasePrincipalLocked(s.principal, s.source)
 	for id := range s.watching {
 		r.unwatchLocked(s, id)
 	}

@@ -158,7 +158,9 @@ func (c *nodeConfig) admission() server.AdmissionController {
 	if c.Auth != nil {
 		return c.Auth
 	}
-	return server.DevAdmission()
+	// A caller names itself with development identities: its address
+	// bounds its sessions and listens, whatever names it rotates.
+	return server.SourceByAddress(server.DevAdmission())
 }
 
 // handler is the node's HTTP handler: the MCP server and, with a resource

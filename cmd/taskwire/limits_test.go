@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -103,6 +104,67 @@ func TestServeConnectionLimits(t *testing.T) {
 	r := callTool(t, fresh, "text.stats", map[string]any{"text": "x"})
 	if r.Error != nil {
 		t.Errorf("a new client: %v", r.Error)
+	}
+	if p := counted.Peak(); p > int64(cfg.MaxConns) {
+		t.Errorf("the node held %d connections at once, --max-conns %d", p, cfg.MaxConns)
+	}
+}
+
+// TestServeConnsPerAddr: one address gets at most --max-conns-per-addr
+// connections, and at --max-conns a new client is served by closing an idle
+// keep-alive connection, although --idle-timeout is an hour.
+func TestServeConnsPerAddr(t *testing.T) {
+	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
+	cfg.MaxConns, cfg.MaxConnsPerAddr, cfg.IdleTimeout = 4, 2, time.Hour
+	var counted *faultnet.CountingListener
+	cfg.wrapListener = func(l net.Listener) net.Listener {
+		counted = faultnet.Count(l)
+		return counted
+	}
+	n := start(t, cfg)
+	addr := strings.TrimSuffix(strings.TrimPrefix(n.URL(), "http://"), "/mcp")
+
+	// getFrom opens a connection from local, sends a GET and reports
+	// whether it was answered; the connection stays open.
+	getFrom := func(local string) bool {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(waitFor))
+		fmt.Fprint(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("a connection from %s was neither answered nor closed", local)
+		}
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return true
+	}
+	answered := 0
+	for range 5 {
+		if getFrom("127.0.0.2") {
+			answered++
+		}
+	}
+	if answered != cfg.MaxConnsPerAddr {
+		t.Errorf("one address got %d connections answered, --max-conns-per-addr %d", answered, cfg.MaxConnsPerAddr)
+	}
+	// Two more idle connections fill --max-conns; a new client still gets
+	// in.
+	for range 2 {
+		if !getFrom("127.0.0.3") {
+			t.Fatal("a second address was refused")
+		}
+	}
+	c := newClient(t, n.URL())
+	if r := callTool(t, c, "text.stats", map[string]any{"text": "a b"}); r.Status != http.StatusOK || r.Error != nil {
+		t.Errorf("a new client at --max-conns: HTTP %d, %v", r.Status, r.Error)
 	}
 	if p := counted.Peak(); p > int64(cfg.MaxConns) {
 		t.Errorf("the node held %d connections at once, --max-conns %d", p, cfg.MaxConns)

@@ -5,6 +5,7 @@
 //	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s]
 //	                 [--connect-timeout 10s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s] [--max-conns N]
+//	                 [--max-conns-per-addr N]
 //	                 [--body-timeout 10s] [--idle-timeout 30s] [--insecure-dev-auth]
 //	                 [--allowed-hosts HOSTS] [--task-rate 20] [--task-burst 100] [--max-active-tasks 1000]
 //	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
@@ -81,9 +82,13 @@
 // store runs them), lets requests still running drain and exits.
 //
 // serve bounds what a slow or hostile network can hold: at most --max-conns
-// connections are open at once (beyond them new clients wait in the
-// kernel's accept queue; the default is the descriptor limit less 128,
-// between 64 and 10000), a request's headers must arrive within 10 s and
+// connections are open at once (the default is the descriptor limit less
+// 128, between 64 and 10000; at the cap the keep-alive connection idle
+// longest is closed to admit a new client, and with none idle new clients
+// wait in the kernel's accept queue), at most --max-conns-per-addr of them
+// from one client address (default an eighth of --max-conns, at least 16;
+// -1 turns it off, as behind a reverse proxy, where every connection comes
+// from the proxy), a request's headers must arrive within 10 s and
 // its body within --body-timeout, and a keep-alive connection is closed
 // after --idle-timeout without a request. With --auth-issuer and
 // --auth-audience, serve is an OAuth 2.1 resource server: every request
@@ -102,10 +107,14 @@
 // initialize. Sessions are kept in the store, so they survive a restart and
 // work on every node of a fleet (on PostgreSQL, a client's answer to an
 // elicitation that reaches another node is forwarded to the node holding
-// the call). A session ends after --session-idle without a request, or
+// the call). A session ends after --session-idle without a request (a
+// minute after initialize when no request follows it), or
 // --session-lifetime after it opened; each caller may hold
 // --sessions-per-caller sessions at once, and the store (every caller and
-// node together, anonymous callers included) --sessions-max.
+// node together, anonymous callers included) --sessions-max. With the
+// development identities, each client address (an IPv4 address or an IPv6
+// /64) is also one caller, whatever Bearer names or none it sends: it may
+// hold --sessions-per-caller sessions and 32 listen streams.
 package main
 
 import (
@@ -117,6 +126,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -194,7 +204,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
-	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; beyond them new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	maxConnsPerAddr := fs.Int("max-conns-per-addr", 0, "HTTP connections open at once from one client address (IPv4 address or IPv6 /64); beyond them a connection is closed at once "+
+		"(default: an eighth of --max-conns, at least 16); -1 for no limit, behind a reverse proxy")
 	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
 	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
@@ -263,7 +275,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		AllowedHosts: hosts,
 		Addr:         *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
-		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
+		MaxConns: *maxConns, MaxConnsPerAddr: *maxConnsPerAddr, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
 		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
 	}
 	// The non-loopback --addr check needs the resource server: with
@@ -371,6 +383,14 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	return runNode(ctx, cfg, "worker", stdout)
 }
 
+// perAddrText is how the start-up line names --max-conns-per-addr.
+func perAddrText(n int) string {
+	if n == server.NoLimit {
+		return "any number"
+	}
+	return strconv.Itoa(n)
+}
+
 // runNode starts a node, reports where it runs, and stops it on SIGINT,
 // SIGTERM or the end of ctx: the first signal drains (in-flight requests
 // and running jobs get --shutdown-grace, which is printed), a second one
@@ -403,7 +423,8 @@ func runNode(ctx context.Context, cfg nodeConfig, cmd string, stdout io.Writer) 
 	}
 	if n.URL() != "" {
 		fmt.Fprintln(stdout, "taskwire: serving MCP at", n.URL())
-		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns)\n", n.cfg.MaxConns)
+		fmt.Fprintf(stdout, "taskwire: at most %d connections at once (--max-conns), %s from one address (--max-conns-per-addr)\n",
+			n.cfg.MaxConns, perAddrText(n.cfg.MaxConnsPerAddr))
 		printAuth(stdout, n.cfg)
 	}
 	fmt.Fprintf(stdout, "taskwire: store %s (%s)\n", n.cfg.Store, n.cfg.Store.describe())

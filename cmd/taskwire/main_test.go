@@ -92,6 +92,8 @@ func TestCommandErrors(t *testing.T) {
 		// even without the check.
 		{[]string{"serve", "--store", db, "--addr", "192.0.2.1:8080"}, "not a loopback address"},
 		{[]string{"serve", "--store", db, "--max-conns", "-1"}, "--max-conns must not be negative"},
+		{[]string{"serve", "--store", db, "--max-conns-per-addr", "-2"}, "--max-conns-per-addr must not be negative"},
+		{[]string{"serve", "--store", db, "--max-conns", "10", "--max-conns-per-addr", "11"}, "--max-conns-per-addr must not exceed --max-conns (10)"},
 		{[]string{"serve", "--store", db, "--body-timeout", "-1s"}, "--body-timeout and --idle-timeout must not be negative"},
 	}
 	for _, tt := range tests {

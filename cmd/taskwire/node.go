@@ -99,9 +99,13 @@ type nodeConfig struct {
 	Logger *slog.Logger
 
 	// MaxConns bounds the HTTP connections open at once
-	// (server.LimitListener). Zero: defaultMaxConns, derived from the
+	// (server.ConnLimits.Max). Zero: defaultMaxConns, derived from the
 	// descriptor limit.
 	MaxConns int
+	// MaxConnsPerAddr bounds those from one client address
+	// (server.ConnLimits.PerAddr). Zero: server.DefaultConnsPerAddr of
+	// MaxConns; server.NoLimit: none (behind a proxy).
+	MaxConnsPerAddr int
 	// BodyTimeout bounds the time a request body may take to arrive. Zero:
 	// the server's default.
 	BodyTimeout time.Duration
@@ -155,6 +159,8 @@ func (c *nodeConfig) validate() error {
 		return errors.New("a node needs an HTTP address or at least one worker")
 	case c.MaxConns < 0:
 		return errors.New("--max-conns must not be negative")
+	case c.MaxConnsPerAddr < server.NoLimit:
+		return errors.New("--max-conns-per-addr must not be negative, except -1 for no limit")
 	case c.BodyTimeout < 0 || c.IdleTimeout < 0:
 		return errors.New("--body-timeout and --idle-timeout must not be negative")
 	case c.Addr != "" && c.Auth == nil && !c.InsecureDevAuth && !isLoopbackAddr(c.Addr):
@@ -165,6 +171,12 @@ func (c *nodeConfig) validate() error {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = defaultMaxConns()
+	}
+	if c.MaxConnsPerAddr > c.MaxConns {
+		return fmt.Errorf("--max-conns-per-addr must not exceed --max-conns (%d)", c.MaxConns)
+	}
+	if c.MaxConnsPerAddr == 0 {
+		c.MaxConnsPerAddr = server.DefaultConnsPerAddr(c.MaxConns)
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout
@@ -305,9 +317,16 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 		if cfg.wrapListener != nil {
 			ln = cfg.wrapListener(ln)
 		}
-		ln = server.LimitListener(ln, cfg.MaxConns)
+		limited, err := server.NewConnLimiter(ln, server.ConnLimits{Max: cfg.MaxConns, PerAddr: cfg.MaxConnsPerAddr})
+		if err != nil { // validate has checked the limits
+			ln.Close()
+			n.srv.Close()
+			return nil, err
+		}
+		ln = limited
 		n.hs = &http.Server{
 			Handler:           cfg.handler(n.srv),
+			ConnState:         limited.ConnState,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       cfg.IdleTimeout,
 			MaxHeaderBytes:    64 << 10,

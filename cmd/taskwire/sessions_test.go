@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +157,40 @@ func TestSessionFlags(t *testing.T) {
 		if tc.ok && got != (server.SessionOptions{IdleTimeout: tc.idle, MaxLifetime: tc.life, MaxPerPrincipal: tc.per, MaxStored: tc.max}) {
 			t.Errorf("sessionFlags = %+v", got)
 		}
+	}
+}
+
+// TestDevSessionsPerAddr: with development identities, Bearer names
+// rotated from one address share --sessions-per-caller, while another
+// address still opens sessions.
+func TestDevSessionsPerAddr(t *testing.T) {
+	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 0)
+	cfg.Sessions = server.SessionOptions{MaxPerPrincipal: 2}
+	n := start(t, cfg)
+	initializeAs := func(local, name string) int {
+		req, err := http.NewRequest(http.MethodPost, n.URL(), strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+name)
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c := &http.Client{Timeout: waitFor, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var got []int
+	for _, who := range []string{"127.0.0.1 n1", "127.0.0.1 n2", "127.0.0.1 n3", "127.0.0.2 n3"} {
+		local, name, _ := strings.Cut(who, " ")
+		got = append(got, initializeAs(local, name))
+	}
+	if want := []int{200, 200, 429, 200}; !slices.Equal(got, want) {
+		t.Errorf("initialize as n1, n2, n3 from one address, n3 from another: %v, want %v", got, want)
 	}
 }

@@ -77,7 +77,7 @@ func soak(ctx context.Context, cfg config, srv *server) results {
 	spawn := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 
 	// The ordinary client connects before the attacks start.
-	ordinary := &http.Client{Transport: newTransport(2), Timeout: 10 * time.Second}
+	ordinary := &http.Client{Transport: newTransport(2, ordinaryAddr), Timeout: 10 * time.Second}
 	if _, _, err := callTool(ctx, ordinary, srv.addr, "soak-ordinary", "text.stats", map[string]any{"text": "warm up"}, map[string]any{}); err != nil {
 		return results{checks: []check{{"start", false, fmt.Sprintf("the first ordinary call failed: %v", err)}}}
 	}
@@ -92,7 +92,7 @@ func soak(ctx context.Context, cfg config, srv *server) results {
 	var held []io.Closer
 	var heldMu sync.Mutex
 	var slots atomic.Int64
-	hogClient := &http.Client{Transport: newTransport(16)}
+	hogClient := &http.Client{Transport: newTransport(16, hogAddr)}
 	for i := range 16 {
 		spawn(func() { listenHog(attackCtx, cfg, hogClient, srv.addr, i, hog, &slots, &held, &heldMu) })
 	}
@@ -103,11 +103,11 @@ func soak(ctx context.Context, cfg config, srv *server) results {
 	spawn(func() { idleWaves(measureCtx, attackCtx, cfg, srv.addr, idle) })
 	trickle := &counters{}
 	var longest maxDuration
-	for range cfg.Trickle {
-		spawn(func() { trickler(attackCtx, srv.addr, trickle, &longest) })
+	for i := range cfg.Trickle {
+		spawn(func() { trickler(attackCtx, srv.addr, attackerAddr(1, i), trickle, &longest) })
 	}
 	flood := &counters{}
-	floodClient := &http.Client{Transport: newTransport(4), Timeout: 30 * time.Second}
+	floodClient := &http.Client{Transport: newTransport(4, floodAddr), Timeout: 30 * time.Second}
 	for range 2 {
 		spawn(func() { flooder(attackCtx, floodClient, srv.addr, flood) })
 	}
@@ -170,11 +170,10 @@ func sampleRSS(ctx context.Context, srv *server, peak *atomic.Int64) {
 	}
 }
 
-// announce dials addr and sends the headers of a tools/call announcing
-// contentLength bytes, then the first bytes of the body.
-func announce(ctx context.Context, addr string, contentLength int) (net.Conn, error) {
-	d := net.Dialer{Timeout: 30 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+// announce dials addr from local and sends the headers of a tools/call
+// announcing contentLength bytes, then the first bytes of the body.
+func announce(ctx context.Context, addr string, local net.IP, contentLength int) (net.Conn, error) {
+	c, err := dialerFrom(local).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +218,11 @@ func idleWaves(measureCtx, attackCtx context.Context, cfg config, addr string, s
 			case <-time.After(gap):
 			}
 		}
-		for range cfg.Idle {
+		for i := range cfg.Idle {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c, err := announce(attackCtx, addr, 10<<20)
+				c, err := announce(attackCtx, addr, attackerAddr(2, i), 10<<20)
 				if err != nil {
 					st.add("dial-error")
 					return
@@ -246,12 +245,12 @@ func idleWaves(measureCtx, attackCtx context.Context, cfg config, addr string, s
 	}
 }
 
-// trickler sends a body at one byte a second until the server cuts the
-// connection off, then starts again, until ctx ends.
-func trickler(ctx context.Context, addr string, st *counters, longest *maxDuration) {
+// trickler sends a body at one byte a second from local until the server
+// cuts the connection off, then starts again, until ctx ends.
+func trickler(ctx context.Context, addr string, local net.IP, st *counters, longest *maxDuration) {
 	for ctx.Err() == nil {
 		began := time.Now()
-		c, err := announce(ctx, addr, 1000)
+		c, err := announce(ctx, addr, local, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				st.add("dial-error")
@@ -374,7 +373,7 @@ func ordinaryLoop(ctx context.Context, hc *http.Client, addr string) ([]time.Dur
 // newcomerCheck serves a brand-new client, on new connections, with the
 // attacks still running: an inline call, a task, and a listen on it.
 func newcomerCheck(ctx context.Context, addr string) check {
-	hc := &http.Client{Transport: newTransport(2)}
+	hc := &http.Client{Transport: newTransport(2, newcomerAddr)}
 	defer hc.CloseIdleConnections()
 	bearer := fmt.Sprintf("soak-newcomer-%d", os.Getpid())
 	var parts []string

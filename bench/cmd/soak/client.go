@@ -15,12 +15,34 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 )
 
+// Loopback addresses of the soak's clients: the server bounds connections,
+// sessions and listens per client address, so each client connects from
+// its own, as it would over a network, and the attackers that stand for
+// many slow clients spread over many (see attackerAddr).
+var (
+	ordinaryAddr = net.IPv4(127, 0, 0, 2)
+	newcomerAddr = net.IPv4(127, 0, 0, 3)
+	hogAddr      = net.IPv4(127, 0, 0, 4)
+	floodAddr    = net.IPv4(127, 0, 0, 5)
+)
+
+// attackerAddr is the loopback address of the i-th connection of an attack
+// of many clients: 127.net.x.y, 250 connections to an x.
+func attackerAddr(net8 byte, i int) net.IP {
+	return net.IPv4(127, net8, byte(i/250%250), byte(i%250+1))
+}
+
+// dialerFrom dials from the loopback address local.
+func dialerFrom(local net.IP) *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: local}}
+}
+
 // newTransport returns a transport without proxies or HTTP/2 that keeps
-// up to idle connections per host.
-func newTransport(idle int) *http.Transport {
+// up to idle connections per host and connects from local.
+func newTransport(idle int, local net.IP) *http.Transport {
 	return &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		DialContext:         dialerFrom(local).DialContext,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: idle,
 		ForceAttemptHTTP2:   false,

@@ -16,6 +16,13 @@
 //   - ordinary: one client calling text.stats inline, a call every 10 ms,
 //     whose latencies are measured.
 //
+// Every client connects from a loopback address of its own, as over a
+// network, since the server bounds connections, sessions and listens per
+// client address: the idle and trickle connections each from one of many
+// addresses (127.1.x.y and 127.2.x.y), so that together they still hold
+// the node's connection slots; the listen hog's nine names share one
+// address, and with it one caller's listens.
+//
 // At the end, with the attacks still running, a new client (a Bearer name of
 // its own) calls a tool, creates a task and opens a listen stream. The soak
 // prints each check as PASS or FAIL with its figures and exits with status 1
