@@ -179,7 +179,7 @@ func (c *call) respond(ctx context.Context, res any, outcome Outcome, perr *prot
 		outcome = OutcomeTimeout
 	case errQueueFull:
 		outcome = OutcomeBusy
-	case errInternal:
+	case errInternal, errStoreUnavailable:
 		outcome = OutcomeInternalError
 	default:
 		if perr.status == http.StatusTooManyRequests {
@@ -285,7 +285,7 @@ func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any
 // handlerPool).
 func (c *call) runBoundedAs(ctx context.Context, taskOp bool, fn func(ctx context.Context) (any, error)) (res any, err error) {
 	if err := c.srv.pool.acquire(ctx, taskOp); err != nil {
-		return nil, errQueueFull
+		return nil, err
 	}
 	defer c.srv.pool.release(taskOp)
 	return c.runUnderDeadline(ctx, fn)

@@ -173,7 +173,7 @@ func (c *call) checkActiveTasks(ctx context.Context) *protocolError {
 		return errDeadline
 	}
 	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
-	return errInternal
+	return storeFailure(err)
 }
 
 // Counting a caller's active tasks costs a store query that may read many

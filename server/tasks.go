@@ -229,7 +229,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 			return nil, OutcomeTimeout, errDeadline
 		}
 		c.srv.logger.Error("a task handle could not be verified", "endpoint", c.ep.opts.Name, "err", c.redactErr(err, h.ID))
-		return nil, OutcomeInternalError, errInternal
+		return nil, OutcomeInternalError, storeFailure(err)
 	}
 	c.createdTask = h.ID
 	return res, OutcomeTask, nil
@@ -327,7 +327,7 @@ func (c *call) managerCall(ctx context.Context, fn func(ctx context.Context) (an
 		return nil, outcomeOf(pe), pe
 	}
 	c.srv.logger.Error("task manager call failed", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", c.redactErr(err))
-	return nil, OutcomeInternalError, errInternal
+	return nil, OutcomeInternalError, storeFailure(err)
 }
 
 // updateTask runs tasks/update. Every answer must fit the answer size

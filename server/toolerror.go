@@ -58,7 +58,7 @@ func (c *call) creationErrorResult(t *toolEntry, err error) (any, error) {
 	}
 	c.srv.logger.Error("task creation failed", "endpoint", c.ep.opts.Name, "tool", t.tool.Name,
 		"err", c.redactErr(err))
-	return nil, errInternal
+	return nil, storeFailure(err)
 }
 
 // credentials returns the secrets of a request's headers that an admission

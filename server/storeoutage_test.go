@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/task"
+)
+
+// refusedDial returns the error of a real connection refused on loopback:
+// what a store's driver wraps when its database is down.
+func refusedDial(t *testing.T) error {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, err := net.Dial("tcp", addr)
+	if err == nil {
+		c.Close()
+		t.Skip("something listens on the closed port")
+	}
+	return err
+}
+
+// TestStoreOutageAnswers503: a task operation whose store call fails
+// because the store is out of reach (its own deadline passed, the
+// connection was refused, or it says task.ErrUnavailable) answers HTTP 503
+// with Retry-After and the fixed -32603 body, on tasks/get, tasks/cancel
+// and task creation alike; any other store failure stays the fixed
+// internal error under HTTP 200.
+func TestStoreOutageAnswers503(t *testing.T) {
+	const internal = `{"code":-32603,"message":"Internal error"}`
+	causes := []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"store deadline", fmt.Errorf("postgres: find task: %w", context.DeadlineExceeded), true},
+		{"connection refused", fmt.Errorf("postgres: find task: %w", refusedDial(t)), true},
+		{"marked unavailable", fmt.Errorf("custom: %w", task.ErrUnavailable), true},
+		{"other failure", errors.New("postgres: find task: syntax error"), false},
+	}
+	type answer struct {
+		Status     int
+		RetryAfter string
+		Error      string
+	}
+	for _, cause := range causes {
+		want := answer{http.StatusOK, "", internal}
+		if cause.unavailable {
+			want = answer{http.StatusServiceUnavailable, "1", internal}
+		}
+		r := newTaskRig(t, func(r *taskRig, _ *server.Options, _ *server.Endpoint) {
+			r.create = func(*task.CreationContext) (task.Handle, error) { return task.Handle{}, cause.err }
+		})
+		r.set(func() {
+			r.mgr.find = func(task.RequestContext) (task.Task, bool, error) { return task.Task{}, false, cause.err }
+			r.mgr.cancelErr = cause.err
+		})
+		for _, req := range []struct {
+			name string
+			req  *http.Request
+		}{
+			{"tasks/get", taskReq("tasks/get", "tid-1", taskCaps, "", nil)},
+			{"tasks/cancel", taskReq("tasks/cancel", "tid-1", taskCaps, "", nil)},
+			{"task creation", taskCallReq("build", `{"n":1}`, taskCaps, nil)},
+		} {
+			res := r.do(t, req.req)
+			got := answer{Status: res.Status, RetryAfter: res.Header.Get("Retry-After")}
+			if res.Error != nil {
+				got.Error = fmt.Sprintf(`{"code":%d,"message":%q}`, res.Error.Code, res.Error.Message)
+				if res.Error.Data != nil {
+					got.Error += " with data"
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, %s (-want +got):\n%s", cause.name, req.name, diff)
+			}
+		}
+	}
+}
