@@ -36,7 +36,7 @@ var (
 	errMissingMeta    = newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"))
 	errMethodNotFound = newProtocolError(http.StatusNotFound, mcp.MethodNotFound())
 	errInternal       = newProtocolError(http.StatusOK, mcp.InternalError())
-	errQueueFull      = newProtocolError(http.StatusServiceUnavailable, mcp.NewError(mcp.CodeInternalError, "Server busy"))
+	errQueueFull      = busy("Server busy")
 	errDeadline       = newProtocolError(http.StatusGatewayTimeout, mcp.NewError(mcp.CodeInternalError, "Request deadline exceeded"))
 	errUnknownTool    = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown tool"))
 	errUnknownPrompt  = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown prompt"))
@@ -45,21 +45,12 @@ var (
 	errBadState       = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid requestState"))
 )
 
-// storeRetryAfter is the Retry-After of errStoreUnavailable: a store that
-// timed out may answer a moment later, and a client that retries sooner
-// only queues behind the calls still waiting.
-const storeRetryAfter = time.Second
-
 // errStoreUnavailable answers a request whose store call failed because
 // the store could not be reached in time (see storeUnavailable): HTTP 503
 // with Retry-After, so that a client retries instead of reading a contract
 // failure, and the fixed -32603 "Internal error", so that it learns no more
 // than that.
-var errStoreUnavailable = func() *protocolError {
-	h := http.Header{}
-	h.Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
-	return &protocolError{status: http.StatusServiceUnavailable, err: mcp.InternalError(), header: h}
-}()
+var errStoreUnavailable = busy(mcp.InternalError().Message)
 
 // storeFailure maps the error of a task or session store call that is not
 // one the protocol names: errStoreUnavailable when the store could not be

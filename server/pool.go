@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -49,11 +47,7 @@ const defaultTaskQueueTimeout = 5 * time.Second
 // errTaskQueueTimeout refuses a task operation that waited taskWait for a
 // slot: the store is likely slow or unreachable, and the client should
 // come back later rather than wait behind the calls that hold the share.
-var errTaskQueueTimeout = func() *protocolError {
-	h := http.Header{}
-	h.Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
-	return &protocolError{status: http.StatusServiceUnavailable, err: mcp.NewError(mcp.CodeInternalError, "Server busy"), header: h}
-}()
+var errTaskQueueTimeout = busy("Server busy")
 
 // acquire takes a slot; a task operation first takes a place in the task
 // share, then a slot, both within taskWait. It fails with errQueueFull at
