@@ -1,10 +1,12 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,11 +62,12 @@ func (cs *clients) client() *mcptest.Client {
 
 // TestFrozenDatabase freezes the network between a serve node and its
 // PostgreSQL (connections stay open, bytes stop) while clients keep more
-// task operations coming than the handler pool and its queue hold: each
-// fails cleanly (-32603, or 503 when the queue is full) within the store
-// timeout instead of waiting for the request deadline, inline tools keep
-// answering 200 over HTTP all along, and everything works again once the
-// network heals.
+// task operations coming than the handler pool and its queue hold: each is
+// shed with HTTP 503, Retry-After and -32603 (the store's deadline passed,
+// it waited --store-timeout for a slot, or the queue was full) instead of
+// waiting for the request deadline, on both protocol eras, inline tools
+// keep answering 200 over HTTP all along, and everything works again once
+// the network heals.
 func TestFrozenDatabase(t *testing.T) {
 	spec, proxy := proxiedPostgres(t)
 	spec.Timeout = 500 * time.Millisecond
@@ -78,14 +81,17 @@ func TestFrozenDatabase(t *testing.T) {
 	cs := newClients(t, n.URL())
 	c := cs.client()
 	held := createTask(t, c, toolReports, map[string]any{"accountId": "a", "rows": 1, "seconds": 0})
+	sid := initializeWith(t, n.URL(), `{"tasks":{}}`)
 
 	proxy.Freeze()
 	type answer struct {
-		status int
-		code   int64
-		err    error
+		status     int
+		retryAfter string
+		code       int64
+		err        error
 	}
-	const clients = 300 // more than 32 handlers and a queue of 128
+	var slowest atomic.Int64 // nanoseconds
+	const clients = 300      // more than 32 handlers and a queue of 128
 	var (
 		mu      sync.Mutex
 		got     = map[answer]int{}
@@ -100,12 +106,22 @@ func TestFrozenDatabase(t *testing.T) {
 			for {
 				var r *mcptest.Response
 				var err error
-				if i%10 == 0 {
+				began := time.Now()
+				switch {
+				case i%10 == 0:
 					r, err = c.GetTask(t.Context(), held)
-				} else {
+				case i%10 == 1:
+					r, err = legacyGetTask(cs.hc, n.URL(), sid, held)
+				default:
 					r, err = c.CallTool(t.Context(), toolReports, map[string]any{"accountId": "a", "rows": 1, "seconds": 0})
 				}
+				if d := int64(time.Since(began)); d > slowest.Load() {
+					slowest.Store(d) // racy maximum; a log figure only
+				}
 				a := answer{status: statusOf(r), err: err}
+				if r != nil {
+					a.retryAfter = r.Header.Get("Retry-After")
+				}
 				if e := errOf(r); e != nil {
 					a.code = e.Code
 				}
@@ -138,13 +154,20 @@ func TestFrozenDatabase(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	// A new 2025-era session needs the store too.
+	if r, err := legacyInitialize(cs.hc, n.URL()); err != nil || statusOf(r) != http.StatusServiceUnavailable ||
+		r.Header.Get("Retry-After") != "1" || errOf(r) == nil || errOf(r).Code != mcp.CodeInternalError {
+		t.Errorf("initialize with the database frozen: %v, HTTP %d, %v; want 503, Retry-After 1, -32603", err, statusOf(r), errOf(r))
+	}
 	for a, k := range got {
-		ok := a.err == nil && a.code == mcp.CodeInternalError && (a.status == http.StatusOK || a.status == http.StatusServiceUnavailable)
+		ok := a.err == nil && a.code == mcp.CodeInternalError && a.status == http.StatusServiceUnavailable && a.retryAfter == "1"
 		if !ok {
-			t.Errorf("%d task operations answered HTTP %d, code %d, error %v; want -32603 with 200 or 503", k, a.status, a.code, a.err)
+			t.Errorf("%d task operations answered HTTP %d, Retry-After %q, code %d, error %v; want 503, Retry-After 1, -32603",
+				k, a.status, a.retryAfter, a.code, a.err)
 		}
 	}
-	t.Logf("task operations with the database frozen: %v", got)
+	t.Logf("task operations with the database frozen: %v; slowest answer %v (store timeout %v)",
+		got, time.Duration(slowest.Load()), spec.Timeout)
 
 	proxy.Unfreeze()
 	deadline := time.Now().Add(waitFor)
@@ -161,6 +184,57 @@ func TestFrozenDatabase(t *testing.T) {
 	if g := getTask(t, c, held); g.TaskID != held {
 		t.Errorf("tasks/get after the network healed: %+v", g)
 	}
+}
+
+// initializeWith opens a 2025-11-25 session with the given client
+// capabilities.
+func initializeWith(t *testing.T, url, caps string) string {
+	t.Helper()
+	resp, body := legacyPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+
+		caps+`,"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, sid, body)
+	}
+	if resp, body := legacyPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d: %s", resp.StatusCode, body)
+	}
+	return sid
+}
+
+// legacyGetTask sends a 2025-11-25 tasks/get for id in session sid. It
+// may run on any goroutine.
+func legacyGetTask(hc *http.Client, url, sid, id string) (*mcptest.Response, error) {
+	return legacyDo(hc, url, sid, `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"`+id+`"}}`)
+}
+
+// legacyInitialize sends a 2025-11-25 initialize and returns its answer.
+func legacyInitialize(hc *http.Client, url string) (*mcptest.Response, error) {
+	return legacyDo(hc, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+// legacyDo posts one 2025-11-25 message and parses the answer.
+func legacyDo(hc *http.Client, url, sid, body string) (*mcptest.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return mcptest.ParseResponse(resp.StatusCode, resp.Header, b)
 }
 
 func statusOf(r *mcptest.Response) int {
