@@ -55,7 +55,9 @@ var errStoreUnavailable = busy(mcp.InternalError().Message)
 // storeFailure maps the error of a task or session store call that is not
 // one the protocol names: errStoreUnavailable when the store could not be
 // reached in time, else the fixed internal error. Callers check the
-// request's own deadline first (errDeadline).
+// request's own deadline first (errDeadline). A task creation whose
+// handler ran does not use it: a 503 says nothing was stored, and the
+// creating transaction may have committed (see creationErrorResult).
 func storeFailure(err error) *protocolError {
 	if storeUnavailable(err) {
 		return errStoreUnavailable

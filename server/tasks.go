@@ -229,7 +229,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 			return nil, OutcomeTimeout, errDeadline
 		}
 		c.srv.logger.Error("a task handle could not be verified", "endpoint", c.ep.opts.Name, "err", c.redactErr(err, h.ID))
-		return nil, OutcomeInternalError, storeFailure(err)
+		return nil, OutcomeInternalError, errInternal
 	}
 	c.createdTask = h.ID
 	return res, OutcomeTask, nil
