@@ -91,3 +91,33 @@ func TestStoreOutageAnswers503(t *testing.T) {
 		}
 	}
 }
+
+// TestListenRefusedWhileStoreUnreachable: a listen whose first lookup
+// finds the store out of reach is refused before its stream opens, with
+// 503, Retry-After and the fixed -32603, after that one lookup (the other
+// IDs are not looked up); a lookup failing otherwise still only leaves its
+// ID out of the acknowledgement (TestListenAcknowledgesHonouredSubset).
+func TestListenRefusedWhileStoreUnreachable(t *testing.T) {
+	r, _ := newListenRig(t, nil, nil)
+	first := r.createTask(t, `{"n":1}`, asAlice)
+	second := r.createTask(t, `{"n":2}`, asAlice)
+	r.set(func() {
+		r.mgr.find = func(task.RequestContext) (task.Task, bool, error) {
+			return task.Task{}, false, fmt.Errorf("postgres: find task: %w", context.DeadlineExceeded)
+		}
+	})
+	r.takeCalls()
+	lc := startListen(r.srv, "7", idsFilter(first, second), taskCaps, asAlice)
+	res := lc.open(t)
+	if res == nil {
+		t.Fatal("the listen opened a stream with the store out of reach")
+	}
+	got := fmt.Sprintf("HTTP %d, Retry-After %q, %s", res.Status, res.Header.Get("Retry-After"), res.Body)
+	want := `HTTP 503, Retry-After "1", {"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Internal error"}}`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("listen (-want +got):\n%s", diff)
+	}
+	if calls := r.takeCalls(); calls.Find != 1 {
+		t.Errorf("%d lookups, want 1", calls.Find)
+	}
+}
