@@ -254,9 +254,11 @@ type Interceptor func(ctx context.Context, req *Request, next Handler) (any, err
 func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *protocolError) {
 	res, err := c.runBoundedAs(ctx, c.taskOperation(rq), func(ctx context.Context) (any, error) {
 		if rq.taskCreation != nil {
-			if perr := c.checkActiveTasks(ctx); perr != nil {
+			done, perr := c.checkActiveTasks(ctx)
+			if perr != nil {
 				return nil, perr
 			}
+			defer done()
 		}
 		if ic := c.srv.opts.Interceptor; ic != nil {
 			return ic(ctx, rq, h)
