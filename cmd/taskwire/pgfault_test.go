@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,21 @@ import (
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
 )
+
+// bothStores returns, by name, a fresh store spec of each kind for a
+// test: an SQLite file in its temporary directory, or a PostgreSQL schema
+// dropped when it ends.
+func bothStores() map[string]func(t *testing.T) storeSpec {
+	return map[string]func(t *testing.T) storeSpec{
+		"sqlite": func(t *testing.T) storeSpec {
+			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
+		},
+		"postgres": func(t *testing.T) storeSpec {
+			raw := pgtest.URL(t)
+			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
+		},
+	}
+}
 
 // testSchema returns a fresh schema name, dropped when the test ends.
 func testSchema(t *testing.T, pgURL string) string { return pgtest.Schema(t, pgURL, "twcmd_") }

@@ -9,9 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/server"
-	"github.com/taskwire/taskwire/store"
 )
 
 func TestTaskLimitFlags(t *testing.T) {
@@ -80,16 +78,7 @@ func TestServeTaskBurst(t *testing.T) {
 // further.
 func TestMaxActiveExactUnderFlood(t *testing.T) {
 	const maxActive, flood = 20, 120 // fewer than the task share and its queue hold
-	stores := map[string]func(t *testing.T) storeSpec{
-		"sqlite": func(t *testing.T) storeSpec {
-			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
-		},
-		"postgres": func(t *testing.T) storeSpec {
-			raw := pgtest.URL(t)
-			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
-		},
-	}
-	for name, spec := range stores {
+	for name, spec := range bothStores() {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig("", 0) // no workers: every task stays working
 			cfg.Store = spec(t)
