@@ -94,7 +94,8 @@ type Options struct {
 	// HandlerConcurrency bounds the handlers running at once. Zero means 32.
 	HandlerConcurrency int
 	// HandlerQueue bounds the requests waiting for a handler slot; beyond it
-	// requests fail at once with HTTP 503. Zero means 128.
+	// requests fail at once with HTTP 503 and Retry-After: 1. Zero means
+	// 128.
 	HandlerQueue int
 	// TaskConcurrency bounds the task operations among the running
 	// handlers: tools/call requests that may create a task, tasks/get,
