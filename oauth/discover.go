@@ -14,12 +14,16 @@ import (
 // metadata: OpenID Connect discovery (ISSUER/.well-known/openid-configuration)
 // first, then RFC 8414 (/.well-known/oauth-authorization-server inserted
 // before the issuer's path). A document counts only if its "issuer" equals
-// issuer exactly. Each fetch is bounded by timeout and MaxResponseBytes; a
-// nil client is the default of Options.HTTPClient.
+// issuer exactly. The whole discovery, every document fetched, is bounded
+// by timeout, and each response by MaxResponseBytes; when the deadline
+// passes the error wraps context.DeadlineExceeded. A nil client is the
+// default of Options.HTTPClient.
 func DiscoverJWKS(ctx context.Context, client *http.Client, issuer string, timeout time.Duration) (string, error) {
 	if err := checkIssuer(issuer); err != nil {
 		return "", fmt.Errorf("oauth: discover: issuer %w", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if client == nil {
 		client = newHTTPClient()
 	}
@@ -31,6 +35,10 @@ func DiscoverJWKS(ctx context.Context, client *http.Client, issuer string, timeo
 	}
 	var errs []error
 	for _, c := range candidates {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: not fetched: %w", c, context.Cause(ctx)))
+			break
+		}
 		var doc struct {
 			Issuer  string `json:"issuer"`
 			JWKSURI string `json:"jwks_uri"`

@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,5 +150,32 @@ func TestDiscoverJWKS(t *testing.T) {
 	// The documents name iss.URL, not this issuer: discovery refuses them.
 	if got, err := oauth.DiscoverJWKS(context.Background(), nil, iss.URL+"/", 5*time.Second); err == nil {
 		t.Errorf("DiscoverJWKS of another issuer = %q", got)
+	}
+}
+
+// TestDiscoverJWKSBoundedOverall points discovery at an issuer that
+// accepts every request and never answers: the timeout bounds the whole
+// discovery, so the first document's fetch uses all of it and the second
+// is never requested (with a bound per fetch, discovery took twice the
+// timeout).
+func TestDiscoverJWKSBoundedOverall(t *testing.T) {
+	requests := make(chan string, 4)
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- r.URL.Path
+		<-r.Context().Done() // stalls until the client gives up
+	}))
+	defer stalled.Close()
+	_, err := oauth.DiscoverJWKS(context.Background(), nil, stalled.URL, 200*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("DiscoverJWKS of a stalled issuer: %v, want a deadline error", err)
+	}
+	stalled.Close() // every handler has returned
+	close(requests)
+	var got []string
+	for p := range requests {
+		got = append(got, p)
+	}
+	if diff := cmp.Diff([]string{"/.well-known/openid-configuration"}, got); diff != "" {
+		t.Errorf("documents requested (-want +got):\n%s", diff)
 	}
 }

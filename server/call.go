@@ -179,7 +179,7 @@ func (c *call) respond(ctx context.Context, res any, outcome Outcome, perr *prot
 		outcome = OutcomeTimeout
 	case errQueueFull:
 		outcome = OutcomeBusy
-	case errInternal:
+	case errInternal, errStoreUnavailable:
 		outcome = OutcomeInternalError
 	default:
 		if perr.status == http.StatusTooManyRequests {
@@ -254,9 +254,11 @@ type Interceptor func(ctx context.Context, req *Request, next Handler) (any, err
 func (c *call) runHandler(ctx context.Context, rq *Request, h Handler) (any, *protocolError) {
 	res, err := c.runBoundedAs(ctx, c.taskOperation(rq), func(ctx context.Context) (any, error) {
 		if rq.taskCreation != nil {
-			if perr := c.checkActiveTasks(ctx); perr != nil {
+			done, perr := c.checkActiveTasks(ctx)
+			if perr != nil {
 				return nil, perr
 			}
+			defer done()
 		}
 		if ic := c.srv.opts.Interceptor; ic != nil {
 			return ic(ctx, rq, h)
@@ -285,7 +287,7 @@ func (c *call) runBounded(ctx context.Context, fn func(ctx context.Context) (any
 // handlerPool).
 func (c *call) runBoundedAs(ctx context.Context, taskOp bool, fn func(ctx context.Context) (any, error)) (res any, err error) {
 	if err := c.srv.pool.acquire(ctx, taskOp); err != nil {
-		return nil, errQueueFull
+		return nil, err
 	}
 	defer c.srv.pool.release(taskOp)
 	return c.runUnderDeadline(ctx, fn)

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 )
 
 // protocolError is a JSON-RPC error together with the HTTP status and safe
@@ -33,7 +36,7 @@ var (
 	errMissingMeta    = newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"))
 	errMethodNotFound = newProtocolError(http.StatusNotFound, mcp.MethodNotFound())
 	errInternal       = newProtocolError(http.StatusOK, mcp.InternalError())
-	errQueueFull      = newProtocolError(http.StatusServiceUnavailable, mcp.NewError(mcp.CodeInternalError, "Server busy"))
+	errQueueFull      = busy("Server busy")
 	errDeadline       = newProtocolError(http.StatusGatewayTimeout, mcp.NewError(mcp.CodeInternalError, "Request deadline exceeded"))
 	errUnknownTool    = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown tool"))
 	errUnknownPrompt  = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown prompt"))
@@ -41,6 +44,35 @@ var (
 	errStreamGone     = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeInternalError, "Stream closed"))
 	errBadState       = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid requestState"))
 )
+
+// errStoreUnavailable answers a request whose store call failed because
+// the store could not be reached in time (see storeUnavailable): HTTP 503
+// with Retry-After, so that a client retries instead of reading a contract
+// failure, and the fixed -32603 "Internal error", so that it learns no more
+// than that.
+var errStoreUnavailable = busy(mcp.InternalError().Message)
+
+// storeFailure maps the error of a task or session store call that is not
+// one the protocol names: errStoreUnavailable when the store could not be
+// reached in time, else the fixed internal error. Callers check the
+// request's own deadline first (errDeadline). A task creation whose
+// handler ran does not use it: a 503 says nothing was stored, and the
+// creating transaction may have committed (see creationErrorResult).
+func storeFailure(err error) *protocolError {
+	if storeUnavailable(err) {
+		return errStoreUnavailable
+	}
+	return errInternal
+}
+
+// storeUnavailable reports whether err says the store is out of reach:
+// the store marked it task.ErrUnavailable, its own deadline passed (a
+// frozen connection, an exhausted pool, a held lock), or the network
+// failed (a refused or reset connection).
+func storeUnavailable(err error) bool {
+	var ne net.Error
+	return errors.Is(err, task.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne)
+}
 
 // CodeRateLimited is the implementation-defined JSON-RPC code sent with HTTP
 // 429 when a rate limiter denies a request.

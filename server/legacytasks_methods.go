@@ -143,7 +143,7 @@ func (ep *Endpoint) legacyListTasks(ctx context.Context, c *call) (any, Outcome,
 		return nil, OutcomeBusy, errQueueFull
 	}
 	c.srv.logger.Error("task listing failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))
-	return nil, OutcomeInternalError, errInternal
+	return nil, OutcomeInternalError, storeFailure(err)
 }
 
 // clientAsker sends one server-to-client request (method and params) on
@@ -257,7 +257,7 @@ func (r *taskInputRelay) answer(key string, req *mcp.InputRequest, params json.R
 		r.fail(errTaskNotFound)
 	default:
 		r.c.srv.logger.Error("storing a task input answer failed", "endpoint", r.c.ep.opts.Name, "err", r.c.redactErr(err))
-		r.fail(errInternal)
+		r.fail(storeFailure(err))
 	}
 }
 

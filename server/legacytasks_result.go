@@ -151,7 +151,7 @@ func (c *call) waitFailure(err error) (any, Outcome, *protocolError) {
 		return nil, outcomeOf(pe), pe
 	}
 	c.srv.logger.Error("waiting for a task failed", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
-	return nil, OutcomeInternalError, errInternal
+	return nil, OutcomeInternalError, storeFailure(err)
 }
 
 func outcomeOfResult(res *mcp.CallToolResult) Outcome {

@@ -232,7 +232,10 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		return nil, OutcomeProtocolError, errSubscriptionDenied
 	}
 	s.until = grant.Until
-	accepted := ep.reconcile(ctx, s, requested, grant, false)
+	accepted, unreachable := ep.reconcile(ctx, s, requested, grant, false)
+	if unreachable {
+		return nil, OutcomeInternalError, errStoreUnavailable
+	}
 	s.accept(setOfIDs(accepted))
 	for _, id := range requested {
 		if !slices.Contains(accepted, id) {
@@ -363,7 +366,12 @@ func (ep *Endpoint) authorize(ctx context.Context, c *call, ids []string, renewa
 // answer. It never returns an ID outside ids. Its lookups render nothing:
 // a completed result is not passed through the catalog policy or the
 // sanitizer until a hint projects it.
-func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant, renewal bool) []string {
+//
+// On the first acknowledgement a lookup that finds the store out of reach
+// (see lookup) ends the reconciliation and reports unreachable, so that
+// the listen is refused with 503 and Retry-After after one lookup's wait
+// rather than acknowledged without the IDs after one wait per ID.
+func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string, grant SubscriptionGrant, renewal bool) (_ []string, unreachable bool) {
 	var allowed map[string]bool
 	if grant.TaskIDs != nil {
 		allowed = setOfIDs(grant.TaskIDs)
@@ -373,15 +381,19 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 		if allowed != nil && !allowed[id] {
 			continue
 		}
-		ok, failed := ep.lookup(ctx, s, id, grant)
+		ok, failed, unreachable := ep.lookup(ctx, s, id, grant)
 		// A lookup that failed (a storage error or timeout) says nothing
 		// about the task: a renewal keeps the ID, since every projection
-		// authorizes again; the first acknowledgement leaves it out.
+		// authorizes again; the first acknowledgement leaves it out, or is
+		// refused when the store is out of reach.
+		if unreachable && !renewal {
+			return nil, true
+		}
 		if ok || (failed && renewal) {
 			out = append(out, id)
 		}
 	}
-	return out
+	return out, false
 }
 
 // lookup checks one task for the listen's acknowledgement or renewal: that
@@ -391,14 +403,16 @@ func (ep *Endpoint) reconcile(ctx context.Context, s *subscription, ids []string
 // AuthorizationTimeout, capped by the grant. A callback that ignores
 // cancellation keeps the subscription's projection slot (s.inFlight) until
 // it returns, but not the shared slot. failed means an error, not an
-// answer: found or not is unknown.
-func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (ok, failed bool) {
+// answer: found or not is unknown. unreachable (with failed) means the
+// store did not answer: the manager's call failed as storeUnavailable
+// reads it, or was still running at the lookup's deadline.
+func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, grant SubscriptionGrant) (ok, failed, unreachable bool) {
 	if s.inFlight != nil {
 		select {
 		case <-s.inFlight:
 			s.inFlight = nil
 		case <-ctx.Done():
-			return false, true
+			return false, true, false
 		}
 	}
 	srv := s.c.srv
@@ -411,9 +425,9 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	select {
 	case srv.maintenance <- struct{}{}:
 	case <-lctx.Done():
-		return false, true
+		return false, true, false
 	}
-	type result struct{ ok, failed bool }
+	type result struct{ ok, failed, unreachable bool }
 	done := make(chan result, 1)
 	finished := make(chan struct{})
 	go func() { // owned by the subscription through s.inFlight
@@ -425,7 +439,7 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 		}()
 		t, found, err := srv.opts.TaskManager.FindTask(lctx, s.c.requestContext(id))
 		if err != nil {
-			done <- result{failed: true}
+			done <- result{failed: true, unreachable: storeUnavailable(err)}
 			return
 		}
 		if !found || t.ID() != id {
@@ -444,13 +458,13 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	case r = <-done:
 	case <-lctx.Done():
 		s.inFlight = finished
-		r.failed = true
+		r.failed, r.unreachable = true, true
 	}
 	<-srv.maintenance
 	if lctx.Err() != nil && !r.ok {
-		return false, true
+		return false, true, r.unreachable
 	}
-	return r.ok, r.failed
+	return r.ok, r.failed, r.unreachable
 }
 
 // projectLoop delivers hinted task snapshots until the listen ends. It

@@ -42,7 +42,7 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	s.until = g.Until
-	kept := ep.reconcile(ctx, s, current, g, true)
+	kept, _ := ep.reconcile(ctx, s, current, g, true)
 	keep := setOfIDs(kept)
 	s.accept(keep)
 	s.forgetRetries(keep)

@@ -28,6 +28,7 @@ func (o *Options) validate() error {
 		named{"MaxTaskWaits", int64(o.MaxTaskWaits)})
 	c.durations("Options",
 		named{"RequestTimeout", int64(o.RequestTimeout)},
+		named{"TaskQueueTimeout", int64(o.TaskQueueTimeout)},
 		named{"BodyReadTimeout", int64(o.BodyReadTimeout)},
 		named{"KeepAliveInterval", int64(o.KeepAliveInterval)},
 		named{"RequestStateTTL", int64(o.RequestStateTTL)},

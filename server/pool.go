@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -13,6 +14,13 @@ import (
 // never take every slot from requests that do not touch it; they wait for
 // that share in a queue of their own. Requests run on their own goroutine;
 // the pool only gates them, so it owns no goroutines.
+//
+// A task operation waits for its slot at most taskWait (the store's call
+// deadline, Options.TaskQueueTimeout): while the store hangs, each slot of
+// the share frees at most once per store deadline, so a task operation
+// that waited that long is unlikely to be served before its client gives
+// up, and it is shed with 503 and Retry-After rather than stacked behind
+// the calls that hold the share.
 type handlerPool struct {
 	slots      chan struct{}
 	waiting    atomic.Int64
@@ -20,32 +28,49 @@ type handlerPool struct {
 
 	taskSlots   chan struct{} // the share of task operations
 	taskWaiting atomic.Int64  // bounded by maxWaiting too
+	taskWait    time.Duration // bounds a task operation's wait
 }
 
-func newHandlerPool(concurrency, taskConcurrency, queue int) *handlerPool {
+func newHandlerPool(concurrency, taskConcurrency, queue int, taskWait time.Duration) *handlerPool {
 	return &handlerPool{
 		slots:      make(chan struct{}, concurrency),
 		maxWaiting: int64(queue),
 		taskSlots:  make(chan struct{}, taskConcurrency),
+		taskWait:   taskWait,
 	}
 }
 
+// defaultTaskQueueTimeout is Options.TaskQueueTimeout's default: the
+// stores' default call deadline.
+const defaultTaskQueueTimeout = 5 * time.Second
+
+// errTaskQueueTimeout refuses a task operation that waited taskWait for a
+// slot: the store is likely slow or unreachable, and the client should
+// come back later rather than wait behind the calls that hold the share.
+var errTaskQueueTimeout = busy("Server busy")
+
 // acquire takes a slot; a task operation first takes a place in the task
-// share, then a slot. It fails with errQueueFull at once when the queue it
-// would wait in is full, and with errQueueFull when ctx ends while waiting
-// (a deadline while queued is a capacity failure, not a handler timeout).
+// share, then a slot, both within taskWait. It fails with errQueueFull at
+// once when the queue it would wait in is full, with errQueueFull when ctx
+// ends while waiting (a deadline while queued is a capacity failure, not a
+// handler timeout), and with errTaskQueueTimeout when a task operation
+// waited taskWait.
 func (p *handlerPool) acquire(ctx context.Context, taskOp bool) error {
 	if !taskOp {
 		return take(ctx, p.slots, &p.waiting, p.maxWaiting)
 	}
-	if err := take(ctx, p.taskSlots, &p.taskWaiting, p.maxWaiting); err != nil {
-		return err
+	wctx, cancel := context.WithTimeout(ctx, p.taskWait)
+	defer cancel()
+	err := take(wctx, p.taskSlots, &p.taskWaiting, p.maxWaiting)
+	if err == nil {
+		if err = take(wctx, p.slots, &p.waiting, p.maxWaiting); err != nil {
+			<-p.taskSlots
+		}
 	}
-	if err := take(ctx, p.slots, &p.waiting, p.maxWaiting); err != nil {
-		<-p.taskSlots
-		return err
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return errTaskQueueTimeout
 	}
-	return nil
+	return err
 }
 
 // release gives back what acquire took.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -72,4 +73,58 @@ func TestTaskConcurrencyValidated(t *testing.T) {
 			t.Errorf("HandlerConcurrency %d, TaskConcurrency %d: err %v, want ok %v", tc.handlers, tc.tasks, err, tc.ok)
 		}
 	}
+}
+
+// TestTaskQueueWaitBounded holds every task creation in the handler, as a
+// store that stops answering does: the task operations queued behind them
+// are shed with 503, Retry-After and "Server busy" once they waited
+// TaskQueueTimeout, not at the request deadline, while the ones that hold
+// the share finish when the store answers.
+func TestTaskQueueWaitBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		r := newTaskRig(t, func(r *taskRig, o *server.Options, ep *server.Endpoint) {
+			o.HandlerConcurrency, o.HandlerQueue = 4, 8 // TaskConcurrency: 2
+			o.TaskQueueTimeout = 2 * time.Second
+			o.RequestTimeout = time.Minute
+			r.create = func(cc *task.CreationContext) (task.Handle, error) {
+				<-release
+				return r.createInMemory(cc)
+			}
+		})
+		type answer struct {
+			status     int
+			retryAfter string
+			message    string
+			waited     time.Duration
+		}
+		const calls = 6 // 2 hold the share, 4 wait for it
+		answers := make(chan answer, calls)
+		start := time.Now()
+		for range calls {
+			go func() {
+				res := r.do(t, taskCallReq("build", `{"n":1}`, taskCaps, nil))
+				a := answer{status: res.Status, retryAfter: res.Header.Get("Retry-After"), waited: time.Since(start)}
+				if res.Error != nil {
+					a.message = res.Error.Message
+				}
+				answers <- a
+			}()
+		}
+		got := map[answer]int{}
+		for range calls - 2 {
+			got[<-answers]++
+		}
+		close(release)
+		for range 2 {
+			got[<-answers]++
+		}
+		want := map[answer]int{
+			{http.StatusServiceUnavailable, "1", "Server busy", 2 * time.Second}: 4,
+			{http.StatusOK, "", "", 2 * time.Second}:                             2,
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(answer{})); diff != "" {
+			t.Errorf("answers (-want +got):\n%s", diff)
+		}
+	})
 }

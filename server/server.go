@@ -94,7 +94,8 @@ type Options struct {
 	// HandlerConcurrency bounds the handlers running at once. Zero means 32.
 	HandlerConcurrency int
 	// HandlerQueue bounds the requests waiting for a handler slot; beyond it
-	// requests fail at once with HTTP 503. Zero means 128.
+	// requests fail at once with HTTP 503 and Retry-After: 1. Zero means
+	// 128.
 	HandlerQueue int
 	// TaskConcurrency bounds the task operations among the running
 	// handlers: tools/call requests that may create a task, tasks/get,
@@ -106,6 +107,14 @@ type Options struct {
 	// means half of HandlerConcurrency (at least 1); it must not exceed
 	// HandlerConcurrency.
 	TaskConcurrency int
+	// TaskQueueTimeout bounds how long a task operation waits for a slot
+	// of the TaskConcurrency share (and then of the pool). Set it to the
+	// task store's call deadline (store.Options.Timeout): while the store
+	// hangs, a slot of the share frees once per deadline at most, so a
+	// request that waited that long is refused with HTTP 503, Retry-After
+	// and -32603 "Server busy" instead of waiting up to RequestTimeout.
+	// Zero means 5 s, the stores' default deadline.
+	TaskQueueTimeout time.Duration
 	// RequestTimeout is the absolute deadline of one request, queueing
 	// included. A handler still running then is answered with HTTP 504 and its
 	// context is canceled. Zero means 60 s.
@@ -203,7 +212,7 @@ func New(opts Options) (*Server, error) {
 		opts:      opts,
 		logger:    opts.Logger,
 		endpoints: make(map[string]*Endpoint, len(opts.Endpoints)),
-		pool:      newHandlerPool(opts.HandlerConcurrency, opts.TaskConcurrency, opts.HandlerQueue),
+		pool:      newHandlerPool(opts.HandlerConcurrency, opts.TaskConcurrency, opts.HandlerQueue, opts.TaskQueueTimeout),
 		budget:    bodyBudget{max: opts.MaxBufferedBodyBytes},
 	}
 	if opts.AllowedHosts != nil {
@@ -320,6 +329,9 @@ func setDefaults(o *Options) {
 	}
 	if o.TaskConcurrency == 0 {
 		o.TaskConcurrency = max(1, o.HandlerConcurrency/2)
+	}
+	if o.TaskQueueTimeout == 0 {
+		o.TaskQueueTimeout = defaultTaskQueueTimeout
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 60 * time.Second

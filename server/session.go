@@ -269,13 +269,11 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, source 
 }
 
 // errStore logs a failed store call (never the key or the record) and
-// maps it: a deadline is the busy error, the rest the fixed internal error.
+// maps it: a store out of reach is errStoreUnavailable (503 with
+// Retry-After), the rest the fixed internal error.
 func (m *sessionManager) errStore(op string, err error) *protocolError {
 	m.logger.Error("session store failed", "op", op, "err", redactErr(err))
-	if errors.Is(err, context.DeadlineExceeded) {
-		return errQueueFull
-	}
-	return errInternal
+	return storeFailure(err)
 }
 
 // sweepMaybe removes a batch of expired records at most once per

@@ -64,12 +64,17 @@ type TaskLimits struct {
 	CreateBurst int
 	// MaxActive bounds the unexpired working and input_required tasks of
 	// one tenant and principal, on every endpoint of the manager. A call is
-	// refused when the caller already has MaxActive. The bound is a soft
-	// one: concurrent calls of one caller may overshoot it by their number,
-	// and while a caller is under half of it a count is reused for a
-	// second (so other nodes' creations of that second are not seen). Zero
-	// means DefaultMaxActiveTasks; NoLimit turns the bound off. Managers
-	// without task.ActiveCounter are not bounded.
+	// refused when the caller's tasks, together with the calls of that
+	// caller this server is still running (each may create one), would
+	// reach MaxActive, so that concurrent calls on one server never take
+	// the caller over it; a call may be refused a little early while
+	// calls that just created their task are counted twice. Across
+	// servers sharing a store the bound is soft: calls on other nodes are
+	// seen only once committed, and while a caller is under half of the
+	// bound a count is reused for a second, so other nodes' creations of
+	// that second are not seen. Zero means DefaultMaxActiveTasks; NoLimit
+	// turns the bound off. Managers without task.ActiveCounter are not
+	// bounded.
 	MaxActive int
 	// MaxAnswerBytes bounds each encoded answer of a tasks/update request;
 	// a larger one fails the request with -32602 and nothing is stored.
@@ -150,39 +155,51 @@ func (c *call) chargeTaskCreation() *protocolError {
 // a task. It may count the caller's tasks in the store, so it runs inside
 // the task operations' share of handler slots, under the request's
 // deadline: a store that stops answering holds no more calls than that
-// share, and the others are refused for a full queue at once.
-func (c *call) checkActiveTasks(ctx context.Context) *protocolError {
+// share, and the others are refused for a full queue at once. An admitted
+// call counts as in flight until it calls done, after its handler has
+// returned.
+func (c *call) checkActiveTasks(ctx context.Context) (done func(), perr *protocolError) {
 	tl := c.srv.taskLimits
 	if tl.counter == nil {
-		return nil
+		return func() {}, nil
 	}
 	owner := task.Owner{Tenant: c.id.Tenant, Principal: c.id.Principal}
+	done = func() { tl.active.end(owner) }
 	now := c.srv.opts.now()
 	if tl.active.allow(owner, now) {
-		return nil
+		return done, nil
 	}
+	since := tl.active.begin(owner)
 	n, err := tl.counter.CountActive(ctx, owner, tl.maxActive)
 	switch {
-	case err == nil && n >= tl.maxActive:
-		tl.active.forget(owner)
-		return errTooManyActive
+	case err == nil && tl.active.admit(owner, n, since, now):
+		return done, nil
 	case err == nil:
-		tl.active.record(owner, n, now)
-		return nil
-	case ctx.Err() != nil:
-		return errDeadline
+		return nil, errTooManyActive
+	}
+	tl.active.abandon(owner)
+	if ctx.Err() != nil {
+		return nil, errDeadline
 	}
 	c.srv.logger.Error("active tasks could not be counted", "endpoint", c.ep.opts.Name, "err", c.redactErr(err))
-	return errInternal
+	return nil, storeFailure(err)
 }
 
 // Counting a caller's active tasks costs a store query that may read many
 // rows (see docs/production.md), so the server remembers a count for a
-// moment: while a caller's last count was well under the limit (at most
-// half of it) and is younger than activeCacheTTL, a call is allowed without
-// a query and counted locally. Near the limit every call counts again. A
-// caller may therefore overshoot the limit by what other nodes admit within
-// activeCacheTTL, as well as by concurrent calls.
+// moment: while a caller's last count, with the calls it admitted since,
+// was well under the limit (under half of it) and is younger than
+// activeCacheTTL, a call is allowed without a query and counted locally.
+// Near the limit every call counts again. A caller may therefore overshoot
+// the limit by what other nodes admit within activeCacheTTL.
+//
+// Concurrent calls on this node cannot overshoot it: every admitted call
+// is in flight until its handler returns (by then its task, if any, is
+// committed), and a count admits a call only when the count, the calls in
+// flight now and the calls that finished since the count began stay under
+// the limit. A call that was in flight when the count began, and whose
+// task the count already saw, is counted twice: the error is a refusal a
+// little early, never an admission too many.
 const (
 	activeCacheTTL  = time.Second
 	activeCacheKeys = 4096
@@ -193,39 +210,138 @@ const (
 // activeCacheTTL at most, so that a full cache of fresh entries costs no
 // scan per call), and if none is stale the new count is not remembered.
 type activeCache struct {
+	max       int // MaxActive
 	threshold int // counts below it may be reused
 	mu        sync.Mutex
 	entries   map[task.Owner]activeCount
 	swept     time.Time // the last sweep of a full cache
+	// flights holds the owners with calls in flight or counts running;
+	// an owner is dropped when it has neither, so its size is bounded by
+	// the calls the handler pool admits at once.
+	flights map[task.Owner]*activeFlight
 }
 
+// activeCount is a remembered count: n tasks at the count, plus the
+// admitted calls that finished since.
 type activeCount struct {
 	n  int
 	at time.Time
 }
 
-func newActiveCache(maxActive int) *activeCache {
-	return &activeCache{threshold: maxActive / 2, entries: map[task.Owner]activeCount{}}
+// activeFlight is an owner's admitted calls still running, the ones that
+// finished (a running total), and the counts running.
+type activeFlight struct {
+	inflight, counting int
+	finished           uint64
 }
 
-// allow reports whether owner's remembered count lets a call through
-// without a query, and counts the call if so.
+func newActiveCache(maxActive int) *activeCache {
+	return &activeCache{
+		max: maxActive, threshold: maxActive / 2,
+		entries: map[task.Owner]activeCount{}, flights: map[task.Owner]*activeFlight{},
+	}
+}
+
+// flight returns owner's flight, adding it. Callers hold a.mu.
+func (a *activeCache) flight(owner task.Owner) *activeFlight {
+	f := a.flights[owner]
+	if f == nil {
+		f = &activeFlight{}
+		a.flights[owner] = f
+	}
+	return f
+}
+
+// tidy drops owner's flight when nothing refers to it. Callers hold a.mu.
+func (a *activeCache) tidy(owner task.Owner, f *activeFlight) {
+	if f.inflight == 0 && f.counting == 0 {
+		delete(a.flights, owner)
+	}
+}
+
+// allow reports whether owner's remembered count, with its calls in
+// flight, lets a call through without a query, and puts the call in
+// flight if so.
 func (a *activeCache) allow(owner task.Owner, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.entries[owner]
-	if !ok || now.Sub(e.at) >= activeCacheTTL || now.Before(e.at) || e.n >= a.threshold {
+	if !ok || now.Sub(e.at) >= activeCacheTTL || now.Before(e.at) {
 		return false
 	}
-	e.n++
-	a.entries[owner] = e
+	f := a.flight(owner)
+	if e.n+f.inflight >= a.threshold {
+		a.tidy(owner, f)
+		return false
+	}
+	f.inflight++
 	return true
 }
 
-// record remembers a fresh count (plus the call it admits).
+// begin starts a count of owner's tasks and returns what admit needs to
+// see the calls that finish while it runs. Every begin is followed by one
+// admit or abandon.
+func (a *activeCache) begin(owner task.Owner) (since uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.flight(owner)
+	f.counting++
+	return f.finished
+}
+
+// admit ends a count of n that began at since: it admits a call (in
+// flight, and remembers the count) when n, the calls in flight and the
+// calls that finished since stay under max, and otherwise forgets owner's
+// count and reports false.
+func (a *activeCache) admit(owner task.Owner, n int, since uint64, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.flight(owner)
+	f.counting--
+	seen := n + int(f.finished-since)
+	if seen+f.inflight >= a.max {
+		delete(a.entries, owner)
+		a.tidy(owner, f)
+		return false
+	}
+	f.inflight++
+	a.recordLocked(owner, seen, now)
+	return true
+}
+
+// abandon ends a count that failed.
+func (a *activeCache) abandon(owner task.Owner) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.flight(owner)
+	f.counting--
+	a.tidy(owner, f)
+}
+
+// end takes an admitted call out of flight: it may have created a task,
+// so a remembered count counts it.
+func (a *activeCache) end(owner task.Owner) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.flight(owner)
+	f.inflight--
+	f.finished++
+	a.tidy(owner, f)
+	if e, ok := a.entries[owner]; ok {
+		e.n++
+		a.entries[owner] = e
+	}
+}
+
+// record remembers a fresh count.
 func (a *activeCache) record(owner task.Owner, n int, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.recordLocked(owner, n, now)
+}
+
+// recordLocked is record for a caller that holds a.mu.
+func (a *activeCache) recordLocked(owner task.Owner, n int, now time.Time) {
 	if _, ok := a.entries[owner]; !ok && len(a.entries) >= activeCacheKeys {
 		if now.Sub(a.swept) < activeCacheTTL && !now.Before(a.swept) {
 			return // swept within the TTL: nothing has gone stale since
@@ -240,12 +356,5 @@ func (a *activeCache) record(owner task.Owner, n int, now time.Time) {
 			return
 		}
 	}
-	a.entries[owner] = activeCount{n: n + 1, at: now}
-}
-
-// forget drops owner's count.
-func (a *activeCache) forget(owner task.Owner) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.entries, owner)
+	a.entries[owner] = activeCount{n: n, at: now}
 }

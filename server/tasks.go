@@ -328,7 +328,7 @@ func (c *call) managerCall(ctx context.Context, fn func(ctx context.Context) (an
 		return nil, outcomeOf(pe), pe
 	}
 	c.srv.logger.Error("task manager call failed", "endpoint", c.ep.opts.Name, "method", methodLabel(c.req.Method), "err", c.redactErr(err))
-	return nil, OutcomeInternalError, errInternal
+	return nil, OutcomeInternalError, storeFailure(err)
 }
 
 // updateTask runs tasks/update. Every answer must fit the answer size

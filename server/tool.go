@@ -575,9 +575,9 @@ func outcomeOf(perr *protocolError) Outcome {
 	switch perr {
 	case errDeadline:
 		return OutcomeTimeout
-	case errQueueFull:
+	case errQueueFull, errTaskQueueTimeout:
 		return OutcomeBusy
-	case errInternal:
+	case errInternal, errStoreUnavailable:
 		return OutcomeInternalError
 	}
 	return OutcomeProtocolError

@@ -40,7 +40,9 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // creation context: protocol-level errors pass through as in
 // toolErrorResult, a *ToolError becomes an isError result, and anything
 // else (a store failure, a bug) is logged, scrubbed of the call's
-// arguments, and answered with the fixed internal error.
+// arguments, and answered with the fixed internal error. A store outage
+// gets no 503 here: the handler ran, its task may have been committed, and
+// a 503 tells the client that nothing was stored.
 func (c *call) creationErrorResult(t *toolEntry, err error) (any, error) {
 	var (
 		te  *ToolError

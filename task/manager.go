@@ -57,6 +57,12 @@ type Handle struct {
 
 // Manager is the storage SPI behind tasks/get, tasks/update and tasks/cancel.
 // Implementations must be safe for concurrent use.
+//
+// An error that wraps ErrUnavailable, context.DeadlineExceeded (while the
+// request's own deadline has not passed) or a net.Error means the store
+// could not be reached in time: the client gets HTTP 503 with Retry-After
+// and the fixed -32603 "Internal error". Any other error is a storage
+// failure answered with the fixed internal error under HTTP 200.
 type Manager interface {
 	// FindTask returns the latest snapshot of the task named by rc, after
 	// authorizing rc against the task's binding. It returns found false

@@ -294,3 +294,13 @@ func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05
 // ErrNotFound means the task is unknown, expired, or not visible to the
 // request: the three are indistinguishable by design.
 var ErrNotFound = errors.New("task: not found")
+
+// ErrUnavailable marks a Manager error caused by the store being out of
+// reach rather than by the request: a store call that did not finish
+// within the store's own deadline, a connection that was refused, a lock
+// held elsewhere past the store's wait. A manager wraps it (errors.Is
+// finds it) so that the server answers HTTP 503 with Retry-After, telling
+// the client to retry later, instead of the fixed internal error. Errors
+// that wrap context.DeadlineExceeded or a net.Error are read the same way
+// without it.
+var ErrUnavailable = errors.New("task: store unavailable")

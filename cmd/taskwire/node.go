@@ -307,6 +307,9 @@ func startNode(ctx context.Context, cfg nodeConfig) (n *node, err error) {
 			TaskManager:     st,
 			BodyReadTimeout: cfg.BodyTimeout,
 			TaskLimits:      cfg.TaskLimits,
+			// A task operation waits for a slot no longer than one
+			// store call may take (zero: both defaults are 5 s).
+			TaskQueueTimeout: cfg.Store.Timeout,
 			// Demo only: every admitted caller may listen for task
 			// notifications; the store still authorizes each lookup.
 			Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,21 @@ import (
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
 )
+
+// bothStores returns, by name, a fresh store spec of each kind for a
+// test: an SQLite file in its temporary directory, or a PostgreSQL schema
+// dropped when it ends.
+func bothStores() map[string]func(t *testing.T) storeSpec {
+	return map[string]func(t *testing.T) storeSpec{
+		"sqlite": func(t *testing.T) storeSpec {
+			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
+		},
+		"postgres": func(t *testing.T) storeSpec {
+			raw := pgtest.URL(t)
+			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
+		},
+	}
+}
 
 // testSchema returns a fresh schema name, dropped when the test ends.
 func testSchema(t *testing.T, pgURL string) string { return pgtest.Schema(t, pgURL, "twcmd_") }
@@ -61,8 +79,11 @@ func (cs *clients) client() *mcptest.Client {
 // TestFrozenDatabase freezes the network between a serve node and its
 // PostgreSQL (connections stay open, bytes stop) while clients keep more
 // task operations coming than the handler pool and its queue hold: each
-// fails cleanly (-32603, or 503 when the queue is full) within the store
-// timeout instead of waiting for the request deadline, inline tools keep
+// tasks/get, of either protocol era, is shed with HTTP 503, Retry-After
+// and -32603 (the store's deadline passed, it waited --store-timeout for a
+// slot, or the queue was full) instead of waiting for the request
+// deadline; a creation is too, or answers 200 -32603 when its handler's
+// write timed out (the outcome is unknown then). Inline tools keep
 // answering 200 over HTTP all along, and everything works again once the
 // network heals.
 func TestFrozenDatabase(t *testing.T) {
@@ -78,14 +99,18 @@ func TestFrozenDatabase(t *testing.T) {
 	cs := newClients(t, n.URL())
 	c := cs.client()
 	held := createTask(t, c, toolReports, map[string]any{"accountId": "a", "rows": 1, "seconds": 0})
+	sid := initializeWith(t, n.URL(), `{"tasks":{}}`)
 
 	proxy.Freeze()
 	type answer struct {
-		status int
-		code   int64
-		err    error
+		create     bool
+		status     int
+		retryAfter string
+		code       int64
+		err        error
 	}
-	const clients = 300 // more than 32 handlers and a queue of 128
+	var slowest atomic.Int64 // nanoseconds
+	const clients = 300      // more than 32 handlers and a queue of 128
 	var (
 		mu      sync.Mutex
 		got     = map[answer]int{}
@@ -100,12 +125,22 @@ func TestFrozenDatabase(t *testing.T) {
 			for {
 				var r *mcptest.Response
 				var err error
-				if i%10 == 0 {
+				began := time.Now()
+				switch {
+				case i%10 == 0:
 					r, err = c.GetTask(t.Context(), held)
-				} else {
+				case i%10 == 1:
+					r, err = legacyGetTask(cs.hc, n.URL(), sid, held)
+				default:
 					r, err = c.CallTool(t.Context(), toolReports, map[string]any{"accountId": "a", "rows": 1, "seconds": 0})
 				}
-				a := answer{status: statusOf(r), err: err}
+				if d := int64(time.Since(began)); d > slowest.Load() {
+					slowest.Store(d) // racy maximum; a log figure only
+				}
+				a := answer{create: i%10 > 1, status: statusOf(r), err: err}
+				if r != nil {
+					a.retryAfter = r.Header.Get("Retry-After")
+				}
 				if e := errOf(r); e != nil {
 					a.code = e.Code
 				}
@@ -138,13 +173,21 @@ func TestFrozenDatabase(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	// A new 2025-era session needs the store too.
+	if r, err := legacyInitialize(cs.hc, n.URL()); err != nil || statusOf(r) != http.StatusServiceUnavailable ||
+		r.Header.Get("Retry-After") != "1" || errOf(r) == nil || errOf(r).Code != mcp.CodeInternalError {
+		t.Errorf("initialize with the database frozen: %v, HTTP %d, %v; want 503, Retry-After 1, -32603", err, statusOf(r), errOf(r))
+	}
 	for a, k := range got {
-		ok := a.err == nil && a.code == mcp.CodeInternalError && (a.status == http.StatusOK || a.status == http.StatusServiceUnavailable)
-		if !ok {
-			t.Errorf("%d task operations answered HTTP %d, code %d, error %v; want -32603 with 200 or 503", k, a.status, a.code, a.err)
+		shed := a.status == http.StatusServiceUnavailable && a.retryAfter == "1"
+		unknown := a.create && a.status == http.StatusOK && a.retryAfter == ""
+		if a.err != nil || a.code != mcp.CodeInternalError || !shed && !unknown {
+			t.Errorf("%d task operations (creations: %v) answered HTTP %d, Retry-After %q, code %d, error %v; want 503, Retry-After 1, -32603",
+				k, a.create, a.status, a.retryAfter, a.code, a.err)
 		}
 	}
-	t.Logf("task operations with the database frozen: %v", got)
+	t.Logf("task operations with the database frozen: %v; slowest answer %v (store timeout %v)",
+		got, time.Duration(slowest.Load()), spec.Timeout)
 
 	proxy.Unfreeze()
 	deadline := time.Now().Add(waitFor)
@@ -161,6 +204,57 @@ func TestFrozenDatabase(t *testing.T) {
 	if g := getTask(t, c, held); g.TaskID != held {
 		t.Errorf("tasks/get after the network healed: %+v", g)
 	}
+}
+
+// initializeWith opens a 2025-11-25 session with the given client
+// capabilities.
+func initializeWith(t *testing.T, url, caps string) string {
+	t.Helper()
+	resp, body := legacyPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+
+		caps+`,"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, sid, body)
+	}
+	if resp, body := legacyPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d: %s", resp.StatusCode, body)
+	}
+	return sid
+}
+
+// legacyGetTask sends a 2025-11-25 tasks/get for id in session sid. It
+// may run on any goroutine.
+func legacyGetTask(hc *http.Client, url, sid, id string) (*mcptest.Response, error) {
+	return legacyDo(hc, url, sid, `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"`+id+`"}}`)
+}
+
+// legacyInitialize sends a 2025-11-25 initialize and returns its answer.
+func legacyInitialize(hc *http.Client, url string) (*mcptest.Response, error) {
+	return legacyDo(hc, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+// legacyDo posts one 2025-11-25 message and parses the answer.
+func legacyDo(hc *http.Client, url, sid, body string) (*mcptest.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return mcptest.ParseResponse(resp.StatusCode, resp.Header, b)
 }
 
 func statusOf(r *mcptest.Response) int {

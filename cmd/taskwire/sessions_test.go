@@ -47,15 +47,7 @@ func legacyPost(t *testing.T, url, sid, body string) (*http.Response, []byte) {
 // initialize opens a 2025-11-25 session on the node at url.
 func initialize(t *testing.T, url string) string {
 	t.Helper()
-	resp, body := legacyPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, sid, body)
-	}
-	if resp, body := legacyPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("notifications/initialized: %d: %s", resp.StatusCode, body)
-	}
-	return sid
+	return initializeWith(t, url, `{}`)
 }
 
 // callStats calls text.stats inside session sid and returns the HTTP

@@ -139,11 +139,12 @@ func runStdio(ctx context.Context, cfg stdioConfig, stdin io.Reader, stdout io.W
 	}
 	sessions := cfg.Node.Sessions // in memory: a stdio session ends with its process
 	srv, err := server.New(server.Options{
-		Sessions:    &sessions,
-		Endpoints:   []*server.Endpoint{ep},
-		Logger:      logger,
-		TaskManager: n.store,
-		TaskLimits:  cfg.Node.TaskLimits,
+		Sessions:         &sessions,
+		Endpoints:        []*server.Endpoint{ep},
+		Logger:           logger,
+		TaskManager:      n.store,
+		TaskLimits:       cfg.Node.TaskLimits,
+		TaskQueueTimeout: cfg.Node.Store.Timeout,
 		// One local client: its listens may follow its own tasks; the
 		// store still authorizes each lookup.
 		Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,4 +69,70 @@ func TestServeTaskBurst(t *testing.T) {
 				t.Fatalf("inline call after the refusal: %v, HTTP %d, %v", err, statusOf(r), errOf(r))
 			}
 		})
+}
+
+// TestMaxActiveExactUnderFlood sends one caller's creations all at once,
+// many more than --max-active-tasks allows, to a node on each store: no
+// more tasks are created than the cap, however the calls interleave, and
+// once the flood is over the caller can fill the cap exactly and no
+// further.
+func TestMaxActiveExactUnderFlood(t *testing.T) {
+	const maxActive, flood = 20, 120 // fewer than the task share and its queue hold
+	for name, spec := range bothStores() {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig("", 0) // no workers: every task stays working
+			cfg.Store = spec(t)
+			cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit, MaxActive: maxActive}
+			n := start(t, cfg)
+			cs := newClients(t, n.URL())
+			args := map[string]any{"accountId": "a", "rows": 1, "seconds": 0}
+			type answer struct {
+				status int
+				task   bool
+			}
+			answers := make(chan answer, flood)
+			var wg sync.WaitGroup
+			for range flood {
+				wg.Go(func() {
+					r, err := cs.client().CallTool(t.Context(), toolReports, args)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					answers <- answer{status: r.Status, task: r.Status == http.StatusOK && r.Error == nil}
+				})
+			}
+			wg.Wait()
+			close(answers)
+			created, refused := 0, 0
+			defer func() { t.Logf("a flood of %d: %d created, %d refused", flood, created, refused) }()
+			for a := range answers {
+				switch {
+				case a.task:
+					created++
+				case a.status == http.StatusTooManyRequests:
+					refused++
+				default:
+					t.Errorf("a creation of the flood answered HTTP %d", a.status)
+				}
+			}
+			if created > maxActive || created+refused != flood {
+				t.Errorf("the flood created %d tasks and was refused %d times; want at most %d created, the rest refused", created, refused, maxActive)
+			}
+			flooded := created
+			// A call refused early (a task counted twice) can be made now.
+			c := cs.client()
+			for created < maxActive {
+				r := callTool(t, c, toolReports, args)
+				if r.Status != http.StatusOK || r.Error != nil {
+					t.Fatalf("creation %d after the flood: HTTP %d, %v", created+1, r.Status, r.Error)
+				}
+				created++
+			}
+			if r, err := c.CallTool(t.Context(), toolReports, args); err != nil || r.Status != http.StatusTooManyRequests {
+				t.Errorf("creation past the cap: %v, HTTP %d; want 429", err, statusOf(r))
+			}
+			created, refused = flooded, flood-flooded
+		})
+	}
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
-	"github.com/taskwire/taskwire/store"
 )
 
 // TestUnstorableText sends idempotency keys that no store can keep as text
@@ -19,15 +16,7 @@ import (
 // refused with the same tool error, never -32603 and never a task, so the
 // two invalid keys cannot collide, and the log holds none of the bytes.
 func TestUnstorableText(t *testing.T) {
-	stores := map[string]func(t *testing.T) storeSpec{
-		"sqlite": func(t *testing.T) storeSpec {
-			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
-		},
-		"postgres": func(t *testing.T) storeSpec {
-			raw := pgtest.URL(t)
-			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
-		},
-	}
+	stores := bothStores()
 	keys := []string{`bad\u0000key`, "bad\xffkey", "bad\xfekey"}
 	for name, spec := range stores {
 		t.Run(name, func(t *testing.T) {

@@ -129,10 +129,10 @@ func (t migrationTx) Apply(ctx context.Context, m migrations.Migration) error {
 }
 
 // wrapErr prefixes a storage error with what the store was doing; nil stays
-// nil.
+// nil. A lock held elsewhere is marked as markLocked marks it.
 func wrapErr(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("sqlite: %s: %w", what, err)
+	return markLocked(fmt.Errorf("sqlite: %s: %w", what, err))
 }

@@ -15,7 +15,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/listcursor"
@@ -317,7 +318,7 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.writeUnbounded(ctx, fn)
+	return markLocked(s.writeUnbounded(ctx, fn))
 }
 
 // writeUnbounded is write without the per-call deadline, for migrations.
@@ -339,4 +340,21 @@ func (s *Store) writeUnbounded(ctx context.Context, fn func(tx *wtx) (publish []
 		s.pub.Publish(id)
 	}
 	return nil
+}
+
+// markLocked marks an error of a statement that gave up waiting for a lock
+// another connection or process holds (SQLITE_BUSY or SQLITE_LOCKED after
+// BusyTimeout) with task.ErrUnavailable: the database is out of reach for
+// now, and the server answers 503 with Retry-After. Other errors, and nil,
+// are returned as they are.
+func markLocked(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || errors.Is(err, task.ErrUnavailable) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary result code of an extended one
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w (%w)", err, task.ErrUnavailable)
+	}
+	return err
 }

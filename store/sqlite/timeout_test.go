@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -90,5 +91,37 @@ func TestTimeoutValidated(t *testing.T) {
 	_, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "x.db"), Timeout: -time.Second})
 	if err == nil {
 		t.Error("Open accepted a negative Timeout")
+	}
+}
+
+// TestLockHeldElsewhereIsUnavailable holds the database's write lock from
+// another connection, as another process would: a write that gives up
+// waiting for it after BusyTimeout fails with task.ErrUnavailable (the
+// server's 503 with Retry-After), and succeeds once the lock is free.
+func TestLockHeldElsewhereIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s := open(t, sqlite.Options{Path: path, Timeout: time.Minute, BusyTimeout: 100 * time.Millisecond})
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Enqueue(context.Background(), creation(t), backend.EnqueueOptions{})
+	if !errors.Is(err, task.ErrUnavailable) {
+		t.Errorf("Enqueue with the write lock held elsewhere: %v, want task.ErrUnavailable", err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, err := s.Enqueue(context.Background(), creation(t), backend.EnqueueOptions{}); err != nil {
+		t.Errorf("Enqueue after the lock is free: %v", err)
 	}
 }

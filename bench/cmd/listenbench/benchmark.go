@@ -33,6 +33,7 @@ type config struct {
 	Each        bool
 	Reader      string
 	H2C         bool
+	RSSClose    bool
 
 	Listeners    int
 	FanoutTasks  int
@@ -62,6 +63,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Rate, "rate", 500, "latency: task completions per second")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "latency: how long the driver completes tasks (rate × duration ≤ clients × tasks-per-client)")
 	fs.IntVar(&c.Streams, "streams", 10000, "rss: idle listen streams to hold")
+	fs.BoolVar(&c.RSSClose, "rss-close", false, "rss: then close the streams from the client side and measure what the server keeps")
 	fs.IntVar(&c.OpenConc, "open-concurrency", 64, "listens opened at once")
 	fs.IntVar(&c.Listeners, "listeners", 1000, "fanout, distinct: listening streams")
 	fs.IntVar(&c.FanoutTasks, "fanout-tasks", 10, "fanout: tasks of one tenant, each followed by every listener")
@@ -614,6 +616,9 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "  per stream                 %.1f KB  (delta %.1f MB / %d)\n",
 			float64(after-before)/float64(len(ls)), float64(after-before)/1024, len(ls))
 	}
+	if cfg.RSSClose {
+		return errors.Join(openErr, measureClosed(c, cfg, ls, stdout))
+	}
 	graceful, endErr := endAll(c, ls)
 	fmt.Fprintf(stdout, "  graceful ends on Close     %d of %d\n\n", graceful, len(ls))
 	err = errors.Join(openErr, endErr)
@@ -621,6 +626,67 @@ func runRSS(ctx context.Context, cfg config, limit uint64, stdout, stderr io.Wri
 		err = errors.Join(err, fmt.Errorf("%d stream problems, first: %s", len(p), p[0]))
 	}
 	return err
+}
+
+// measureClosed closes every stream from the client side, waits for the
+// server to count none open, and reports its VmRSS and heap after a GC,
+// then after returning freed memory to the OS: what the first holds
+// beyond the second is the runtime's retained heap, not live memory.
+func measureClosed(c *child, cfg config, ls []*listener, stdout io.Writer) error {
+	for _, l := range ls {
+		l.Close()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := c.do("stats", "stats ", time.Minute)
+		if err != nil {
+			return err
+		}
+		var g, heap, stack, open int
+		if n, _ := fmt.Sscanf(st[len(st)-1], "stats %d %d %d %d", &g, &heap, &stack, &open); n == 4 && open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("streams still open a minute after the clients closed them: %s", st[len(st)-1])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // let the streams' goroutines end
+	if cfg.Profile != "" {
+		if _, err := c.do("heap "+cfg.Profile+".closed.heap", "heap done", time.Minute); err != nil {
+			return err
+		}
+	}
+	for _, step := range []struct{ cmd, reply, label string }{
+		{"gc-only", "gc done", "after close, GC"},
+		{"gc", "gc done", "after close, GC + FreeOSMemory"},
+	} {
+		if _, err := c.do(step.cmd, step.reply, time.Minute); err != nil {
+			return err
+		}
+		kb, err := c.rssKB()
+		if err != nil {
+			return err
+		}
+		st, err := c.do("mem", "mem ", time.Minute)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  server VmRSS %-31s %.1f MB  (%s)\n", step.label, float64(kb)/1024, fmtMem(st[len(st)-1]))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// fmtMem renders a "mem G INUSE IDLE RELEASED STACK" reply.
+func fmtMem(line string) string {
+	var g, inuse, idle, released, stack int
+	if n, _ := fmt.Sscanf(line, "mem %d %d %d %d %d", &g, &inuse, &idle, &released, &stack); n != 5 {
+		return line
+	}
+	mb := func(b int) float64 { return float64(b) / (1 << 20) }
+	return fmt.Sprintf("%d goroutines, heap in use %.1f MB, idle %.1f MB of which released %.1f MB, stacks %.1f MB",
+		g, mb(inuse), mb(idle), mb(released), mb(stack))
 }
 
 // fmtStats renders a "stats G HEAP STACK LISTENS" reply.

@@ -120,6 +120,31 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRSSClose runs rss with -rss-close at a small scale: the streams
+// close from the client side, the server counts none open, and both
+// after-close readings are printed with no goroutine of a stream left.
+func TestRSSClose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server subprocess")
+	}
+	t.Setenv(asMainEnv, "1")
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"rss", "-streams", "50", "-rss-close", "-max-lifetime", "2m"}, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{
+		"listens opened             50 in",
+		"after close, GC  ",
+		"after close, GC + FreeOSMemory",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestEpollReader runs fanout and distinct at a small scale with the
 // epoll reader: every notification and final result arrives, parsed from
 // the raw chunked bodies, and each completion's last arrival is printed.

@@ -313,6 +313,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			runtime.GC()
 			debug.FreeOSMemory()
 			fmt.Fprintln(out, "gc done")
+		case line == "gc-only":
+			runtime.GC()
+			fmt.Fprintln(out, "gc done")
+		case line == "mem":
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(out, "mem %d %d %d %d %d\n", runtime.NumGoroutine(), ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.StackInuse)
 		case line == "stats":
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
