@@ -181,7 +181,7 @@ func generateReport(ctx context.Context, job *worker.Job, in ReportInput, dir st
 		GeneratedAt: time.Now().UTC().Format(time.RFC3339),
 	}
 	if err := writeReport(dir, taskID, attempt, r); err != nil {
-		return Report{}, err // retried with backoff
+		return Report{}, err // worker.Unavailable: retried for the runtime's RetryWindow
 	}
 	return r, nil
 }
@@ -283,17 +283,22 @@ func writeReport(dir, taskID string, attempt int64, r Report) error {
 // fileError describes a failed file operation without the file's path,
 // which names the task: the worker logs a handler's error text, and task IDs
 // stay out of logs. The cause stays matchable (errors.Is(err,
-// fs.ErrPermission)).
+// fs.ErrPermission)). A report that cannot be written is a storage fault
+// (a full or failing disk, a directory that went away), so the error is
+// marked worker.Unavailable: the job is retried for Options.RetryWindow,
+// not only MaxAttempts times, and a fault of minutes does not fail it.
 func fileError(what string, err error) error {
 	var pe *fs.PathError
 	var le *os.LinkError
 	switch {
 	case errors.As(err, &pe):
-		return fmt.Errorf("%s: %s: %w", what, pe.Op, pe.Err)
+		err = fmt.Errorf("%s: %s: %w", what, pe.Op, pe.Err)
 	case errors.As(err, &le):
-		return fmt.Errorf("%s: %s: %w", what, le.Op, le.Err)
+		err = fmt.Errorf("%s: %s: %w", what, le.Op, le.Err)
+	default:
+		err = fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return worker.Unavailable(err)
 }
 
 // reportTempPath is the temporary file of one run's report; the task ID was

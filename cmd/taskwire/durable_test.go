@@ -140,6 +140,11 @@ func TestWriteReportErrorsNameNoPath(t *testing.T) {
 	if strings.Contains(err.Error(), "task1") || strings.Contains(err.Error(), dir) {
 		t.Errorf("error %q names the file", err)
 	}
+	// A storage fault: retried for the runtime's RetryWindow, not failed
+	// after MaxAttempts quick retries.
+	if !strings.HasPrefix(err.Error(), "worker: unavailable: ") {
+		t.Errorf("writeReport's error %q is not marked worker.Unavailable", err)
+	}
 	if got := reportFiles(t, dir); !slices.Equal(got, []string{"task1.json"}) {
 		t.Errorf("reports dir holds %v after the failed write", got)
 	}
