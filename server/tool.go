@@ -61,8 +61,9 @@ type SanitizeRequest struct {
 }
 
 // CatalogPolicy decides which tools an identity may see in tools/list and
-// call. A tool it hides answers exactly as an unknown tool does. An error is
-// the fixed internal error.
+// call. A tool it hides answers exactly as an unknown tool does: -32602
+// `Invalid params: unknown tool "name"`, naming the requested tool. An error
+// is the fixed internal error.
 type CatalogPolicy interface {
 	ToolVisible(ctx context.Context, id Identity, endpoint, tool string) (bool, error)
 }
@@ -352,7 +353,7 @@ func toolInputError(err error) *mcp.CallToolResult {
 func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protocolError) {
 	t, ok := c.ep.toolIndex[name]
 	if !ok {
-		return nil, errUnknownTool
+		return nil, unknownToolError(name)
 	}
 	if p := c.srv.opts.CatalogPolicy; p != nil {
 		visible, err := p.ToolVisible(ctx, c.id, c.ep.opts.Name, name)
@@ -361,7 +362,7 @@ func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protoc
 			return nil, errInternal
 		}
 		if !visible {
-			return nil, errUnknownTool
+			return nil, unknownToolError(name)
 		}
 	}
 	return t, nil
