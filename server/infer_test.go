@@ -100,8 +100,8 @@ func TestInferredSlices(t *testing.T) {
 	if diff := cmp.Diff([]string{"urls"}, in.Required); diff != "" {
 		t.Errorf("required (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(`{"additionalProperties":false,"properties":{"urls":{"items":{"type":"string"},"type":["null","array"]}},"required":["urls"],"type":"object"}`,
-		compactJSON(t, tool.OutputSchema)); diff != "" {
+	wantOut := json.RawMessage(`{"type":"object","required":["urls"],"properties":{"urls":{"type":["null","array"],"items":{"type":"string"}}},"additionalProperties":false}`)
+	if diff := cmp.Diff(decodeJSON(t, wantOut), decodeJSON(t, tool.OutputSchema)); diff != "" {
 		t.Errorf("output schema (-want +got):\n%s", diff)
 	}
 
@@ -165,14 +165,4 @@ func TestInferredSlices(t *testing.T) {
 	if !strings.Contains(string(resp.Body), `"structuredContent":{"urls":null}`) || strings.Contains(string(resp.Body), `"isError":true`) {
 		t.Errorf("nil output slice: %s", resp.Body)
 	}
-}
-
-func compactJSON(t *testing.T, raw json.RawMessage) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
