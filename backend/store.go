@@ -251,8 +251,10 @@ type Enqueuer interface {
 type EnqueueOptions struct {
 	// IdempotencyKey, when set, makes a retried creation with the same key,
 	// tenant, endpoint and tool return the existing task instead of a new
-	// one. A retry whose origin differs (other arguments) fails with
-	// ErrIdempotencyConflict.
+	// one. A retry whose arguments differ fails with ErrIdempotencyConflict;
+	// arguments are compared as JSON values (task.Origin.SameArguments), so
+	// white space, member order and string escapes do not matter, number
+	// spellings do.
 	IdempotencyKey string
 	// MaxAttempts bounds the handler failures of the job (default
 	// DefaultMaxAttempts, at most MaxMaxAttempts); interrupted runs do not

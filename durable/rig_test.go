@@ -3,10 +3,12 @@ package durable_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +190,34 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// callRaw sends tools/call with args, a JSON object, in the request body
+// exactly as given: the client's other calls re-encode their arguments.
+func (r *rig) callRaw(t *testing.T, tool, args string) *mcptest.Response {
+	t.Helper()
+	meta, err := json.Marshal(map[string]any{
+		mcp.MetaProtocolVersion:    mcp.LatestProtocolVersion,
+		mcp.MetaClientCapabilities: r.client.Capabilities,
+		mcp.MetaClientInfo:         mcp.Implementation{Name: "raw", Version: "1.0.0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _ := json.Marshal(tool)
+	body := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": ` + string(name) +
+		`, "arguments": ` + args + `, "_meta": ` + string(meta) + `}}`
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost"+r.client.Path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
+	req.Header.Set("Mcp-Method", mcp.MethodToolsCall)
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

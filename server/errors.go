@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -27,8 +28,9 @@ func newProtocolError(status int, err *mcp.Error) *protocolError {
 }
 
 // Errors that the pipeline sends. They never echo request values, except
-// where the protocol requires it: -32022 names the requested version and
-// resource-not-found names the requested URI.
+// where the protocol requires it or the caller needs it to correct the
+// call: -32022 names the requested version, resource-not-found the
+// requested URI and unknownToolError the requested tool.
 var (
 	errParse          = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error"))
 	errTooDeep        = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeParseError, "Parse error: JSON nesting too deep"))
@@ -38,7 +40,6 @@ var (
 	errInternal       = newProtocolError(http.StatusOK, mcp.InternalError())
 	errQueueFull      = busy("Server busy")
 	errDeadline       = newProtocolError(http.StatusGatewayTimeout, mcp.NewError(mcp.CodeInternalError, "Request deadline exceeded"))
-	errUnknownTool    = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown tool"))
 	errUnknownPrompt  = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: unknown prompt"))
 	errBadCursor      = newProtocolError(http.StatusOK, mcp.InvalidParams("Invalid params: invalid cursor"))
 	errStreamGone     = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeInternalError, "Stream closed"))
@@ -77,6 +78,32 @@ func storeUnavailable(err error) bool {
 // CodeRateLimited is the implementation-defined JSON-RPC code sent with HTTP
 // 429 when a rate limiter denies a request.
 const CodeRateLimited = -31999
+
+// maxEchoedToolName bounds the bytes of a tool name that unknownToolError
+// repeats: the longest name the MCP specification allows (128 characters
+// of A-Z, a-z, 0-9, _, - and .).
+const maxEchoedToolName = 128
+
+// unknownToolError is the -32602 of a tools/call whose tool does not exist
+// or is hidden from the caller by the catalog policy, the same bytes for
+// both. It names the requested tool so that the caller sees which name was
+// wrong: quoted as a Go string of ASCII only (control, non-ASCII and
+// invalid bytes escaped, so that nothing in it reaches a terminal or a log
+// raw), and cut on a character boundary after maxEchoedToolName bytes,
+// marked "(cut)".
+func unknownToolError(name string) *protocolError {
+	msg := "Invalid params: unknown tool "
+	if len(name) <= maxEchoedToolName {
+		msg += strconv.QuoteToASCII(name)
+	} else {
+		n := maxEchoedToolName
+		for n > 0 && !utf8.RuneStart(name[n]) {
+			n--
+		}
+		msg += strconv.QuoteToASCII(name[:n]) + " (cut)"
+	}
+	return invalidParams(msg)
+}
 
 func invalidRequest(msg string) *protocolError {
 	return newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, msg))

@@ -153,29 +153,33 @@ func (ep *Endpoint) legacyListTasks(ctx context.Context, c *call) (any, Outcome,
 type clientAsker func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 
 // taskInputRelay sends a task's outstanding input requests to the client as
-// real requests tagged with the related-task _meta key, each key once, and
-// stores the answers with Manager.UpdateTask. Its goroutines belong to the
-// waiting request: wait ends them.
+// real requests, each key once, and stores the answers with
+// Manager.UpdateTask. The requests are tagged with the related-task _meta
+// key when the client knows the task (tasks/result), and sent as stored
+// when it does not (an inline wait for a client without tasks, which never
+// saw the task ID). Its goroutines belong to the waiting request: wait ends
+// them.
 type taskInputRelay struct {
-	c    *call
-	ask  clientAsker
-	rc   task.RequestContext
-	ctx  context.Context
-	wake func() // wakes the wait, to end it at once with err
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	sent map[string]bool
-	err  error // the first answer that could not be stored
+	c       *call
+	ask     clientAsker
+	related bool // tag requests with the related-task _meta key
+	rc      task.RequestContext
+	ctx     context.Context
+	wake    func() // wakes the wait, to end it at once with err
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	sent    map[string]bool
+	err     error // the first answer that could not be stored
 }
 
-func newTaskInputRelay(ctx context.Context, c *call, ask clientAsker, rc task.RequestContext, w *taskWatch) *taskInputRelay {
+func newTaskInputRelay(ctx context.Context, c *call, ask clientAsker, related bool, rc task.RequestContext, w *taskWatch) *taskInputRelay {
 	wake := func() {
 		select {
 		case w.wake <- struct{}{}:
 		default:
 		}
 	}
-	return &taskInputRelay{c: c, ask: ask, rc: rc, ctx: ctx, wake: wake, sent: map[string]bool{}}
+	return &taskInputRelay{c: c, ask: ask, related: related, rc: rc, ctx: ctx, wake: wake, sent: map[string]bool{}}
 }
 
 // relay sends the requests of t not sent yet. It fails when the session's
@@ -205,11 +209,14 @@ func (r *taskInputRelay) relay(t task.Task) error {
 			return errInternal
 		}
 		r.sent[key] = true
-		params, err := relatedParams(reqs[key].Params, t.ID())
-		if err != nil {
-			return errInternal
-		}
 		req := reqs[key]
+		params := req.Params
+		if r.related {
+			var err error
+			if params, err = relatedParams(req.Params, t.ID()); err != nil {
+				return errInternal
+			}
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()

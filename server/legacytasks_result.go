@@ -18,11 +18,12 @@ var errInputUnrelayable = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeI
 // awaitTerminal waits, up to maxWait from now and within the HTTP request's
 // life, for the task named id to reach a terminal state, relaying its input
 // requests to the client through ask (which may be nil: the wait then fails
-// with errInputUnrelayable when input is needed). changed, when not nil, is
+// with errInputUnrelayable when input is needed), tagged with the
+// related-task _meta key when related is set. changed, when not nil, is
 // called with each new snapshot (for progress). It returns the terminal
 // snapshot, or errWaitEnded when the wait ran out or the client left; the
 // task is never cancelled by the wait ending.
-func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Duration, ask clientAsker, changed func(task.Task)) (task.Task, error) {
+func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Duration, ask clientAsker, related bool, changed func(task.Task)) (task.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, maxWait)
 	defer cancel()
 	rc := c.requestContext(id)
@@ -30,7 +31,7 @@ func (c *call) awaitTerminal(ctx context.Context, id string, maxWait time.Durati
 	defer w.stop()
 	var relay *taskInputRelay
 	if ask != nil {
-		relay = newTaskInputRelay(ctx, c, ask, rc, w)
+		relay = newTaskInputRelay(ctx, c, ask, related, rc, w)
 		defer func() {
 			cancel() // questions still in flight end with the wait
 			relay.wait()
@@ -109,7 +110,7 @@ func (ep *Endpoint) legacyTaskResultFor(ctx context.Context, c *call, maxWait ti
 		return nil, OutcomeProtocolError, errTaskNotFound
 	}
 	streaming := false
-	t, err := c.awaitTerminal(ctx, id, maxWait, ask, func(task.Task) {
+	t, err := c.awaitTerminal(ctx, id, maxWait, ask, true, func(task.Task) {
 		// The task is not done: answer on an SSE stream, so that
 		// keep-alives flow while the request blocks.
 		if !streaming {

@@ -198,7 +198,7 @@ func TestLegacyTaskCallRules(t *testing.T) {
 		// client with tasks; a client without tasks has params.task ignored.
 		{withTasks, `{"name":"plain","arguments":{},"task":{}}`, `{"code":-32601,"message":"Method not found: this tool cannot be called as a task (its taskSupport is forbidden)"}`},
 		{without, `{"name":"plain","arguments":{},"task":{}}`, `{"content":[{"type":"text","text":"plain"}]}`},
-		{withTasks, `{"name":"nosuch","arguments":{},"task":{}}`, `{"code":-32602,"message":"Invalid params: unknown tool"}`},
+		{withTasks, `{"name":"nosuch","arguments":{},"task":{}}`, `{"code":-32602,"message":"Invalid params: unknown tool \"nosuch\""}`},
 		{withTasks, `{"name":"build","arguments":{},"task":{"ttl":-1}}`, `{"code":-32602,"message":"Invalid params: task must be an object with an optional non-negative integer ttl"}`},
 	}
 	for _, tt := range tests {

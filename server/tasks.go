@@ -203,8 +203,10 @@ func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.Creatio
 
 // verifyHandle checks a task handle before it is sent: the call must have
 // offered a creation context, and the manager must find the task for this
-// request with the same ID and an equal origin. Any failure is the fixed
-// internal error; nothing about the handle is echoed.
+// request with the same ID and an origin of the same call
+// (task.Origin.SameCall: an idempotent retry may spell the arguments of the
+// task it is given differently). Any failure is the fixed internal error;
+// nothing about the handle is echoed.
 func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (any, Outcome, *protocolError) {
 	cc := rq.taskCreation
 	if cc == nil {
@@ -220,7 +222,7 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 		switch {
 		case err != nil:
 			return nil, err
-		case !found || t.ID() != h.ID || !t.Origin().Equal(cc.Origin):
+		case !found || t.ID() != h.ID || !t.Origin().SameCall(cc.Origin):
 			return nil, errUnverifiedHandle
 		}
 		return &mcp.CreateTaskResult{TaskInfo: t.Info()}, nil
@@ -267,7 +269,7 @@ func (c *call) findCreated(ctx context.Context, id string) (task.Task, bool, err
 	}
 }
 
-var errUnverifiedHandle = errors.New("the manager did not confirm the task with the same ID and origin")
+var errUnverifiedHandle = errors.New("the manager did not confirm the task with the same ID and call")
 
 // redactErr renders an error of a store or another application seam for
 // the log: its text, bounded, so that the operator sees the cause (a

@@ -61,8 +61,9 @@ type SanitizeRequest struct {
 }
 
 // CatalogPolicy decides which tools an identity may see in tools/list and
-// call. A tool it hides answers exactly as an unknown tool does. An error is
-// the fixed internal error.
+// call. A tool it hides answers exactly as an unknown tool does: -32602
+// `Invalid params: unknown tool "name"`, naming the requested tool. An error
+// is the fixed internal error.
 type CatalogPolicy interface {
 	ToolVisible(ctx context.Context, id Identity, endpoint, tool string) (bool, error)
 }
@@ -89,6 +90,9 @@ type toolEntry struct {
 // AddTool registers a typed tool on ep. When t.InputSchema is empty it is
 // inferred from In, which must be a struct, a map with string keys, or any;
 // when t.OutputSchema is empty and Out is not any, it is inferred from Out.
+// A slice is a plain "array" in the input schema (null is refused; use a
+// pointer to a slice to accept it) and may be null in the output schema,
+// because a nil slice marshals as null.
 // Problems with the tool are reported by New. AddTool panics if ep already
 // belongs to a server (see Endpoint).
 func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], opts ...ToolOption) {
@@ -258,18 +262,20 @@ func CheckTool(t *mcp.Tool) error {
 }
 
 // inferSchemas returns a copy of t with the schemas that are empty inferred
-// from In and Out; the error names the tool.
+// from In and Out; the error names the tool. A slice is a plain "array" in
+// the input schema and may be null in the output schema (see
+// fixInputSlices).
 func inferSchemas[In, Out any](t *mcp.Tool) (mcp.Tool, error) {
 	tt := *t
 	if len(tt.InputSchema) == 0 {
-		s, err := inferSchema[In]()
+		s, err := inferSchema[In](true)
 		if err != nil {
 			return tt, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 		}
 		tt.InputSchema = s
 	}
 	if len(tt.OutputSchema) == 0 && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
-		s, err := inferSchema[Out]()
+		s, err := inferSchema[Out](false)
 		if err != nil {
 			return tt, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
 		}
@@ -278,10 +284,15 @@ func inferSchemas[In, Out any](t *mcp.Tool) (mcp.Tool, error) {
 	return tt, nil
 }
 
-func inferSchema[T any]() (json.RawMessage, error) {
+// inferSchema infers the schema of T with jsonschema-go; an input schema's
+// slices are plain arrays (see fixInputSlices).
+func inferSchema[T any](input bool) (json.RawMessage, error) {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
 		return nil, err
+	}
+	if input {
+		fixInputSlices(reflect.TypeFor[T](), s)
 	}
 	return json.Marshal(s)
 }
@@ -352,7 +363,7 @@ func toolInputError(err error) *mcp.CallToolResult {
 func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protocolError) {
 	t, ok := c.ep.toolIndex[name]
 	if !ok {
-		return nil, errUnknownTool
+		return nil, unknownToolError(name)
 	}
 	if p := c.srv.opts.CatalogPolicy; p != nil {
 		visible, err := p.ToolVisible(ctx, c.id, c.ep.opts.Name, name)
@@ -361,7 +372,7 @@ func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protoc
 			return nil, errInternal
 		}
 		if !visible {
-			return nil, errUnknownTool
+			return nil, unknownToolError(name)
 		}
 	}
 	return t, nil

@@ -78,7 +78,9 @@ func (ep *Endpoint) waitInline(ctx context.Context, lc *legacyCall) (any, Outcom
 	progress := newInlineProgress(c)
 	progress.report(created.Status, created.StatusMessage, nil)
 	maxWait := c.srv.inlineTaskWait()
-	t, err := c.awaitTerminal(wctx, id, maxWait, lc.asker(), func(t task.Task) {
+	// The client never saw the task: its input requests go without the
+	// related-task _meta key.
+	t, err := c.awaitTerminal(wctx, id, maxWait, lc.asker(), false, func(t task.Task) {
 		progress.report(t.Status(), t.StatusMessage(), t.Params().Progress)
 	})
 	if err != nil {

@@ -50,7 +50,8 @@ func TestWaitInlineProgressAndResult(t *testing.T) {
 }
 
 // TestWaitInlineInput: the task's input request reaches a 2025-11-25
-// client without tasks as a real elicitation request; the answer is stored
+// client without tasks as a real elicitation request, without the
+// related-task _meta key of a task the client never saw; the answer is stored
 // and the call returns the result once the worker completes.
 func TestWaitInlineInput(t *testing.T) {
 	r := newLTRig(t, nil)
@@ -64,9 +65,16 @@ func TestWaitInlineInput(t *testing.T) {
 	go func() { done <- c.request("tools/call", `{"name":"build.inline","arguments":{}}`) }()
 	id := r.nextCreated()
 	hints := r.hints(id)
-	r.mem.RequestInput(id, mcp.InputRequests{ltFormKey: mcp.NewElicitFormRequest("Approve?", json.RawMessage(ltForm))}, "")
-	if m := <-asked; m.Method != mcp.MethodElicitationCreate {
+	req := mcp.NewElicitFormRequest("Approve?", json.RawMessage(ltForm))
+	r.mem.RequestInput(id, mcp.InputRequests{ltFormKey: req}, "")
+	m := <-asked
+	if m.Method != mcp.MethodElicitationCreate {
 		t.Fatalf("asked %s", m.Method)
+	}
+	// The client never saw the task: the request goes as stored, without
+	// the related-task _meta key.
+	if diff := cmp.Diff(string(req.Params), string(m.Params)); diff != "" {
+		t.Errorf("elicitation params (-stored +sent):\n%s", diff)
 	}
 	r.waitFor(id, hints, func(tk task.Task) bool { return tk.Status() == task.Working })
 	if answers, _ := r.mem.TakeInputResponses(id); len(answers) != 1 {

@@ -49,7 +49,8 @@ const originFormatV1 = 1
 // escapes, large integers, white space), so never route it through a JSON
 // column or serializer.
 //
-// The zero Origin is invalid. Origins compare with Equal.
+// The zero Origin is invalid. Origins compare with Equal, byte for byte;
+// SameCall and SameArguments compare the arguments as JSON values.
 type Origin struct {
 	d *originData // nil for the zero Origin; behind a pointer so that fmt's
 	// reflection over a containing struct cannot print the members
@@ -222,6 +223,38 @@ func (o Origin) Equal(p Origin) bool {
 		return o.d == p.d
 	}
 	return o.d.canon == p.d.canon
+}
+
+// SameArguments reports whether o and p carry the same tool arguments: the
+// same JSON value, whatever the white space, member order and string
+// escapes of their texts. Number spellings count (1 and 1.0 differ, as
+// they do to a Go integer field), as does the order of array elements. It
+// is the comparison of an idempotent retry's arguments with those of the
+// task its key already holds; the canonical form it compares is bounded by
+// MaxOriginDepth like the arguments themselves. Zero origins carry no
+// arguments and compare equal only to each other.
+func (o Origin) SameArguments(p Origin) bool {
+	if o.d == nil || p.d == nil {
+		return o.d == p.d
+	}
+	return jsonlimit.EqualCanonical(o.d.fields.Arguments, p.d.fields.Arguments, MaxOriginDepth)
+}
+
+// SameCall reports whether o and p record the same call: equal in every
+// member but the text of the arguments, which need only be SameArguments.
+// The origin of a task returned for an idempotent retry is SameCall with
+// the retry's, though its bytes may differ.
+func (o Origin) SameCall(p Origin) bool {
+	if o.Equal(p) {
+		return true
+	}
+	if o.d == nil || p.d == nil {
+		return false
+	}
+	x, y := o.d.fields, p.d.fields
+	return x.ProtocolVersion == y.ProtocolVersion && x.Endpoint == y.Endpoint && x.Operation == y.Operation &&
+		x.Tool == y.Tool && slices.Equal(x.InputKinds, y.InputKinds) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
+		x.MirrorStructured == y.MirrorStructured && o.SameArguments(p)
 }
 
 // fields returns the members, or zero members for the zero Origin.

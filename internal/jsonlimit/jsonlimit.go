@@ -1,5 +1,6 @@
 // Package jsonlimit measures JSON text cheaply, for limits checked on every
-// request and result.
+// request and result, and writes it in a canonical form (AppendCanonical)
+// so that two spellings of one value compare equal.
 package jsonlimit
 
 // DepthWithin reports whether the nesting depth of the JSON text data

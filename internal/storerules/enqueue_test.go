@@ -74,8 +74,10 @@ func TestSameArguments(t *testing.T) {
 		{`{"a":1}`, `{"a":1}`, true},
 		{`{"a":1}`, "{ \"a\" :\n 1 }", true},
 		{`{"a":1}`, `{"a":1.0}`, false},
-		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, false},
-		{`{"a":"\u00e9"}`, `{"a":"é"}`, false},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, true},
+		{`{"a":"\u00e9"}`, `{"a":"é"}`, true},
+		{`{"a":{"x":[1,2],"y":null}}`, `{ "a" : { "y" : null , "x" : [ 1 , 2 ] } }`, true},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`, false},
 		{`{"a":1}`, `{"a":2}`, false},
 	} {
 		if got := SameArguments(o(tc.a), o(tc.b)); got != tc.want {

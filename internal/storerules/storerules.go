@@ -14,8 +14,6 @@
 package storerules
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 
 	"github.com/taskwire/taskwire/backend"
@@ -35,20 +33,12 @@ func ExhaustedError() *mcp.Error {
 }
 
 // SameArguments reports whether two origins carry the same tool arguments
-// for idempotency purposes: byte-identical, or identical once insignificant
-// white space is removed. Member order, number spellings and escapes still
-// count, so the comparison never merges two argument objects a tool could
-// tell apart.
+// for idempotency purposes: the same JSON value, whatever the white space,
+// member order or string escapes of their texts (task.Origin.SameArguments,
+// the comparison the server applies to the task a store returns). Number
+// spellings still count, so 1 and 1.0 are different arguments.
 func SameArguments(a, b task.Origin) bool {
-	x, y := a.Params().Arguments, b.Params().Arguments
-	if bytes.Equal(x, y) {
-		return true
-	}
-	var cx, cy bytes.Buffer
-	if json.Compact(&cx, x) != nil || json.Compact(&cy, y) != nil {
-		return false
-	}
-	return bytes.Equal(cx.Bytes(), cy.Bytes())
+	return a.SameArguments(b)
 }
 
 // CheckRequests checks what a store needs of input requests: at least

@@ -152,6 +152,28 @@ func testIdempotency(t *testing.T, open opener) {
 	if _, err := mk(endpointA, tenantA, toolA, `{"n":2}`); errClass(err) != "ErrIdempotencyConflict" {
 		t.Fatalf("other arguments: got %v, want ErrIdempotencyConflict", err)
 	}
+	// The same values spelt by another serializer are the same arguments;
+	// other values, or numbers spelt otherwise, are not.
+	first, err = b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{"n":1,"opts":{"tags":["a","é"],"deep":{"x":null,"y":true}}}`),
+		backend.EnqueueOptions{IdempotencyKey: "req-2", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids[first.ID()] = true
+	for _, tc := range []struct{ args, want string }{
+		{`{"n": 1, "opts": {"tags": ["a", "é"], "deep": {"x": null, "y": true}}}`, "ok"},
+		{`{"opts":{"deep":{"y":true,"x":null},"tags":["a","\u00e9"]},"n":1}`, "ok"},
+		{"{\n  \"opts\" : {\"tags\":[\"a\",\"\\u00e9\"],\"deep\":{\"x\":null,\"y\":true}},\n  \"n\" : 1\n}", "ok"},
+		{`{"n":1.0,"opts":{"tags":["a","é"],"deep":{"x":null,"y":true}}}`, "ErrIdempotencyConflict"},
+		{`{"n":1,"opts":{"tags":["é","a"],"deep":{"x":null,"y":true}}}`, "ErrIdempotencyConflict"},
+		{`{"n":1,"opts":{"tags":["a","é"],"deep":{"x":null}}}`, "ErrIdempotencyConflict"},
+		{`{"n":2}`, "ErrIdempotencyConflict"},
+	} {
+		got, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, tc.args), backend.EnqueueOptions{IdempotencyKey: "req-2", TTL: time.Hour})
+		if errClass(err) != tc.want || (err == nil && got.ID() != first.ID()) {
+			t.Errorf("key req-2 with %q: got %v, %v; want %s with task %s", tc.args, got.ID(), err, tc.want, first.ID())
+		}
+	}
 	// Without a key every call creates a task.
 	x := enqueue(t, b, backend.EnqueueOptions{})
 	y := enqueue(t, b, backend.EnqueueOptions{})

@@ -30,7 +30,7 @@ const (
 // mTask is the model of one task and its job.
 type mTask struct {
 	id, endpoint, tenant, kind string
-	idemKey, args              string
+	idemKey, value             string // value: the modelArgs label of the arguments
 
 	status      task.Status
 	message     string
