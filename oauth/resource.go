@@ -26,6 +26,7 @@ const (
 	CategoryMalformed         Category = "malformed"              // not one "Bearer TOKEN" header, or not a parsable token
 	CategoryOversized         Category = "oversized"              // longer than Options.MaxTokenBytes
 	CategoryBadAlgorithm      Category = "bad_algorithm"          // an algorithm not allowed, "none" included
+	CategoryBadHeader         Category = "bad_header"             // a "crit" header: no JWS extension is understood (RFC 7515 §4.1.11)
 	CategoryUnknownKey        Category = "unknown_key"            // no key with the token's "kid", even after a refresh
 	CategoryKeysUnavailable   Category = "keys_unavailable"       // the JWKS could not be fetched (yet): HTTP 503, see ErrUnavailable
 	CategoryBadSignature      Category = "bad_signature"          // the signature does not verify
@@ -265,8 +266,13 @@ func (rs *ResourceServer) verifyJWT(ctx context.Context, tok string) (claims, *t
 
 // key returns the verification key for a parsed token header: the shared
 // secret for HS* (only with HMACSecret), else the JWKS key with its "kid"
-// whose type fits the algorithm.
+// whose type fits the algorithm. A header with "crit" gets no key: it
+// names extensions that must be understood, and none is (RFC 7515
+// §4.1.11), while an empty list or one of standard names is invalid.
 func (rs *ResourceServer) key(ctx context.Context, t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errCritical
+	}
 	alg := t.Method.Alg()
 	if slices.Contains(hmacAlgorithms, alg) {
 		if rs.opts.HMACSecret == nil {
@@ -288,7 +294,10 @@ func (rs *ResourceServer) key(ctx context.Context, t *jwt.Token) (any, error) {
 	return k.key, nil
 }
 
-var errBadAlgorithm = errors.New("oauth: algorithm does not fit the key")
+var (
+	errBadAlgorithm = errors.New("oauth: algorithm does not fit the key")
+	errCritical     = errors.New(`oauth: the token header has "crit"`)
+)
 
 // jwtCategory maps a jwt parse error to a category.
 func (rs *ResourceServer) jwtCategory(token *jwt.Token, err error) *tokenError {
@@ -296,6 +305,8 @@ func (rs *ResourceServer) jwtCategory(token *jwt.Token, err error) *tokenError {
 	switch {
 	case errors.Is(err, errBadAlgorithm):
 		c = CategoryBadAlgorithm
+	case errors.Is(err, errCritical):
+		c = CategoryBadHeader
 	case errors.Is(err, errUnknownKey):
 		c = CategoryUnknownKey
 	case errors.Is(err, errKeysFailed):

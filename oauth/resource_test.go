@@ -88,6 +88,14 @@ func TestTokens(t *testing.T) {
 	noneWithKid := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT","kid":"`+rsa.ID+`"}`)) +
 		unsigned[strings.Index(unsigned, "."):]
 	validTok := iss.Token(t, valid())
+	// crit names extensions the recipient must understand; none is.
+	withCrit := func(crit any) string {
+		h := map[string]any{"crit": crit}
+		if crit, ok := crit.([]string); ok && len(crit) == 1 && crit[0] == "exp-ext" {
+			h["exp-ext"] = true
+		}
+		return iss.SignWithHeader(t, rsa, "RS256", h, valid())
+	}
 	tampered := validTok[:strings.LastIndex(validTok, ".")+1] + strings.Repeat("A", 342)
 
 	const (
@@ -122,6 +130,10 @@ func TestTokens(t *testing.T) {
 		{"alg none with a kid", []string{"Bearer " + noneWithKid}, refused("bad_algorithm")},
 		{"HS256 keyed with the public key", []string{"Bearer " + testissuer.SignHMAC(t, rsa.PublicPEM(t), rsa.ID, valid())}, refused("bad_algorithm")},
 		{"RS256 kid on an EC key", []string{"Bearer " + iss.SignWith(t, rsa.Relabeled(iss.Current("ES256").ID), "RS256", valid())}, refused("bad_algorithm")},
+		{"crit names an unknown extension", []string{"Bearer " + withCrit([]string{"exp-ext"})}, refused("bad_header")},
+		{"crit is empty", []string{"Bearer " + withCrit([]string{})}, refused("bad_header")},
+		{"crit lists a standard header", []string{"Bearer " + withCrit([]string{"alg"})}, refused("bad_header")},
+		{"crit is not a list", []string{"Bearer " + withCrit("exp-ext")}, refused("bad_header")},
 		{"unknown kid", []string{"Bearer " + iss.SignWith(t, unpublished, "RS256", valid())}, refused("unknown_key")},
 		{"bad signature", []string{"Bearer " + tampered}, refused("bad_signature")},
 		{"garbage", []string{"Bearer not-a-token"}, refused("malformed")},

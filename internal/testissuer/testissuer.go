@@ -193,6 +193,22 @@ func (iss *Issuer) SignWith(t testing.TB, k *Key, alg string, claims jwt.MapClai
 	return s
 }
 
+// SignWithHeader signs claims like SignWith, with header's parameters
+// added to the token's header (a "crit", say).
+func (iss *Issuer) SignWithHeader(t testing.TB, k *Key, alg string, header map[string]any, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.GetSigningMethod(alg), claims)
+	tok.Header["kid"] = k.ID
+	for name, v := range header {
+		tok.Header[name] = v
+	}
+	s, err := tok.SignedString(k.private)
+	if err != nil {
+		t.Fatalf("testissuer: sign: %v", err)
+	}
+	return s
+}
+
 // Opaque registers an opaque token whose introspection answer is claims
 // (with "active": true added unless claims set it) and returns it.
 func (iss *Issuer) Opaque(claims map[string]any) string {
