@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -232,7 +233,14 @@ func TestTaskPage(t *testing.T) {
 	r = f.get("/console/tasks/" + f.failed)
 	mustContain(t, "failed task", r.body, "The tool failed.", "Retry…", "Delete…",
 		`<span class="event retry">retry</span> (attempt 1 failed: <span class="category">timeout</span>) — next run at <time>`,
-		"failure 1 of 10", `<span class="event failed">failed</span> (attempt 2 failed: <span class="category">permanent</span>)`)
+		"failure 1 of 10", `<span class="event failed">failed</span> (attempt 2 failed: <span class="category">permanent</span>)`,
+		// Both runs failed: the retried one, and the one that failed the task.
+		"2 of 10 failures")
+	// The text as read, without the markup.
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(r.body, "")
+	mustContain(t, "failed task's text", text, "retry (attempt 1 failed: timeout) — next run at ",
+		"failed (attempt 2 failed: permanent)")
+	mustNotContain(t, "failed task's text", text, " )", "( ")
 	r = f.get("/console/tasks/" + f.working)
 	mustContain(t, "working task", r.body, "Cancel…")
 	mustNotContain(t, "working task", r.body, "Retry…", "Delete…")
