@@ -124,7 +124,9 @@ type Options struct {
 	// default: arguments may hold what their callers consider secret.
 	ShowArguments bool
 	// Logger receives the audit lines and the causes of internal errors.
-	// Nil discards them.
+	// Nil: slog.Default(), as it is when New runs, so that the audit lines
+	// are never lost; to discard them, pass a logger with
+	// slog.DiscardHandler.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -225,7 +227,7 @@ func New(opts Options) (*Console, error) {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = slog.Default()
 	}
 	opts.Token = append([]byte(nil), opts.Token...)
 	c := &Console{opts: opts, prefix: Prefix, keys: deriveKeys(opts.Token), log: opts.Logger, mux: http.NewServeMux()}

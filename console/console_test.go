@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -403,6 +404,22 @@ func TestActions(t *testing.T) {
 		}
 	}
 	mustNotContain(t, "log", log, f.working, f.failed, f.completed, newID, token, "arg-marker", "result-marker")
+}
+
+// TestAuditWithoutLogger checks that a console built without
+// Options.Logger still writes its audit lines, to slog.Default, as the
+// docs promise every action does.
+func TestAuditWithoutLogger(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	f := newFixture(t, fixtureOpts{noLogger: true})
+	r := f.do(http.MethodPost, "/console/tasks/"+f.working+"/cancel", url.Values{}, map[string]string{"Authorization": "Bearer " + token})
+	if r.status != http.StatusSeeOther && r.status != http.StatusOK {
+		t.Fatalf("cancel: %s", describe(r))
+	}
+	mustContain(t, "the default logger", buf.String(), `msg="console action" operator=bearer action=cancel`)
 }
 
 func TestTaskRef(t *testing.T) {

@@ -71,6 +71,8 @@ type fixtureOpts struct {
 	// gauges wraps the store as the console's Options.Gauges; nil: the
 	// store itself.
 	gauges func(*sqlite.Store) gauges.Source
+	// noLogger leaves Options.Logger nil.
+	noLogger bool
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -90,9 +92,13 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	if fo.gauges != nil {
 		src = fo.gauges(st)
 	}
+	logger := slog.New(slog.NewTextHandler(f.log, nil))
+	if fo.noLogger {
+		logger = nil
+	}
 	c, err := console.New(console.Options{
 		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
-		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Now: f.clock.Now, MaxStreams: fo.maxStreams,
+		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
 		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn, OAuth: fo.oauth,
 	})
 	if err != nil {
