@@ -272,6 +272,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if *stdio.on && adminAddr.addr != "" {
 		return errors.New("serve: --admin-addr does not apply to --stdio")
 	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if *stdio.on && auth.given() {
 		return errors.New("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
 	}
@@ -326,7 +329,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		Addr: *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
+		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr, AdminAllowedHosts: adminAddr.hosts,
 	}, "serve", stdout)
 }
 
@@ -377,6 +380,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	spec, logger, err := common.resolve(getenv, stderr)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -387,6 +393,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	return runNode(ctx, nodeConfig{
 		Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger, AdminAddr: adminAddr.addr,
+		AdminAllowedHosts: adminAddr.hosts,
 	}, "worker", stdout)
 }
 
