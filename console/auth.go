@@ -77,6 +77,7 @@ type keys struct {
 	tokenSum [32]byte // SHA-256 of the token, for constant-time comparison
 	session  []byte   // MAC key of session cookies
 	csrf     []byte   // MAC key of CSRF tokens
+	class    []byte   // MAC key of the sign-in limits' credential classes
 }
 
 func deriveKeys(token []byte) keys {
@@ -85,7 +86,18 @@ func deriveKeys(token []byte) keys {
 		h.Write([]byte("taskwire console " + label))
 		return h.Sum(nil)
 	}
-	return keys{tokenSum: sha256.Sum256(token), session: mac("session v1"), csrf: mac("csrf v1")}
+	return keys{tokenSum: sha256.Sum256(token), session: mac("session v1"), csrf: mac("csrf v1"),
+		class: mac("sign-in class v1")}
+}
+
+// signInClass is the credential class of a presented credential (limit.go):
+// the first byte of its MAC under a key derived from the token, so that
+// no one who lacks the token can tell which credentials share the right
+// token's class.
+func (k *keys) signInClass(presented string) uint8 {
+	h := hmac.New(sha256.New, k.class)
+	h.Write([]byte(presented))
+	return h.Sum(nil)[0]
 }
 
 // tokenOK compares a presented token with the operator token in constant
@@ -153,12 +165,13 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 	if vals := r.Header.Values("Authorization"); len(vals) > 0 {
 		addr := clientAddr(r)
 		now := c.opts.Now()
-		if wait := c.signInBlocked("bearer", addr, now); wait > 0 {
+		cred := bearerCredential(vals)
+		if wait := c.signInBlocked("bearer", addr, cred, now); wait > 0 {
 			return operator{}, authLimited, wait
 		}
 		op, v := c.bearer(r, vals)
 		if v == authNone {
-			if wait := c.signInFailed("bearer", addr, now); wait > 0 {
+			if wait := c.signInFailed("bearer", addr, cred, now); wait > 0 {
 				return operator{}, authLimited, wait
 			}
 		}
@@ -173,6 +186,18 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 		return operator{}, authNone, 0
 	}
 	return operator{via: "session", nonce: nonce}, authOK, 0
+}
+
+// bearerCredential is what the sign-in limits class a request's
+// Authorization values by: the token of one "Bearer TOKEN" (as the form
+// would present it), else all the values.
+func bearerCredential(vals []string) string {
+	if len(vals) == 1 {
+		if scheme, tok, _ := strings.Cut(vals[0], " "); strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+	}
+	return strings.Join(vals, "\n")
 }
 
 // bearer judges the Authorization header values of a request: the

@@ -18,9 +18,11 @@
 // key derived from the token. Actions need a same-origin request and, with
 // a session, the session's CSRF token. With Options.OAuth, an OAuth access
 // token that grants Options.OperatorScope is admitted as a Bearer
-// credential too. Failed sign-ins are limited per client address and in
-// all (Options.SignInPerAddress, Options.SignInGlobal): over the limits
-// they get 429 with Retry-After. Every response carries
+// credential too. Failed sign-ins are limited per client address, per
+// class of presented credential and in all (Options.SignInPerAddress,
+// SignInPerCredential, SignInGlobal): over the limits they get 429 with
+// Retry-After, and the right token is refused unchecked only in the rare
+// case that wrong ones of its own class used up their bucket. Every response carries
 // Cache-Control: no-store. Each action writes one audit log line: the
 // operator (credential kind, and a short hash of the session or of the
 // access token's principal), the action, the outcome and the task as the
@@ -105,6 +107,13 @@ type Options struct {
 	// and DefaultSignInEvery, DefaultGlobalSignInBurst and
 	// DefaultGlobalSignInEvery.
 	SignInPerAddress, SignInGlobal SignInLimit
+	// SignInPerCredential bounds the failed sign-ins of each of the 256
+	// classes of presented credentials (a keyed hash of the credential
+	// picks its class), so that an address's wrong tokens do not lock the
+	// right token out: a sign-in is refused unchecked only while both its
+	// address's and its class's buckets are empty. Defaults
+	// DefaultCredentialSignInBurst and DefaultCredentialSignInEvery.
+	SignInPerCredential SignInLimit
 	// SignInAddresses bounds the client addresses whose sign-in buckets
 	// are kept. Default DefaultSignInAddresses.
 	SignInAddresses int
@@ -197,6 +206,7 @@ func New(opts Options) (*Console, error) {
 	}{
 		{"SignInPerAddress", &opts.SignInPerAddress, SignInLimit{DefaultSignInBurst, DefaultSignInEvery}},
 		{"SignInGlobal", &opts.SignInGlobal, SignInLimit{DefaultGlobalSignInBurst, DefaultGlobalSignInEvery}},
+		{"SignInPerCredential", &opts.SignInPerCredential, SignInLimit{DefaultCredentialSignInBurst, DefaultCredentialSignInEvery}},
 	} {
 		switch {
 		case *l.v == SignInLimit{}:
@@ -236,7 +246,7 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.streams = newStreams(opts)
-	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
+	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInPerCredential, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
 	p := c.prefix
 	c.mux.HandleFunc("GET "+p+"/static/{file}", c.serveStatic)
 	c.mux.HandleFunc("GET "+p+"/login", c.serveLoginForm)

@@ -92,14 +92,14 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, operator{}, http.StatusForbidden, "The sign-in did not come from this console's own page.")
 		return
 	}
-	addr, now := clientAddr(r), c.opts.Now()
-	if wait := c.signInBlocked("form", addr, now); wait > 0 {
+	addr, now, cred := clientAddr(r), c.opts.Now(), r.PostFormValue("token")
+	if wait := c.signInBlocked("form", addr, cred, now); wait > 0 {
 		c.tooManySignIns(w, wait)
 		return
 	}
 	next := c.safeNext(r.PostFormValue("next"))
-	if !c.keys.tokenOK(r.PostFormValue("token")) {
-		if wait := c.signInFailed("form", addr, now); wait > 0 {
+	if !c.keys.tokenOK(cred) {
+		if wait := c.signInFailed("form", addr, cred, now); wait > 0 {
 			c.tooManySignIns(w, wait)
 			return
 		}

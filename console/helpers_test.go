@@ -67,7 +67,10 @@ type fixtureOpts struct {
 	// signIn is the per-address sign-in limit; zero: one that the tests
 	// of other things, which sign in wrongly on purpose, never reach.
 	signIn, globalSignIn console.SignInLimit
-	oauth                *oauth.ResourceServer
+	// credSignIn is the per-credential-class limit; zero: one the tests of
+	// other things never reach.
+	credSignIn console.SignInLimit
+	oauth      *oauth.ResourceServer
 	// gauges wraps the store as the console's Options.Gauges; nil: the
 	// store itself.
 	gauges func(*sqlite.Store) gauges.Source
@@ -87,6 +90,9 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	if fo.signIn == (console.SignInLimit{}) {
 		fo.signIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
 	}
+	if fo.credSignIn == (console.SignInLimit{}) {
+		fo.credSignIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
+	}
 	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
 	var src gauges.Source = st
 	if fo.gauges != nil {
@@ -99,7 +105,8 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	c, err := console.New(console.Options{
 		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
-		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn, OAuth: fo.oauth,
+		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn,
+		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth,
 	})
 	if err != nil {
 		t.Fatal(err)
