@@ -20,7 +20,9 @@ import (
 // Unix seconds) | nonce (16 bytes)) + "." + base64url(HMAC-SHA-256 of the
 // body under a key derived from the token). Sessions are stateless: every
 // node with the same token accepts them, and changing the token ends them
-// all. With Options.OAuth, a Bearer credential that is not the operator
+// all. Signing out ends a session at once on the console that served the
+// sign-out, which remembers it (signOuts) until its cookie expires. With
+// Options.OAuth, a Bearer credential that is not the operator
 // token is verified as an OAuth access token, which must grant
 // Options.OperatorScope.
 
@@ -36,9 +38,10 @@ const (
 // and, for a session, the session's nonce (which keys its CSRF token and
 // its event stream).
 type operator struct {
-	via   string // "bearer", "session" or "oauth"
-	nonce []byte // the session's; nil otherwise
-	who   string // for oauth, PrincipalRef of the token's principal
+	via     string    // "bearer", "session" or "oauth"
+	nonce   []byte    // the session's; nil otherwise
+	expires time.Time // when the session's cookie expires
+	who     string    // for oauth, PrincipalRef of the token's principal
 }
 
 // name is the operator as the audit log names it: the credential kind and,
@@ -128,25 +131,26 @@ func (k *keys) sessionMAC(body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// session checks a cookie value at now and returns its nonce; ok false for
-// a malformed, altered, forged or expired one.
-func (k *keys) checkSession(v string, now time.Time) (nonce []byte, ok bool) {
+// checkSession checks a cookie value at now and returns its nonce and
+// expiry; ok false for a malformed, altered, forged or expired one.
+func (k *keys) checkSession(v string, now time.Time) (nonce []byte, expires time.Time, ok bool) {
 	if len(v) > maxCookieLen || !strings.HasPrefix(v, cookiePrefix) {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	b64body, b64mac, found := strings.Cut(v[len(cookiePrefix):], ".")
 	if !found {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64body)
 	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(b64mac)
 	if err1 != nil || err2 != nil || len(body) != 8+nonceLen || !hmac.Equal(mac, k.sessionMAC(body)) {
-		return nil, false
+		return nil, time.Time{}, false
 	}
-	if !now.Before(time.Unix(int64(binary.BigEndian.Uint64(body[:8])), 0)) {
-		return nil, false
+	expires = time.Unix(int64(binary.BigEndian.Uint64(body[:8])), 0)
+	if !now.Before(expires) {
+		return nil, time.Time{}, false
 	}
-	return body[8:], true
+	return body[8:], expires, true
 }
 
 // csrfToken is the CSRF token of a session: a MAC of its nonce, so that
@@ -181,11 +185,11 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 	if err != nil {
 		return operator{}, authNone, 0
 	}
-	nonce, ok := c.keys.checkSession(ck.Value, c.opts.Now())
-	if !ok {
+	nonce, expires, ok := c.keys.checkSession(ck.Value, c.opts.Now())
+	if !ok || c.signOuts.revoked(nonce, expires) {
 		return operator{}, authNone, 0
 	}
-	return operator{via: "session", nonce: nonce}, authOK, 0
+	return operator{via: "session", nonce: nonce, expires: expires}, authOK, 0
 }
 
 // bearerCredential is what the sign-in limits class a request's

@@ -163,9 +163,10 @@ type Console struct {
 	mux    *http.ServeMux
 	log    *slog.Logger
 
-	streams *streams
-	gauges  gaugeCache
-	limits  *signInLimiter
+	streams  *streams
+	gauges   gaugeCache
+	limits   *signInLimiter
+	signOuts *signOuts
 }
 
 // New validates opts and returns the console. It fails for a missing
@@ -246,6 +247,7 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.streams = newStreams(opts)
+	c.signOuts = newSignOuts()
 	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInPerCredential, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
 	p := c.prefix
 	c.mux.HandleFunc("GET "+p+"/static/{file}", c.serveStatic)

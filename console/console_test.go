@@ -128,9 +128,19 @@ func TestLogin(t *testing.T) {
 	if r := f.do(http.MethodPost, "/console/logout", url.Values{}, f.session(cookie)); r.status != http.StatusForbidden {
 		t.Errorf("logout without CSRF: %d, want 403", r.status)
 	}
+	other := f.login()
 	r = f.do(http.MethodPost, "/console/logout", url.Values{"csrf": {f.csrf(cookie)}}, f.session(cookie))
 	if r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Errorf("logout: %d, cookie %q", r.status, r.header.Get("Set-Cookie"))
+	}
+	// The signed-out cookie is refused server-side too (a copy of it, kept
+	// by whoever saw it, does not outlive the sign-out); other sessions
+	// go on.
+	if r := f.do(http.MethodGet, "/console/", nil, f.session(cookie)); r.status != http.StatusUnauthorized {
+		t.Errorf("the signed-out cookie: %d, want 401", r.status)
+	}
+	if r := f.do(http.MethodGet, "/console/", nil, f.session(other)); r.status != http.StatusOK {
+		t.Errorf("another session after a sign-out: %d, want 200", r.status)
 	}
 }
 

@@ -77,3 +77,39 @@ func TestSignInGuessesBounded(t *testing.T) {
 		t.Errorf("%d guesses checked after %v, want at most %d", more, perClass.Every, limit)
 	}
 }
+
+// TestSignOutsBounded checks that the signed-out sessions remembered stay
+// at most maxSignOuts, that making room never makes a signed-out session
+// valid again (the oldest are refused by their expiry instead), and that a
+// later session that was not signed out stays valid.
+func TestSignOutsBounded(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s := newSignOuts()
+	nonce := func(i int) []byte {
+		b := make([]byte, nonceLen)
+		copy(b, strconv.Itoa(i))
+		return b
+	}
+	expiry := func(i int) time.Time { return now.Add(time.Hour + time.Duration(i)*time.Second) }
+	const n = maxSignOuts + 100
+	for i := range n {
+		s.add(nonce(i), expiry(i), now)
+	}
+	if got := len(s.byID); got > maxSignOuts {
+		t.Errorf("%d sign-outs remembered, want at most %d", got, maxSignOuts)
+	}
+	for i := range n {
+		if !s.revoked(nonce(i), expiry(i)) {
+			t.Fatalf("signed-out session %d is valid again", i)
+		}
+	}
+	if s.revoked(nonce(n), expiry(n)) {
+		t.Error("a later session that was not signed out is refused")
+	}
+	// Expired entries go first, before any valid one is forgotten.
+	later := expiry(n)
+	s.add(nonce(n+1), later.Add(time.Hour), later)
+	if got := len(s.byID); got != 1 {
+		t.Errorf("%d sign-outs after all others expired, want 1", got)
+	}
+}
