@@ -8,10 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/taskwire/taskwire/oauth"
 )
 
 // Operator access. The console's own credential is the operator token.
@@ -69,10 +72,11 @@ func PrincipalRef(principal string) string { return TaskRef(principal) }
 type verdict int
 
 const (
-	authOK        verdict = iota
-	authNone              // no credential, or a wrong one: 401
-	authForbidden         // a valid access token without the operator scope: 403
-	authLimited           // refused by the sign-in limits: 429
+	authOK          verdict = iota
+	authNone                // no credential, or a wrong one: 401
+	authForbidden           // a valid access token without the operator scope: 403
+	authLimited             // refused by the sign-in limits: 429
+	authUnavailable         // an access token that cannot be checked now (oauth.ErrUnavailable): 503
 )
 
 // keys are the secrets derived from the token.
@@ -174,6 +178,9 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 			return operator{}, authLimited, wait
 		}
 		op, v := c.bearer(r, vals)
+		if v == authUnavailable {
+			return operator{}, v, time.Second
+		}
 		if v == authNone {
 			if wait := c.signInFailed("bearer", addr, cred, now); wait > 0 {
 				return operator{}, authLimited, wait
@@ -224,6 +231,10 @@ func (c *Console) bearer(r *http.Request, vals []string) (operator, verdict) {
 	ctx, cancel := c.bound(r)
 	defer cancel()
 	g, err := c.opts.OAuth.Verify(ctx, vals[0])
+	if errors.Is(err, oauth.ErrUnavailable) { // not a wrong credential: not a failed sign-in
+		c.log.Warn("console: sign-in refused", "operator", "oauth", "reason", "unavailable")
+		return operator{}, authUnavailable
+	}
 	if err != nil {
 		return operator{}, authNone
 	}

@@ -311,6 +311,10 @@ func (c *Console) authed(h func(http.ResponseWriter, *http.Request, operator)) h
 		case authLimited:
 			c.tooManySignIns(w, wait)
 			return
+		case authUnavailable:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "The access token cannot be checked now. Try again later.", http.StatusServiceUnavailable)
+			return
 		case authForbidden:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskwire console", error="insufficient_scope", scope="`+
 				c.opts.OperatorScope+`"`)
