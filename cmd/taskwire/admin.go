@@ -194,26 +194,12 @@ func (a *nodeAdmin) start(srv *server.Server, st any, logger *slog.Logger) error
 	if a.ln, err = admin.Listen(a.addr, h, logger); err != nil {
 		return fmt.Errorf("--admin-addr: %w", err)
 	}
-	if !onLoopback(a.addr) {
+	if !isLoopbackAddr(a.addr) {
 		logger.Warn("admin listener beyond loopback: /metrics, /healthz and /readyz answer without authentication "+
 			"anyone who reaches this address (the console asks for its operator token); keep it on a network only "+
 			"your monitoring reaches, or behind a proxy that requires a token", "addr", a.ln.Addr())
 	}
 	return nil
-}
-
-// onLoopback reports whether a listen address (HOST:PORT) is on loopback
-// only: localhost or a loopback IP, not an unspecified one such as 0.0.0.0.
-func onLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // listenAddr returns the admin listener's address, "" without one.
