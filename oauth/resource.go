@@ -101,9 +101,9 @@ func New(opts Options) (*ResourceServer, error) {
 // Close stops the requests to the authorization server in flight and waits
 // for them to end. Afterwards Admit still verifies JWTs with the keys it
 // has (stale or not) and answers from the introspection cache, but asks
-// the authorization server nothing: a token that needs it is refused with
-// keys_unavailable or introspection_failed. Close is idempotent and
-// returns nil.
+// the authorization server nothing: a token that needs it is refused as
+// unavailable (HTTP 503, keys_unavailable or introspection_failed). Close
+// is idempotent and returns nil.
 func (rs *ResourceServer) Close() error {
 	rs.owner.close()
 	return nil
