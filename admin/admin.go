@@ -4,10 +4,16 @@
 // process runs) and /readyz (the process can serve now: its readiness
 // check passes within a short timeout).
 //
-// It depends on nothing but the standard library. Mount New's handler on a
-// listener that only the monitoring system reaches (taskwire serve and
-// taskwire worker do so with --admin-addr), or under a path of an
-// existing mux.
+// It depends on nothing but the standard library (and the project's
+// internal Host check). Mount New's handler on a listener that only the
+// monitoring system reaches (taskwire serve and taskwire worker do so with
+// --admin-addr), or under a path of an existing mux.
+//
+// Every request's Host header must name the listener as it is reached,
+// against DNS rebinding (a page on an attacker's domain that resolves to
+// this address would otherwise read /metrics through the visitor's
+// browser): a loopback name, an IP address, or one of
+// Options.AllowedHosts. Other requests get 403.
 package admin
 
 import (
@@ -15,10 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/hostcheck"
 )
 
 // DefaultReadyTimeout bounds a readiness check when Options.ReadyTimeout is
@@ -48,6 +57,14 @@ type Options struct {
 	// Logger receives the cause of a failed check when readiness changes
 	// (not at every probe). Nil discards it.
 	Logger *slog.Logger
+	// AllowedHosts are more names a request's Host header may carry
+	// (without port, any case), on top of those always accepted: the
+	// loopback names (localhost, 127.0.0.1, ::1) and IP addresses, which a
+	// DNS rebinding page cannot send (its Host is the attacker's domain).
+	// Name the DNS names the listener is reached by, such as a monitoring
+	// system's service name. The entry "*" accepts any Host; use it only
+	// behind a proxy that checks Host itself.
+	AllowedHosts []string
 }
 
 // Handler serves the admin endpoints. Build it with New; it is safe for
@@ -55,16 +72,24 @@ type Options struct {
 type Handler struct {
 	mux   *http.ServeMux
 	opts  Options
-	ready atomic.Bool // the last check passed; starts true, so a first failure is logged
+	hosts map[string]bool // Options.AllowedHosts, lower case
+	ready atomic.Bool     // the last check passed; starts true, so a first failure is logged
 }
 
 // New returns the handler of /metrics, /healthz and /readyz, and of
 // /console when Options.Console is set. Every other path is 404; methods
-// other than GET and HEAD are 405 outside /console. It fails when
-// ReadyTimeout is negative.
+// other than GET and HEAD are 405 outside /console, and a request whose
+// Host is not allowed (see Options.AllowedHosts) is 403 on every path. It
+// fails when ReadyTimeout is negative or an AllowedHosts entry is empty or
+// has a port.
 func New(opts Options) (*Handler, error) {
 	if opts.ReadyTimeout < 0 {
 		return nil, fmt.Errorf("admin: Options.ReadyTimeout (%v) is negative", opts.ReadyTimeout)
+	}
+	for _, h := range opts.AllowedHosts {
+		if !hostName(h) {
+			return nil, fmt.Errorf("admin: Options.AllowedHosts: %q is not a host name without port", h)
+		}
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
@@ -72,7 +97,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{mux: http.NewServeMux(), opts: opts}
+	h := &Handler{mux: http.NewServeMux(), opts: opts, hosts: hostcheck.Set(opts.AllowedHosts)}
 	h.ready.Store(true)
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeLine(w, http.StatusOK, "ok") })
 	h.mux.HandleFunc("GET /readyz", h.serveReady)
@@ -87,7 +112,32 @@ func New(opts Options) (*Handler, error) {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r.Host) {
+		writeLine(w, http.StatusForbidden, "forbidden: host not allowed")
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// hostName reports whether h is "*", an IP address, or a name without
+// port, path or space.
+func hostName(h string) bool {
+	if h == "*" || net.ParseIP(h) != nil {
+		return true
+	}
+	return h != "" && !strings.ContainsAny(h, ":/[] \t")
+}
+
+// hostAllowed reports whether a request's Host names this listener: a
+// loopback name, an IP address, or an allowed host.
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := hostcheck.Name(hostport)
+	if host == "" {
+		return false
+	}
+	return hostcheck.IsLoopbackName(host) || net.ParseIP(host) != nil || h.hosts["*"] || h.hosts[host]
+}
 
 // Check runs the readiness check under ReadyTimeout and returns its error:
 // what /readyz answers, for callers of their own. A check that returns

@@ -217,9 +217,60 @@ func TestConsoleMount(t *testing.T) {
 	for _, req := range []struct{ method, path string }{
 		{"GET", "/console"}, {"POST", "/console/tasks/x/cancel"}, {"GET", "/consoles"}, {"POST", "/healthz"},
 	} {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(req.method, req.path, nil))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(req.method, "http://127.0.0.1:9090"+req.path, nil))
 	}
 	if want := []string{"GET /console", "POST /console/tasks/x/cancel"}; !slices.Equal(got, want) {
 		t.Errorf("the console got %q, want %q", got, want)
+	}
+}
+
+// TestHostCheck checks that the admin endpoints answer only requests whose
+// Host names the listener, so that a DNS-rebinding page (whose Host is its
+// own domain) cannot read /metrics: loopback names and IP addresses always,
+// other names only from Options.AllowedHosts.
+func TestHostCheck(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metric 1\n") })
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		host    string
+		want    int
+	}{
+		{"the listener's address", nil, "", http.StatusOK},
+		{"localhost", nil, "localhost:9090", http.StatusOK},
+		{"localhost without port", nil, "LOCALHOST", http.StatusOK},
+		{"IPv6 loopback", nil, "[::1]:9090", http.StatusOK},
+		{"another IP address", nil, "10.0.0.5:9090", http.StatusOK},
+		{"a rebinding domain", nil, "evil.example:9090", http.StatusForbidden},
+		{"a name ending in localhost", nil, "localhost.evil.example", http.StatusForbidden},
+		{"an allowed name", []string{"Metrics.Internal"}, "metrics.internal:9090", http.StatusOK},
+		{"a name not allowed", []string{"metrics.internal"}, "evil.example", http.StatusForbidden},
+		{"any with *", []string{"*"}, "evil.example", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := serve(t, newHandler(t, admin.Options{Metrics: metrics, AllowedHosts: tc.allowed}))
+			for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+				req, err := http.NewRequest(http.MethodGet, base+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.host != "" {
+					req.Host = tc.host
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != tc.want {
+					t.Errorf("GET %s with Host %q: %d, want %d", path, tc.host, res.StatusCode, tc.want)
+				}
+			}
+		})
+	}
+	for _, bad := range []string{"", "host:9090", "a/b", "a b"} {
+		if _, err := admin.New(admin.Options{AllowedHosts: []string{bad}}); err == nil {
+			t.Errorf("New accepted AllowedHosts entry %q", bad)
+		}
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/taskwire/taskwire/oauth"
 )
 
 // Operator access. The console's own credential is the operator token.
@@ -20,7 +23,9 @@ import (
 // Unix seconds) | nonce (16 bytes)) + "." + base64url(HMAC-SHA-256 of the
 // body under a key derived from the token). Sessions are stateless: every
 // node with the same token accepts them, and changing the token ends them
-// all. With Options.OAuth, a Bearer credential that is not the operator
+// all. Signing out ends a session at once on the console that served the
+// sign-out, which remembers it (signOuts) until its cookie expires. With
+// Options.OAuth, a Bearer credential that is not the operator
 // token is verified as an OAuth access token, which must grant
 // Options.OperatorScope.
 
@@ -36,9 +41,10 @@ const (
 // and, for a session, the session's nonce (which keys its CSRF token and
 // its event stream).
 type operator struct {
-	via   string // "bearer", "session" or "oauth"
-	nonce []byte // the session's; nil otherwise
-	who   string // for oauth, PrincipalRef of the token's principal
+	via     string    // "bearer", "session" or "oauth"
+	nonce   []byte    // the session's; nil otherwise
+	expires time.Time // when the session's cookie expires
+	who     string    // for oauth, PrincipalRef of the token's principal
 }
 
 // name is the operator as the audit log names it: the credential kind and,
@@ -66,10 +72,11 @@ func PrincipalRef(principal string) string { return TaskRef(principal) }
 type verdict int
 
 const (
-	authOK        verdict = iota
-	authNone              // no credential, or a wrong one: 401
-	authForbidden         // a valid access token without the operator scope: 403
-	authLimited           // refused by the sign-in limits: 429
+	authOK          verdict = iota
+	authNone                // no credential, or a wrong one: 401
+	authForbidden           // a valid access token without the operator scope: 403
+	authLimited             // refused by the sign-in limits: 429
+	authUnavailable         // an access token that cannot be checked now (oauth.ErrUnavailable): 503
 )
 
 // keys are the secrets derived from the token.
@@ -77,6 +84,7 @@ type keys struct {
 	tokenSum [32]byte // SHA-256 of the token, for constant-time comparison
 	session  []byte   // MAC key of session cookies
 	csrf     []byte   // MAC key of CSRF tokens
+	class    []byte   // MAC key of the sign-in limits' credential classes
 }
 
 func deriveKeys(token []byte) keys {
@@ -85,7 +93,18 @@ func deriveKeys(token []byte) keys {
 		h.Write([]byte("taskwire console " + label))
 		return h.Sum(nil)
 	}
-	return keys{tokenSum: sha256.Sum256(token), session: mac("session v1"), csrf: mac("csrf v1")}
+	return keys{tokenSum: sha256.Sum256(token), session: mac("session v1"), csrf: mac("csrf v1"),
+		class: mac("sign-in class v1")}
+}
+
+// signInClass is the credential class of a presented credential (limit.go):
+// the first byte of its MAC under a key derived from the token, so that
+// no one who lacks the token can tell which credentials share the right
+// token's class.
+func (k *keys) signInClass(presented string) uint8 {
+	h := hmac.New(sha256.New, k.class)
+	h.Write([]byte(presented))
+	return h.Sum(nil)[0]
 }
 
 // tokenOK compares a presented token with the operator token in constant
@@ -116,25 +135,26 @@ func (k *keys) sessionMAC(body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// session checks a cookie value at now and returns its nonce; ok false for
-// a malformed, altered, forged or expired one.
-func (k *keys) checkSession(v string, now time.Time) (nonce []byte, ok bool) {
+// checkSession checks a cookie value at now and returns its nonce and
+// expiry; ok false for a malformed, altered, forged or expired one.
+func (k *keys) checkSession(v string, now time.Time) (nonce []byte, expires time.Time, ok bool) {
 	if len(v) > maxCookieLen || !strings.HasPrefix(v, cookiePrefix) {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	b64body, b64mac, found := strings.Cut(v[len(cookiePrefix):], ".")
 	if !found {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	body, err1 := base64.RawURLEncoding.Strict().DecodeString(b64body)
 	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(b64mac)
 	if err1 != nil || err2 != nil || len(body) != 8+nonceLen || !hmac.Equal(mac, k.sessionMAC(body)) {
-		return nil, false
+		return nil, time.Time{}, false
 	}
-	if !now.Before(time.Unix(int64(binary.BigEndian.Uint64(body[:8])), 0)) {
-		return nil, false
+	expires = time.Unix(int64(binary.BigEndian.Uint64(body[:8])), 0)
+	if !now.Before(expires) {
+		return nil, time.Time{}, false
 	}
-	return body[8:], true
+	return body[8:], expires, true
 }
 
 // csrfToken is the CSRF token of a session: a MAC of its nonce, so that
@@ -153,12 +173,16 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 	if vals := r.Header.Values("Authorization"); len(vals) > 0 {
 		addr := clientAddr(r)
 		now := c.opts.Now()
-		if wait := c.signInBlocked("bearer", addr, now); wait > 0 {
+		cred := bearerCredential(vals)
+		if wait := c.signInBlocked("bearer", addr, cred, now); wait > 0 {
 			return operator{}, authLimited, wait
 		}
 		op, v := c.bearer(r, vals)
+		if v == authUnavailable {
+			return operator{}, v, time.Second
+		}
 		if v == authNone {
-			if wait := c.signInFailed("bearer", addr, now); wait > 0 {
+			if wait := c.signInFailed("bearer", addr, cred, now); wait > 0 {
 				return operator{}, authLimited, wait
 			}
 		}
@@ -168,11 +192,23 @@ func (c *Console) authenticate(r *http.Request) (operator, verdict, time.Duratio
 	if err != nil {
 		return operator{}, authNone, 0
 	}
-	nonce, ok := c.keys.checkSession(ck.Value, c.opts.Now())
-	if !ok {
+	nonce, expires, ok := c.keys.checkSession(ck.Value, c.opts.Now())
+	if !ok || c.signOuts.revoked(nonce, expires) {
 		return operator{}, authNone, 0
 	}
-	return operator{via: "session", nonce: nonce}, authOK, 0
+	return operator{via: "session", nonce: nonce, expires: expires}, authOK, 0
+}
+
+// bearerCredential is what the sign-in limits class a request's
+// Authorization values by: the token of one "Bearer TOKEN" (as the form
+// would present it), else all the values.
+func bearerCredential(vals []string) string {
+	if len(vals) == 1 {
+		if scheme, tok, _ := strings.Cut(vals[0], " "); strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+	}
+	return strings.Join(vals, "\n")
 }
 
 // bearer judges the Authorization header values of a request: the
@@ -195,6 +231,10 @@ func (c *Console) bearer(r *http.Request, vals []string) (operator, verdict) {
 	ctx, cancel := c.bound(r)
 	defer cancel()
 	g, err := c.opts.OAuth.Verify(ctx, vals[0])
+	if errors.Is(err, oauth.ErrUnavailable) { // not a wrong credential: not a failed sign-in
+		c.log.Warn("console: sign-in refused", "operator", "oauth", "reason", "unavailable")
+		return operator{}, authUnavailable
+	}
 	if err != nil {
 		return operator{}, authNone
 	}

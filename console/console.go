@@ -18,9 +18,11 @@
 // key derived from the token. Actions need a same-origin request and, with
 // a session, the session's CSRF token. With Options.OAuth, an OAuth access
 // token that grants Options.OperatorScope is admitted as a Bearer
-// credential too. Failed sign-ins are limited per client address and in
-// all (Options.SignInPerAddress, Options.SignInGlobal): over the limits
-// they get 429 with Retry-After. Every response carries
+// credential too. Failed sign-ins are limited per client address, per
+// class of presented credential and in all (Options.SignInPerAddress,
+// SignInPerCredential, SignInGlobal): over the limits they get 429 with
+// Retry-After, and the right token is refused unchecked only in the rare
+// case that wrong ones of its own class used up their bucket. Every response carries
 // Cache-Control: no-store. Each action writes one audit log line: the
 // operator (credential kind, and a short hash of the session or of the
 // access token's principal), the action, the outcome and the task as the
@@ -105,6 +107,13 @@ type Options struct {
 	// and DefaultSignInEvery, DefaultGlobalSignInBurst and
 	// DefaultGlobalSignInEvery.
 	SignInPerAddress, SignInGlobal SignInLimit
+	// SignInPerCredential bounds the failed sign-ins of each of the 256
+	// classes of presented credentials (a keyed hash of the credential
+	// picks its class), so that an address's wrong tokens do not lock the
+	// right token out: a sign-in is refused unchecked only while both its
+	// address's and its class's buckets are empty. Defaults
+	// DefaultCredentialSignInBurst and DefaultCredentialSignInEvery.
+	SignInPerCredential SignInLimit
 	// SignInAddresses bounds the client addresses whose sign-in buckets
 	// are kept. Default DefaultSignInAddresses.
 	SignInAddresses int
@@ -124,7 +133,9 @@ type Options struct {
 	// default: arguments may hold what their callers consider secret.
 	ShowArguments bool
 	// Logger receives the audit lines and the causes of internal errors.
-	// Nil discards them.
+	// Nil: slog.Default(), as it is when New runs, so that the audit lines
+	// are never lost; to discard them, pass a logger with
+	// slog.DiscardHandler.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -152,9 +163,10 @@ type Console struct {
 	mux    *http.ServeMux
 	log    *slog.Logger
 
-	streams *streams
-	gauges  gaugeCache
-	limits  *signInLimiter
+	streams  *streams
+	gauges   gaugeCache
+	limits   *signInLimiter
+	signOuts *signOuts
 }
 
 // New validates opts and returns the console. It fails for a missing
@@ -195,6 +207,7 @@ func New(opts Options) (*Console, error) {
 	}{
 		{"SignInPerAddress", &opts.SignInPerAddress, SignInLimit{DefaultSignInBurst, DefaultSignInEvery}},
 		{"SignInGlobal", &opts.SignInGlobal, SignInLimit{DefaultGlobalSignInBurst, DefaultGlobalSignInEvery}},
+		{"SignInPerCredential", &opts.SignInPerCredential, SignInLimit{DefaultCredentialSignInBurst, DefaultCredentialSignInEvery}},
 	} {
 		switch {
 		case *l.v == SignInLimit{}:
@@ -225,7 +238,7 @@ func New(opts Options) (*Console, error) {
 		opts.Now = time.Now
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = slog.Default()
 	}
 	opts.Token = append([]byte(nil), opts.Token...)
 	c := &Console{opts: opts, prefix: Prefix, keys: deriveKeys(opts.Token), log: opts.Logger, mux: http.NewServeMux()}
@@ -234,7 +247,8 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.streams = newStreams(opts)
-	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
+	c.signOuts = newSignOuts()
+	c.limits = newSignInLimiter(opts.SignInPerAddress, opts.SignInPerCredential, opts.SignInGlobal, opts.SignInAddresses, opts.Now())
 	p := c.prefix
 	c.mux.HandleFunc("GET "+p+"/static/{file}", c.serveStatic)
 	c.mux.HandleFunc("GET "+p+"/login", c.serveLoginForm)
@@ -296,6 +310,10 @@ func (c *Console) authed(h func(http.ResponseWriter, *http.Request, operator)) h
 		switch v {
 		case authLimited:
 			c.tooManySignIns(w, wait)
+			return
+		case authUnavailable:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "The access token cannot be checked now. Try again later.", http.StatusServiceUnavailable)
 			return
 		case authForbidden:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="taskwire console", error="insufficient_scope", scope="`+

@@ -3,8 +3,10 @@ package console_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,9 +128,19 @@ func TestLogin(t *testing.T) {
 	if r := f.do(http.MethodPost, "/console/logout", url.Values{}, f.session(cookie)); r.status != http.StatusForbidden {
 		t.Errorf("logout without CSRF: %d, want 403", r.status)
 	}
+	other := f.login()
 	r = f.do(http.MethodPost, "/console/logout", url.Values{"csrf": {f.csrf(cookie)}}, f.session(cookie))
 	if r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Errorf("logout: %d, cookie %q", r.status, r.header.Get("Set-Cookie"))
+	}
+	// The signed-out cookie is refused server-side too (a copy of it, kept
+	// by whoever saw it, does not outlive the sign-out); other sessions
+	// go on.
+	if r := f.do(http.MethodGet, "/console/", nil, f.session(cookie)); r.status != http.StatusUnauthorized {
+		t.Errorf("the signed-out cookie: %d, want 401", r.status)
+	}
+	if r := f.do(http.MethodGet, "/console/", nil, f.session(other)); r.status != http.StatusOK {
+		t.Errorf("another session after a sign-out: %d, want 200", r.status)
 	}
 }
 
@@ -232,7 +244,14 @@ func TestTaskPage(t *testing.T) {
 	r = f.get("/console/tasks/" + f.failed)
 	mustContain(t, "failed task", r.body, "The tool failed.", "Retry…", "Delete…",
 		`<span class="event retry">retry</span> (attempt 1 failed: <span class="category">timeout</span>) — next run at <time>`,
-		"failure 1 of 10", `<span class="event failed">failed</span> (attempt 2 failed: <span class="category">permanent</span>)`)
+		"failure 1 of 10", `<span class="event failed">failed</span> (attempt 2 failed: <span class="category">permanent</span>)`,
+		// Both runs failed: the retried one, and the one that failed the task.
+		"2 of 10 failures")
+	// The text as read, without the markup.
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(r.body, "")
+	mustContain(t, "failed task's text", text, "retry (attempt 1 failed: timeout) — next run at ",
+		"failed (attempt 2 failed: permanent)")
+	mustNotContain(t, "failed task's text", text, " )", "( ")
 	r = f.get("/console/tasks/" + f.working)
 	mustContain(t, "working task", r.body, "Cancel…")
 	mustNotContain(t, "working task", r.body, "Retry…", "Delete…")
@@ -395,6 +414,22 @@ func TestActions(t *testing.T) {
 		}
 	}
 	mustNotContain(t, "log", log, f.working, f.failed, f.completed, newID, token, "arg-marker", "result-marker")
+}
+
+// TestAuditWithoutLogger checks that a console built without
+// Options.Logger still writes its audit lines, to slog.Default, as the
+// docs promise every action does.
+func TestAuditWithoutLogger(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	f := newFixture(t, fixtureOpts{noLogger: true})
+	r := f.do(http.MethodPost, "/console/tasks/"+f.working+"/cancel", url.Values{}, map[string]string{"Authorization": "Bearer " + token})
+	if r.status != http.StatusSeeOther && r.status != http.StatusOK {
+		t.Fatalf("cancel: %s", describe(r))
+	}
+	mustContain(t, "the default logger", buf.String(), `msg="console action" operator=bearer action=cancel`)
 }
 
 func TestTaskRef(t *testing.T) {

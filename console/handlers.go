@@ -92,14 +92,14 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		c.errorPage(w, r, operator{}, http.StatusForbidden, "The sign-in did not come from this console's own page.")
 		return
 	}
-	addr, now := clientAddr(r), c.opts.Now()
-	if wait := c.signInBlocked("form", addr, now); wait > 0 {
+	addr, now, cred := clientAddr(r), c.opts.Now(), r.PostFormValue("token")
+	if wait := c.signInBlocked("form", addr, cred, now); wait > 0 {
 		c.tooManySignIns(w, wait)
 		return
 	}
 	next := c.safeNext(r.PostFormValue("next"))
-	if !c.keys.tokenOK(r.PostFormValue("token")) {
-		if wait := c.signInFailed("form", addr, now); wait > 0 {
+	if !c.keys.tokenOK(cred) {
+		if wait := c.signInFailed("form", addr, cred, now); wait > 0 {
 			c.tooManySignIns(w, wait)
 			return
 		}
@@ -115,7 +115,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.setSessionCookie(w, r, v, expires)
-	nonce, _ := c.keys.checkSession(v, c.opts.Now())
+	nonce, _, _ := c.keys.checkSession(v, c.opts.Now())
 	c.log.Info("console: signed in", "operator", operator{via: "session", nonce: nonce}.name())
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -125,6 +125,9 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request, op operato
 	if !c.csrfOK(r, op) {
 		c.errorPage(w, r, op, http.StatusForbidden, "The request did not come from this console's own page.")
 		return
+	}
+	if op.nonce != nil {
+		c.signOuts.add(op.nonce, op.expires, c.opts.Now())
 	}
 	c.setSessionCookie(w, r, "", time.Time{})
 	c.log.Info("console: signed out", "operator", op.name())

@@ -67,10 +67,15 @@ type fixtureOpts struct {
 	// signIn is the per-address sign-in limit; zero: one that the tests
 	// of other things, which sign in wrongly on purpose, never reach.
 	signIn, globalSignIn console.SignInLimit
-	oauth                *oauth.ResourceServer
+	// credSignIn is the per-credential-class limit; zero: one the tests of
+	// other things never reach.
+	credSignIn console.SignInLimit
+	oauth      *oauth.ResourceServer
 	// gauges wraps the store as the console's Options.Gauges; nil: the
 	// store itself.
 	gauges func(*sqlite.Store) gauges.Source
+	// noLogger leaves Options.Logger nil.
+	noLogger bool
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -85,15 +90,23 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	if fo.signIn == (console.SignInLimit{}) {
 		fo.signIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
 	}
+	if fo.credSignIn == (console.SignInLimit{}) {
+		fo.credSignIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
+	}
 	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
 	var src gauges.Source = st
 	if fo.gauges != nil {
 		src = fo.gauges(st)
 	}
+	logger := slog.New(slog.NewTextHandler(f.log, nil))
+	if fo.noLogger {
+		logger = nil
+	}
 	c, err := console.New(console.Options{
 		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
-		Logger: slog.New(slog.NewTextHandler(f.log, nil)), Now: f.clock.Now, MaxStreams: fo.maxStreams,
-		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn, OAuth: fo.oauth,
+		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
+		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn,
+		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth,
 	})
 	if err != nil {
 		t.Fatal(err)

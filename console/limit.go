@@ -12,12 +12,20 @@ import (
 
 // Limits on failed sign-ins: a sign-in that presents a wrong credential
 // (a form with the wrong token, or a request with an Authorization header
-// the console refuses) takes a token from its client address's bucket and
-// from one global bucket. While either is empty, a failed sign-in gets 429
-// Too Many Requests with Retry-After instead of 401, and a sign-in from an
-// address whose bucket is empty is refused so without its credential being
-// checked, so that guessing cannot go faster than the bucket refills.
-// Successful sign-ins and requests with a session cookie take nothing.
+// the console refuses) takes a token from its client address's bucket,
+// from the bucket of its credential's class, and from one global bucket.
+// The class is one of credentialClasses, picked by a keyed hash of the
+// presented credential: a wrong token always lands in the same class, the
+// right one in a class nobody can aim at. While any of its buckets is
+// empty, a failed sign-in gets 429 Too Many Requests with Retry-After
+// instead of 401. A sign-in is refused so without its credential being
+// checked only while both its address's bucket and its class's bucket are
+// empty: the wrong tokens tried from an address (say, a proxy many
+// operators share) do not lock the right token out, which a bucket of its
+// own class stops only after failures that collide with it, and guessing
+// still goes no faster than the address buckets and the class buckets,
+// all of them, refill. Successful sign-ins and requests with a session
+// cookie take nothing.
 
 // Defaults of SignInLimit.
 const (
@@ -32,7 +40,16 @@ const (
 	// DefaultSignInAddresses bounds the addresses whose buckets are
 	// remembered; the least recently used one is forgotten first.
 	DefaultSignInAddresses = 4096
+	// DefaultCredentialSignInBurst and DefaultCredentialSignInEvery allow
+	// each of the 256 credential classes 5 failed sign-ins at once and one
+	// more every 5 minutes.
+	DefaultCredentialSignInBurst = 5
+	DefaultCredentialSignInEvery = 5 * time.Minute
 )
+
+// credentialClasses is the number of credential classes, each with a
+// bucket of Options.SignInPerCredential.
+const credentialClasses = 256
 
 // SignInLimit is a token bucket of failed sign-ins: Burst at once, and
 // one more every Every.
@@ -63,16 +80,17 @@ func (b *bucket) wait(l SignInLimit) time.Duration {
 	return time.Duration((1 - b.tokens) * float64(l.Every))
 }
 
-// signInLimiter holds the global bucket and a bounded LRU of per-address
-// ones. It is safe for concurrent use.
+// signInLimiter holds the global bucket, one per credential class and a
+// bounded LRU of per-address ones. It is safe for concurrent use.
 type signInLimiter struct {
-	perAddr, global SignInLimit
-	max             int
+	perAddr, perClass, global SignInLimit
+	max                       int
 
-	mu     sync.Mutex
-	all    bucket
-	addrs  map[string]*list.Element // of *addrBucket
-	recent *list.List               // most recently used first
+	mu      sync.Mutex
+	all     bucket
+	classes [credentialClasses]bucket
+	addrs   map[string]*list.Element // of *addrBucket
+	recent  *list.List               // most recently used first
 }
 
 type addrBucket struct {
@@ -80,9 +98,13 @@ type addrBucket struct {
 	b    bucket
 }
 
-func newSignInLimiter(perAddr, global SignInLimit, max int, now time.Time) *signInLimiter {
-	return &signInLimiter{perAddr: perAddr, global: global, max: max,
+func newSignInLimiter(perAddr, perClass, global SignInLimit, max int, now time.Time) *signInLimiter {
+	l := &signInLimiter{perAddr: perAddr, perClass: perClass, global: global, max: max,
 		all: bucket{tokens: float64(global.Burst), at: now}, addrs: make(map[string]*list.Element), recent: list.New()}
+	for i := range l.classes {
+		l.classes[i] = bucket{tokens: float64(perClass.Burst), at: now}
+	}
+	return l
 }
 
 // addrOf returns the bucket of addr, creating (and evicting) as needed.
@@ -104,9 +126,10 @@ func (l *signInLimiter) addrOf(addr string, now time.Time) *bucket {
 	return &ab.b
 }
 
-// blocked returns how long addr must wait before its next sign-in is
-// checked; 0 when it may sign in now.
-func (l *signInLimiter) blocked(addr string, now time.Time) time.Duration {
+// blocked returns how long a sign-in from addr with a credential of class
+// cls must wait before it is checked: 0 when its address's bucket or its
+// class's bucket holds a token, else until one of them does.
+func (l *signInLimiter) blocked(addr string, cls uint8, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.addrs[addr]
@@ -115,22 +138,33 @@ func (l *signInLimiter) blocked(addr string, now time.Time) time.Duration {
 	}
 	ab := e.Value.(*addrBucket)
 	ab.b.refill(l.perAddr, now)
-	return ab.b.wait(l.perAddr)
+	c := &l.classes[cls]
+	c.refill(l.perClass, now)
+	return min(ab.b.wait(l.perAddr), c.wait(l.perClass))
 }
 
-// fail records a failed sign-in from addr and returns 0 when it was within
-// the limits, else how long until both buckets hold a token again.
-func (l *signInLimiter) fail(addr string, now time.Time) time.Duration {
+// fail records a failed sign-in from addr with a credential of class cls:
+// it takes a token from each of the three buckets that holds one, and
+// returns 0 when all three did, else how long until they all do again.
+func (l *signInLimiter) fail(addr string, cls uint8, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.addrOf(addr, now)
+	c := &l.classes[cls]
+	c.refill(l.perClass, now)
 	l.all.refill(l.global, now)
-	if a.tokens >= 1 && l.all.tokens >= 1 {
-		a.tokens--
-		l.all.tokens--
-		return 0
+	var wait time.Duration
+	for _, b := range []struct {
+		b *bucket
+		l SignInLimit
+	}{{a, l.perAddr}, {c, l.perClass}, {&l.all, l.global}} {
+		if b.b.tokens >= 1 {
+			b.b.tokens--
+		} else {
+			wait = max(wait, b.b.wait(b.l))
+		}
 	}
-	return max(a.wait(l.perAddr), l.all.wait(l.global))
+	return wait
 }
 
 // clientAddr is the request's client address: the host of RemoteAddr. A
@@ -154,22 +188,22 @@ func (c *Console) tooManySignIns(w http.ResponseWriter, wait time.Duration) {
 	http.Error(w, "Too many failed sign-ins. Try again later.", http.StatusTooManyRequests)
 }
 
-// signInBlocked returns how long a sign-in from addr must wait before its
-// credential is checked, 0 when it may be checked now; when it must wait
-// it writes the audit line.
-func (c *Console) signInBlocked(via, addr string, now time.Time) time.Duration {
-	wait := c.limits.blocked(addr, now)
+// signInBlocked returns how long a sign-in from addr presenting cred must
+// wait before cred is checked, 0 when it may be checked now; when it must
+// wait it writes the audit line.
+func (c *Console) signInBlocked(via, addr, cred string, now time.Time) time.Duration {
+	wait := c.limits.blocked(addr, c.keys.signInClass(cred), now)
 	if wait > 0 {
 		c.auditRateLimited(via)
 	}
 	return wait
 }
 
-// signInFailed records a failed sign-in from addr and returns 0 when it
-// was within the limits, else how long to wait; then it writes the audit
-// line.
-func (c *Console) signInFailed(via, addr string, now time.Time) time.Duration {
-	wait := c.limits.fail(addr, now)
+// signInFailed records a failed sign-in from addr presenting cred and
+// returns 0 when it was within the limits, else how long to wait; then it
+// writes the audit line.
+func (c *Console) signInFailed(via, addr, cred string, now time.Time) time.Duration {
+	wait := c.limits.fail(addr, c.keys.signInClass(cred), now)
 	if wait > 0 {
 		c.auditRateLimited(via)
 	}

@@ -30,6 +30,25 @@ func newResourceServer(t *testing.T) (*testissuer.Issuer, *oauth.ResourceServer)
 	return iss, rs
 }
 
+// TestOAuthUnavailable checks that an access token the resource server
+// cannot check now (its issuer's keys cannot be fetched) gets 503 with
+// Retry-After, not 401, and is not a failed sign-in.
+func TestOAuthUnavailable(t *testing.T) {
+	iss, rs := newResourceServer(t)
+	iss.FailJWKS(http.StatusInternalServerError)
+	f := newFixture(t, fixtureOpts{oauth: rs, signIn: console.SignInLimit{Burst: 1, Every: time.Hour}})
+	h := map[string]string{"Authorization": "Bearer " + iss.Token(t, iss.Claims("alice", resource, time.Now()))}
+	for i := range 3 {
+		if r := f.do(http.MethodGet, "/console/tasks", nil, h); r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+			t.Errorf("request %d while the issuer is down: %d, Retry-After %q; want 503, 1", i, r.status, r.header.Get("Retry-After"))
+		}
+	}
+	// The address's one failed sign-in is left: the refusals did not count.
+	if r := f.do(http.MethodGet, "/console/", nil, map[string]string{"Authorization": "Bearer wrong"}); r.status != http.StatusUnauthorized {
+		t.Errorf("a wrong token after the outage's refusals: %d, want 401 (they are not failed sign-ins)", r.status)
+	}
+}
+
 func TestOAuthOperators(t *testing.T) {
 	iss, rs := newResourceServer(t)
 	f := newFixture(t, fixtureOpts{oauth: rs})

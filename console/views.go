@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -291,6 +292,7 @@ type taskView struct {
 	Hidden    bool   // arguments exist but are not shown
 	Progress  string
 	Actions   []actionLink
+	Failures  int // the job's failed runs, the one that failed the task included
 }
 
 type actionLink struct {
@@ -312,7 +314,7 @@ func pretty(v any) string {
 }
 
 func newTaskView(prefix string, ot backend.OperatorTask, showArgs bool) *taskView {
-	v := &taskView{T: ot, Events: ot.Events}
+	v := &taskView{T: ot, Events: ot.Events, Failures: failedRuns(ot)}
 	if ot.Result != nil {
 		v.Result = pretty(ot.Result)
 	}
@@ -339,6 +341,32 @@ func newTaskView(prefix string, ot backend.OperatorTask, showArgs bool) *taskVie
 		}
 	}
 	return v
+}
+
+// failedRuns counts the failed runs of ot's job. The job's Failures counts
+// the runs the store retried; the worker ends the run that uses up the
+// attempts, or one that fails without a retry, with Fail, which records the
+// run's category on the failed event but does not count it. So a task
+// that failed that way has one failed run more than Failures says (never
+// more than MaxAttempts, which a store that counted it already reached).
+func failedRuns(ot backend.OperatorTask) int {
+	j := ot.Job
+	if j == nil {
+		return 0
+	}
+	n := j.Failures
+	if ot.Status != task.Failed || n >= j.MaxAttempts {
+		return n
+	}
+	for _, e := range slices.Backward(ot.Events) {
+		if e.Kind == backend.EventFailed {
+			if e.Category != "" {
+				n++
+			}
+			break
+		}
+	}
+	return n
 }
 
 // confirmView is an action's confirmation.

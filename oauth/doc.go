@@ -37,7 +37,11 @@
 // A JWKS refresh or an introspection runs in a goroutine the
 // ResourceServer owns, bounded by Options.FetchTimeout; stale keys serve
 // while a refresh runs, and only a token with an unknown "kid" waits for
-// one. Close ends them.
+// one. A failed or hung fetch or introspection does not poison the
+// caches: the next is tried one second later, then two, four, and every
+// five at most, and meanwhile a token that cannot be checked gets HTTP 503
+// with Retry-After, not invalid_token (see ErrUnavailable). Close ends
+// them.
 //
 // # Challenges
 //
@@ -48,7 +52,9 @@
 // and a request whose token is refused gets the same challenge with
 // error="invalid_token". A valid token that lacks a required scope gets
 // HTTP 403 with error="insufficient_scope", scope="the scopes the request
-// needs" and resource_metadata. A challenge carries scope="…" whenever the
+// needs" and resource_metadata. A token that cannot be checked because the
+// authorization server did not answer gets HTTP 503 with Retry-After and
+// no challenge. A challenge carries scope="…" whenever the
 // request needs scopes, so that a client can ask for them at once.
 //
 // # Scopes

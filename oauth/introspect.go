@@ -43,15 +43,17 @@ type Introspection struct {
 	// the token's "exp". Zero: DefaultIntrospectionCacheTTL.
 	CacheTTL time.Duration
 	// NegativeCacheTTL is how long a token the endpoint did not admit (not
-	// active, not for this resource, or the endpoint could not be asked)
-	// is refused again without asking. Zero:
-	// DefaultIntrospectionNegativeCacheTTL.
+	// active, or not for this resource) is refused again without asking.
+	// Zero: DefaultIntrospectionNegativeCacheTTL. A failure to ask the
+	// endpoint is not cached per token: new introspections are spaced from
+	// one second up to five after it, and meanwhile a token without a
+	// cached answer is refused as unavailable (HTTP 503 with Retry-After).
 	NegativeCacheTTL time.Duration
 	// MaxConcurrent bounds the introspection requests in flight, one per
 	// distinct token: concurrent requests with one token share one
 	// introspection, and a token that would need one more is refused at
-	// once (introspection_busy) without asking. Zero:
-	// DefaultIntrospectionConcurrency.
+	// once (introspection_busy, HTTP 503 with Retry-After: 1) without
+	// asking. Zero: DefaultIntrospectionConcurrency.
 	MaxConcurrent int
 }
 
@@ -94,13 +96,15 @@ func (in *Introspection) validate() (*Introspection, error) {
 // introspector asks the introspection endpoint, at most once at a time
 // per token and MaxConcurrent times at once, and caches its answers: an
 // admitted token's claims for CacheTTL (never past "exp"), a refused
-// token's category for NegativeCacheTTL.
+// token's category for NegativeCacheTTL. A failure to ask is not an
+// answer: it is not cached, and retry spaces the next introspections.
 type introspector struct {
 	rs       Options
 	opts     Introspection
 	admitted *lru[claims]
 	refused  *lru[Category]
 	asks     *flights[tokenKey, verdict]
+	retry    *backoff
 }
 
 // verdict is what an introspection decided about a token.
@@ -116,12 +120,14 @@ func newIntrospector(o Options, own *owner) *introspector {
 		admitted: newLRU[claims](in.CacheSize),
 		refused:  newLRU[Category](in.CacheSize),
 		asks:     newFlights[tokenKey, verdict](own, in.MaxConcurrent, o.FetchTimeout),
+		retry:    newBackoff(maxRetry),
 	}
 }
 
 // check returns the claims of an active token for this resource: from the
 // caches, else from the introspection in flight for the token, else from
-// a new one if fewer than MaxConcurrent are in flight.
+// a new one if fewer than MaxConcurrent are in flight and the backoff
+// after a failure has passed.
 func (in *introspector) check(ctx context.Context, tok string) (claims, *tokenError) {
 	key := sha256.Sum256([]byte(tok))
 	now := in.rs.Now()
@@ -131,28 +137,41 @@ func (in *introspector) check(ctx context.Context, tok string) (claims, *tokenEr
 	if cat, ok := in.refused.get(key, now); ok {
 		return claims{}, refuse(cat, nil)
 	}
-	f, err := in.asks.do(key, nil, func(ctx context.Context) (verdict, error) {
+	f, err := in.asks.do(key, func() bool {
+		wait, _ := in.retry.wait(now)
+		return wait == 0
+	}, func(ctx context.Context) (verdict, error) {
 		m, err := in.ask(ctx, tok)
 		return in.decide(key, m, err), nil
 	})
 	switch {
 	case errors.Is(err, errBusy):
-		return claims{}, refuse(CategoryIntrospectionBusy, err)
+		return claims{}, unavailable(CategoryIntrospectionBusy, err, time.Second)
 	case err != nil:
-		return claims{}, refuse(CategoryIntrospection, err)
+		return claims{}, unavailable(CategoryIntrospection, err, time.Second)
+	case f == nil: // the endpoint failed a moment ago
+		wait, _ := in.retry.wait(now)
+		return claims{}, unavailable(CategoryIntrospection, nil, wait)
 	}
 	v, err := f.wait(ctx)
 	if err != nil {
-		return claims{}, refuse(CategoryIntrospection, err)
+		return claims{}, unavailable(CategoryIntrospection, err, time.Second)
 	}
 	return v.claims, v.refusal
 }
 
-// decide turns an introspection answer (or its failure) into a verdict,
-// and caches it.
+// decide turns an introspection answer into a verdict, and caches it; a
+// failure to ask is recorded in the backoff and logged, not cached.
 func (in *introspector) decide(key tokenKey, m map[string]any, err error) verdict {
 	now := in.rs.Now()
-	c, exp, terr := in.judge(m, err, now)
+	if err != nil {
+		in.retry.failed(now)
+		in.rs.Logger.Warn("oauth: introspection failed", "err", err)
+		wait, _ := in.retry.wait(now)
+		return verdict{refusal: unavailable(CategoryIntrospection, err, wait)}
+	}
+	in.retry.succeeded()
+	c, exp, terr := in.judge(m, now)
 	if terr != nil {
 		in.refused.put(key, terr.category, now.Add(in.opts.NegativeCacheTTL))
 		return verdict{refusal: terr}
@@ -167,10 +186,7 @@ func (in *introspector) decide(key tokenKey, m map[string]any, err error) verdic
 
 // judge checks an introspection answer at now, returning the token's
 // claims and "exp".
-func (in *introspector) judge(m map[string]any, err error, now time.Time) (claims, *jwt.NumericDate, *tokenError) {
-	if err != nil {
-		return claims{}, nil, refuse(CategoryIntrospection, err)
-	}
+func (in *introspector) judge(m map[string]any, now time.Time) (claims, *jwt.NumericDate, *tokenError) {
 	if active, _ := m["active"].(bool); !active {
 		return claims{}, nil, refuse(CategoryInactive, nil)
 	}

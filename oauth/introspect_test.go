@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/oauth"
@@ -107,8 +108,9 @@ func TestIntrospectionUnreachable(t *testing.T) {
 		o.Introspection = &oauth.Introspection{URL: "http://127.0.0.1:1/introspect", ClientID: "x"}
 	})
 	id, err := r.admit(mcp.MethodToolsList, "", "Bearer opaque")
-	if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != "introspection_failed" {
-		t.Errorf("outcome %+v, want 401 introspection_failed", got)
+	want := outcome{Status: http.StatusServiceUnavailable, Reason: "introspection_failed", RetryAfter: "1"}
+	if diff := cmp.Diff(want, r.outcome(t, id, err)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
 }
 
@@ -158,13 +160,9 @@ func (e *endpoint) release() {
 }
 
 // TestIntrospectionNegativeCache checks that a token the endpoint does not
-// admit, or that it could not be asked about, is refused again without
-// asking until NegativeCacheTTL has passed.
+// admit is refused again without asking until NegativeCacheTTL has passed.
 func TestIntrospectionNegativeCache(t *testing.T) {
 	e := newEndpoint(t, false, func(tok string) (int, map[string]any) {
-		if tok == "broken" {
-			return http.StatusInternalServerError, nil
-		}
 		return http.StatusOK, map[string]any{"active": false}
 	})
 	r := newRig(t, func(o *oauth.Options) {
@@ -172,7 +170,6 @@ func TestIntrospectionNegativeCache(t *testing.T) {
 	})
 	for _, tc := range []struct{ token, reason string }{
 		{"inactive", "introspection_inactive"},
-		{"broken", "introspection_failed"},
 	} {
 		t.Run(tc.token, func(t *testing.T) {
 			before := e.calls.Load()
@@ -195,6 +192,59 @@ func TestIntrospectionNegativeCache(t *testing.T) {
 			check(2) // past NegativeCacheTTL
 		})
 	}
+}
+
+// TestIntrospectionOutage checks that an introspection endpoint that
+// fails, then hangs, does not get tokens refused as invalid: they get 503
+// with Retry-After, the failure is not cached per token, no token makes
+// the endpoint be asked again within the backoff (1 s, then 2 s, 4 s),
+// and once it answers again the next request is admitted.
+func TestIntrospectionOutage(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	e := newEndpoint(t, false, func(string) (int, map[string]any) {
+		if failing.Load() {
+			return http.StatusInternalServerError, nil
+		}
+		return http.StatusOK, map[string]any{"active": true, "sub": "svc", "aud": resource}
+	})
+	r := newRig(t, func(o *oauth.Options) {
+		o.Introspection = &oauth.Introspection{URL: e.URL, ClientID: "x"}
+		o.FetchTimeout = 200 * time.Millisecond // how long the hung introspection takes to fail
+	})
+	step := func(name, tok string, want outcome, calls int64) {
+		t.Helper()
+		r.log.Reset()
+		id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+tok)
+		got := r.outcome(t, id, err)
+		if want.Status == http.StatusOK {
+			got.Reason = ""
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: outcome (-want +got):\n%s\nlog: %s", name, diff, r.log)
+		}
+		if got := e.calls.Load(); got != calls {
+			t.Errorf("%s: %d introspections, want %d", name, got, calls)
+		}
+	}
+	down := func(retry string) outcome {
+		return outcome{Status: http.StatusServiceUnavailable, Reason: "introspection_failed", RetryAfter: retry}
+	}
+	step("the endpoint fails", "tok-a", down("1"), 1)
+	step("the same token within the backoff", "tok-a", down("1"), 1)
+	step("another token within the backoff", "tok-b", down("1"), 1)
+	r.clock.Advance(time.Second)
+	step("it fails again", "tok-b", down("2"), 2)
+
+	e.hold = make(chan struct{}) // the next introspection hangs
+	r.clock.Advance(2 * time.Second)
+	step("it hangs until FetchTimeout", "tok-a", down("4"), 3)
+	failing.Store(false)
+	e.release()
+
+	r.clock.Advance(4 * time.Second)
+	step("the endpoint is back", "tok-a", outcome{Status: http.StatusOK}, 4)
+	step("from the cache", "tok-a", outcome{Status: http.StatusOK}, 4)
 }
 
 // TestIntrospectionFlights checks that concurrent requests with one token

@@ -29,10 +29,13 @@ var (
 // keySet caches the keys of one JWKS URL. Keys older than maxAge are
 // stale: a lookup still returns a stale key at once, and starts one
 // refresh in the background. A lookup of an unknown key ID waits for a
-// fetch (joining the one in flight, if any). Fetches run one at a time, at
-// most one per minRefresh (failed ones included), each bounded by the
-// fetch timeout and MaxResponseBytes; when a fetch fails the old keys keep
-// serving.
+// fetch (joining the one in flight, if any). Fetches run one at a time,
+// each bounded by the fetch timeout and MaxResponseBytes. After a
+// successful fetch the next waits at least minRefresh; after a failed one
+// (or one that timed out) retry spaces the next, from one second up to
+// five, so that keys are fetched soon after the issuer is back. When a
+// fetch fails the old keys keep serving, and a key ID that is not among
+// them cannot be checked until a fetch succeeds (errKeysFailed).
 type keySet struct {
 	url        string
 	client     *http.Client
@@ -43,6 +46,7 @@ type keySet struct {
 	now        func() time.Time
 	onFailure  func(error)
 	fetches    *flights[struct{}, struct{}] // at most one fetch in flight
+	retry      *backoff                     // spaces the fetches after a failure
 
 	mu          sync.Mutex
 	keys        map[string]jwk // by kid; "" for a key without one
@@ -73,7 +77,7 @@ func (ks *keySet) lookup(ctx context.Context, kid string) (jwk, error) {
 	if err != nil {
 		return jwk{}, fmt.Errorf("%w: %w", errKeysFailed, err)
 	}
-	if f == nil { // a fetch ran less than minRefresh ago
+	if f == nil { // no fetch may start yet
 		return jwk{}, ks.missing()
 	}
 	if _, err := f.wait(ctx); err != nil {
@@ -92,7 +96,10 @@ func (ks *keySet) refresh() (*flight[struct{}], error) {
 	return ks.fetches.do(struct{}{}, ks.mayFetch, func(ctx context.Context) (struct{}, error) {
 		err := ks.fetch(ctx)
 		if err != nil {
+			ks.retry.failed(ks.now())
 			ks.onFailure(err)
+		} else {
+			ks.retry.succeeded()
 		}
 		return struct{}{}, err
 	})
@@ -108,12 +115,18 @@ func (ks *keySet) cached(kid string) (jwk, bool, bool) {
 	return k, ok, fresh
 }
 
-// mayFetch reports whether a fetch may start now, and if so records it.
+// mayFetch reports whether a fetch may start now, and if so records it:
+// after a failed fetch once the backoff has passed, else minRefresh after
+// the last one.
 func (ks *keySet) mayFetch() bool {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	now := ks.now()
-	if !ks.lastAttempt.IsZero() && now.Sub(ks.lastAttempt) < ks.minRefresh {
+	if wait, failing := ks.retry.wait(now); failing {
+		if wait > 0 {
+			return false
+		}
+	} else if !ks.lastAttempt.IsZero() && now.Sub(ks.lastAttempt) < ks.minRefresh {
 		return false
 	}
 	ks.lastAttempt = now
@@ -121,14 +134,24 @@ func (ks *keySet) mayFetch() bool {
 }
 
 // missing is the error for a key ID that is not known when no fetch may
-// start: unknown if a set was ever fetched, else unavailable.
+// start: unknown if the last fetch succeeded, else unavailable.
 func (ks *keySet) missing() error {
+	if _, failing := ks.retry.wait(ks.now()); failing {
+		return errKeysFailed
+	}
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.fetched.IsZero() {
 		return errKeysFailed
 	}
 	return errUnknownKey
+}
+
+// retryAfter is how long a client refused with errKeysFailed should wait
+// before it asks again: until the next fetch may start, at least a second.
+func (ks *keySet) retryAfter() time.Duration {
+	wait, _ := ks.retry.wait(ks.now())
+	return max(wait, time.Second)
 }
 
 // fetch replaces the cached keys with the set at ks.url.

@@ -22,8 +22,8 @@ const (
 	// DefaultKeysMaxAge is how long fetched keys are used before they are
 	// fetched again.
 	DefaultKeysMaxAge = time.Hour
-	// DefaultMinRefreshInterval is the least time between two JWKS fetches,
-	// however many unknown key IDs arrive.
+	// DefaultMinRefreshInterval is the least time between a successful
+	// JWKS fetch and the next, however many unknown key IDs arrive.
 	DefaultMinRefreshInterval = 30 * time.Second
 	// DefaultMaxKeys bounds the keys kept from one JWKS.
 	DefaultMaxKeys = 64
@@ -112,8 +112,10 @@ type Options struct {
 	// KeysMaxAge is how long fetched keys are used before the JWKS is
 	// fetched again. Zero: DefaultKeysMaxAge.
 	KeysMaxAge time.Duration
-	// MinRefreshInterval is the least time between two JWKS fetches,
-	// failed ones included. Zero: DefaultMinRefreshInterval.
+	// MinRefreshInterval is the least time between a successful JWKS
+	// fetch and the next. After a failed (or timed-out) fetch the next may
+	// start one second later, then two, four, and five at most, never
+	// later than MinRefreshInterval. Zero: DefaultMinRefreshInterval.
 	MinRefreshInterval time.Duration
 	// MaxKeys bounds the keys kept from a JWKS. Zero: DefaultMaxKeys.
 	MaxKeys int

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,8 +26,9 @@ const (
 	CategoryMalformed         Category = "malformed"              // not one "Bearer TOKEN" header, or not a parsable token
 	CategoryOversized         Category = "oversized"              // longer than Options.MaxTokenBytes
 	CategoryBadAlgorithm      Category = "bad_algorithm"          // an algorithm not allowed, "none" included
+	CategoryBadHeader         Category = "bad_header"             // a "crit" header: no JWS extension is understood (RFC 7515 §4.1.11)
 	CategoryUnknownKey        Category = "unknown_key"            // no key with the token's "kid", even after a refresh
-	CategoryKeysUnavailable   Category = "keys_unavailable"       // the JWKS could not be fetched
+	CategoryKeysUnavailable   Category = "keys_unavailable"       // the JWKS could not be fetched (yet): HTTP 503, see ErrUnavailable
 	CategoryBadSignature      Category = "bad_signature"          // the signature does not verify
 	CategoryExpired           Category = "expired"                // "exp" is past (beyond the leeway) or missing
 	CategoryNotYetValid       Category = "not_yet_valid"          // "nbf" is in the future (beyond the leeway)
@@ -34,8 +37,8 @@ const (
 	CategoryBadSubject        Category = "bad_subject"            // "sub" missing, too long or not printable
 	CategoryBadTenant         Category = "bad_tenant"             // the tenant claim is missing, too long or not printable
 	CategoryInactive          Category = "introspection_inactive" // the introspection endpoint says the token is not active
-	CategoryIntrospection     Category = "introspection_failed"   // the introspection endpoint could not be asked
-	CategoryIntrospectionBusy Category = "introspection_busy"     // Introspection.MaxConcurrent introspections were in flight already
+	CategoryIntrospection     Category = "introspection_failed"   // the introspection endpoint could not be asked: HTTP 503
+	CategoryIntrospectionBusy Category = "introspection_busy"     // Introspection.MaxConcurrent introspections were in flight already: HTTP 503
 	CategoryInsufficientScope Category = "insufficient_scope"     // a valid token without a required scope
 )
 
@@ -83,6 +86,7 @@ func New(opts Options) (*ResourceServer, error) {
 			maxAge: o.KeysMaxAge, minRefresh: o.MinRefreshInterval, maxKeys: o.MaxKeys, now: o.Now,
 			onFailure: func(err error) { o.Logger.Warn("oauth: signing keys not refreshed", "err", err) },
 			fetches:   newFlights[struct{}, struct{}](rs.owner, 1, o.FetchTimeout),
+			retry:     newBackoff(o.MinRefreshInterval),
 		}
 	}
 	if o.Introspection != nil {
@@ -97,31 +101,53 @@ func New(opts Options) (*ResourceServer, error) {
 // Close stops the requests to the authorization server in flight and waits
 // for them to end. Afterwards Admit still verifies JWTs with the keys it
 // has (stale or not) and answers from the introspection cache, but asks
-// the authorization server nothing: a token that needs it is refused with
-// keys_unavailable or introspection_failed. Close is idempotent and
-// returns nil.
+// the authorization server nothing: a token that needs it is refused as
+// unavailable (HTTP 503, keys_unavailable or introspection_failed). Close
+// is idempotent and returns nil.
 func (rs *ResourceServer) Close() error {
 	rs.owner.close()
 	return nil
 }
 
+// ErrUnavailable is what a token that cannot be checked now is, by
+// errors.Is: the signing keys could not be fetched (keys_unavailable), or
+// the introspection endpoint could not be asked (introspection_failed,
+// introspection_busy). Such a token is not known to be bad: Admit answers
+// HTTP 503 with Retry-After for it, and a caller of Verify should do the
+// same rather than tell the client its token is invalid.
+var ErrUnavailable = errors.New("oauth: the token cannot be checked now")
+
 // tokenError is a refused token: its category, and the error behind it
 // when there is one. Neither reaches the client; only the category is
-// logged.
+// logged. retryAfter is set for a token that cannot be checked now.
 type tokenError struct {
-	category Category
-	cause    error
+	category   Category
+	cause      error
+	retryAfter time.Duration
 }
 
 func (e *tokenError) Error() string { return "oauth: token refused: " + string(e.category) }
 func (e *tokenError) Unwrap() error { return e.cause }
+
+// Is reports a token that cannot be checked now as ErrUnavailable.
+func (e *tokenError) Is(target error) bool { return target == ErrUnavailable && e.retryAfter > 0 }
+
+// unavailable is the refusal of a token that cannot be checked now, to be
+// asked again after retryAfter (at least a second).
+func unavailable(c Category, cause error, retryAfter time.Duration) *tokenError {
+	return &tokenError{category: c, cause: cause, retryAfter: max(retryAfter, time.Second)}
+}
 
 func refuse(c Category, cause error) *tokenError { return &tokenError{category: c, cause: cause} }
 
 // Admit implements server.AdmissionController. It returns the caller's
 // identity, or a *server.Rejection: HTTP 401 with a Bearer challenge for a
 // missing or refused token, HTTP 403 with error="insufficient_scope" for a
-// token without a required scope. It logs only the category of a refusal.
+// token without a required scope, HTTP 503 with Retry-After for a token
+// that cannot be checked now because the authorization server could not
+// be reached (ErrUnavailable): the token may well be good, and a client
+// told invalid_token would discard it. It logs only the category of a
+// refusal.
 func (rs *ResourceServer) Admit(ctx context.Context, req *server.AdmissionRequest) (server.Identity, error) {
 	required := rs.requiredScopes(req.Method, req.Tool)
 	values := req.Header.Values("Authorization")
@@ -136,6 +162,9 @@ func (rs *ResourceServer) Admit(ctx context.Context, req *server.AdmissionReques
 	}
 	if terr != nil {
 		rs.log(ctx, terr.category)
+		if terr.retryAfter > 0 {
+			return server.Identity{}, rs.unavailable(terr.retryAfter)
+		}
 		return server.Identity{}, rs.unauthorized(true, required)
 	}
 	if !hasScopes(c.scopes, required) {
@@ -237,8 +266,13 @@ func (rs *ResourceServer) verifyJWT(ctx context.Context, tok string) (claims, *t
 
 // key returns the verification key for a parsed token header: the shared
 // secret for HS* (only with HMACSecret), else the JWKS key with its "kid"
-// whose type fits the algorithm.
+// whose type fits the algorithm. A header with "crit" gets no key: it
+// names extensions that must be understood, and none is (RFC 7515
+// §4.1.11), while an empty list or one of standard names is invalid.
 func (rs *ResourceServer) key(ctx context.Context, t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errCritical
+	}
 	alg := t.Method.Alg()
 	if slices.Contains(hmacAlgorithms, alg) {
 		if rs.opts.HMACSecret == nil {
@@ -260,7 +294,10 @@ func (rs *ResourceServer) key(ctx context.Context, t *jwt.Token) (any, error) {
 	return k.key, nil
 }
 
-var errBadAlgorithm = errors.New("oauth: algorithm does not fit the key")
+var (
+	errBadAlgorithm = errors.New("oauth: algorithm does not fit the key")
+	errCritical     = errors.New(`oauth: the token header has "crit"`)
+)
 
 // jwtCategory maps a jwt parse error to a category.
 func (rs *ResourceServer) jwtCategory(token *jwt.Token, err error) *tokenError {
@@ -268,10 +305,16 @@ func (rs *ResourceServer) jwtCategory(token *jwt.Token, err error) *tokenError {
 	switch {
 	case errors.Is(err, errBadAlgorithm):
 		c = CategoryBadAlgorithm
+	case errors.Is(err, errCritical):
+		c = CategoryBadHeader
 	case errors.Is(err, errUnknownKey):
 		c = CategoryUnknownKey
 	case errors.Is(err, errKeysFailed):
-		c = CategoryKeysUnavailable
+		retry := time.Second
+		if rs.keys != nil {
+			retry = rs.keys.retryAfter()
+		}
+		return unavailable(CategoryKeysUnavailable, err, retry)
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		c = CategoryBadSignature
 		// The parser refuses an algorithm outside the allow-list with
@@ -338,6 +381,15 @@ func (rs *ResourceServer) forbidden(required []string) *server.Rejection {
 		`resource_metadata="` + rs.metadataURL + `"`,
 	}
 	return rs.rejection(http.StatusForbidden, "Forbidden: insufficient scope", params)
+}
+
+// unavailable is the 503 rejection of a token that cannot be checked now:
+// no challenge, and Retry-After in whole seconds.
+func (rs *ResourceServer) unavailable(retryAfter time.Duration) *server.Rejection {
+	h := http.Header{}
+	h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	return &server.Rejection{Status: http.StatusServiceUnavailable, Header: h,
+		Err: mcp.NewError(mcp.CodeInternalError, "Service unavailable: the access token cannot be checked now, retry later")}
 }
 
 func (rs *ResourceServer) rejection(status int, msg string, params []string) *server.Rejection {

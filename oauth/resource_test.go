@@ -30,11 +30,12 @@ func (r *rig) admit(method, tool string, auth ...string) (server.Identity, error
 }
 
 // outcome is what a test sees of an admission: the HTTP status (200 for
-// admitted), the challenge and the logged reason.
+// admitted), the challenge, the logged reason and the Retry-After.
 type outcome struct {
-	Status    int
-	Challenge string
-	Reason    string
+	Status     int
+	Challenge  string
+	Reason     string
+	RetryAfter string
 }
 
 func (r *rig) outcome(t *testing.T, id server.Identity, err error) outcome {
@@ -45,8 +46,12 @@ func (r *rig) outcome(t *testing.T, id server.Identity, err error) outcome {
 		if !errors.As(err, &rej) {
 			t.Fatalf("Admit: %v, want a *server.Rejection", err)
 		}
-		o.Status, o.Challenge = rej.Status, rej.Header.Get("WWW-Authenticate")
-		if rej.Err == nil || rej.Err.Code != mcp.CodeInvalidRequest {
+		o.Status, o.Challenge, o.RetryAfter = rej.Status, rej.Header.Get("WWW-Authenticate"), rej.Header.Get("Retry-After")
+		code := int64(mcp.CodeInvalidRequest)
+		if rej.Status == http.StatusServiceUnavailable {
+			code = mcp.CodeInternalError
+		}
+		if rej.Err == nil || rej.Err.Code != code {
 			t.Errorf("rejection error = %+v", rej.Err)
 		}
 	} else if id.Principal == "" {
@@ -83,13 +88,21 @@ func TestTokens(t *testing.T) {
 	noneWithKid := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT","kid":"`+rsa.ID+`"}`)) +
 		unsigned[strings.Index(unsigned, "."):]
 	validTok := iss.Token(t, valid())
+	// crit names extensions the recipient must understand; none is.
+	withCrit := func(crit any) string {
+		h := map[string]any{"crit": crit}
+		if crit, ok := crit.([]string); ok && len(crit) == 1 && crit[0] == "exp-ext" {
+			h["exp-ext"] = true
+		}
+		return iss.SignWithHeader(t, rsa, "RS256", h, valid())
+	}
 	tampered := validTok[:strings.LastIndex(validTok, ".")+1] + strings.Repeat("A", 342)
 
 	const (
 		fresh   = `Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"`
 		invalid = `Bearer error="invalid_token", resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"`
 	)
-	refused := func(reason string) outcome { return outcome{http.StatusUnauthorized, invalid, reason} }
+	refused := func(reason string) outcome { return outcome{http.StatusUnauthorized, invalid, reason, ""} }
 	for _, tc := range []struct {
 		name string
 		auth []string
@@ -103,7 +116,7 @@ func TestTokens(t *testing.T) {
 		{"audience in a list", []string{"Bearer " + iss.Token(t, with("aud", []string{"other", resource}))}, outcome{Status: http.StatusOK}},
 		{"expired within the leeway", []string{"Bearer " + iss.Token(t, with("exp", now.Add(-20*time.Second).Unix()))}, outcome{Status: http.StatusOK}},
 
-		{"no header", nil, outcome{http.StatusUnauthorized, fresh, "missing"}},
+		{"no header", nil, outcome{http.StatusUnauthorized, fresh, "missing", ""}},
 		{"expired", []string{"Bearer " + iss.Token(t, with("exp", now.Add(-time.Minute).Unix()))}, refused("expired")},
 		{"no exp", []string{"Bearer " + iss.Token(t, with("exp", nil))}, refused("expired")},
 		{"not yet valid", []string{"Bearer " + iss.Token(t, with("nbf", now.Add(time.Minute).Unix()))}, refused("not_yet_valid")},
@@ -117,6 +130,10 @@ func TestTokens(t *testing.T) {
 		{"alg none with a kid", []string{"Bearer " + noneWithKid}, refused("bad_algorithm")},
 		{"HS256 keyed with the public key", []string{"Bearer " + testissuer.SignHMAC(t, rsa.PublicPEM(t), rsa.ID, valid())}, refused("bad_algorithm")},
 		{"RS256 kid on an EC key", []string{"Bearer " + iss.SignWith(t, rsa.Relabeled(iss.Current("ES256").ID), "RS256", valid())}, refused("bad_algorithm")},
+		{"crit names an unknown extension", []string{"Bearer " + withCrit([]string{"exp-ext"})}, refused("bad_header")},
+		{"crit is empty", []string{"Bearer " + withCrit([]string{})}, refused("bad_header")},
+		{"crit lists a standard header", []string{"Bearer " + withCrit([]string{"alg"})}, refused("bad_header")},
+		{"crit is not a list", []string{"Bearer " + withCrit("exp-ext")}, refused("bad_header")},
 		{"unknown kid", []string{"Bearer " + iss.SignWith(t, unpublished, "RS256", valid())}, refused("unknown_key")},
 		{"bad signature", []string{"Bearer " + tampered}, refused("bad_signature")},
 		{"garbage", []string{"Bearer not-a-token"}, refused("malformed")},
@@ -243,14 +260,76 @@ func TestKeyRotation(t *testing.T) {
 	}
 }
 
-// TestKeysUnavailable checks that an unreachable JWKS refuses tokens with
-// 401 keys_unavailable, not an internal error.
+// TestKeysUnavailable checks that an unreachable JWKS answers tokens with
+// 503 and Retry-After (keys_unavailable), not invalid_token, which would
+// tell the client to discard a token that may be good.
 func TestKeysUnavailable(t *testing.T) {
 	r := newRig(t, func(o *oauth.Options) { o.JWKSURL = "http://127.0.0.1:1/jwks"; o.FetchTimeout = 2 * time.Second })
 	id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now())))
-	if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != "keys_unavailable" {
-		t.Errorf("outcome %+v, want 401 keys_unavailable", got)
+	want := outcome{Status: http.StatusServiceUnavailable, Reason: "keys_unavailable", RetryAfter: "1"}
+	if diff := cmp.Diff(want, r.outcome(t, id, err)); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s", diff)
 	}
+	if _, err := r.rs.Verify(context.Background(), "Bearer "+r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))); !errors.Is(err, oauth.ErrUnavailable) {
+		t.Errorf("Verify: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestKeysRecoverAfterOutage checks that a first JWKS fetch that fails, or
+// hangs, does not poison the key set: tokens get 503 with Retry-After
+// meanwhile, the next fetch is tried once the short backoff has passed
+// (1 s, then 2 s, then 4 s, whatever MinRefreshInterval), requests within
+// the backoff do not reach the issuer, and once the issuer answers again
+// the next request is admitted.
+func TestKeysRecoverAfterOutage(t *testing.T) {
+	r := newRig(t, func(o *oauth.Options) {
+		o.MinRefreshInterval = 30 * time.Second
+		o.FetchTimeout = 200 * time.Millisecond // how long the hung fetch takes to fail
+	})
+	tok := "Bearer " + r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now()))
+	step := func(name string, ctx context.Context, want outcome, fetches int64) {
+		t.Helper()
+		r.log.Reset()
+		h := http.Header{"Authorization": {tok}}
+		id, err := r.rs.Admit(ctx, &server.AdmissionRequest{Method: mcp.MethodToolsList, Header: h})
+		got := r.outcome(t, id, err)
+		if want.Status == http.StatusOK {
+			got.Reason = "" // an admission logs nothing
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: outcome (-want +got):\n%s\nlog: %s", name, diff, r.log)
+		}
+		if got := r.iss.JWKSFetches(); got != fetches {
+			t.Errorf("%s: %d JWKS fetches, want %d", name, got, fetches)
+		}
+	}
+	down := func(retry string) outcome {
+		return outcome{Status: http.StatusServiceUnavailable, Reason: "keys_unavailable", RetryAfter: retry}
+	}
+	bg := context.Background()
+
+	r.iss.FailJWKS(http.StatusInternalServerError)
+	step("first fetch fails", bg, down("1"), 1)
+	step("within the backoff", bg, down("1"), 1)
+	r.clock.Advance(time.Second)
+	step("second fetch fails", bg, down("2"), 2)
+	r.clock.Advance(time.Second)
+	step("within the longer backoff", bg, down("1"), 2)
+
+	r.iss.FailJWKS(0)
+	arrived, release := r.iss.HoldJWKS(t)
+	r.clock.Advance(time.Second)
+	step("third fetch hangs until FetchTimeout", bg, down("4"), 3)
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second): // a failure bound, not synchronisation
+		t.Fatal("no fetch reached the JWKS endpoint")
+	}
+	release()
+
+	r.clock.Advance(4 * time.Second)
+	step("the issuer is back", bg, outcome{Status: http.StatusOK}, 4)
+	step("keys cached", bg, outcome{Status: http.StatusOK}, 4)
 }
 
 func TestScopes(t *testing.T) {
@@ -270,11 +349,11 @@ func TestScopes(t *testing.T) {
 		{"method and tool scopes", mcp.MethodToolsCall, "reports", "mcp:call reports:write", outcome{Status: 200}},
 		{"scp array", mcp.MethodToolsCall, "reports", []any{"reports:write", "mcp:call"}, outcome{Status: 200}},
 		{"no scope claim", mcp.MethodToolsCall, "echo", nil,
-			outcome{403, `Bearer error="insufficient_scope", scope="mcp:call", ` + prm, "insufficient_scope"}},
+			outcome{403, `Bearer error="insufficient_scope", scope="mcp:call", ` + prm, "insufficient_scope", ""}},
 		{"tool scope missing", mcp.MethodToolsCall, "reports", "mcp:call",
-			outcome{403, `Bearer error="insufficient_scope", scope="mcp:call reports:write", ` + prm, "insufficient_scope"}},
+			outcome{403, `Bearer error="insufficient_scope", scope="mcp:call reports:write", ` + prm, "insufficient_scope", ""}},
 		{"prefix is not a match", mcp.MethodTasksCancel, "", "tasks",
-			outcome{403, `Bearer error="insufficient_scope", scope="tasks:write", ` + prm, "insufficient_scope"}},
+			outcome{403, `Bearer error="insufficient_scope", scope="tasks:write", ` + prm, "insufficient_scope", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.log.Reset()
@@ -465,8 +544,8 @@ func TestJWKSRedirectRefused(t *testing.T) {
 	})
 	redirect.Start()
 	id, err := r.admit(mcp.MethodToolsList, "", "Bearer "+r.iss.Token(t, r.iss.Claims("alice", resource, r.clock.Now())))
-	if got := r.outcome(t, id, err); got.Status != http.StatusUnauthorized || got.Reason != "keys_unavailable" {
-		t.Errorf("outcome %+v, want 401 keys_unavailable", got)
+	if got := r.outcome(t, id, err); got.Status != http.StatusServiceUnavailable || got.Reason != "keys_unavailable" {
+		t.Errorf("outcome %+v, want 503 keys_unavailable", got)
 	}
 	if !strings.Contains(r.log.String(), "redirect refused") {
 		t.Errorf("the key fetch failure is not logged: %s", r.log)

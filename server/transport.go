@@ -3,13 +3,13 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/taskwire/taskwire/internal/hostcheck"
 	"github.com/taskwire/taskwire/internal/jsonlimit"
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -239,13 +239,9 @@ func acceptsBoth(values []string) bool {
 }
 
 func (s *Server) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
+	host := hostcheck.Name(hostport)
 	if s.hosts == nil {
-		return isLoopbackName(host)
+		return hostcheck.IsLoopbackName(host)
 	}
 	return s.hosts["*"] || s.hosts[host]
 }
@@ -258,15 +254,7 @@ func (s *Server) originAllowed(origin string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {
 		return false
 	}
-	return isLoopbackName(strings.ToLower(u.Hostname()))
-}
-
-func isLoopbackName(host string) bool {
-	switch host {
-	case "localhost", "127.0.0.1", "::1":
-		return true
-	}
-	return false
+	return hostcheck.IsLoopbackName(strings.ToLower(u.Hostname()))
 }
 
 // checkRequest validates mirrored headers, the protocol version and the

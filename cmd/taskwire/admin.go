@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,15 +29,41 @@ import (
 const adminShutdownTimeout = 2 * time.Second
 
 // adminAddrFlag is --admin-addr. Set accepts PORT, :PORT (both meaning
-// 127.0.0.1:PORT) or HOST:PORT; any other value is a usage error.
-type adminAddrFlag struct{ addr string }
+// 127.0.0.1:PORT) or HOST:PORT; any other value is a usage error. hosts
+// is --admin-allowed-hosts.
+type adminAddrFlag struct {
+	addr  string
+	hosts []string
+}
 
-// addAdminFlag defines --admin-addr on fs.
+// addAdminFlag defines --admin-addr and --admin-allowed-hosts on fs.
 func addAdminFlag(fs *flag.FlagSet) *adminAddrFlag {
 	f := &adminAddrFlag{}
 	fs.Var(f, "admin-addr", "`address` of the admin listener (/metrics, /healthz, /readyz): PORT or :PORT for 127.0.0.1, "+
 		"or HOST:PORT; off when empty (the default)")
+	fs.Func("admin-allowed-hosts", "more `hosts` whose name a request's Host header on --admin-addr may carry, comma-separated, "+
+		"without port (the name monitoring reaches it by); the loopback names and IP addresses are always accepted", f.setHosts)
 	return f
+}
+
+// setHosts parses --admin-allowed-hosts.
+func (f *adminAddrFlag) setHosts(v string) error {
+	for h := range strings.SplitSeq(v, ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if !validHostName(h) {
+			return fmt.Errorf("%q is not a host name or IP address without port, or *", h)
+		}
+		f.hosts = append(f.hosts, h)
+	}
+	return nil
+}
+
+// check is the usage check of the two flags together.
+func (f *adminAddrFlag) check() error {
+	if f.hosts != nil && f.addr == "" {
+		return usageErrorf("--admin-allowed-hosts needs --admin-addr")
+	}
+	return nil
 }
 
 func (f *adminAddrFlag) String() string { return f.addr }
@@ -77,6 +104,7 @@ func parseAdminAddr(v string) (string, error) {
 // accepts it.
 type nodeAdmin struct {
 	addr     string
+	hosts    []string // --admin-allowed-hosts
 	cfg      consoleConfig
 	reg      *prom.Registry
 	server   *twprom.ServerMetrics // nil on a node without HTTP
@@ -94,7 +122,7 @@ func newNodeAdmin(cfg nodeConfig, st any) (*nodeAdmin, error) {
 	if cfg.AdminAddr == "" {
 		return nil, nil
 	}
-	a := &nodeAdmin{addr: cfg.AdminAddr, reg: twprom.NewRegistry(), cfg: cfg.Console}
+	a := &nodeAdmin{addr: cfg.AdminAddr, hosts: cfg.AdminAllowedHosts, reg: twprom.NewRegistry(), cfg: cfg.Console}
 	var err error
 	if cfg.Addr != "" {
 		if a.server, err = twprom.NewServerMetrics(a.reg); err != nil {
@@ -159,11 +187,16 @@ func (a *nodeAdmin) start(srv *server.Server, st any, ln net.Listener, logger *s
 		return fmt.Errorf("console: %w", err)
 	}
 	h, err := admin.New(admin.Options{Metrics: twprom.Handler(a.reg), Ready: admin.All(checks...), Logger: logger,
-		Console: consoleHandler(a.console)})
+		Console: consoleHandler(a.console), AllowedHosts: a.hosts})
 	if err != nil {
 		return err
 	}
 	a.ln = admin.Serve(ln, h, logger)
+	if !isLoopbackAddr(a.addr) {
+		logger.Warn("admin listener beyond loopback: /metrics, /healthz and /readyz answer without authentication "+
+			"anyone who reaches this address (the console asks for its operator token); keep it on a network only "+
+			"your monitoring reaches, or behind a proxy that requires a token", "addr", a.ln.Addr())
+	}
 	return nil
 }
 

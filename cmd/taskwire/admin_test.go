@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -61,6 +63,10 @@ func TestAdminFlagErrors(t *testing.T) {
 		{[]string{"serve", "--store", db, "--admin-addr", "nonsense"}, []string{"invalid value", "admin-addr", "want PORT, :PORT or HOST:PORT"}},
 		{[]string{"worker", "--store", db, "--admin-addr", "host:99999"}, []string{"invalid value", "admin-addr", "0 to 65535"}},
 		{[]string{"serve", "--stdio", "--store", db, "--admin-addr", "9090"}, []string{"--admin-addr does not apply to --stdio"}},
+		{[]string{"worker", "--store", db, "--admin-addr", "9090", "--admin-allowed-hosts", "m.internal:9090"},
+			[]string{"invalid value", "admin-allowed-hosts", "without port"}},
+		{[]string{"worker", "--store", db, "--admin-allowed-hosts", "m.internal"}, []string{"--admin-allowed-hosts needs --admin-addr"}},
+		{[]string{"serve", "--store", db, "--admin-allowed-hosts", "m.internal"}, []string{"--admin-allowed-hosts needs --admin-addr"}},
 	}
 	for _, tt := range tests {
 		var stderr strings.Builder
@@ -338,6 +344,58 @@ func TestWorkerAdminEndpoints(t *testing.T) {
 		t.Errorf("a worker-only node exports server series: %v", s)
 	}
 	checkLabelNames(t, f)
+}
+
+// TestAdminHostCheck checks a node's admin listener against DNS
+// rebinding: a Host that is not a loopback name, an IP address or a name
+// of --admin-allowed-hosts gets 403; and that a listener beyond loopback
+// starts with a warning saying what it exposes.
+func TestAdminHostCheck(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		warning bool
+	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
+		t.Run(tc.addr, func(t *testing.T) {
+			log := &syncBuffer{}
+			cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
+			cfg.Addr = ""
+			cfg.AdminAddr = tc.addr
+			cfg.AdminAllowedHosts = []string{"metrics.internal"}
+			cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+			n := start(t, cfg)
+			_, port, _ := net.SplitHostPort(n.admin.listenAddr())
+			for _, c := range []struct {
+				host string
+				want int
+			}{
+				{"127.0.0.1:" + port, http.StatusOK},
+				{"localhost:" + port, http.StatusOK},
+				{"metrics.internal:" + port, http.StatusOK},
+				{"rebound.example:" + port, http.StatusForbidden},
+			} {
+				req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/metrics", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Host = c.host
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != c.want {
+					t.Errorf("GET /metrics with Host %s: %d, want %d", c.host, res.StatusCode, c.want)
+				}
+			}
+			warned := strings.Contains(log.String(), "admin listener beyond loopback")
+			if warned != tc.warning {
+				t.Errorf("warning logged %v, want %v; log:\n%s", warned, tc.warning, log)
+			}
+			if warned && !strings.Contains(log.String(), "/metrics, /healthz and /readyz answer without authentication") {
+				t.Errorf("the warning does not say what is exposed:\n%s", log)
+			}
+		})
+	}
 }
 
 // TestReadyzPostgres checks /readyz of a node on PostgreSQL: 503 within

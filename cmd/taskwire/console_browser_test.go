@@ -179,8 +179,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(heading, sought) {
 		t.Errorf("lookup reached %q, want the task %s", heading, sought)
 	}
-	if !strings.Contains(timeline, "failed: timeout") {
+	if !strings.Contains(timeline, "(attempt 1 failed: timeout)") {
 		t.Errorf("the sought task's timeline does not say why its run failed: %q", timeline)
+	}
+	if strings.Contains(timeline, " )") || strings.Contains(timeline, "( ") {
+		t.Errorf("the sought task's timeline has a space inside its parentheses: %q", timeline)
 	}
 	if !strings.Contains(notice, "Cancellation was requested") {
 		t.Errorf("notice after cancelling: %q", notice)

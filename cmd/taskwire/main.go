@@ -5,18 +5,17 @@
 //	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s]
 //	                 [--connect-timeout 10s] [--workers 4] [--lease 30s] [--no-migrate]
 //	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s] [--max-conns N]
-//	                 [--max-conns-per-addr N]
-//	                 [--body-timeout 10s] [--idle-timeout 30s] [--insecure-dev-auth]
+//	                 [--max-conns-per-addr N] [--body-timeout 10s] [--idle-timeout 30s] [--insecure-dev-auth]
 //	                 [--allowed-hosts HOSTS] [--task-rate 20] [--task-burst 100] [--max-active-tasks 1000]
 //	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
 //	                 [--sessions-max 100000] [--auth-issuer URL --auth-audience URI]
 //	                 [--auth-jwks-url URL] [--auth-tenant-claim NAME] [--auth-scopes NAME=SCOPE,...]
-//	                 [--admin-addr ADDR] [--admin-token-file FILE] [--console-show-arguments]
-//	                 [--console-scope taskwire:operator]
+//	                 [--admin-addr ADDR] [--admin-allowed-hosts HOSTS] [--admin-token-file FILE]
+//	                 [--console-show-arguments] [--console-scope taskwire:operator]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
 //	                 [--workers 4] [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
-//	                 [--shutdown-grace 10s] [--admin-addr ADDR]
+//	                 [--shutdown-grace 10s] [--admin-addr ADDR] [--admin-allowed-hosts HOSTS]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
 //	                 [--log-level info]
 //	taskwire version
@@ -230,6 +229,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if *stdio.on && adminAddr.addr != "" {
 		return usageErrorf("serve: --admin-addr does not apply to --stdio")
 	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if *stdio.on && auth.given() {
 		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
 	}
@@ -276,7 +278,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		Addr:         *addr, Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger,
 		MaxConns: *maxConns, MaxConnsPerAddr: *maxConnsPerAddr, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr,
+		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr, AdminAllowedHosts: adminAddr.hosts,
 	}
 	// The non-loopback --addr check needs the resource server: with
 	// --auth-issuer it runs when the node starts.
@@ -366,6 +368,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	spec, logger, err := common.resolve(getenv, stderr)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -376,6 +381,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	cfg := nodeConfig{
 		Store: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
 		ReportsDir: *reportsDir, ShutdownGrace: *grace, Logger: logger, AdminAddr: adminAddr.addr,
+		AdminAllowedHosts: adminAddr.hosts,
 	}
 	if err := checkFlags(cfg, false); err != nil {
 		return fmt.Errorf("worker: %w", err)

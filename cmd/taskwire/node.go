@@ -130,6 +130,9 @@ type nodeConfig struct {
 	// AdminAddr is the admin listener's address (admin.go). Empty: none,
 	// and no metrics.
 	AdminAddr string
+	// AdminAllowedHosts are more Host names the admin listener accepts
+	// (admin.Options.AllowedHosts).
+	AdminAllowedHosts []string
 	// Console configures the operator console on the admin listener
 	// (console.go).
 	Console consoleConfig

@@ -51,6 +51,7 @@ type Issuer struct {
 	requests map[string][]url.Values
 
 	jwksFetches atomic.Int64
+	jwksStatus  atomic.Int32 // when not 0, the status JWKS requests get instead of the keys
 	n           atomic.Int64
 	hold        atomic.Pointer[hold] // JWKS requests wait for it (hold.go); nil: none
 }
@@ -192,6 +193,22 @@ func (iss *Issuer) SignWith(t testing.TB, k *Key, alg string, claims jwt.MapClai
 	return s
 }
 
+// SignWithHeader signs claims like SignWith, with header's parameters
+// added to the token's header (a "crit", say).
+func (iss *Issuer) SignWithHeader(t testing.TB, k *Key, alg string, header map[string]any, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.GetSigningMethod(alg), claims)
+	tok.Header["kid"] = k.ID
+	for name, v := range header {
+		tok.Header[name] = v
+	}
+	s, err := tok.SignedString(k.private)
+	if err != nil {
+		t.Fatalf("testissuer: sign: %v", err)
+	}
+	return s
+}
+
 // Opaque registers an opaque token whose introspection answer is claims
 // (with "active": true added unless claims set it) and returns it.
 func (iss *Issuer) Opaque(claims map[string]any) string {
@@ -213,9 +230,17 @@ func (iss *Issuer) Revoke(tok string) {
 	delete(iss.opaque, tok)
 }
 
+// FailJWKS makes JWKS requests fail with HTTP status (an outage of the
+// identity provider); status 0 serves the keys again.
+func (iss *Issuer) FailJWKS(status int) { iss.jwksStatus.Store(int32(status)) }
+
 func (iss *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	iss.jwksFetches.Add(1)
 	iss.waitHold()
+	if status := iss.jwksStatus.Load(); status != 0 {
+		http.Error(w, "unavailable", int(status))
+		return
+	}
 	iss.mu.Lock()
 	var keys []map[string]string
 	for _, k := range iss.keys {
