@@ -22,10 +22,11 @@ const DefaultInlineTaskWait = 10 * time.Minute
 // (same handler, manager, origin and workers) and then waits for the task to
 // end, streaming server-sent events on the POST: keep-alives, progress when
 // the client sent a progressToken, and the task's input requests as real
-// elicitation/sampling/roots requests. The wait is bounded by
-// Options.InlineTaskWait; a client that disconnects, or a wait that times
-// out, leaves the task running, and a retry that the handler maps to the same
-// task (an idempotency key) waits for it again.
+// elicitation/sampling/roots requests, sent as the worker stored them,
+// without the related-task _meta key of a task the client never saw. The
+// wait is bounded by Options.InlineTaskWait; a client that disconnects, or
+// a wait that times out, leaves the task running, and a retry that the
+// handler maps to the same task (an idempotency key) waits for it again.
 //
 // Without this option, such clients do not see a task-required tool in
 // tools/list, and calling it anyway fails with an error that names the
