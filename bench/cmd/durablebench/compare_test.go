@@ -13,7 +13,8 @@ import (
 // The testdata reports are the outputs of "durablebench run -n 2000
 // -phases ... -e2e-tasks 300" built at 58eaab9 (the reference commit of the
 // comparison, before CPU time was read from /proc) and at the commit that
-// added "compare" (with pg-insert, whose rows name p99s too).
+// came just before "compare" (7f1ffd0; with pg-insert, whose rows name
+// p99s too).
 func TestParseReport(t *testing.T) {
 	worker58 := []measure{
 		{"pg-worker CPU per job, this process", 58, "us/job"},
