@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,11 +111,11 @@ func TestSQLitePhases(t *testing.T) {
 		t.Skip("runs the SQLite phases")
 	}
 	t.Setenv(asMainEnv, "1")
-	var out bytes.Buffer
+	var out lockedBuffer
 	err := run(context.Background(), []string{"-phases", "sqlite-insert,sqlite-worker,sqlite-e2e", "-sqlite-n", "300",
 		"-insert-duration", "200ms", "-insert-rounds", "1", "-e2e-tasks", "50", "-e2e-clients", "4",
 		"-concurrency", "50", "-claim-batch", "20", "-tmp", t.TempDir()}, &out, &out)
-	t.Logf("%s", &out)
+	t.Logf("%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +124,28 @@ func TestSQLitePhases(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+}
+
+// lockedBuffer is the standard output and error of a test's run: the e2e
+// phases copy their server's standard error into it from a goroutine of
+// os/exec while the phase writes its report.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p under the lock.
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // testPGURL is the database of the PostgreSQL test, as for the root
@@ -144,6 +167,9 @@ func TestPostgresPhases(t *testing.T) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testPGURL())
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL unreachable at %s: %v", testPGURL(), err)
+		}
 		t.Skipf("PostgreSQL unreachable at %s: %v", testPGURL(), err)
 	}
 	defer conn.Close(ctx)
@@ -156,11 +182,11 @@ func TestPostgresPhases(t *testing.T) {
 	}
 	before := schemas()
 	t.Setenv(asMainEnv, "1")
-	var out bytes.Buffer
+	var out lockedBuffer
 	err = run(ctx, []string{"-pg-url", testPGURL(), "-phases", "pg-insert,pg-worker,river,pg-e2e", "-n", "300",
 		"-insert-duration", "200ms", "-insert-rounds", "1", "-e2e-tasks", "50", "-e2e-clients", "4",
 		"-concurrency", "50", "-claim-batch", "20", "-river-workers", "50"}, &out, &out)
-	t.Logf("%s", &out)
+	t.Logf("%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,12 @@
 // Usage:
 //
 //	durablebench [run] [flags]    run the benchmark (the default command)
+//	durablebench compare [-base ref] [-head ref] [-rounds R] [-- run flags]
+//	                              build durablebench at a base git ref (main by
+//	                              default) and at the head (the working tree or
+//	                              a ref), run both alternately R times, and print
+//	                              each measure's median and range on both sides
+//	                              and the ratio head/base
 //	durablebench e2e-serve ...    serve the e2e phase's server and worker (started by run)
 package main
 
@@ -77,12 +83,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "run":
 		return runBenchmark(ctx, args, stdout, stderr)
+	case "compare":
+		return runCompare(ctx, args, stdout, stderr)
 	case "e2e-serve":
 		return runE2EServe(ctx, args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: durablebench [run|e2e-serve] [flags]; durablebench <command> -h for flags")
+		fmt.Fprintln(stdout, "usage: durablebench [run|compare|e2e-serve] [flags]; durablebench <command> -h for flags")
 		return nil
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want run or e2e-serve)", cmd)}
+		return usageError{fmt.Sprintf("unknown command %q (want run, compare or e2e-serve)", cmd)}
 	}
 }
