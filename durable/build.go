@@ -99,10 +99,13 @@ func qualified(t reflect.Type) string {
 // an idempotency key reused with other arguments, and text a store cannot
 // keep (backend.ErrInvalidText), are tool errors with fixed texts; any
 // other Enqueue error goes to the server, which logs it (scrubbed of the
-// call's arguments) and answers -32603 "Internal error". Problems only the
-// server can see (a name also registered by another tool of ep, an
-// endpoint without Tasks, an unknown TaskInput kind) are reported by
-// server.New.
+// call's arguments) and answers -32603 "Internal error". A key that holds
+// the task of a call of another protocol revision, or of the tool as
+// another deployment declared it (another output schema or input kinds),
+// is a tool error with a fixed text too: the server hands out only a task
+// of the same call (task.Origin.SameCall). Problems only the server can
+// see (a name also registered by another tool of ep, an endpoint without
+// Tasks, an unknown TaskInput kind) are reported by server.New.
 func (s *Set) Serve(ep *server.Endpoint, enq backend.Enqueuer) error {
 	if err := s.check(false); err != nil {
 		return err
