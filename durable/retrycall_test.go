@@ -65,13 +65,7 @@ func legacyCaller(name, version string, caps map[string]any, withTask bool) call
 // the task belongs to the revision that created it. A retry from the same
 // revision still gets its task.
 func TestRetryFromAnotherRevision(t *testing.T) {
-	for _, bc := range []struct {
-		name string
-		open func(t *testing.T) store
-	}{
-		{"sqlite", func(t *testing.T) store { return openSQLite(t) }},
-		{"postgres", func(t *testing.T) store { st, _, _ := openPostgres(t); return st }},
-	} {
+	for _, bc := range stores {
 		t.Run(bc.name, func(t *testing.T) {
 			var s durable.Set
 			durable.Add(&s, sumTool())
@@ -115,13 +109,7 @@ func TestRetryFromAnotherRevision(t *testing.T) {
 // error: the task's result is bound to the declaration it was created
 // under.
 func TestRetryOfAnotherToolVersion(t *testing.T) {
-	for _, bc := range []struct {
-		name string
-		open func(t *testing.T) store
-	}{
-		{"sqlite", func(t *testing.T) store { return openSQLite(t) }},
-		{"postgres", func(t *testing.T) store { st, _, _ := openPostgres(t); return st }},
-	} {
+	for _, bc := range stores {
 		t.Run(bc.name, func(t *testing.T) {
 			st := bc.open(t)
 			var old durable.Set
