@@ -254,7 +254,13 @@ type EnqueueOptions struct {
 	// one. A retry whose arguments differ fails with ErrIdempotencyConflict;
 	// arguments are compared as JSON values (task.Origin.SameArguments), so
 	// white space, member order and string escapes do not matter, number
-	// spellings do.
+	// spellings do. Nothing else of the origin is compared: the task
+	// returned may come from a call of another protocol revision, or of
+	// the tool as declared with another output schema or input kinds,
+	// which the server does not hand out (it accepts only a handle whose
+	// task's origin is task.Origin.SameCall with the call's). The caller
+	// must check the returned task's origin; durable.Set.Serve answers
+	// such a retry with a tool error.
 	IdempotencyKey string
 	// MaxAttempts bounds the handler failures of the job (default
 	// DefaultMaxAttempts, at most MaxMaxAttempts); interrupted runs do not

@@ -99,10 +99,13 @@ func qualified(t reflect.Type) string {
 // an idempotency key reused with other arguments, and text a store cannot
 // keep (backend.ErrInvalidText), are tool errors with fixed texts; any
 // other Enqueue error goes to the server, which logs it (scrubbed of the
-// call's arguments) and answers -32603 "Internal error". Problems only the
-// server can see (a name also registered by another tool of ep, an
-// endpoint without Tasks, an unknown TaskInput kind) are reported by
-// server.New.
+// call's arguments) and answers -32603 "Internal error". A key that holds
+// the task of a call of another protocol revision, or of the tool as
+// another deployment declared it (another output schema or input kinds),
+// is a tool error with a fixed text too: the server hands out only a task
+// of the same call (task.Origin.SameCall). Problems only the server can
+// see (a name also registered by another tool of ep, an endpoint without
+// Tasks, an unknown TaskInput kind) are reported by server.New.
 func (s *Set) Serve(ep *server.Endpoint, enq backend.Enqueuer) error {
 	if err := s.check(false); err != nil {
 		return err
@@ -196,7 +199,37 @@ func (d *decl) enqueue(ctx context.Context, enq enqueuer, cc *task.CreationConte
 	case err != nil:
 		return task.Handle{}, fmt.Errorf("durable: tool %q: enqueue: %w", d.name, err)
 	}
+	if err := d.heldByOtherCall(t.Origin(), cc.Origin); err != nil {
+		return task.Handle{}, err
+	}
 	return task.Handle{ID: t.ID()}, nil
+}
+
+// heldByOtherCall returns the tool error of a retry whose key holds the
+// task of a call the retry cannot be given, or nil. A store matches a key
+// by tenant, endpoint and tool and compares only the arguments, so the
+// task it returns for a key may come from a client of another protocol
+// revision, or from a server that declared the tool with another output
+// schema or input kinds: the server hands out only a task of the same call
+// (task.Origin.SameCall), and anything else would be the fixed internal
+// error, which tells the client nothing was stored. A task the call has
+// just created carries the call's own origin, so the common case is one
+// comparison of equal bytes. Any other mismatch is left to the server's
+// check: it is no retry's fault.
+func (d *decl) heldByOtherCall(held, call task.Origin) error {
+	switch {
+	case held.Equal(call) || held.Endpoint() != call.Endpoint() || held.Tool() != call.Tool():
+		return nil
+	case held.ProtocolVersion() != call.ProtocolVersion():
+		return server.NewToolError(fmt.Errorf("%s was already used by a call of another MCP protocol revision, "+
+			"whose task this call cannot be given: repeat the call from a client of that revision to reach it, "+
+			"or use a new key", d.job.key))
+	case !held.SameTool(call):
+		return server.NewToolError(fmt.Errorf("%s was already used by a call of another version of this tool "+
+			"(its output schema or task input changed since), whose task this call cannot be given: "+
+			"use a new key", d.job.key))
+	}
+	return nil
 }
 
 // stringField returns the function that reads the JSON field named key

@@ -15,9 +15,9 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 )
 
-// legacyClient is a 2025-era client over HTTP that does not use tasks: it
-// opens a session with initialize and reads each POST's response, JSON
-// or server-sent events, to its final message.
+// legacyClient is a 2025-era client over HTTP: it opens a session with
+// initialize and reads each POST's response, JSON or server-sent events,
+// to its final message.
 type legacyClient struct {
 	t       *testing.T
 	url     string
@@ -35,10 +35,15 @@ type legacyMsg struct {
 	} `json:"error"`
 }
 
-func newLegacyClient(t *testing.T, url, version string) *legacyClient {
+// newLegacyClient opens a session of the given revision whose client
+// declares caps (nil: none, so that it does not use tasks).
+func newLegacyClient(t *testing.T, url, version string, caps map[string]any) *legacyClient {
 	c := &legacyClient{t: t, url: url, version: version}
+	if caps == nil {
+		caps = map[string]any{}
+	}
 	c.request("initialize", map[string]any{
-		"protocolVersion": version, "capabilities": map[string]any{},
+		"protocolVersion": version, "capabilities": caps,
 		"clientInfo": map[string]any{"name": "legacy", "version": "1"},
 	})
 	if c.sid == "" {
@@ -126,7 +131,7 @@ func TestClientsWithoutTasks(t *testing.T) {
 
 	for _, version := range []string{mcp.ProtocolVersion20250618, mcp.ProtocolVersion20251125} {
 		t.Run(version, func(t *testing.T) {
-			c := newLegacyClient(t, r.url+"/mcp", version)
+			c := newLegacyClient(t, r.url+"/mcp", version, nil)
 			list := c.request("tools/list", map[string]any{})
 			var tools struct {
 				Tools []struct {

@@ -20,13 +20,7 @@ import (
 // not the 1 of the first call. The task runs with the first call's
 // arguments, byte for byte.
 func TestIdempotencyReserialised(t *testing.T) {
-	for _, bc := range []struct {
-		name string
-		open func(t *testing.T) store
-	}{
-		{"sqlite", func(t *testing.T) store { return openSQLite(t) }},
-		{"postgres", func(t *testing.T) store { st, _, _ := openPostgres(t); return st }},
-	} {
+	for _, bc := range stores {
 		t.Run(bc.name, func(t *testing.T) {
 			var s durable.Set
 			durable.Add(&s, sumTool())

@@ -38,6 +38,15 @@ type rig struct {
 	events chan struct{} // a hint per task change
 }
 
+// stores are the durable stores of the tests that run on each.
+var stores = []struct {
+	name string
+	open func(t *testing.T) store
+}{
+	{"sqlite", func(t *testing.T) store { return openSQLite(t) }},
+	{"postgres", func(t *testing.T) store { st, _, _ := openPostgres(t); return st }},
+}
+
 // openSQLite opens a fresh SQLite store in a temporary directory.
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()

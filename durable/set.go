@@ -50,7 +50,9 @@ type Tool[In, Out any] struct {
 	// IdempotencyKey, when set, names the JSON field of In (a string)
 	// whose value is the creation's idempotency key: a retried call with
 	// the same key and arguments returns the same task; the same key with
-	// other arguments is a tool error. An empty value means no key.
+	// other arguments, or from a client of another protocol revision, or
+	// after the tool's output schema or TaskInput changed, is a tool
+	// error. An empty value means no key.
 	IdempotencyKey string
 	// MaxAttempts, TTL, PollInterval and Delay configure each job; zero
 	// values are the store's defaults (see backend.EnqueueOptions;

@@ -251,10 +251,23 @@ func (o Origin) SameCall(p Origin) bool {
 	if o.d == nil || p.d == nil {
 		return false
 	}
+	return o.d.fields.ProtocolVersion == p.d.fields.ProtocolVersion && o.SameTool(p) && o.SameArguments(p)
+}
+
+// SameTool reports whether o and p record calls of the same tool as it was
+// then declared: the same endpoint, operation and tool name, input kinds,
+// output schema and structured-content mirroring. The protocol version and
+// the arguments are not compared. Calls of one tool differ in SameTool when
+// a deployment changed its output schema or its input declaration between
+// them. Zero origins compare equal only to each other.
+func (o Origin) SameTool(p Origin) bool {
+	if o.d == nil || p.d == nil {
+		return o.d == p.d
+	}
 	x, y := o.d.fields, p.d.fields
-	return x.ProtocolVersion == y.ProtocolVersion && x.Endpoint == y.Endpoint && x.Operation == y.Operation &&
-		x.Tool == y.Tool && slices.Equal(x.InputKinds, y.InputKinds) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
-		x.MirrorStructured == y.MirrorStructured && o.SameArguments(p)
+	return x.Endpoint == y.Endpoint && x.Operation == y.Operation && x.Tool == y.Tool &&
+		slices.Equal(x.InputKinds, y.InputKinds) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
+		x.MirrorStructured == y.MirrorStructured
 }
 
 // fields returns the members, or zero members for the zero Origin.
@@ -273,6 +286,10 @@ func (o Origin) Params() OriginParams {
 	p.InputKinds = slices.Clone(p.InputKinds)
 	return p
 }
+
+// ProtocolVersion returns the protocol version of the call that created
+// the task.
+func (o Origin) ProtocolVersion() string { return o.fields().ProtocolVersion }
 
 // Tool returns the name of the tool that created the task.
 func (o Origin) Tool() string { return o.fields().Tool }

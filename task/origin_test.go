@@ -313,36 +313,38 @@ func TestOriginEqualAndIsZero(t *testing.T) {
 	}
 	base := mk(func(p *OriginParams) {})
 	// want is Equal's answer; call and args are SameCall's and
-	// SameArguments', which compare the arguments as JSON values.
+	// SameArguments', which compare the arguments as JSON values; tool is
+	// SameTool's, which compares neither arguments nor version.
 	tests := []struct {
-		name             string
-		other            Origin
-		want, call, args bool
+		name                   string
+		other                  Origin
+		want, call, args, tool bool
 	}{
-		{"same params", mk(func(p *OriginParams) {}), true, true, true},
-		{"parsed copy", mustParse(t, base.Persisted()), true, true, true},
-		{"kinds in another order", mk(func(p *OriginParams) { p.InputKinds = []string{InputElicitationForm, InputSampling} }), true, true, true},
-		{"zero", Origin{}, false, false, false},
-		{"1.0 spelt 1", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x","n":1}`) }), false, false, false},
-		{"1.0 spelt 1e0", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x","n":1e0}`) }), false, false, false},
-		{"members reordered", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"n":1.0,"q":"x"}`) }), false, true, true},
-		{"extra white space", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x", "n":1.0}`) }), false, true, true},
-		{"escaped", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"\u0078","n":1.0}`) }), false, true, true},
-		{"other value", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"y","n":1.0}`) }), false, false, false},
-		{"other endpoint", mk(func(p *OriginParams) { p.Endpoint = "other" }), false, false, true},
-		{"other tool", mk(func(p *OriginParams) { p.Tool = "other" }), false, false, true},
-		{"other version", mk(func(p *OriginParams) { p.ProtocolVersion = "2025-11-25" }), false, false, true},
-		{"fewer kinds", mk(func(p *OriginParams) { p.InputKinds = []string{InputSampling} }), false, false, true},
-		{"no schema", mk(func(p *OriginParams) { p.OutputSchema = nil }), false, false, true},
-		{"not mirrored", mk(func(p *OriginParams) { p.MirrorStructured = false }), false, false, true},
-		{"other tool, reordered", mk(func(p *OriginParams) { p.Tool = "other"; p.Arguments = json.RawMessage(`{"n":1.0,"q":"x"}`) }), false, false, true},
+		{"same params", mk(func(p *OriginParams) {}), true, true, true, true},
+		{"parsed copy", mustParse(t, base.Persisted()), true, true, true, true},
+		{"kinds in another order", mk(func(p *OriginParams) { p.InputKinds = []string{InputElicitationForm, InputSampling} }), true, true, true, true},
+		{"zero", Origin{}, false, false, false, false},
+		{"1.0 spelt 1", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x","n":1}`) }), false, false, false, true},
+		{"1.0 spelt 1e0", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x","n":1e0}`) }), false, false, false, true},
+		{"members reordered", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"n":1.0,"q":"x"}`) }), false, true, true, true},
+		{"extra white space", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"x", "n":1.0}`) }), false, true, true, true},
+		{"escaped", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"\u0078","n":1.0}`) }), false, true, true, true},
+		{"other value", mk(func(p *OriginParams) { p.Arguments = json.RawMessage(`{"q":"y","n":1.0}`) }), false, false, false, true},
+		{"other endpoint", mk(func(p *OriginParams) { p.Endpoint = "other" }), false, false, true, false},
+		{"other tool", mk(func(p *OriginParams) { p.Tool = "other" }), false, false, true, false},
+		{"other version", mk(func(p *OriginParams) { p.ProtocolVersion = "2025-11-25" }), false, false, true, true},
+		{"fewer kinds", mk(func(p *OriginParams) { p.InputKinds = []string{InputSampling} }), false, false, true, false},
+		{"no schema", mk(func(p *OriginParams) { p.OutputSchema = nil }), false, false, true, false},
+		{"not mirrored", mk(func(p *OriginParams) { p.MirrorStructured = false }), false, false, true, false},
+		{"other tool, reordered", mk(func(p *OriginParams) { p.Tool = "other"; p.Arguments = json.RawMessage(`{"n":1.0,"q":"x"}`) }), false, false, true, false},
 	}
 	for _, tt := range tests {
 		for _, c := range []struct {
 			op   string
 			f    func(a, b Origin) bool
 			want bool
-		}{{"Equal", Origin.Equal, tt.want}, {"SameCall", Origin.SameCall, tt.call}, {"SameArguments", Origin.SameArguments, tt.args}} {
+		}{{"Equal", Origin.Equal, tt.want}, {"SameCall", Origin.SameCall, tt.call}, {"SameArguments", Origin.SameArguments, tt.args},
+			{"SameTool", Origin.SameTool, tt.tool}} {
 			if got := c.f(base, tt.other); got != c.want {
 				t.Errorf("%s: %s() = %t, want %t", tt.name, c.op, got, c.want)
 			}
@@ -351,12 +353,15 @@ func TestOriginEqualAndIsZero(t *testing.T) {
 			}
 		}
 	}
+	if got, want := base.ProtocolVersion(), validOriginParams().ProtocolVersion; got != want || (Origin{}).ProtocolVersion() != "" {
+		t.Errorf("ProtocolVersion() = %q, want %q", got, want)
+	}
 	var z Origin
 	if !z.IsZero() || base.IsZero() {
 		t.Errorf("IsZero() = %t for zero, %t for valid", z.IsZero(), base.IsZero())
 	}
-	if !z.Equal(Origin{}) || !z.SameCall(Origin{}) || !z.SameArguments(Origin{}) {
-		t.Error("zero origins are not Equal, SameCall and SameArguments")
+	if !z.Equal(Origin{}) || !z.SameCall(Origin{}) || !z.SameArguments(Origin{}) || !z.SameTool(Origin{}) {
+		t.Error("zero origins are not Equal, SameCall, SameArguments and SameTool")
 	}
 	if got := z.String(); got != "task.Origin(zero)" {
 		t.Errorf("zero String() = %q", got)
