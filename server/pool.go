@@ -59,6 +59,18 @@ func (p *handlerPool) acquire(ctx context.Context, taskOp bool) error {
 	if !taskOp {
 		return take(ctx, p.slots, &p.waiting, p.maxWaiting)
 	}
+	// An uncontended task operation takes both at once, without the
+	// timer of a bounded wait.
+	select {
+	case p.taskSlots <- struct{}{}:
+		select {
+		case p.slots <- struct{}{}:
+			return nil
+		default:
+		}
+		<-p.taskSlots
+	default:
+	}
 	wctx, cancel := context.WithTimeout(ctx, p.taskWait)
 	defer cancel()
 	err := take(wctx, p.taskSlots, &p.taskWaiting, p.maxWaiting)
