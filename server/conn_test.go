@@ -201,3 +201,32 @@ func TestDefaultConnsPerAddr(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConnLimiterConnState is what the limiter adds to each request
+// on a keep-alive connection: the hook runs twice, active then idle.
+func BenchmarkConnLimiterConnState(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := server.NewConnLimiter(ln, server.ConnLimits{Max: 64, PerAddr: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	c, err := l.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.ConnState(c, http.StateActive)
+		l.ConnState(c, http.StateIdle)
+	}
+}
