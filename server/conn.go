@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // ConnLimits configure NewConnLimiter.
@@ -24,7 +25,18 @@ type ConnLimits struct {
 	// server behind a reverse proxy needs: every connection then comes
 	// from the proxy, and bounding each client is the proxy's job.
 	PerAddr int
+	// ReclaimIdleAfter is how long a keep-alive connection must have
+	// waited for its next request before Accept, at the cap, closes it to
+	// admit a new client. A client between two calls (a few milliseconds
+	// idle) keeps its connection: under a flood of slow connections that
+	// hold the other slots, closing it would only send it to the back of
+	// the accept queue behind the flood. Zero means
+	// DefaultReclaimIdleAfter; it must not be negative.
+	ReclaimIdleAfter time.Duration
 }
+
+// DefaultReclaimIdleAfter is the default of ConnLimits.ReclaimIdleAfter.
+const DefaultReclaimIdleAfter = time.Second
 
 // Bounds of DefaultConnsPerAddr.
 const (
@@ -49,6 +61,9 @@ func (o ConnLimits) validate() error {
 	if o.PerAddr < NoLimit {
 		errs = append(errs, fmt.Errorf("server: ConnLimits.PerAddr must not be negative (NoLimit turns it off), got %d", o.PerAddr))
 	}
+	if o.ReclaimIdleAfter < 0 {
+		errs = append(errs, fmt.Errorf("server: ConnLimits.ReclaimIdleAfter must not be negative, got %v", o.ReclaimIdleAfter))
+	}
 	if o.Max >= 1 && o.PerAddr > o.Max {
 		errs = append(errs, fmt.Errorf("server: ConnLimits.PerAddr (%d) exceeds Max (%d)", o.PerAddr, o.Max))
 	}
@@ -62,7 +77,8 @@ func (o ConnLimits) validate() error {
 //
 //   - At most Max connections are open at once. At the cap, Accept closes
 //     the idle keep-alive connection that has waited longest for its next
-//     request, to make room for the next client; with none idle, it waits
+//     request, once it has waited ReclaimIdleAfter, to make room for the
+//     next client; with none idle that long, it waits
 //     for a connection to close before it accepts another. New clients
 //     then wait in the kernel's accept queue (and are refused by the kernel
 //     only when that queue is full), while clients already connected keep
@@ -85,6 +101,7 @@ func (o ConnLimits) validate() error {
 type ConnLimiter struct {
 	net.Listener
 	max, perAddr int
+	reclaimAfter time.Duration
 	done         chan struct{} // closed by Close
 	closeOnce    sync.Once
 
@@ -109,8 +126,12 @@ func NewConnLimiter(l net.Listener, limits ConnLimits) (*ConnLimiter, error) {
 	case NoLimit:
 		perAddr = 0
 	}
+	reclaimAfter := limits.ReclaimIdleAfter
+	if reclaimAfter == 0 {
+		reclaimAfter = DefaultReclaimIdleAfter
+	}
 	return &ConnLimiter{
-		Listener: l, max: limits.Max, perAddr: perAddr, done: make(chan struct{}),
+		Listener: l, max: limits.Max, perAddr: perAddr, reclaimAfter: reclaimAfter, done: make(chan struct{}),
 		byAddr: map[netip.Addr]int{}, wake: make(chan struct{}),
 	}, nil
 }
@@ -163,26 +184,39 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 func (l *ConnLimiter) takeSlot() error {
 	l.mu.Lock()
 	for l.open >= l.max {
+		var timer *time.Timer
+		var ripe <-chan time.Time // when the longest idle connection may be closed
 		if victim := l.idle.front(); victim != nil {
-			l.idle.remove(victim)
-			l.mu.Unlock()
-			victim.Close() // gives its slot back
-			l.mu.Lock()
-			continue
+			wait := l.reclaimAfter - time.Since(victim.idleSince)
+			if wait <= 0 {
+				l.idle.remove(victim)
+				l.mu.Unlock()
+				victim.Close() // gives its slot back
+				l.mu.Lock()
+				continue
+			}
+			timer = time.NewTimer(wait)
+			ripe = timer.C
 		}
 		wake := l.wake
 		l.waiters++
 		l.mu.Unlock()
 		select {
 		case <-wake:
+		case <-ripe:
 		case <-l.done:
-			l.mu.Lock()
-			l.waiters--
-			l.mu.Unlock()
-			return net.ErrClosed
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		l.mu.Lock()
 		l.waiters--
+		select {
+		case <-l.done:
+			l.mu.Unlock()
+			return net.ErrClosed
+		default:
+		}
 	}
 	l.open++
 	l.mu.Unlock()
@@ -213,6 +247,7 @@ func (l *ConnLimiter) ConnState(c net.Conn, state http.ConnState) {
 		return
 	}
 	if !lc.closed && !lc.inIdle {
+		lc.idleSince = time.Now()
 		l.idle.pushBack(lc)
 		l.wakeLocked()
 	}
@@ -282,6 +317,7 @@ type limitConn struct {
 	closeOnce sync.Once
 
 	prev, next *limitConn // in l.idle
+	idleSince  time.Time  // when it last went idle
 	inIdle     bool
 	closed     bool
 }

@@ -125,7 +125,7 @@ func TestConnLimiterReclaimsIdle(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	addr, counted := serveLimited(t, server.ConnLimits{Max: limit, PerAddr: server.NoLimit}, handler)
+	addr, counted := serveLimited(t, server.ConnLimits{Max: limit, PerAddr: server.NoLimit, ReclaimIdleAfter: time.Millisecond}, handler)
 
 	// Two idle keep-alive connections, oldest first, and one with a
 	// request in flight.
@@ -177,6 +177,7 @@ func TestConnLimitsValidation(t *testing.T) {
 		{server.ConnLimits{}, "Max must be at least 1"},
 		{server.ConnLimits{Max: 10, PerAddr: -2}, "PerAddr must not be negative"},
 		{server.ConnLimits{Max: 10, PerAddr: 11}, "PerAddr (11) exceeds Max (10)"},
+		{server.ConnLimits{Max: 10, ReclaimIdleAfter: -time.Second}, "ReclaimIdleAfter must not be negative"},
 	}
 	for _, tt := range tests {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -200,6 +201,38 @@ func TestDefaultConnsPerAddr(t *testing.T) {
 			t.Errorf("DefaultConnsPerAddr(%d) = %d, want %d", tt.max, got, tt.want)
 		}
 	}
+}
+
+// TestConnLimiterKeepsRecentlyIdle: at the cap, a keep-alive connection
+// that went idle less than ReclaimIdleAfter ago (a client between two
+// calls) is not closed for a newcomer, which waits for a slot instead; a
+// flood of slow connections holding the other slots would otherwise push
+// the busy client behind it.
+func TestConnLimiterKeepsRecentlyIdle(t *testing.T) {
+	addr, _ := serveLimited(t, server.ConnLimits{Max: 1, PerAddr: server.NoLimit, ReclaimIdleAfter: time.Hour}, okHandler)
+	regular := dialFrom(t, "127.0.0.1", addr)
+	rr := bufio.NewReader(regular)
+	if status, err := roundTrip(regular, rr); err != nil || status != http.StatusOK {
+		t.Fatalf("HTTP %d, %v", status, err)
+	}
+	newcomer := dialFrom(t, "127.0.0.1", addr)
+	fmt.Fprint(newcomer, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+	nr := bufio.NewReader(newcomer)
+	newcomer.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := nr.ReadByte(); !isTimeout(err) {
+		t.Fatalf("the newcomer was served (or cut: %v) while the only slot was a recently idle connection", err)
+	}
+	// The regular client still has its connection.
+	if status, err := roundTrip(regular, rr); err != nil || status != http.StatusOK {
+		t.Fatalf("the recently idle connection: HTTP %d, %v", status, err)
+	}
+	regular.Close()
+	newcomer.SetReadDeadline(time.Now().Add(connWait))
+	res, err := http.ReadResponse(nr, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the newcomer once the slot freed: %v, %v", res, err)
+	}
+	res.Body.Close()
 }
 
 // BenchmarkConnLimiterConnState is what the limiter adds to each request

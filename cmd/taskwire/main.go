@@ -83,8 +83,8 @@
 // serve bounds what a slow or hostile network can hold: at most --max-conns
 // connections are open at once (the default is the descriptor limit less
 // 128, between 64 and 10000; at the cap the keep-alive connection idle
-// longest is closed to admit a new client, and with none idle new clients
-// wait in the kernel's accept queue), at most --max-conns-per-addr of them
+// longest, once idle for a second, is closed to admit a new client, and
+// with none idle that long new clients wait in the kernel's accept queue), at most --max-conns-per-addr of them
 // from one client address (default an eighth of --max-conns, at least 16;
 // -1 turns it off, as behind a reverse proxy, where every connection comes
 // from the proxy), a request's headers must arrive within 10 s and
@@ -203,7 +203,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	reportsDir := fs.String("reports-dir", "", "`directory` for reports.generate's files (default reports/ beside a SQLite file, else in the working directory)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
-	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection, once idle 1s, is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
 	maxConnsPerAddr := fs.Int("max-conns-per-addr", 0, "HTTP connections open at once from one client address (IPv4 address or IPv6 /64); beyond them a connection is closed at once "+
 		"(default: an eighth of --max-conns, at least 16); -1 for no limit, behind a reverse proxy")
 	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")

@@ -16,10 +16,17 @@ import (
 )
 
 // buildTaskwire builds cmd/taskwire of the module the bench module replaces
-// into dir.
+// into dir. It builds inside that module, with its go.sum: the bench
+// module's go.sum lists only what the bench's own packages import, and
+// taskwire's command imports more (Prometheus, OpenTelemetry).
 func buildTaskwire(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/taskwire/taskwire").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the taskwire module: %w", err)
+	}
 	bin := filepath.Join(dir, "taskwire")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/taskwire/taskwire/cmd/taskwire")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/taskwire")
+	cmd.Dir = strings.TrimSpace(string(out))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building taskwire: %v\n%s", err, out)
 	}
