@@ -64,6 +64,7 @@ func TestDefaultMaxConns(t *testing.T) {
 func TestServeConnectionLimits(t *testing.T) {
 	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
 	cfg.MaxConns, cfg.BodyTimeout = 4, 300*time.Millisecond
+	cfg.ShutdownGrace = 5 * time.Second
 	var counted *faultnet.CountingListener
 	cfg.wrapListener = func(l net.Listener) net.Listener {
 		counted = faultnet.Count(l)
