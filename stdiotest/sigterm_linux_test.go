@@ -70,12 +70,21 @@ func TestSIGTERMWithStdoutNotRead(t *testing.T) {
 	// output only flows once ServeStdio runs, after the signal handler is
 	// installed.
 	deadline := time.Now().Add(waitLimit)
+	last, still := -1, 0
 	for {
 		queued, capacity := pipeBytes(t, outR)
 		// The pipe fills by pages and a write that does not fit waits
-		// whole: a pipe more than half full with the flood going on is a
-		// writer about to block.
-		if queued > capacity/2 {
+		// whole: a pipe more than half full whose level no longer moves
+		// while the flood goes on is a writer blocked in write(2) with
+		// output still to write, which the signal cannot let it flush.
+		// (Half full alone let a writer on a busy machine flush all it
+		// had once the signal stopped the input, and drop nothing.)
+		if queued == last {
+			still++
+		} else {
+			last, still = queued, 0
+		}
+		if queued > capacity/2 && still >= 4 {
 			break
 		}
 		if time.Now().After(deadline) {
