@@ -63,7 +63,9 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 // horizon behind a newer one, for a later call. The outbox records every
 // observable change; listeners read it to catch up on the notifications
 // they missed while disconnected. Call PruneOutbox periodically with a
-// horizon longer than any outage the listeners should bridge.
+// horizon longer than any outage the listeners should bridge. It also
+// deletes the console chart's completion counts older than the chart's
+// window (backend.MaxActivityWindow).
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	s := j.s
 	if limit < 1 {
@@ -72,6 +74,11 @@ func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) 
 	tag, err := s.pool.Exec(ctx, s.q.pruneOutbox, before.Truncate(time.Millisecond), limit)
 	if err != nil {
 		return 0, wrapErr("prune outbox", err)
+	}
+	// The chart's counters go with the outbox: a few rows per node and
+	// minute.
+	if _, err := s.pool.Exec(ctx, s.q.pruneActivity, s.clock().Add(-backend.MaxActivityWindow-time.Minute)); err != nil {
+		return 0, wrapErr("prune activity counts", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -123,6 +123,10 @@ type Store struct {
 
 	claimStats claimStats
 
+	// completions counts completing statements; it picks their slot of
+	// the chart's counter row (activitySlot).
+	completions atomic.Uint32
+
 	hooks testHooks
 }
 

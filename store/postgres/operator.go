@@ -37,22 +37,26 @@ const (
 		cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
 	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at, lease_owner,
-		lease_expires_at FROM {{schema}}.jobs WHERE task_id = $1`
+		lease_expires_at, claimed_attempt, claimed_by, claimed_at FROM {{schema}}.jobs WHERE task_id = $1`
 
 	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message, category, run_at FROM {{schema}}.task_events
 		WHERE task_id = $1 ORDER BY id LIMIT $2`
 
-	// $2 since.
-	sqlOperatorActivity = `SELECT date_trunc('minute', at), kind, count(*) FROM {{schema}}.task_events
-		WHERE kind IN ('completed', 'failed', 'cancelled') AND at >= $2 AND at <= {{now}} GROUP BY 1, 2 ORDER BY 1`
+	// $2 since. Completions are counted in task_activity; completed rows
+	// are those of an older version (migration 013).
+	sqlOperatorActivity = `SELECT minute, 'completed', sum(completed)::bigint FROM {{schema}}.task_activity
+		WHERE minute >= $2 AND minute <= {{now}} GROUP BY 1
+		UNION ALL
+		SELECT date_trunc('minute', at), kind, count(*) FROM {{schema}}.task_events
+		WHERE kind IN ('completed', 'failed', 'cancelled') AND at >= $2 AND at <= {{now}} GROUP BY 1, 2`
 
 	sqlOperatorBinding = `SELECT endpoint, tenant, principal FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
 	sqlOperatorLockFailed = `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms
 		FROM {{schema}}.tasks WHERE id = $2 AND ` + live + ` FOR UPDATE`
 
-	sqlOperatorRetried = `INSERT INTO {{schema}}.task_events (task_id, at, kind, message)
-		VALUES ($2, {{now}}, 'retried', $3)`
+	sqlOperatorRetried = `INSERT INTO {{schema}}.task_events (task_id, at, kind, attempt, message)
+		VALUES ($2, {{now}}, 'retried', coalesce((SELECT attempt FROM {{schema}}.jobs WHERE task_id = $2), 0), $3)`
 
 	// Deletes a finished task ($2), reporting whether one existed and
 	// whether it was finished; its job row is locked first, as every
@@ -180,45 +184,7 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 			if err := taskdata.OperatorPayload(&ot, origin, result, errJSON, cur, total); err != nil {
 				return fmt.Errorf("postgres: %w", err)
 			}
-			var j backend.JobInfo
-			var owner *string
-			var leaseExp *time.Time
-			err = tx.QueryRow(ctx, s.q.expand(sqlOperatorJob), id).Scan(&j.State, &j.Attempt, &j.Failures,
-				&j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &j.RunAt, &owner, &leaseExp)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-			case err != nil:
-				return wrapErr("operator task job", err)
-			default:
-				j.RunAt = j.RunAt.UTC()
-				if owner != nil {
-					j.Worker = *owner
-				}
-				if leaseExp != nil {
-					j.LeaseExpires = leaseExp.UTC()
-				}
-				ot.Job = &j
-			}
-			rows, err := tx.Query(ctx, s.q.expand(sqlOperatorEvents), id, backend.MaxTaskEvents)
-			if err != nil {
-				return wrapErr("operator task events", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var e backend.TaskEvent
-				var kind, category string
-				var runAt *time.Time
-				if err := rows.Scan(&e.At, &kind, &e.Attempt, &e.Worker, &e.Message, &category, &runAt); err != nil {
-					return wrapErr("operator task events", err)
-				}
-				e.At, e.Kind = e.At.UTC(), backend.TaskEventKind(kind)
-				e.Category = backend.FailureCategory(category).Recorded()
-				if runAt != nil {
-					e.RunAt = runAt.UTC()
-				}
-				ot.Events = append(ot.Events, e)
-			}
-			return wrapErr("operator task events", rows.Err())
+			return s.operatorJobAndHistory(ctx, tx, id, &ot)
 		})
 	if err != nil {
 		return backend.OperatorTask{}, err
@@ -226,8 +192,71 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 	return ot, nil
 }
 
-// OperatorActivity implements backend.Operator: a grouped range scan of
-// task_events_ended.
+// operatorJobAndHistory reads, in tx, the job row of task id and its
+// history into ot, whose summary is read already: the recorded rows merged
+// with the steps the task and job rows hold (migration 013).
+func (s *Store) operatorJobAndHistory(ctx context.Context, tx pgx.Tx, id string, ot *backend.OperatorTask) error {
+	var j backend.JobInfo
+	var owner, claimedBy *string
+	var leaseExp, claimedAt *time.Time
+	var claimedAttempt *int64
+	err := tx.QueryRow(ctx, s.q.expand(sqlOperatorJob), id).Scan(&j.State, &j.Attempt, &j.Failures,
+		&j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &j.RunAt, &owner, &leaseExp, &claimedAttempt,
+		&claimedBy, &claimedAt)
+	h := storerules.History{Created: ot.CreatedAt}
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return wrapErr("operator task job", err)
+	default:
+		j.RunAt = j.RunAt.UTC()
+		if owner != nil {
+			j.Worker = *owner
+		}
+		if leaseExp != nil {
+			j.LeaseExpires = leaseExp.UTC()
+		}
+		ot.Job = &j
+		if claimedAttempt != nil && *claimedAttempt == j.Attempt && claimedAt != nil && claimedBy != nil {
+			h.Claim = &backend.TaskEvent{At: claimedAt.UTC(), Kind: backend.EventClaimed, Attempt: j.Attempt,
+				Worker: *claimedBy}
+		}
+	}
+	if ot.Status == task.Completed {
+		h.Completed = &backend.TaskEvent{At: ot.UpdatedAt, Kind: backend.EventCompleted, Message: ot.StatusMessage}
+		if ot.Job != nil {
+			h.Completed.Attempt = ot.Job.Attempt
+		}
+	}
+	rows, err := tx.Query(ctx, s.q.expand(sqlOperatorEvents), id, backend.MaxTaskEvents)
+	if err != nil {
+		return wrapErr("operator task events", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e backend.TaskEvent
+		var kind, category string
+		var runAt *time.Time
+		if err := rows.Scan(&e.At, &kind, &e.Attempt, &e.Worker, &e.Message, &category, &runAt); err != nil {
+			return wrapErr("operator task events", err)
+		}
+		e.At, e.Kind = e.At.UTC(), backend.TaskEventKind(kind)
+		e.Category = backend.FailureCategory(category).Recorded()
+		if runAt != nil {
+			e.RunAt = runAt.UTC()
+		}
+		h.Rows = append(h.Rows, e)
+	}
+	if err := rows.Err(); err != nil {
+		return wrapErr("operator task events", err)
+	}
+	ot.Events = storerules.MergeHistory(h)
+	return nil
+}
+
+// OperatorActivity implements backend.Operator: the completion counts of
+// task_activity, and a grouped range scan of task_events_ended for the
+// tasks that failed or were cancelled.
 func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
 	since = storerules.ActivitySince(s.clock(), since)
 	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorActivity), s.now(), since)

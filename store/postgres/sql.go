@@ -38,6 +38,15 @@ const live = `(expires_at IS NULL OR expires_at > {{now}})`
 const recordEvents = `INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, {{now}} FROM t
 		RETURNING id, task_id`
 
+// countCompleted and addCompleted surround the FROM clause of a CTE that
+// adds the tasks it counts, completed at {{now}}, to the chart's counters
+// (task_activity, migration 013): $8 names the node, $9 its slot.
+const (
+	countCompleted = `INSERT INTO {{schema}}.task_activity (minute, node, slot, completed)
+			SELECT date_trunc('minute', {{now}}), $8::text, $9::smallint, count(*)`
+	addCompleted = `ON CONFLICT (minute, node, slot) DO UPDATE SET completed = task_activity.completed + excluded.completed`
+)
+
 // taskColumns are the columns scanned into a taskRow, in order.
 const taskColumns = `id, status, status_message, origin, created_at, updated_at, ttl_ms, poll_interval_ms,
 	input_requests, result, error, progress, progress_total`
@@ -147,7 +156,8 @@ const (
 			LIMIT $2 FOR UPDATE SKIP LOCKED),
 		u AS (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
-				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
+				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
+				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
 				j.lease_expires_at, j.run_at, j.created_at, j.first_failure_at)
@@ -162,14 +172,16 @@ const (
 	sqlHeartbeat = `UPDATE {{schema}}.jobs SET lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
 		WHERE ` + fence
 
-	// $4 status, $5 message, $6 result, $7 error.
+	// $4 status, $5 message, $6 result, $7 error; $8 node and $9 slot of
+	// the completion count.
 	sqlFinish = `WITH j AS (
 			UPDATE {{schema}}.jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
 			WHERE ` + fence + ` RETURNING task_id),
 		t AS (
 			UPDATE {{schema}}.tasks t SET status = $4, status_message = $5, input_requests = NULL, result = $6,
 				error = $7, updated_at = GREATEST(t.updated_at, {{now}})
-			FROM j WHERE t.id = j.task_id RETURNING t.id)
+			FROM j WHERE t.id = j.task_id RETURNING t.id),
+		a AS (` + countCompleted + ` FROM t WHERE $4 = 'completed' HAVING count(*) > 0 ` + addCompleted + `)
 		` + recordEvents
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
@@ -182,7 +194,8 @@ const (
 	// drives primary-key probes of jobs (the fence names no indexed column
 	// but the key: a live lease's expiry implies state 'running'), and the
 	// tasks are probed from the jobs' RETURNING, which carries the batch's
-	// values, so the batch is never joined with itself.
+	// values, so the batch is never joined with itself. $8 and $9 are the
+	// node and slot of the completion count (countCompleted).
 	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
 			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::float8[], $7::float8[])
@@ -199,7 +212,8 @@ const (
 		o AS (
 			INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
 			SELECT '', array_agg(id), {{now}} FROM t HAVING count(*) > 0
-			RETURNING id)
+			RETURNING id),
+		a AS (` + countCompleted + ` FROM t HAVING count(*) > 0 ` + addCompleted + `)
 		SELECT o.id, t.id, t.attempt FROM o, t`
 
 	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 whether
@@ -287,6 +301,31 @@ const (
 		DELETE FROM {{schema}}.tasks WHERE id IN (
 			SELECT id FROM (SELECT * FROM with_job UNION ALL SELECT * FROM without_job) e
 			ORDER BY expires_at, id LIMIT $2)`
+
+	// Deletes up to $2 done jobs of tasks last updated before $1, skipping
+	// locked rows, and writes the history steps they hold as rows: the
+	// current claim, and the completion of a completed task that has no
+	// completed row (one of an older version). Returns how many it deleted.
+	sqlPruneJobs = `WITH d AS (
+			DELETE FROM {{schema}}.jobs WHERE task_id IN (
+				SELECT j.task_id FROM {{schema}}.jobs j JOIN {{schema}}.tasks t ON t.id = j.task_id
+				WHERE j.state = 'done' AND t.updated_at < $1 LIMIT $2 FOR UPDATE OF j SKIP LOCKED)
+			RETURNING task_id, attempt, claimed_attempt, claimed_by, claimed_at),
+		c AS (
+			INSERT INTO {{schema}}.task_events (task_id, at, kind, attempt, worker)
+			SELECT task_id, claimed_at, 'claimed', attempt, claimed_by FROM d
+			WHERE claimed_attempt = attempt AND claimed_at IS NOT NULL),
+		e AS (
+			INSERT INTO {{schema}}.task_events (task_id, at, kind, attempt, message)
+			SELECT t.id, t.updated_at, 'completed', d.attempt, t.status_message
+			FROM d JOIN {{schema}}.tasks t ON t.id = d.task_id
+			WHERE t.status = 'completed' AND NOT EXISTS (
+				SELECT 1 FROM {{schema}}.task_events e WHERE e.task_id = t.id AND e.kind = 'completed'))
+		SELECT count(*) FROM d`
+
+	// Deletes the chart's counter rows older than its window ($1 the
+	// window's start).
+	sqlPruneActivity = `DELETE FROM {{schema}}.task_activity WHERE minute < $1`
 
 	// Walks the outbox in ID order (its primary key; IDs follow creation
 	// closely) and deletes, of the first $2 rows, those created before $1.
@@ -405,7 +444,8 @@ type queries struct {
 	claim, claimKinds, heartbeat, finish, retry, release     string
 	recordCategory                                           string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
-	pruneOutbox, outboxAfter, outboxLast                     string
+	pruneOutbox, outboxAfter, outboxLast, pruneJobs          string
+	pruneActivity                                            string
 	completeBatch, enqueueBatch                              string
 	listTasks, cursorKey                                     string
 	reportProgress                                           string
@@ -448,6 +488,8 @@ func newQueries(schema string) queries {
 	q.rescue = q.expand(sqlRescue)
 	q.deleteExpired = q.expand(sqlDeleteExpired)
 	q.pruneOutbox = q.expand(sqlPruneOutbox)
+	q.pruneJobs = q.expand(sqlPruneJobs)
+	q.pruneActivity = q.expand(sqlPruneActivity)
 	q.outboxAfter = q.expand(sqlOutboxAfter)
 	q.outboxLast = q.expand(sqlOutboxLast)
 	q.listTasks = q.expand(sqlListTasks)
