@@ -60,6 +60,8 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fs, err = runRiverPhase(ctx, cfg, stdout)
 		case "pg-e2e":
 			fs, err = runE2EPhase(ctx, cfg, "postgres", stdout, stderr)
+		case "river-e2e":
+			fs, err = runRiverE2EPhase(ctx, cfg, stdout, stderr)
 		case "sqlite-insert":
 			fs, err = runInsertPhase(ctx, cfg, "sqlite", stdout)
 		case "sqlite-worker":
@@ -130,6 +132,15 @@ func printComparison(w io.Writer, figures []figure) {
 			verdict = "met"
 		}
 		fmt.Fprintf(w, "taskwire worker throughput / River tuned, same run: %.0f / %.0f jobs/s = %.2fx (target >= 1x: %s)\n", tw, rv, tw/rv, verdict)
+	}
+	te, okTE := find("pg-e2e", "tasks/s", "taskwire postgres")
+	re, okRE := find("river-e2e", "tasks/s", riverE2EWhat)
+	if okTE && okRE {
+		verdict := "NOT MET"
+		if te >= re {
+			verdict = "MET"
+		}
+		fmt.Fprintf(w, "taskwire e2e / net/http+River e2e, same run: %.0f / %.0f tasks/s = %.2fx (target >= 1x: %s)\n", te, re, te/re, verdict)
 	}
 	ti, okTI := find("pg-worker", "jobs/s", "taskwire postgres: insert + work")
 	ri, okRI := find("river", "jobs/s", "River "+riverVersion+": insert + work")

@@ -14,7 +14,8 @@ import (
 // -phases ... -e2e-tasks 300" built at 58eaab9 (the reference commit of the
 // comparison, before CPU time was read from /proc) and at the commit that
 // came just before "compare" (7f1ffd0; with pg-insert, whose rows name
-// p99s too).
+// p99s too); run-river-e2e.txt is "-phases pg-e2e,river-e2e -e2e-tasks 300"
+// with the river-e2e phase and the summary line after the table.
 func TestParseReport(t *testing.T) {
 	worker58 := []measure{
 		{"pg-worker CPU per job, this process", 58, "us/job"},
@@ -50,6 +51,12 @@ func TestParseReport(t *testing.T) {
 		{"pg-e2e taskwire postgres: HTTP create → tasks/get completed", 258, "tasks/s"},
 		{"pg-e2e taskwire postgres: HTTP create → tasks/get completed: p99", 318.48, "ms"},
 	}
+	riverE2E := []measure{
+		{"pg-e2e taskwire postgres: HTTP create → tasks/get completed", 143, "tasks/s"},
+		{"pg-e2e taskwire postgres: HTTP create → tasks/get completed: p99", 426.42, "ms"},
+		{"river-e2e net/http + River v0.51.2: HTTP create → poll completed", 113, "tasks/s"},
+		{"river-e2e net/http + River v0.51.2: HTTP create → poll completed: p99", 593.39, "ms"},
+	}
 	readFile := func(name string) string {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -66,6 +73,7 @@ func TestParseReport(t *testing.T) {
 	}{
 		{name: "58eaab9", report: readFile("testdata/run-58eaab9.txt"), want: worker58},
 		{name: "current", report: readFile("testdata/run-current.txt"), want: current},
+		{name: "river-e2e", report: readFile("testdata/run-river-e2e.txt"), want: riverE2E},
 		{name: "sqlite, empty settings", report: "== sqlite-worker (load average 1)\n   CPU per job: this process 1.50ms\n\n" + header +
 			"sqlite-e2e taskwire sqlite   12 tasks/s   \n",
 			want: []measure{{"sqlite-worker CPU per job, this process", 1500, "us/job"}, {"sqlite-e2e taskwire sqlite", 12, "tasks/s"}}},

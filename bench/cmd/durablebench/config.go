@@ -12,7 +12,7 @@ import (
 )
 
 // allPhases are the phases in their run order.
-var allPhases = []string{"pg-insert", "pg-worker", "river", "pg-e2e", "sqlite-insert", "sqlite-worker", "sqlite-e2e"}
+var allPhases = []string{"pg-insert", "pg-worker", "river", "pg-e2e", "river-e2e", "sqlite-insert", "sqlite-worker", "sqlite-e2e"}
 
 // config holds the flags of "durablebench run".
 type config struct {
@@ -31,7 +31,7 @@ type config struct {
 	PollInterval      time.Duration
 	SQLiteN           int
 
-	// River.
+	// River (river, river-e2e).
 	RiverWorkers       int
 	RiverFetchCooldown time.Duration
 	RiverFetchPoll     time.Duration
@@ -42,7 +42,7 @@ type config struct {
 	InsertDuration   time.Duration
 	InsertRounds     int
 
-	// End to end over HTTP (pg-e2e, sqlite-e2e).
+	// End to end over HTTP (pg-e2e, river-e2e, sqlite-e2e).
 	E2EClients     int
 	E2ETasks       int
 	E2EPoll        time.Duration
@@ -66,9 +66,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("durablebench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	phases := fs.String("phases", strings.Join(allPhases, ","), "comma-separated phases to run, in order: "+strings.Join(allPhases, ", "))
+	phases := fs.String("phases", strings.Join(allPhases, ","), "comma-separated phases to run, in order: "+strings.Join(allPhases, ", ")+
+		" (river-e2e: pg-e2e's clients and load against a net/http service that inserts River jobs with InsertTx and polls them with JobGet)")
 	fs.StringVar(&c.PGURL, "pg-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL URL (loopback only); every phase uses a schema of its own and drops it")
-	pgConns := fs.Int("pg-conns", 16, "connection pool size of the taskwire store, of River's pool and of the raw-insert pool")
+	pgConns := fs.Int("pg-conns", 16, "connection pool size of the taskwire store, of River's pool (river-e2e: shared by its HTTP handlers and River client) and of the raw-insert pool")
 	fs.StringVar(&c.SyncCommit, "sync-commit", "", "synchronous_commit for every PostgreSQL connection (on, off, ...); empty keeps the server's setting")
 
 	fs.IntVar(&c.N, "n", 50000, "tasks (jobs) per PostgreSQL worker-throughput phase, taskwire and River alike")
@@ -79,18 +80,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.ClaimBatch, "claim-batch", 500, "worker.Options.ClaimBatch of the worker phases")
 	fs.DurationVar(&c.PollInterval, "poll", 10*time.Millisecond, "worker.Options.PollInterval of the worker phases")
 
-	fs.IntVar(&c.RiverWorkers, "river-workers", 1000, "River QueueConfig.MaxWorkers")
-	fs.DurationVar(&c.RiverFetchCooldown, "river-fetch-cooldown", 5*time.Millisecond, "River Config.FetchCooldown")
-	fs.DurationVar(&c.RiverFetchPoll, "river-fetch-poll", 20*time.Millisecond, "River Config.FetchPollInterval")
+	fs.IntVar(&c.RiverWorkers, "river-workers", 1000, "River QueueConfig.MaxWorkers (river, river-e2e)")
+	fs.DurationVar(&c.RiverFetchCooldown, "river-fetch-cooldown", 5*time.Millisecond, "River Config.FetchCooldown (river, river-e2e)")
+	fs.DurationVar(&c.RiverFetchPoll, "river-fetch-poll", 20*time.Millisecond, "River Config.FetchPollInterval (river, river-e2e; river-e2e also wakes on River's LISTEN/NOTIFY insert notifications)")
 	fs.IntVar(&c.RiverInsertBatch, "river-insert-batch", 1000, "jobs per River InsertMany call")
 
 	fs.IntVar(&c.InsertGoroutines, "insert-goroutines", 8, "goroutines of the creation-rate phases, taskwire and raw alike")
 	fs.DurationVar(&c.InsertDuration, "insert-duration", 5*time.Second, "duration of each creation-rate measurement")
 	fs.IntVar(&c.InsertRounds, "insert-rounds", 2, "interleaved rounds (taskwire, raw) of each creation-rate phase")
 
-	fs.IntVar(&c.E2EClients, "e2e-clients", 32, "concurrent HTTP clients of the e2e phases")
-	fs.IntVar(&c.E2ETasks, "e2e-tasks", 5000, "tasks created (and awaited) per e2e phase")
-	fs.DurationVar(&c.E2EPoll, "e2e-poll", 5*time.Millisecond, "interval between a client's tasks/get polls of one task")
+	fs.IntVar(&c.E2EClients, "e2e-clients", 32, "concurrent HTTP clients of the e2e phases (river-e2e too)")
+	fs.IntVar(&c.E2ETasks, "e2e-tasks", 5000, "tasks created (and awaited) per e2e phase (river-e2e: jobs)")
+	fs.DurationVar(&c.E2EPoll, "e2e-poll", 5*time.Millisecond, "interval between a client's tasks/get polls of one task (river-e2e: GET /jobs/{id})")
 	fs.IntVar(&c.E2EConcurrency, "e2e-concurrency", 256, "worker.Options.Concurrency of the e2e server")
 	fs.IntVar(&c.E2EClaimBatch, "e2e-claim-batch", 64, "worker.Options.ClaimBatch of the e2e server")
 	fs.DurationVar(&c.E2EWorkerPoll, "e2e-worker-poll", 10*time.Millisecond, "worker.Options.PollInterval of the e2e server")
@@ -155,7 +156,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // needsPG reports whether any selected phase uses PostgreSQL.
 func (c config) needsPG() bool {
 	for _, p := range c.Phases {
-		if strings.HasPrefix(p, "pg-") || p == "river" {
+		if strings.HasPrefix(p, "pg-") || strings.HasPrefix(p, "river") {
 			return true
 		}
 	}

@@ -13,6 +13,10 @@
 //	pg-e2e         end to end over HTTP: a server (task-required tool that
 //	               enqueues) and a worker runtime in one subprocess, K clients in
 //	               this process doing tools/call, then tasks/get until completed
+//	river-e2e      the same load against the peer built without taskwire: a
+//	               net/http JSON service that inserts a River job with InsertTx
+//	               and reads its state back with JobGet, and a River client
+//	               working the jobs, in one subprocess
 //	sqlite-insert  as pg-insert on store/sqlite (temporary file, WAL,
 //	               synchronous=NORMAL) against a raw single-row INSERT through
 //	               the same driver
@@ -34,6 +38,8 @@
 //	                              each measure's median and range on both sides
 //	                              and the ratio head/base
 //	durablebench e2e-serve ...    serve the e2e phase's server and worker (started by run)
+//	durablebench river-e2e-serve ...
+//	                              serve river-e2e's service and River client (started by run)
 package main
 
 import (
@@ -87,10 +93,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCompare(ctx, args, stdout, stderr)
 	case "e2e-serve":
 		return runE2EServe(ctx, args, stdout, stderr)
+	case "river-e2e-serve":
+		return runRiverE2EServe(ctx, args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: durablebench [run|compare|e2e-serve] [flags]; durablebench <command> -h for flags")
+		fmt.Fprintln(stdout, "usage: durablebench [run|compare|e2e-serve|river-e2e-serve] [flags]; durablebench <command> -h for flags")
 		return nil
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want run, compare or e2e-serve)", cmd)}
+		return usageError{fmt.Sprintf("unknown command %q (want run, compare, e2e-serve or river-e2e-serve)", cmd)}
 	}
 }

@@ -14,11 +14,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -56,14 +54,8 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *maxLifetime)
+	ctx, cancel := serveContext(ctx, *maxLifetime)
 	defer cancel()
-	go func() {
-		// Nothing is written to our stdin: any read returns when the
-		// parent closes the pipe or exits.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 
 	var st backend.Store
 	var err error
@@ -115,16 +107,51 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	host, _, err := net.SplitHostPort(*addr)
+	return serveLoopback(ctx, cancel, serveOptions{
+		Name: "e2e-serve", Addr: *addr, CPUProfile: *cpuProfile, Handler: srv, Work: rt.Run,
+	}, stdout, stderr)
+}
+
+// serveContext returns the context of a serving subprocess: it ends after
+// maxLifetime, or as soon as standard input reaches EOF, which is how the
+// parent stops it (nothing is written to it: any read returns when the
+// parent closes the pipe or exits).
+func serveContext(ctx context.Context, maxLifetime time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, maxLifetime)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	return ctx, cancel
+}
+
+// serveOptions describe what serveLoopback serves.
+type serveOptions struct {
+	Name       string       // the subcommand, for error messages
+	Addr       string       // a loopback address to listen on
+	CPUProfile string       // if set, where to write a CPU profile of the process
+	Handler    http.Handler // the HTTP service
+	// Work runs the worker alongside the HTTP service until its context
+	// ends, then stops it.
+	Work func(context.Context) error
+}
+
+// serveLoopback listens on o.Addr, which must be a loopback address,
+// announces the address on stdout (listenPrefix), and serves o.Handler
+// with o.Work running alongside until ctx ends; cancel is called when the
+// HTTP server fails. It then shuts the HTTP server down (5 s grace), ends
+// the worker's context and waits for it.
+func serveLoopback(ctx context.Context, cancel context.CancelFunc, o serveOptions, stdout, stderr io.Writer) error {
+	host, _, err := net.SplitHostPort(o.Addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		return usageError{fmt.Sprintf("e2e-serve: %q is not a loopback address", *addr)}
+		return usageError{fmt.Sprintf("%s: %q is not a loopback address", o.Name, o.Addr)}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
 		if err != nil {
 			return err
 		}
@@ -134,17 +161,17 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer pprof.StopCPUProfile()
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	hs := &http.Server{Handler: o.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := rt.Run(runCtx); err != nil {
-			fmt.Fprintf(stderr, "e2e-serve: worker: %v\n", err)
+		if err := o.Work(runCtx); err != nil {
+			fmt.Fprintf(stderr, "%s: worker: %v\n", o.Name, err)
 		}
 	})
 	wg.Go(func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "e2e-serve: http: %v\n", err)
+			fmt.Fprintf(stderr, "%s: http: %v\n", o.Name, err)
 			cancel()
 		}
 	})
@@ -167,14 +194,14 @@ type e2eServer struct {
 	err    error
 }
 
-// startE2EServer re-executes this binary as e2e-serve and waits for its
-// address.
-func startE2EServer(ctx context.Context, args []string, stderr io.Writer) (*e2eServer, error) {
+// startE2EServer re-executes this binary as the serving subcommand (e2e-serve
+// or river-e2e-serve) with args and waits for its address.
+func startE2EServer(ctx context.Context, subcommand string, args []string, stderr io.Writer) (*e2eServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, append([]string{"e2e-serve"}, args...)...)
+	cmd := exec.Command(exe, append([]string{subcommand}, args...)...)
 	cmd.Env = os.Environ()
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -331,30 +358,6 @@ func (c *e2eClient) get(ctx context.Context, id string, n int) (bool, error) {
 	return true, nil
 }
 
-// await polls the task every interval until it has completed; the first
-// poll is immediate when the task was created completed.
-func (c *e2eClient) await(ctx context.Context, id string, n int, completed bool, interval time.Duration, polls *atomic.Int64) error {
-	first := interval
-	if completed {
-		first = 0
-	}
-	t := time.NewTimer(first)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("task %d not completed: %w", n, ctx.Err())
-		case <-t.C:
-		}
-		polls.Add(1)
-		done, err := c.get(ctx, id, n)
-		if err != nil || done {
-			return err
-		}
-		t.Reset(interval)
-	}
-}
-
 // truncate shortens b for error messages.
 func truncate(b []byte, n int) string {
 	if len(b) <= n {
@@ -403,7 +406,7 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 		args = append(args, "-cpuprofile", p)
 		defer fmt.Fprintf(out, "   CPU profile of the server process: %s\n", p)
 	}
-	srv, err := startE2EServer(ctx, args, stderr)
+	srv, err := startE2EServer(ctx, "e2e-serve", args, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -416,84 +419,28 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 	fmt.Fprintf(out, "   server + worker subprocess (pid %d) on http://%s/mcp, store %s %s; worker Concurrency %d, ClaimBatch %d, PollInterval %s\n",
 		srv.cmd.Process.Pid, srv.addr, kind, where, cfg.E2EConcurrency, cfg.E2EClaimBatch, cfg.E2EWorkerPoll)
 
-	tr := &http.Transport{Proxy: nil, MaxIdleConns: 2 * cfg.E2EClients, MaxIdleConnsPerHost: 2 * cfg.E2EClients, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	c := &e2eClient{http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, url: "http://" + srv.addr + "/mcp"}
+	hc := newE2EHTTPClient(cfg)
+	defer hc.CloseIdleConnections()
+	c := &e2eClient{http: hc, url: "http://" + srv.addr + "/mcp"}
 
 	// Verify before load: one task end to end, checked.
-	var polls atomic.Int64
-	t0 := time.Now()
-	id, completed, err := c.create(ctx, 0)
+	id, took, err := verifyE2E(ctx, cfg, c)
 	if err != nil {
-		return nil, fmt.Errorf("verification before load: %w", err)
+		return nil, err
 	}
-	if err := c.await(ctx, id, 0, completed, cfg.E2EPoll, &polls); err != nil {
-		return nil, fmt.Errorf("verification before load: %w", err)
-	}
-	fmt.Fprintf(out, "   verified: tools/call created working task %s; tasks/get reported it completed with {\"n\":0} after %s\n",
-		id, fmtDur(time.Since(t0)))
+	fmt.Fprintf(out, "   verified: tools/call created working task %s; tasks/get reported it completed with {\"n\":0} after %s\n", id, fmtDur(took))
 
-	polls.Store(0)
-	var next, createdDone atomic.Int64
-	lats := make([][]time.Duration, cfg.E2EClients)
-	creates := make([][]time.Duration, cfg.E2EClients)
-	errs := make([]error, cfg.E2EClients)
-	var wg sync.WaitGroup
-	cpu0 := takeCPU(srv.cmd.Process.Pid)
-	start := time.Now()
-	for k := range cfg.E2EClients {
-		wg.Go(func() {
-			for {
-				n := int(next.Add(1))
-				if n > cfg.E2ETasks {
-					return
-				}
-				t0 := time.Now()
-				id, completed, err := c.create(ctx, n)
-				if err != nil {
-					errs[k] = err
-					return
-				}
-				creates[k] = append(creates[k], time.Since(t0))
-				if completed {
-					createdDone.Add(1)
-				}
-				if err := c.await(ctx, id, n, completed, cfg.E2EPoll, &polls); err != nil {
-					errs[k] = err
-					return
-				}
-				lats[k] = append(lats[k], time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := takeCPU(srv.cmd.Process.Pid).since(cpu0)
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	r, err := runE2ELoad(ctx, cfg, c, srv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
 	}
 	stopped = true
 	if err := srv.close(); err != nil {
 		return nil, fmt.Errorf("stop server: %w", err)
 	}
-	all, cr := slices.Concat(lats...), slices.Concat(creates...)
-	slices.Sort(all)
-	slices.Sort(cr)
-	if len(all) != cfg.E2ETasks {
-		return nil, fmt.Errorf("%d of %d tasks completed", len(all), cfg.E2ETasks)
-	}
-	rate := float64(len(all)) / elapsed.Seconds()
-	p := func(s []time.Duration, q int) time.Duration { return s[len(s)*q/100] }
-	httpRate := float64(int64(len(all))+polls.Load()) / elapsed.Seconds()
-	fmt.Fprintf(out, "   %d clients, %d tasks, poll every %s: %.0f completed tasks/s in %.2fs; create→completed p50 %s, p99 %s; tools/call p50 %s, p99 %s\n",
-		cfg.E2EClients, len(all), cfg.E2EPoll, rate, elapsed.Seconds(), fmtDur(p(all, 50)), fmtDur(p(all, 99)), fmtDur(p(cr, 50)), fmtDur(p(cr, 99)))
-	fmt.Fprintf(out, "   HTTP: %d tools/call (%d answered with the task already completed) + %d tasks/get (%.1f polls per task), %.0f req/s\n",
-		len(all), createdDone.Load(), polls.Load(), float64(polls.Load())/float64(len(all)), httpRate)
-	fmt.Fprintf(out, "   %s\n", cpu)
+	r.report(out, "tools/call", "tasks/get")
 	return []figure{{
-		Phase: phaseName(kind, "e2e"), What: "taskwire " + kind + ": HTTP create → tasks/get completed", Rate: rate, Unit: "tasks/s",
-		Note: fmt.Sprintf("%d clients, poll %s; latency p50 %s, p99 %s", cfg.E2EClients, cfg.E2EPoll, fmtDur(p(all, 50)), fmtDur(p(all, 99))),
+		Phase: phaseName(kind, "e2e"), What: "taskwire " + kind + ": HTTP create → tasks/get completed", Rate: r.rate(), Unit: "tasks/s",
+		Note: r.latencyNote(),
 	}}, nil
 }
