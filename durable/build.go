@@ -149,19 +149,19 @@ type enqueuer = backend.Enqueuer
 
 // creation is the creation handler of a typed declaration.
 func creation[In, Out any](d *decl, enq enqueuer, keyOf func(In) string, validate func(In) error) server.TaskToolHandlerFor[In, Out] {
-	return func(ctx context.Context, _ *server.Request, in In, cc *task.CreationContext) (task.Handle, error) {
+	return func(ctx context.Context, req *server.Request, in In, cc *task.CreationContext) (task.Handle, error) {
 		if validate != nil {
 			if err := validate(in); err != nil {
 				return task.Handle{}, server.NewToolError(err)
 			}
 		}
-		return d.enqueue(ctx, enq, cc, keyOf(in))
+		return d.enqueue(ctx, req, enq, cc, keyOf(in))
 	}
 }
 
 // rawCreation is the creation handler of a raw declaration.
 func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) server.TaskToolHandlerFor[json.RawMessage, any] {
-	return func(ctx context.Context, _ *server.Request, args json.RawMessage, cc *task.CreationContext) (task.Handle, error) {
+	return func(ctx context.Context, req *server.Request, args json.RawMessage, cc *task.CreationContext) (task.Handle, error) {
 		if validate != nil {
 			if err := validate(args); err != nil {
 				return task.Handle{}, server.NewToolError(err)
@@ -171,13 +171,15 @@ func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) se
 		if err != nil {
 			return task.Handle{}, server.NewToolError(err)
 		}
-		return d.enqueue(ctx, enq, cc, key)
+		return d.enqueue(ctx, req, enq, cc, key)
 	}
 }
 
-// enqueue creates the task and its job. Errors the model can act on are
-// tool errors; the rest are the server's to log and hide.
-func (d *decl) enqueue(ctx context.Context, enq enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
+// enqueue creates the task and its job, and hands the committed snapshot to
+// the server (Request.CreatedTask), which answers the call from it without
+// reading the task back. Errors the model can act on are tool errors; the
+// rest are the server's to log and hide.
+func (d *decl) enqueue(ctx context.Context, req *server.Request, enq enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
 	opts := backend.EnqueueOptions{
 		IdempotencyKey: key, MaxAttempts: d.job.maxAttempts, TTL: d.job.ttl, PollInterval: d.job.pollInterval,
 	}
@@ -202,7 +204,7 @@ func (d *decl) enqueue(ctx context.Context, enq enqueuer, cc *task.CreationConte
 	if err := d.heldByOtherCall(t.Origin(), cc.Origin); err != nil {
 		return task.Handle{}, err
 	}
-	return task.Handle{ID: t.ID()}, nil
+	return req.CreatedTask(t), nil
 }
 
 // heldByOtherCall returns the tool error of a retry whose key holds the

@@ -32,6 +32,7 @@ type Request struct {
 	state        []byte
 	round        int
 	taskCreation *task.CreationContext
+	created      *task.Task // see CreatedTask
 	id           mcp.ID
 	stream       *responseStream
 }

@@ -105,6 +105,20 @@ func (ep *Endpoint) AddRawTaskTool(t *mcp.Tool, h RawTaskToolHandler, opts ...To
 // it returns nil and the handler must answer inline.
 func (r *Request) TaskCreation() *task.CreationContext { return r.taskCreation }
 
+// CreatedTask returns the handle of t, the snapshot of the task this call
+// has just created as the server's task.Manager returned it once the task
+// was durably stored (for example backend.Enqueuer.Enqueue's result), and
+// lets the server answer the call from t: a handler that returns the handle
+// spares the call the read-back with Manager.FindTask that verifies any
+// other handle. The server still checks that t has the handle's ID and the
+// call's origin (task.Origin.SameCall); when it does not, the server reads
+// the task back as for any handle. Call it from the handler, before it
+// returns; the last call wins.
+func (r *Request) CreatedTask(t task.Task) task.Handle {
+	r.created = &t
+	return task.Handle{ID: t.ID()}
+}
+
 func mergeCapabilities(a, b *mcp.ClientCapabilities) *mcp.ClientCapabilities {
 	if a == nil {
 		return b
@@ -202,8 +216,9 @@ func (c *call) creationContext(ctx context.Context, t *toolEntry) (*task.Creatio
 }
 
 // verifyHandle checks a task handle before it is sent: the call must have
-// offered a creation context, and the manager must find the task for this
-// request with the same ID and an origin of the same call
+// offered a creation context, and the task — the snapshot the handler
+// passed to Request.CreatedTask, or else what the manager finds for this
+// request — must have the same ID and an origin of the same call
 // (task.Origin.SameCall: an idempotent retry may spell the arguments of the
 // task it is given differently). Any failure is the fixed internal error;
 // nothing about the handle is echoed.
@@ -216,6 +231,10 @@ func (c *call) verifyHandle(ctx context.Context, rq *Request, h task.Handle) (an
 	if task.ValidID(h.ID) != nil {
 		c.srv.logger.Error("a tool returned an invalid task handle", "endpoint", c.ep.opts.Name)
 		return nil, OutcomeInternalError, errInternal
+	}
+	if t := rq.created; t != nil && t.ID() == h.ID && t.Origin().SameCall(cc.Origin) {
+		c.createdTask = h.ID
+		return &mcp.CreateTaskResult{TaskInfo: t.Info()}, OutcomeTask, nil
 	}
 	res, err := c.runUnderDeadline(ctx, func(ctx context.Context) (any, error) {
 		t, found, err := c.findCreated(ctx, h.ID)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
@@ -59,5 +61,45 @@ func TestQueuedCompletionFreesSlot(t *testing.T) {
 		if n := gated.batches.Load(); n < 1 {
 			t.Errorf("%d batches", n)
 		}
+	})
+}
+
+// TestCompletionBatchesInFlight: completions that arrive one after the
+// other while the earlier batches still commit each go into a batch of
+// their own at once, up to four batches committing together; the fifth
+// waits for a batch to return.
+func TestCompletionBatchesInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const jobs = 5
+		h := newHarness(t, Options{Concurrency: jobs})
+		gated := &gatedBatchStore{storeWrap: h.store, gate: make(chan struct{})}
+		h.rt.opts.Store = gated
+		release := make(chan struct{})
+		if err := h.rt.AddRawHandler("quick", func(context.Context, *Job) (*mcp.CallToolResult, error) {
+			<-release
+			return &mcp.CallToolResult{StructuredContent: []byte(`{"sum":1}`)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for range jobs {
+			ids = append(ids, h.enqueue(t, testOrigin(t, "quick", `{}`, sumSchema), 3))
+		}
+		h.start()
+		synctest.Wait()
+		var inFlight []int32
+		for range jobs {
+			release <- struct{}{} // one handler returns
+			synctest.Wait()
+			inFlight = append(inFlight, gated.batches.Load())
+		}
+		if diff := cmp.Diff([]int32{1, 2, 3, 4, 4}, inFlight); diff != "" {
+			t.Errorf("CompleteBatch calls under way after each handler returned (-want +got):\n%s", diff)
+		}
+		close(gated.gate)
+		for _, id := range ids {
+			h.waitStatus(t, id, task.Completed)
+		}
+		h.stop(t)
 	})
 }

@@ -108,9 +108,12 @@
 // the completion batchers, and per running job a handler goroutine and,
 // while a heartbeat, a cancel check or a progress write is under way, one
 // more. Concurrency is
-// bounded by a semaphore of Options.Concurrency slots; a claim asks for at
-// most the free slots. After a claim that returned nothing the loop sleeps
-// PollInterval, or less when an event hint arrives or a slot frees. When
+// bounded by a semaphore of Options.Concurrency slots; up to two claims run
+// at once, each asking for at most the free slots the other has not
+// reserved (and ClaimBatch), so that a task created while a claim is under
+// way is claimed on its hint at once rather than after that claim returns.
+// After a claim that returned nothing the loop sleeps PollInterval, or less
+// when an event hint arrives or a slot frees. When
 // Run's context is done it stops claiming, waits up to ShutdownGrace for
 // running handlers, cancels the rest and releases their jobs, and returns
 // once all its goroutines have ended.

@@ -385,42 +385,83 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup) {
 	}
 }
 
+// claimsInFlight bounds the Store.Claim calls of one runtime that run at
+// once. A job created while a claim is under way is not in that claim's
+// snapshot; with a second claim started at once on its hint, it waits for
+// one claim instead of the rest of the current one and then its own.
+const claimsInFlight = 2
+
+// claimed is the outcome of one Store.Claim call of the claim loop.
+type claimed struct {
+	jobs  []backend.JobRow
+	at    time.Time
+	limit int // the slots the call reserved
+	err   error
+}
+
 // claimLoop claims jobs while slots are free and starts one goroutine per
-// job, until ctx is done. It sleeps only on channels: a free slot, a hint, or
-// the poll timer after an empty or failed claim.
+// job, until ctx is done. Up to claimsInFlight claims run at once, each
+// asking for at most the free slots not reserved by the others: a claim
+// starts when there may be jobs to take (at start, after a claim that
+// returned jobs, on a hint or a freed slot, when the poll timer fires). It
+// sleeps only on channels: a claim's result, a free slot, a hint, or the
+// poll timer after an empty or failed claim. It returns once no claim is
+// under way.
 func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 	poll := time.NewTimer(rt.opts.PollInterval)
 	poll.Stop()
 	defer poll.Stop()
+	results := make(chan claimed, claimsInFlight)
+	inFlight, reserved := 0, 0
+	want := true // there may be jobs to claim
 	for ctx.Err() == nil {
-		free := cap(rt.slots) - len(rt.slots)
-		if free == 0 {
-			select {
-			case <-ctx.Done():
-			case <-rt.wake:
-			}
+		free := cap(rt.slots) - len(rt.slots) - reserved
+		if want && free > 0 && inFlight < claimsInFlight {
+			want = false
+			poll.Stop()
+			limit := min(free, rt.opts.ClaimBatch)
+			inFlight++
+			reserved += limit
+			go func() {
+				js, at, err := rt.claim(ctx, limit)
+				results <- claimed{jobs: js, at: at, limit: limit, err: err}
+			}()
 			continue
 		}
-		claimed, claimedAt, err := rt.claim(ctx, min(free, rt.opts.ClaimBatch))
-		for i, j := range claimed {
-			if ctx.Err() != nil || i >= free {
-				// Shutting down, or a store that ignored the limit.
-				rt.releaseUnstarted(base, j, claimedAt)
-				continue
-			}
-			rt.slots <- struct{}{} // never blocks: only this loop acquires
-			jobs.Go(func() { rt.runJob(base, j, claimedAt) })
-		}
-		if err == nil && len(claimed) > 0 {
-			continue
-		}
-		poll.Reset(rt.opts.PollInterval)
 		select {
 		case <-ctx.Done():
+		case r := <-results:
+			inFlight--
+			reserved -= r.limit
+			rt.start(ctx, base, jobs, r)
+			if r.err == nil && len(r.jobs) > 0 {
+				want = true
+			} else if inFlight == 0 && !want {
+				poll.Reset(rt.opts.PollInterval)
+			}
 		case <-rt.wake:
+			want = true
 		case <-poll.C:
+			want = true
 		}
-		poll.Stop()
+	}
+	for ; inFlight > 0; inFlight-- {
+		rt.start(ctx, base, jobs, <-results)
+	}
+}
+
+// start runs the jobs of one claim, each in a goroutine of jobs, or
+// releases them when ctx is done or the store returned more than the claim
+// asked for.
+func (rt *Runtime) start(ctx, base context.Context, jobs *sync.WaitGroup, r claimed) {
+	for i, j := range r.jobs {
+		if ctx.Err() != nil || i >= r.limit {
+			// Shutting down, or a store that ignored the limit.
+			rt.releaseUnstarted(base, j, r.at)
+			continue
+		}
+		rt.slots <- struct{}{} // never blocks: only the claim loop acquires, within its reservation
+		jobs.Go(func() { rt.runJob(base, j, r.at) })
 	}
 }
 

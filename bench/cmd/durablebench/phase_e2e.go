@@ -51,6 +51,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	maxLifetime := fs.Duration("max-lifetime", 5*time.Minute, "stop after this long in any case")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here")
+	stages := fs.Bool("stages", false, "time each task's steps (created, claimed, handled, committed, seen completed) and print their percentiles on exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,34 +75,51 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer st.Close()
+	var tr *stageTracer
+	jobs := st.Jobs()
+	manager := st
+	if *stages {
+		tr = newStageTracer()
+		js := st.Jobs().(jobStore)
+		bc, _ := js.(backend.BatchCompleter)
+		jobs = &tracedJobs{jobStore: js, bc: bc, tr: tr}
+		manager = tracedStore{Store: st, tr: tr}
+		defer func() { fmt.Fprintf(stdout, "%s%s\n", stagesPrefix, tr.report()) }()
+	}
 
 	ep := server.NewEndpoint(server.EndpointOptions{
 		Path: "/mcp", Name: "durablebench", Version: "1.0.0",
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
 	})
 	server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
-		func(ctx context.Context, _ *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
+		func(ctx context.Context, req *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
 			t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
 			if err != nil {
 				return task.Handle{}, err
 			}
-			return task.Handle{ID: t.ID()}, nil
+			if tr != nil {
+				tr.created(t.ID())
+			}
+			return req.CreatedTask(t), nil
 		})
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: st, Logger: warnLogger(),
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: manager, Logger: warnLogger(),
 		// The benchmark measures the pipeline, not per-caller admission.
 		TaskLimits: server.TaskLimits{CreateRate: server.NoLimit, MaxActive: server.NoLimit}})
 	if err != nil {
 		return err
 	}
 	rt, err := worker.New(worker.Options{
-		Store: st.Jobs(), Events: st.EventPublisher(), Name: "durablebench-e2e",
+		Store: jobs, Events: st.EventPublisher(), Name: "durablebench-e2e",
 		Concurrency: *concurrency, ClaimBatch: *claimBatch, PollInterval: *workerPoll,
 		ShutdownGrace: 5 * time.Second, Logger: warnLogger(),
 	})
 	if err != nil {
 		return err
 	}
-	if err := worker.AddHandler(rt, benchKind, func(_ context.Context, _ *worker.Job, in benchArgs) (benchArgs, error) {
+	if err := worker.AddHandler(rt, benchKind, func(_ context.Context, j *worker.Job, in benchArgs) (benchArgs, error) {
+		if tr != nil {
+			tr.handled(j.TaskID())
+		}
 		return in, nil
 	}); err != nil {
 		return err
@@ -190,6 +208,7 @@ type e2eServer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	addr   string
+	stages chan string // the -stages report, once the server has exited
 	exited chan struct{}
 	err    error
 }
@@ -215,7 +234,7 @@ func startE2EServer(ctx context.Context, subcommand string, args []string, stder
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &e2eServer{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	s := &e2eServer{cmd: cmd, stdin: stdin, stages: make(chan string, 1), exited: make(chan struct{})}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -223,6 +242,12 @@ func startE2EServer(ctx context.Context, subcommand string, args []string, stder
 			if a, ok := strings.CutPrefix(sc.Text(), listenPrefix); ok {
 				select {
 				case addrc <- a:
+				default:
+				}
+			}
+			if r, ok := strings.CutPrefix(sc.Text(), stagesPrefix); ok {
+				select {
+				case s.stages <- r:
 				default:
 				}
 			}
@@ -403,7 +428,7 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 			return nil, err
 		}
 		p := filepath.Join(cfg.ProfileDir, kind+"-e2e-server.pprof")
-		args = append(args, "-cpuprofile", p)
+		args = append(args, "-cpuprofile", p, "-stages")
 		defer fmt.Fprintf(out, "   CPU profile of the server process: %s\n", p)
 	}
 	srv, err := startE2EServer(ctx, "e2e-serve", args, stderr)
@@ -437,6 +462,11 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 	stopped = true
 	if err := srv.close(); err != nil {
 		return nil, fmt.Errorf("stop server: %w", err)
+	}
+	select {
+	case st := <-srv.stages:
+		fmt.Fprintf(out, "   steps in the server: %s\n", st)
+	default:
 	}
 	r.report(out, "tools/call", "tasks/get")
 	return []figure{{
