@@ -127,17 +127,24 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 	return n, nil
 }
 
-// PruneOutbox deletes at most limit outbox rows created before the given
-// time, oldest first, and returns how many. The outbox records every
-// observable change for consumers that poll it; call PruneOutbox
-// periodically with a horizon longer than any consumer's lag.
+// PruneOutbox deletes those of the limit oldest outbox rows (in write
+// order) that were created before the given time, except the newest row,
+// and returns how many. It reads at most limit rows: rows are written in
+// time order, so the oldest ones are the first to pass the horizon, and
+// the outbox needs no index on its time (migration 011). The newest row
+// stays so that the next row's ID is larger than every ID given before
+// (the outbox has no AUTOINCREMENT). The outbox records every observable
+// change for consumers that poll it; call PruneOutbox periodically with a
+// horizon longer than any consumer's lag.
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}
 	return s.deleteRows(ctx, "prune outbox", `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+		SELECT id FROM (SELECT id, created_at FROM outbox ORDER BY id LIMIT ?2) WHERE created_at < ?1)
+		AND id < (SELECT max(id) FROM outbox)`,
+		before.UnixMilli(), limit)
 }
 
 // deleteRows runs one bounded DELETE on the writer and returns how many
