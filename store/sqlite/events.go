@@ -76,11 +76,6 @@ func (p *outboxPoller) poll(ctx context.Context) (int, error) {
 	if err := p.s.r.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM outbox`).Scan(&newest); err != nil {
 		return 0, err
 	}
-	if newest < p.lastID {
-		// A process of schema version 10 or older pruned every row, and
-		// the IDs started again (migration 011): read on from the start.
-		p.lastID = 0
-	}
 	upTo := min(newest, p.lastID+eventPollBatch)
 	if upTo <= p.lastID {
 		return 0, nil

@@ -128,12 +128,10 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 }
 
 // PruneOutbox deletes those of the limit oldest outbox rows (in write
-// order) that were created before the given time, except the newest row,
-// and returns how many. It reads at most limit rows: rows are written in
-// time order, so the oldest ones are the first to pass the horizon, and
-// the outbox needs no index on its time (migration 011). The newest row
-// stays so that the next row's ID is larger than every ID given before
-// (the outbox has no AUTOINCREMENT). The outbox records every observable
+// order) that were created before the given time, and returns how many.
+// It reads at most limit rows: rows are written in time order, so the
+// oldest ones are the first to pass the horizon, and the outbox needs no
+// index on its time (migration 011). The outbox records every observable
 // change for consumers that poll it; call PruneOutbox periodically with a
 // horizon longer than any consumer's lag.
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
@@ -142,8 +140,7 @@ func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) 
 		return 0, nil
 	}
 	return s.deleteRows(ctx, "prune outbox", `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM (SELECT id, created_at FROM outbox ORDER BY id LIMIT ?2) WHERE created_at < ?1)
-		AND id < (SELECT max(id) FROM outbox)`,
+		SELECT id FROM (SELECT id, created_at FROM outbox ORDER BY id LIMIT ?2) WHERE created_at < ?1)`,
 		before.UnixMilli(), limit)
 }
 

@@ -26,12 +26,8 @@
 --     batch, for completions of working tasks under a claim of this
 --     version; the trigger counts every other status change, an older
 --     process's completions included;
---   - the outbox loses its index on the time and its AUTOINCREMENT (which
---     rewrote sqlite_sequence at every insert): PruneOutbox walks it in
---     write order (its primary key), which is time order, stops at its
---     limit and never deletes the newest row, so that IDs keep growing;
---     when the outbox is empty, a row with an empty task ID keeps the
---     last ID given;
+--   - outbox_created goes: PruneOutbox walks the outbox in write order
+--     (its primary key), which is time order, and stops at its limit;
 --   - tasks_status holds only tasks that are not working (the status
 --     listings of working tasks walk tasks_created, where nearly every
 --     entry matches), so that creating and completing a task update it
@@ -43,13 +39,9 @@
 -- their completions are counted in task_counts by the trigger but not in
 -- the activity chart, and their console's listing by status fails (its
 -- query names tasks_status, which no longer holds every status) until
--- they are restarted. Their PruneOutbox walks the outbox in primary key
--- order, reading every row when none is old enough, and may delete every
--- row of an outbox idle for its horizon: IDs then start again from 1,
--- which the outbox pollers of this version notice (they read on from the
--- start), while theirs miss the other processes' changes until the IDs
--- pass where they were (their clients see those changes at their next
--- poll). Nothing they write is refused.
+-- they are restarted. Their PruneOutbox, without outbox_created, walks
+-- the outbox in primary key order, reading every row when none is old
+-- enough. Nothing they write is refused.
 
 ALTER TABLE jobs ADD COLUMN claimed_at INTEGER;
 ALTER TABLE jobs ADD COLUMN claimed_by TEXT;
@@ -108,18 +100,4 @@ DROP INDEX tasks_status;
 
 CREATE INDEX tasks_status ON tasks (status, created_at, id) WHERE status <> 'working';
 
-CREATE TABLE outbox_rows (
-    id         INTEGER PRIMARY KEY,
-    task_id    TEXT    NOT NULL,
-    created_at INTEGER NOT NULL,
-    writer     TEXT    NOT NULL DEFAULT ''
-) STRICT;
-
-INSERT INTO outbox_rows (id, task_id, created_at, writer) SELECT id, task_id, created_at, writer FROM outbox;
-
-INSERT INTO outbox_rows (id, task_id, created_at, writer)
-    SELECT seq, '', 0, '' FROM sqlite_sequence WHERE name = 'outbox' AND NOT EXISTS (SELECT 1 FROM outbox);
-
-DROP TABLE outbox;
-
-ALTER TABLE outbox_rows RENAME TO outbox;
+DROP INDEX outbox_created;
