@@ -71,3 +71,9 @@ const (
 	SQLCountOwnerSessions = sqlCountOwnerSessions
 	SQLSweepSessions      = sqlSweepSessions
 )
+
+// DebugExec runs a statement on the writer connection, for tests that
+// write as an older version of the code does.
+func (s *Store) DebugExec(query string, args ...any) (sql.Result, error) {
+	return s.w.Exec(query, args...)
+}

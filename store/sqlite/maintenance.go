@@ -93,8 +93,9 @@ func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 
 // DeleteExpired implements backend.JobStore. It deletes at most limit tasks
 // whose TTL passed at or before now, earliest expiry first (then task ID),
-// with their jobs. Their outbox rows stay until PruneOutbox. A zero now
-// means the store's clock.
+// with their jobs, and the console's per-minute completion counts older
+// than backend.MaxActivityWindow. Their outbox rows stay until PruneOutbox.
+// A zero now means the store's clock.
 func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	s := j.s
 	if limit < 1 {
@@ -103,22 +104,44 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 	if now.IsZero() {
 		now = s.now()
 	}
-	return s.deleteRows(ctx, "delete expired", `DELETE FROM tasks WHERE id IN (
-		SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
-		ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
+	var n int
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id IN (
+			SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?
+			ORDER BY expires_at, id LIMIT ?)`, now.UnixMilli(), limit)
+		if err != nil {
+			return nil, wrapErr("delete expired", err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return nil, wrapErr("delete expired", err)
+		}
+		n = int(k)
+		_, err = tx.ExecContext(ctx, `DELETE FROM task_activity WHERE minute < ?`,
+			now.Add(-backend.MaxActivityWindow).UnixMilli()/60000)
+		return nil, wrapErr("delete old activity", err)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
-// PruneOutbox deletes at most limit outbox rows created before the given
-// time, oldest first, and returns how many. The outbox records every
-// observable change for consumers that poll it; call PruneOutbox
-// periodically with a horizon longer than any consumer's lag.
+// PruneOutbox deletes those of the limit oldest outbox rows (in write
+// order) that were created before the given time, and returns how many.
+// It reads at most limit rows: rows are written in time order, so the
+// oldest ones are the first to pass the horizon, and the outbox needs no
+// index on its time (migration 011). The outbox records every observable
+// change for consumers that poll it; call PruneOutbox periodically with a
+// horizon longer than any consumer's lag.
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	s := j.s
 	if limit < 1 {
 		return 0, nil
 	}
 	return s.deleteRows(ctx, "prune outbox", `DELETE FROM outbox WHERE id IN (
-		SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ?)`, before.UnixMilli(), limit)
+		SELECT id FROM (SELECT id, created_at FROM outbox ORDER BY id LIMIT ?2) WHERE created_at < ?1)`,
+		before.UnixMilli(), limit)
 }
 
 // deleteRows runs one bounded DELETE on the writer and returns how many

@@ -25,7 +25,9 @@ const summaryColumns = `id, kind, endpoint, tenant, status, status_message, crea
 // filters ($4 status, $5 tool, $6 tenant; the empty string matches all;
 // $7..$8 the created range), at most $9 rows. A page reads its length plus
 // the rows the filters skip. sqlOperatorTasksByStatus walks tasks_status
-// instead, reading only the rows of the status asked for.
+// instead, reading only the rows of the status asked for; that index holds
+// only the tasks that are not working (migration 011), so a listing of
+// working tasks walks tasks_created, where nearly every entry matches.
 const (
 	sqlOperatorTasks = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_created
 	WHERE (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
@@ -34,7 +36,7 @@ const (
 	ORDER BY created_at DESC, id DESC LIMIT ?9`
 
 	sqlOperatorTasksByStatus = `SELECT ` + summaryColumns + ` FROM tasks INDEXED BY tasks_status
-	WHERE status = ?4 AND (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
+	WHERE status = ?4 AND status <> 'working' AND (created_at, id) < (?1, ?2) AND (expires_at IS NULL OR expires_at > ?3)
 	AND (?5 = '' OR kind = ?5) AND (?6 = '' OR tenant = ?6)
 	AND created_at >= ?7 AND created_at < ?8
 	ORDER BY status DESC, created_at DESC, id DESC LIMIT ?9`
@@ -67,7 +69,7 @@ func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (bac
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	query := sqlOperatorTasks
-	if q.Status != "" {
+	if q.Status != "" && q.Status != task.Working {
 		query = sqlOperatorTasksByStatus
 	}
 	rows, err := s.rs.QueryContext(ctx, query, after.At, after.ID, s.now().UnixMilli(),
@@ -164,60 +166,40 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 	if err := taskdata.OperatorPayload(&ot, origin, result, errJSON, cur, total); err != nil {
 		return backend.OperatorTask{}, fmt.Errorf("sqlite: %w", err)
 	}
-	var j backend.JobInfo
-	var runAt int64
-	var owner sql.NullString
-	var leaseExp sql.NullInt64
-	err = tx.QueryRowContext(ctx, `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at,
-		lease_owner, lease_expires_at FROM jobs WHERE task_id = ?`, id).
-		Scan(&j.State, &j.Attempt, &j.Failures, &j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &runAt, &owner, &leaseExp)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return backend.OperatorTask{}, wrapErr("operator task job", err)
-	default:
-		j.RunAt, j.Worker = time.UnixMilli(runAt).UTC(), owner.String
-		if leaseExp.Valid {
-			j.LeaseExpires = time.UnixMilli(leaseExp.Int64).UTC()
-		}
-		ot.Job = &j
+	var claim *backend.TaskEvent
+	if ot.Job, claim, err = operatorJob(ctx, tx, id); err != nil {
+		return backend.OperatorTask{}, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT at, kind, attempt, worker, message, category, run_at FROM task_events
-		WHERE task_id = ? ORDER BY id LIMIT ?`, id, backend.MaxTaskEvents)
+	rows, err := operatorEvents(ctx, tx, id)
 	if err != nil {
-		return backend.OperatorTask{}, wrapErr("operator task events", err)
+		return backend.OperatorTask{}, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e backend.TaskEvent
-		var at int64
-		var runAt sql.NullInt64
-		var kind, category string
-		if err := rows.Scan(&at, &kind, &e.Attempt, &e.Worker, &e.Message, &category, &runAt); err != nil {
-			return backend.OperatorTask{}, wrapErr("operator task events", err)
+	h := storerules.History{Rows: rows, Created: ot.CreatedAt, Claim: claim}
+	if ot.Status == task.Completed {
+		var attempt int64
+		if ot.Job != nil {
+			attempt = ot.Job.Attempt
 		}
-		e.At, e.Kind = time.UnixMilli(at).UTC(), backend.TaskEventKind(kind)
-		e.Category = backend.FailureCategory(category).Recorded()
-		if runAt.Valid {
-			e.RunAt = time.UnixMilli(runAt.Int64).UTC()
-		}
-		ot.Events = append(ot.Events, e)
+		h.Completed = &backend.TaskEvent{At: ot.UpdatedAt, Kind: backend.EventCompleted, Attempt: attempt,
+			Message: ot.StatusMessage}
 	}
-	if err := rows.Err(); err != nil {
-		return backend.OperatorTask{}, wrapErr("operator task events", err)
-	}
+	ot.Events = storerules.MergeHistory(h)
 	return ot, nil
 }
 
-// OperatorActivity implements backend.Operator: a grouped range scan of
-// task_events_ended.
+// OperatorActivity implements backend.Operator: the completions counted
+// per minute in task_activity, and a grouped range scan of
+// task_events_ended for the failed and cancelled tasks (completed rows
+// there are the steps of pruned jobs, or were written before migration
+// 011, which counted the last hour of them into task_activity).
 func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
 	now := s.now()
 	since = storerules.ActivitySince(now, since)
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.rs.QueryContext(ctx, `SELECT at / 60000, kind, count(*) FROM task_events INDEXED BY task_events_ended
-		WHERE kind IN ('completed', 'failed', 'cancelled') AND at >= ? GROUP BY 1, 2 ORDER BY 1`, since.UnixMilli())
+		WHERE kind IN ('completed', 'failed', 'cancelled') AND kind <> 'completed' AND at >= ?1 GROUP BY 1, 2
+		UNION ALL SELECT minute, 'completed', completed FROM task_activity WHERE minute >= ?1 / 60000`, since.UnixMilli())
 	if err != nil {
 		return nil, wrapErr("operator activity", err)
 	}
@@ -304,8 +286,9 @@ func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, at, kind, message)
-			VALUES (?, ?, 'retried', ?)`, id, nowMs, snap.ID()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO task_events (task_id, at, kind, attempt, message)
+			VALUES (?1, ?2, 'retried', coalesce((SELECT attempt FROM jobs WHERE task_id = ?1), 0), ?3)`,
+			id, nowMs, snap.ID()); err != nil {
 			return nil, wrapErr("operator retry", err)
 		}
 		return []string{snap.ID(), id}, nil

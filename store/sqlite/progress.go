@@ -42,18 +42,6 @@ func (j jobStore) ReportProgress(ctx context.Context, l backend.Lease, message s
 	})
 }
 
-// completeWithProgress is setTerminal for a batched completion that
-// carries the (checked) progress count of its last report: one UPDATE sets
-// both, so the row is rewritten once.
-func completeWithProgress(ctx context.Context, tx *wtx, it backend.Completion, result string, nowMs int64) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'completed', status_message = ?, input_requests = NULL,
-		result = ?, error = NULL, progress = ?, progress_total = ?, updated_at = max(updated_at, ?) WHERE id = ?`,
-		it.Message, result, it.Progress.Current, it.Progress.Total, nowMs, it.Lease.TaskID); err != nil {
-		return wrapErr("end task", err)
-	}
-	return outbox(ctx, tx, it.Lease.TaskID, nowMs)
-}
-
 // progressArgs returns the column values of a progress count.
 func progressArgs(p *task.Progress) (cur, total any) {
 	if p == nil {

@@ -114,9 +114,13 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 				publish = append(publish, j.TaskID)
 				continue
 			}
+			// The claim columns name this claim for the history (migration
+			// 011); SET reads the row as it was, so claimed_attempt is the
+			// new attempt.
 			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
-				lease_owner = ?, lease_expires_at = ? WHERE task_id = ? AND attempt = ?`,
-				p.Worker, expMs, j.TaskID, j.Attempt)
+				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1
+				WHERE task_id = ? AND attempt = ?`,
+				p.Worker, expMs, p.Worker, nowMs, j.TaskID, j.Attempt)
 			if err != nil {
 				return nil, wrapErr("claim", err)
 			}
@@ -260,11 +264,21 @@ func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 	if res == nil {
 		return errors.New("sqlite: a result is required")
 	}
+	if err := storerules.CheckMessage(message); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		return wrapErr("encode result", err)
 	}
-	return s.finish(ctx, l, task.Completed, message, string(b), nil, "")
+	return s.write(ctx, func(tx *wtx) ([]string, error) {
+		nowMs := s.now().UnixMilli()
+		var acc completions
+		if err := completeJob(ctx, tx, l, string(b), message, nil, nowMs, &acc); err != nil {
+			return nil, err
+		}
+		return []string{l.TaskID}, acc.flush(ctx, tx, nowMs)
+	})
 }
 
 // Fail implements backend.JobStore: under a live lease (else
@@ -342,8 +356,9 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		var done []string
+		var acc completions
 		for i, it := range items {
-			err := fencedJob(ctx, tx, it.Lease, nowMs, `state = 'done', lease_owner = NULL, lease_expires_at = NULL`)
+			err := completeJob(ctx, tx, it.Lease, results[i], it.Message, it.Progress, nowMs, &acc)
 			if errors.Is(err, backend.ErrLeaseLost) {
 				lost[i] = true
 				continue
@@ -351,17 +366,9 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 			if err != nil {
 				return nil, err
 			}
-			if it.Progress != nil {
-				err = completeWithProgress(ctx, tx, it, results[i], nowMs)
-			} else {
-				err = setTerminal(ctx, tx, it.Lease.TaskID, task.Completed, it.Message, results[i], nil, nowMs)
-			}
-			if err != nil {
-				return nil, err
-			}
 			done = append(done, it.Lease.TaskID)
 		}
-		return done, nil
+		return done, acc.flush(ctx, tx, nowMs)
 	})
 	if err != nil {
 		return nil, err
