@@ -186,27 +186,26 @@ const (
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
 	// $5 results, $6 progress counts and $7 totals (NULL: keep the
-	// task's count); no two items may name the same task and attempt.
-	// Returns, for each task completed, the outbox row naming the tasks
-	// completed, the task ID and the attempt of the item that completed it
-	// (no row when none was). The statement is shaped so that its generic
-	// (cached) plan is the right one whatever the batch size: the batch
-	// drives primary-key probes of jobs (the fence names no indexed column
-	// but the key: a live lease's expiry implies state 'running'), and the
-	// tasks are probed from the jobs' RETURNING, which carries the batch's
-	// values, so the batch is never joined with itself. $8 and $9 are the
+	// task's count); no task may appear twice. Returns, for each task
+	// completed, the outbox row naming the tasks completed, the task ID
+	// and the attempt that completed it (no row when none was). The jobs
+	// are found by primary key from the batch's IDs (= ANY), and each
+	// row's item by its position in the batch (array_position), never by
+	// joining the batch with a table: the planner cannot estimate how
+	// many rows a lease's fence matches (done jobs, whose lease is NULL,
+	// dominate the statistics), and a join it sized at one row ran as a
+	// nested loop over the whole batch for every job. $8 and $9 are the
 	// node and slot of the completion count (countCompleted).
 	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::float8[], $7::float8[])
-				AS v(task_id, attempt, message, result, progress, total)
-			WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id, v.attempt, v.message, v.result, v.progress, v.total),
+			WHERE j.task_id = ANY($2::text[]) AND j.lease_expires_at > {{now}}
+				AND j.attempt = ($3::bigint[])[array_position($2::text[], j.task_id)]
+			RETURNING j.task_id, j.attempt, array_position($2::text[], j.task_id) AS i),
 		t AS (
-			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = j.message, input_requests = NULL,
-				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
-				progress = coalesce(j.progress, t.progress),
-				progress_total = CASE WHEN j.progress IS NULL THEN t.progress_total ELSE j.total END
+			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = ($4::text[])[j.i], input_requests = NULL,
+				result = ($5::bytea[])[j.i], error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
+				progress = coalesce(($6::float8[])[j.i], t.progress),
+				progress_total = CASE WHEN ($6::float8[])[j.i] IS NULL THEN t.progress_total ELSE ($7::float8[])[j.i] END
 			FROM j WHERE t.id = j.task_id
 			RETURNING t.id, j.attempt),
 		o AS (
