@@ -99,6 +99,7 @@ type Store struct {
 	cursors *listcursor.Codec // the database's tasks/list cursors
 	stop    context.CancelFunc
 	polls   sync.WaitGroup // the outbox poller
+	group   writeGroup     // writes waiting for the writer connection
 }
 
 var (
@@ -312,13 +313,44 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
-// under the per-call deadline and, after commit, publishes the task IDs fn
-// returns.
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
+// and, after commit, publishes the task IDs fn returns. It returns fn's
+// error (nothing of fn's is then written), or the transaction's, marked by
+// markLocked.
+//
+// Concurrent calls are committed together (group commit, group.go): fn may
+// share its transaction with the fns of other calls, each run between a
+// SAVEPOINT and its RELEASE, in arrival order. fn sees the writes of the
+// members before it, as it would have after their commits; its own error is
+// rolled back to its savepoint, undoing nothing of theirs. fn must
+// therefore neither begin nor end transactions, and it must not keep state
+// outside the database that outlives a failure of the group: a call
+// succeeds only once the transaction has committed.
+//
+// Its statements run under the transaction's context whatever ctx they are
+// given (see wtx). The caller's ctx, bounded by Options.Timeout, bounds the
+// wait for the writer: a call whose ctx ends before fn started returns
+// ctx's error and fn never runs. Once fn has started in a group of several,
+// the call waits for the group's outcome, bounded by Options.Timeout from
+// the group's start.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return markLocked(s.writeUnbounded(ctx, fn))
+	r := &writeReq{ctx: ctx, fn: fn, lead: make(chan struct{}), done: make(chan struct{})}
+	leader := s.group.enqueue(r)
+	if !leader {
+		leader = s.group.wait(r)
+	}
+	if leader {
+		s.lead()
+	}
+	switch {
+	case r.state.Load() == reqAbandoned:
+		return fmt.Errorf("sqlite: waiting for the writer: %w", ctx.Err())
+	case r.panicked != nil:
+		panic(r.panicked)
+	}
+	return markLocked(r.err)
 }
 
 // writeUnbounded is write without the per-call deadline, for migrations.
@@ -328,7 +360,7 @@ func (s *Store) writeUnbounded(ctx context.Context, fn func(tx *wtx) (publish []
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer s.ws.prepareWanted(ctx)
-	ids, err := fn(&wtx{tx: tx, cache: s.ws, writer: s.writer})
+	ids, err := fn(&wtx{ctx: ctx, tx: tx, cache: s.ws, writer: s.writer})
 	if err != nil {
 		tx.Rollback()
 		return err
