@@ -54,7 +54,10 @@ type Options struct {
 	// Timeout bounds every call of the store as a whole, waiting for the
 	// one writer connection included, so that a stalled disk or a long
 	// queue of writers fails calls with an error after Timeout instead of
-	// holding them. Migrations are not bounded. Default 5 s.
+	// holding them. A write committed in a group with others (see Store)
+	// is bounded by Timeout until its group starts, and then by the
+	// group's Timeout, counted from the group's start. Migrations are not
+	// bounded. Default 5 s.
 	Timeout time.Duration
 	// NoMigrate makes Open refuse a database whose schema is older than
 	// the code, instead of migrating it.
@@ -86,6 +89,19 @@ type Options struct {
 // Store is a durable task store over one SQLite database. It implements
 // backend.Store (its job side is Jobs) and is safe for concurrent use.
 // Close it when done.
+//
+// Writes are committed in groups: calls that write while another write's
+// transaction runs wait, and the next transaction runs them together, up to
+// 64, in arrival order, each between a savepoint and its release. A call
+// sees the writes of the calls before it in its group, as it would after
+// their commits, and its failure (a lost lease, an idempotency conflict, a
+// task not found) is rolled back to its savepoint, undoing nothing of the
+// others'. A call succeeds, and its change is published, only once its
+// group has committed; when the transaction itself fails (BEGIN, COMMIT)
+// every call of the group fails with that error. A call whose context ends
+// while it waits returns the context's error and writes nothing; once its
+// writes have started it waits for its group's outcome. A write that finds
+// no other waiting runs alone, as a plain transaction.
 type Store struct {
 	opts Options
 	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
