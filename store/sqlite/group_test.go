@@ -330,15 +330,16 @@ func TestGroupMemberFailureKeepsOthers(t *testing.T) {
 	}
 }
 
-// TestGroupAbandonedWaiter cancels a call waiting for the next group: it
-// returns at once, while the writer is still held, and its fn never runs;
-// the group commits the other members. A member whose context ends while
+// TestGroupAbandonedWaiter cancels the oldest call waiting for the next
+// group: it returns at once, while the writer is still held, and its fn
+// never runs; the lead passes to the next call, and the group commits the
+// other members. A member whose context ends while
 // its fn runs still commits, since its statements run under the group's
 // context.
 func TestGroupAbandonedWaiter(t *testing.T) {
 	h := newGroupHarness(t, Options{})
 	lead := h.hold(insert("lead"))
-	b := h.start(context.Background(), insert("b"))
+	// c waits at the head of the queue: the lead passes over it to b.
 	cctx, cancelC := context.WithCancel(context.Background())
 	defer cancelC()
 	var ranC bool
@@ -346,6 +347,7 @@ func TestGroupAbandonedWaiter(t *testing.T) {
 		ranC = true
 		return insert("c")(tx)
 	})
+	b := h.start(context.Background(), insert("b"))
 	dctx, cancelD := context.WithCancel(context.Background())
 	defer cancelD()
 	d := h.start(dctx, func(tx *wtx) ([]string, error) {
