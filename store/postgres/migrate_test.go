@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/storetest"
