@@ -22,9 +22,11 @@ type Console struct {
 	Token []byte
 	// ShowArguments shows tasks' tool arguments on the task pages.
 	ShowArguments bool
-	// Scope is the operator scope of access tokens verified by OAuth,
-	// the node's resource server (nil: the operator token only).
+	// Scope is the operator scope of access tokens verified by OAuth.
 	Scope string
+	// OAuth, if set, is the node's resource server: the console also
+	// admits its access tokens that grant Scope. Nil: the operator
+	// token only.
 	OAuth *oauth.ResourceServer
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -333,9 +332,6 @@ func (n *Node) URL() string { return n.url }
 // AdminAddr returns the admin listener's address once the node has
 // started, or "" without one.
 func (n *Node) AdminAddr() string { return n.admin.listenAddr() }
-
-// Tools returns the durable tools the node serves and works (Config.Tools).
-func (n *Node) Tools() *durable.Set { return n.cfg.Tools }
 
 // StopNow cuts a Shutdown under way short: open HTTP connections are
 // closed, the worker runtime stops claiming, and running jobs are
