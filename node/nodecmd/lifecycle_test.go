@@ -357,3 +357,56 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestProgramCommands: the program's own name is in its messages, its
+// default store is NAME.db, and its usage errors exit 2 with a hint.
+func TestProgramCommands(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"migrate"}, 0, "lifecycle: store sqlite:lifecycle.db (SQLite file lifecycle.db"},
+		{[]string{"version"}, 0, "lifecycle test\n"},
+		{[]string{"serve", "--workers", "-1"}, 2, "lifecycle: serve: --workers must be between 0 and 1024\nRun 'lifecycle serve -h' for usage.\n"},
+		{[]string{"bogus"}, 2, "lifecycle: unknown command \"bogus\"\nRun 'lifecycle help' for usage.\n"},
+		{[]string{"help", "serve"}, 0, "usage: lifecycle serve [flags]"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			p := launchProgram(t, dir, tc.args...)
+			if code := p.wait(waitFor); code != tc.code || !strings.Contains(p.out.String(), tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", code, p.out.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestProgramStdio: `NAME serve --stdio` answers on stdout, keeps its
+// store as NAME/NAME.db in the user's data directory, and exits 0 at the
+// end of stdin.
+func TestProgramStdio(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcp.LatestProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}`
+	cmd := exec.Command(self, "serve", "--stdio", "--workers", "1")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), programEnv+"=1", "TASKWIRE_STORE=", "XDG_DATA_HOME="+data)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}` + "\n")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = waitFor
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("serve --stdio: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(string(out), `"work.sleep"`) || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("stdout = %q, want one response listing work.sleep", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "lifecycle", "lifecycle.db")); err != nil {
+		t.Errorf("no store in the data directory: %v", err)
+	}
+}
