@@ -248,7 +248,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxConns == 0 {
 		c.MaxConns = defaultMaxConns()
 	}
-	if c.MaxConnsPerAddr > c.MaxConns {
+	if c.MaxConns > 0 && c.MaxConnsPerAddr > c.MaxConns {
 		add("--max-conns-per-addr must not exceed --max-conns (%d)", c.MaxConns)
 	}
 	if c.MaxConnsPerAddr == 0 {

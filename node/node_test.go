@@ -153,6 +153,9 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			Console: Console{Token: []byte("0123456789abcdef")},
 		}, []string{"--workers must be between 0 and 1024", "--lease must be at least 1s", "--max-conns must not be negative",
 			"--addr 192.0.2.1:80 is not a loopback address", "an operator token needs an admin address"}},
+		{"negative max conns", Config{
+			StoreSpec: StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: "x.db"}}, Workers: 1, MaxConns: -1,
+		}, []string{"--max-conns must not be negative"}},
 		{"stdio with an address", Config{
 			StoreSpec: StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: "x.db"}},
 			Addr:      "127.0.0.1:0", Stdio: &Stdio{},
@@ -165,6 +168,9 @@ func TestNewReportsEveryProblem(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans lines: %q", err)
+			}
+			if strings.Contains(err.Error(), "must not exceed") {
+				t.Errorf("error %q derives a second problem from the first", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -142,6 +142,9 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 		if err := checkFlags(cfg, *grace, false, configure); err != nil {
 			return fmt.Errorf("serve --stdio: %w", err)
 		}
+		if *stdio.principal == "" { // the library would default it
+			return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
+		}
 		cfg.Stdio = stdio.config()
 		cfg.Stdio.Out = stdout
 		return p.run(ctx, cfg, "serve --stdio")

@@ -370,6 +370,7 @@ func TestProgramCommands(t *testing.T) {
 		{[]string{"migrate"}, 0, "lifecycle: store sqlite:lifecycle.db (SQLite file lifecycle.db"},
 		{[]string{"version"}, 0, "lifecycle test\n"},
 		{[]string{"serve", "--workers", "-1"}, 2, "lifecycle: serve: --workers must be between 0 and 1024\nRun 'lifecycle serve -h' for usage.\n"},
+		{[]string{"serve", "--stdio", "--principal", "", "--store", "sqlite:p.db"}, 1, "lifecycle: serve --stdio: --principal must be 1 to 256 bytes\n"},
 		{[]string{"bogus"}, 2, "lifecycle: unknown command \"bogus\"\nRun 'lifecycle help' for usage.\n"},
 		{[]string{"help", "serve"}, 0, "usage: lifecycle serve [flags]"},
 	} {
