@@ -273,12 +273,12 @@ func listenNode(cfg Config) (ln, adminLn net.Listener, err error) {
 	case cfg.Listener != nil:
 		ln = cfg.Listener
 	case cfg.Addr != "":
-		if ln, err = listenFlag("--addr", cfg.Addr); err != nil {
+		if ln, err = listenFlag(cfg.Name, "--addr", cfg.Addr); err != nil {
 			return nil, nil, err
 		}
 	}
 	if cfg.AdminAddr != "" {
-		if adminLn, err = listenFlag("--admin-addr", cfg.AdminAddr); err != nil {
+		if adminLn, err = listenFlag(cfg.Name, "--admin-addr", cfg.AdminAddr); err != nil {
 			closeListeners(ln)
 			return nil, nil, err
 		}
@@ -287,12 +287,13 @@ func listenNode(cfg Config) (ln, adminLn net.Listener, err error) {
 }
 
 // listenFlag listens on addr, the value of flag; its error names both, and
-// says so when another process holds the port.
-func listenFlag(flag, addr string) (net.Listener, error) {
+// says so when another process holds the port (perhaps another serve of
+// the program called name).
+func listenFlag(name, flag, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fmt.Errorf("%s %s: the port is taken (another process listens on it; is a taskwire serve already running?): %w", flag, addr, err)
+		return nil, fmt.Errorf("%s %s: the port is taken (another process listens on it; is a %s serve already running?): %w", flag, addr, name, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
