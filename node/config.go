@@ -119,7 +119,9 @@ type Config struct {
 	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// Signals stop Run: the first drains, a second stops at once. Nil:
-	// SIGINT and SIGTERM.
+	// SIGINT and SIGTERM. A program that handles signals itself passes a
+	// channel that never receives, and ends Run's context instead (a
+	// drain that StopNow cuts short).
 	Signals <-chan os.Signal
 
 	// MaxConns bounds the HTTP connections open at once
