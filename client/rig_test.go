@@ -14,6 +14,7 @@ import (
 	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	sessmemory "github.com/taskwire/taskwire/session/memory"
 	"github.com/taskwire/taskwire/task"
 	"github.com/taskwire/taskwire/task/memory"
 )
@@ -120,7 +121,13 @@ func (r *rig) newServer(t *testing.T) *server.Server {
 			}
 			return nil, addOut{Sum: 3}, nil
 		})
-	opts := server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem}
+	// Each server keeps its own sessions, in process, so that a restarted
+	// one knows none (the task manager would keep them across servers).
+	sessions, err := sessmemory.New(sessmemory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: mem, Sessions: &server.SessionOptions{Store: sessions}}
 	if o.listen {
 		opts.Subscriptions = &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)}
 	}

@@ -39,7 +39,11 @@ type EndpointOptions struct {
 	// modern pipeline's -32022 name the 2026 revisions only.
 	ProtocolVersions []string
 	// TaskProtocolVersions lists the revisions under which the endpoint serves
-	// the Tasks extension. It takes effect only with a task manager.
+	// the Tasks extension. It takes effect only with a task manager. Nil,
+	// on an endpoint with tools that create tasks served by a server with
+	// a task manager, means mcp.LatestProtocolVersion (the 2025-11-25
+	// tasks of sessions are served regardless); an empty, non-nil list
+	// serves Tasks under no revision.
 	TaskProtocolVersions []string
 	// CacheTTL is the ttlMs advertised on server/discover and list results.
 	// Zero means the client should not reuse them.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskwire/taskwire/session"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -52,7 +53,11 @@ type Options struct {
 
 	// Sessions configure the sessions of 2025-era clients, served by every
 	// endpoint whose ProtocolVersions name a 2025 revision (the default).
-	// Nil means the defaults of SessionOptions: an in-process store.
+	// Nil means the defaults of SessionOptions. Without a
+	// SessionOptions.Store, the sessions are kept by the TaskManager when
+	// it can keep them (a SessionKeeper: both durable stores), so that
+	// they survive a restart and reach every node sharing the store, and
+	// otherwise in process.
 	Sessions *SessionOptions
 	// NodeID names this node in the IDs of server-to-client requests of
 	// 2025-era sessions, so that a client's answer reaching another node
@@ -247,6 +252,15 @@ func New(opts Options) (*Server, error) {
 		s.subs.maxPrincipal = c.MaxPerPrincipal
 		s.maintenance = make(chan struct{}, max(1, opts.HandlerConcurrency/2))
 	}
+	if keeper, ok := opts.TaskManager.(SessionKeeper); ok && (opts.Sessions == nil || opts.Sessions.Store == nil) {
+		var so SessionOptions
+		if opts.Sessions != nil {
+			so = *opts.Sessions
+		}
+		so.Store = keeper.Sessions()
+		opts.Sessions = &so
+		s.opts.Sessions = &so
+	}
 	for _, ep := range opts.Endpoints {
 		if ep != nil && ep.servesLegacy() && s.legacy == nil {
 			if s.legacy, err = newLegacyServer(opts); err != nil {
@@ -282,6 +296,14 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// SessionKeeper is a task manager that can also keep the sessions of
+// 2025-era clients, over the same database (backend.Store is one). New
+// keeps the sessions there when Options.Sessions names no store.
+type SessionKeeper interface {
+	// Sessions returns the session store.
+	Sessions() session.Store
 }
 
 // Close ends every GET stream of 2025-era sessions on this node (the

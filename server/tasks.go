@@ -140,8 +140,18 @@ func (ep *Endpoint) servesTasks(version string) bool {
 	return ep.tasks && slices.Contains(ep.opts.TaskProtocolVersions, version)
 }
 
+// hasTaskTools reports whether a tool of the endpoint can create tasks.
+func (ep *Endpoint) hasTaskTools() bool {
+	return slices.ContainsFunc(ep.tools, func(t *toolEntry) bool { return t.mode != taskNever })
+}
+
 // buildTasks validates the endpoint's Tasks configuration against the server.
 func (ep *Endpoint) buildTasks(s *Server) error {
+	if ep.opts.TaskProtocolVersions == nil && s.opts.TaskManager != nil && ep.hasTaskTools() &&
+		slices.Contains(ep.modernVersions, mcp.LatestProtocolVersion) {
+		// Task tools and a task manager: Tasks are meant to be served.
+		ep.opts.TaskProtocolVersions = []string{mcp.LatestProtocolVersion}
+	}
 	versions := ep.opts.TaskProtocolVersions
 	for _, v := range versions {
 		if !slices.Contains(ep.modernVersions, v) {

@@ -23,8 +23,10 @@ func TestTaskEndpointBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// plain serves Tasks under no revision: an empty list, since nil is
+	// defaulted for an endpoint with task tools (see defaults_test.go).
 	plain := func() *server.Endpoint {
-		return server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "plain", Version: "1.0.0"})
+		return server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "plain", Version: "1.0.0", TaskProtocolVersions: []string{}})
 	}
 	handle := func(context.Context, *server.Request, taskBuildIn, *task.CreationContext) (task.Handle, error) {
 		return task.Handle{}, nil

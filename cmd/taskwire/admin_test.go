@@ -19,38 +19,9 @@ import (
 
 	"github.com/taskwire/taskwire/internal/promscrape"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
 )
-
-func TestParseAdminAddr(t *testing.T) {
-	tests := []struct {
-		in, want, err string
-	}{
-		{"", "", ""},
-		{"9090", "127.0.0.1:9090", ""},
-		{":9090", "127.0.0.1:9090", ""},
-		{"0", "127.0.0.1:0", ""},
-		{"127.0.0.1:9090", "127.0.0.1:9090", ""},
-		{"[::1]:9090", "[::1]:9090", ""},
-		{"0.0.0.0:9090", "0.0.0.0:9090", ""},
-		{"monitoring.internal:9090", "monitoring.internal:9090", ""},
-		{"localhost", "", "want PORT, :PORT or HOST:PORT"},
-		{"10.0.0.1", "", "want PORT, :PORT or HOST:PORT"},
-		{":http", "", "must be a number from 0 to 65535"},
-		{"99999", "", "must be a number from 0 to 65535"},
-		{"host:", "", "must be a number from 0 to 65535"},
-		{":-1", "", "must be a number from 0 to 65535"},
-	}
-	for _, tt := range tests {
-		got, err := parseAdminAddr(tt.in)
-		switch {
-		case tt.err == "" && (err != nil || got != tt.want):
-			t.Errorf("parseAdminAddr(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-			t.Errorf("parseAdminAddr(%q) = %q, %v; want an error containing %q", tt.in, got, err, tt.err)
-		}
-	}
-}
 
 // TestAdminFlagErrors checks that a bad --admin-addr is a usage error of
 // serve and worker, before anything starts.
@@ -271,11 +242,11 @@ func TestMetricsCardinality(t *testing.T) {
 		t.Skip("1,000 tasks")
 	}
 	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 4)
-	cfg.ReportsDir = t.TempDir()
+	cfg.Tools = durableTools(t.TempDir())
 	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit, CreateBurst: 1000, MaxActive: server.NoLimit}
 	n := start(t, cfg)
-	base := "http://" + n.admin.listenAddr()
+	base := "http://" + n.AdminAddr()
 	cs := newClients(t, n.URL())
 
 	// The fixed label values: what one principal's calls exercise.
@@ -332,7 +303,7 @@ func TestWorkerAdminEndpoints(t *testing.T) {
 	cfg.Addr = ""
 	cfg.AdminAddr = "127.0.0.1:0"
 	n := start(t, cfg)
-	base := "http://" + n.admin.listenAddr()
+	base := "http://" + n.AdminAddr()
 	if status, body := httpGet(t, base+"/readyz"); status != http.StatusOK {
 		t.Errorf("/readyz = %d %q", status, body)
 	}
@@ -363,7 +334,7 @@ func TestAdminHostCheck(t *testing.T) {
 			cfg.AdminAllowedHosts = []string{"metrics.internal"}
 			cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 			n := start(t, cfg)
-			_, port, _ := net.SplitHostPort(n.admin.listenAddr())
+			_, port, _ := net.SplitHostPort(n.AdminAddr())
 			for _, c := range []struct {
 				host string
 				want int
@@ -403,9 +374,9 @@ func TestAdminHostCheck(t *testing.T) {
 // does, and a reason that names no host.
 func TestReadyzPostgres(t *testing.T) {
 	spec, proxy := proxiedPostgres(t)
-	cfg := nodeConfig{Addr: "127.0.0.1:0", Store: spec, ShutdownGrace: 200 * time.Millisecond, AdminAddr: "127.0.0.1:0"}
+	cfg := node.Config{Addr: "127.0.0.1:0", StoreSpec: spec, ShutdownGrace: 200 * time.Millisecond, AdminAddr: "127.0.0.1:0"}
 	n := start(t, cfg)
-	base := "http://" + n.admin.listenAddr()
+	base := "http://" + n.AdminAddr()
 	if status, body := httpGet(t, base+"/readyz"); status != http.StatusOK {
 		t.Fatalf("/readyz = %d %q before the fault", status, body)
 	}

@@ -127,11 +127,11 @@ func TestAuthAllowsAnyAddress(t *testing.T) {
 	}
 	cfg := testConfig(filepath.Join(t.TempDir(), "x.db"), 0)
 	cfg.Addr = "192.0.2.1:8080"
-	if err := cfg.validate(); err == nil {
+	if err := cfg.Validate(); err == nil {
 		t.Error("validate accepts development identities off loopback")
 	}
 	cfg.Auth = rs
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Errorf("validate with a resource server: %v", err)
 	}
 }
@@ -244,26 +244,6 @@ func firstListenEvent(t *testing.T, url, token, taskID string) string {
 	}
 }
 
-func TestParseScopes(t *testing.T) {
-	methods, tools, err := parseScopes("reports.generate=reports, tasks/cancel=tasks:write,reports.generate=audit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []map[string][]string{methods, tools}
-	want := []map[string][]string{
-		{"tasks/cancel": {"tasks:write"}},
-		{"reports.generate": {"reports", "audit"}},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("parseScopes (-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{"reports", "=x", "a=", "a=b,,c=d"} {
-		if _, _, err := parseScopes(bad); err == nil {
-			t.Errorf("parseScopes(%q) accepted", bad)
-		}
-	}
-}
-
 // TestSessionsBoundToSubject checks that a 2025-era session opened by one
 // subject is, to another subject of the same issuer, an unknown session.
 func TestSessionsBoundToSubject(t *testing.T) {
@@ -367,34 +347,4 @@ func TestServeAuthHosts(t *testing.T) {
 				}
 			}
 		})
-}
-
-func TestAllowedHosts(t *testing.T) {
-	for _, tc := range []struct {
-		list, audience string
-		want           []string
-		err            string
-	}{
-		{"", "", nil, ""},
-		{"", "https://mcp.example.com:8443/mcp", []string{"127.0.0.1", "::1", "localhost", "mcp.example.com"}, ""},
-		{"a.example, B.example,*", "", []string{"*", "127.0.0.1", "::1", "a.example", "b.example", "localhost"}, ""},
-		{"::1,localhost", "", []string{"127.0.0.1", "::1", "localhost"}, ""},
-		{"a.example:8080", "", nil, "not a host name"},
-		{"a.example,,b", "", nil, "not a host name"},
-		{"http://a.example", "", nil, "not a host name"},
-	} {
-		got, err := allowedHosts(tc.list, tc.audience)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("allowedHosts(%q, %q) = %v, %v; want an error containing %q", tc.list, tc.audience, got, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("allowedHosts(%q, %q): %v", tc.list, tc.audience, err)
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("allowedHosts(%q, %q) (-want +got):\n%s", tc.list, tc.audience, diff)
-		}
-	}
 }

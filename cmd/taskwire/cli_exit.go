@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/node/nodecmd"
 )
 
 // Exit codes of the client commands (tools, call, task). Every other
@@ -83,7 +84,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), nodecmd.ExitCode(err) == exitUsage:
 		return exitUsage
 	case errors.As(err, &auth):
 		return exitAuth

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -39,19 +42,59 @@ func newClient(t *testing.T, url string) *mcptest.Client {
 }
 
 // testConfig is a node configuration for tests: loopback on a free port,
-// the SQLite file db, fast polling and a short shutdown grace.
-func testConfig(db string, workers int) nodeConfig {
-	return nodeConfig{
+// the SQLite file db, fast polling and a short shutdown grace. start adds
+// the demo endpoint and tools.
+func testConfig(db string, workers int) node.Config {
+	return node.Config{
 		Addr:          "127.0.0.1:0",
-		Store:         storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
+		StoreSpec:     node.StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
 		Workers:       workers,
 		ShutdownGrace: 200 * time.Millisecond,
-		workerPoll:    20 * time.Millisecond,
+		PollInterval:  20 * time.Millisecond,
 	}
 }
 
+// withDemo returns cfg with what taskwire serve adds to it (program): the
+// demo endpoint, its subscriptions, and the durable demo tools writing
+// beside the store unless cfg has tools already.
+func withDemo(cfg node.Config) node.Config {
+	p := program()
+	cfg.Name, cfg.Version, cfg.Subscriptions = p.Name, p.Version, p.Subscriptions
+	cfg.Endpoint = demoEndpoint()
+	if cfg.Tools == nil {
+		cfg.Tools = durableTools(defaultReportsDir(cfg.StoreSpec))
+	}
+	return cfg
+}
+
+// startNode starts the node cfg describes, as taskwire serve does.
+func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
+	n, err := node.New(withDemo(cfg))
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// runNode runs the node cfg describes as taskwire's cmd command does,
+// with its messages on stdout.
+func runNode(ctx context.Context, cfg node.Config, cmd string, stdout io.Writer) error {
+	cfg.Messages = stdout
+	n, err := node.New(withDemo(cfg))
+	if err == nil {
+		err = n.Run(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	return nil
+}
+
 // start starts a node and shuts it down when the test ends.
-func start(t *testing.T, cfg nodeConfig) *node {
+func start(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -265,3 +308,11 @@ func reportFiles(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// The operator token's variable and the bound of --admin-token-file, as
+// the node command line documents them.
+const (
+	adminTokenEnv = "TASKWIRE_ADMIN_TOKEN"
+	maxTokenFile  = 4096
+	storeEnv      = "TASKWIRE_STORE"
+)

@@ -38,23 +38,13 @@ func TestDevAuthNeedsLoopback(t *testing.T) {
 	for _, tt := range tests {
 		cfg := testConfig(filepath.Join(t.TempDir(), "x.db"), 1)
 		cfg.Addr, cfg.InsecureDevAuth = tt.addr, tt.insecure
-		err := cfg.validate()
+		err := cfg.Validate()
 		if (err == nil) != tt.ok {
 			t.Errorf("addr %q, insecure %v: validate = %v, want ok %v", tt.addr, tt.insecure, err, tt.ok)
 		}
 		if err != nil && !strings.Contains(err.Error(), "--insecure-dev-auth") {
 			t.Errorf("addr %q: the error does not name the flag: %v", tt.addr, err)
 		}
-	}
-}
-
-func TestDefaultMaxConns(t *testing.T) {
-	n := defaultMaxConns()
-	if limit, ok := descriptorLimit(); ok && uint64(n) >= limit {
-		t.Errorf("defaultMaxConns = %d with a descriptor limit of %d", n, limit)
-	}
-	if n < minDerivedConns || n > maxDerivedConns {
-		t.Errorf("defaultMaxConns = %d, outside [%d, %d]", n, minDerivedConns, maxDerivedConns)
 	}
 }
 
@@ -66,10 +56,12 @@ func TestServeConnectionLimits(t *testing.T) {
 	cfg.MaxConns, cfg.BodyTimeout = 4, 300*time.Millisecond
 	cfg.ShutdownGrace = 5 * time.Second
 	var counted *faultnet.CountingListener
-	cfg.wrapListener = func(l net.Listener) net.Listener {
-		counted = faultnet.Count(l)
-		return counted
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	counted = faultnet.Count(ln)
+	cfg.Listener = counted
 	n := start(t, cfg)
 	c := newClient(t, n.URL())
 	callTool(t, c, "text.stats", map[string]any{"text": "a b"}) // connects first
@@ -118,10 +110,12 @@ func TestServeConnsPerAddr(t *testing.T) {
 	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
 	cfg.MaxConns, cfg.MaxConnsPerAddr, cfg.IdleTimeout = 4, 2, time.Hour
 	var counted *faultnet.CountingListener
-	cfg.wrapListener = func(l net.Listener) net.Listener {
-		counted = faultnet.Count(l)
-		return counted
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	counted = faultnet.Count(ln)
+	cfg.Listener = counted
 	n := start(t, cfg)
 	addr := strings.TrimSuffix(strings.TrimPrefix(n.URL(), "http://"), "/mcp")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
 )
@@ -22,14 +23,14 @@ import (
 // bothStores returns, by name, a fresh store spec of each kind for a
 // test: an SQLite file in its temporary directory, or a PostgreSQL schema
 // dropped when it ends.
-func bothStores() map[string]func(t *testing.T) storeSpec {
-	return map[string]func(t *testing.T) storeSpec{
-		"sqlite": func(t *testing.T) storeSpec {
-			return storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
+func bothStores() map[string]func(t *testing.T) node.StoreSpec {
+	return map[string]func(t *testing.T) node.StoreSpec{
+		"sqlite": func(t *testing.T) node.StoreSpec {
+			return node.StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "tasks.db")}}
 		},
-		"postgres": func(t *testing.T) storeSpec {
+		"postgres": func(t *testing.T) node.StoreSpec {
 			raw := pgtest.URL(t)
-			return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
+			return node.StoreSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: testSchema(t, raw)}
 		},
 	}
 }
@@ -39,7 +40,7 @@ func testSchema(t *testing.T, pgURL string) string { return pgtest.Schema(t, pgU
 
 // proxiedPostgres returns a store spec whose connections pass through a
 // loopback proxy the test can freeze or drop.
-func proxiedPostgres(t *testing.T) (storeSpec, *faultnet.Proxy) {
+func proxiedPostgres(t *testing.T) (node.StoreSpec, *faultnet.Proxy) {
 	t.Helper()
 	raw := pgtest.URL(t)
 	u, err := url.Parse(raw)
@@ -52,7 +53,7 @@ func proxiedPostgres(t *testing.T) (storeSpec, *faultnet.Proxy) {
 	}
 	t.Cleanup(func() { p.Close() })
 	u.Host = p.Addr()
-	return storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: u.String()}, Schema: testSchema(t, raw)}, p
+	return node.StoreSpec{Spec: store.Spec{Kind: store.Postgres, URL: u.String()}, Schema: testSchema(t, raw)}, p
 }
 
 // clients makes mcptest clients for a node's URL that share one HTTP
@@ -90,7 +91,7 @@ func TestFrozenDatabase(t *testing.T) {
 	spec, proxy := proxiedPostgres(t)
 	spec.Timeout = 500 * time.Millisecond
 	cfg := testConfig("", 0)
-	cfg.Store = spec
+	cfg.StoreSpec = spec
 	// The clients create tasks far faster than a caller may by default;
 	// the cap on active tasks stays, so that its count, a store call, is
 	// made with the database frozen too.

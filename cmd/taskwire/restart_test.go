@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -42,7 +43,7 @@ func TestRestartKeepsTasks(t *testing.T) {
 	// Node A: serve with one worker, stopped in the middle of the job.
 	m := newTransitions()
 	cfgA := testConfig(db, 1)
-	cfgA.workerMetrics = m
+	cfgA.WorkerMetrics = m
 	cfgA.ShutdownGrace = 50 * time.Millisecond
 	a := start(t, cfgA)
 	ca := newClient(t, a.URL())
@@ -70,11 +71,11 @@ func TestRestartKeepsTasks(t *testing.T) {
 	}
 
 	// Node C: workers only, as `taskwire worker --store sqlite:…` runs.
-	start(t, nodeConfig{
-		Store:         storeSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
+	start(t, node.Config{
+		StoreSpec:     node.StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: db}},
 		Workers:       1,
 		ShutdownGrace: 200 * time.Millisecond,
-		workerPoll:    20 * time.Millisecond,
+		PollInterval:  20 * time.Millisecond,
 	})
 	report := structured[Report](t, waitStatus(t, cb, id, mcp.TaskCompleted))
 	if report.AccountID != "restart" || report.Rows != 7 || report.Checksum != reportChecksum("restart", 7) {

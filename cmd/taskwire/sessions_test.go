@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/internal/pgtest"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
 )
@@ -93,9 +94,9 @@ func TestSessionsSurviveRestart(t *testing.T) {
 func TestSessionsAcrossPostgresNodes(t *testing.T) {
 	raw := pgtest.URL(t)
 	schema := testSchema(t, raw)
-	cfg := nodeConfig{
+	cfg := node.Config{
 		Addr:          "127.0.0.1:0",
-		Store:         storeSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: schema},
+		StoreSpec:     node.StoreSpec{Spec: store.Spec{Kind: store.Postgres, URL: raw}, Schema: schema},
 		ShutdownGrace: 200 * time.Millisecond,
 	}
 	a, b := start(t, cfg), start(t, cfg)
@@ -125,30 +126,6 @@ func TestSessionsAcrossPostgresNodes(t *testing.T) {
 			t.Fatalf("tools/call on A after DELETE on B: %d, want 404", code)
 		}
 		time.Sleep(100 * time.Millisecond) // A trusts its cache of the record for a short while
-	}
-}
-
-func TestSessionFlags(t *testing.T) {
-	for _, tc := range []struct {
-		idle, life time.Duration
-		per, max   int
-		ok         bool
-	}{
-		{30 * time.Minute, 24 * time.Hour, 100, 100_000, true},
-		{0, time.Hour, 1, 10, false},
-		{time.Minute, 0, 1, 10, false},
-		{2 * time.Hour, time.Hour, 1, 10, false},
-		{time.Minute, time.Hour, 0, 10, false},
-		{time.Minute, time.Hour, 10, 9, false},
-		{time.Minute, time.Hour, 10, 10, true},
-	} {
-		got, err := sessionFlags(tc.idle, tc.life, tc.per, tc.max)
-		if (err == nil) != tc.ok {
-			t.Errorf("sessionFlags(%v, %v, %d): err = %v, want ok %v", tc.idle, tc.life, tc.per, err, tc.ok)
-		}
-		if tc.ok && got != (server.SessionOptions{IdleTimeout: tc.idle, MaxLifetime: tc.life, MaxPerPrincipal: tc.per, MaxStored: tc.max}) {
-			t.Errorf("sessionFlags = %+v", got)
-		}
 	}
 }
 

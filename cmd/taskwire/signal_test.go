@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -44,9 +42,9 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
 	cfg.BodyTimeout = time.Hour
 	metrics := newTransitions()
-	cfg.workerMetrics = metrics
+	cfg.WorkerMetrics = metrics
 	signals := make(chan os.Signal, 2)
-	cfg.signals = signals
+	cfg.Signals = signals
 
 	pr, pw := io.Pipe()
 	lines := make(chan string, 100)
@@ -122,30 +120,5 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	n := start(t, testConfig(db, 0))
 	if g := getTask(t, newClient(t, n.URL()), id); g.Status != mcp.TaskWorking {
 		t.Errorf("task status after the forced stop = %s, want working", g.Status)
-	}
-}
-
-// TestStopNowStopsClaiming: StopNow alone, before Shutdown has cancelled
-// the worker runtime, stops it: the running job is released once and not
-// claimed again, and the runtime returns without waiting for the grace
-// period.
-func TestStopNowStopsClaiming(t *testing.T) {
-	cfg := testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1)
-	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
-	metrics := newTransitions()
-	cfg.workerMetrics = metrics
-	n := start(t, cfg)
-	createTask(t, newClient(t, n.URL()), toolReports, map[string]any{"accountId": "stop", "rows": 1, "seconds": 3600})
-	metrics.await(t, worker.TransitionClaimed, 1)
-
-	n.StopNow()
-	select {
-	case <-n.rtDone:
-	case <-time.After(waitFor):
-		t.Fatalf("the worker runtime still runs after StopNow (transitions: %v)", metrics.snapshot())
-	}
-	want := map[worker.Transition]int{worker.TransitionClaimed: 1, worker.TransitionReleased: 1}
-	if diff := cmp.Diff(want, metrics.snapshot()); diff != "" {
-		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 }

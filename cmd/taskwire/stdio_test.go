@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,32 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/store"
 )
-
-func TestUserDataDir(t *testing.T) {
-	tests := []struct {
-		name, goos string
-		env        map[string]string
-		want       string
-		wantErr    bool
-	}{
-		{"xdg wins", "linux", map[string]string{"XDG_DATA_HOME": "/data", "HOME": "/home/u"}, "/data", false},
-		{"relative xdg ignored", "linux", map[string]string{"XDG_DATA_HOME": "rel", "HOME": "/home/u"}, "/home/u/.local/share", false},
-		{"linux default", "linux", map[string]string{"HOME": "/home/u"}, "/home/u/.local/share", false},
-		{"macOS", "darwin", map[string]string{"HOME": "/Users/u"}, "/Users/u/Library/Application Support", false},
-		{"windows", "windows", map[string]string{"LocalAppData": `C:\Users\u\AppData\Local`}, `C:\Users\u\AppData\Local`, false},
-		{"no home", "linux", map[string]string{}, "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := userDataDir(func(k string) string { return tt.env[k] }, tt.goos)
-			if (err != nil) != tt.wantErr || got != filepath.FromSlash(tt.want) && got != tt.want {
-				t.Fatalf("userDataDir = %q, %v; want %q (error %v)", got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
 
 // TestServeStdioCommand runs `serve --stdio` in process on pipes: the
 // default store lands in the data directory, stdout carries only the
@@ -55,18 +33,24 @@ func TestServeStdioCommand(t *testing.T) {
 	var stdout, stderr syncBuffer
 	getenv := func(k string) string { return env[k] }
 	err := func() error {
-		spec, err := stdioDefaultStore(getenv)
+		// The store serve --stdio defaults to (nodecmd's tests check
+		// the default itself).
+		dir := filepath.Join(getenv("XDG_DATA_HOME"), "taskwire")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		parsed, err := store.ParseSpec("sqlite:" + filepath.Join(dir, "taskwire.db"))
 		if err != nil {
 			return err
 		}
-		parsed, err := store.ParseSpec(spec)
+		n, err := node.New(withDemo(node.Config{
+			StoreSpec: node.StoreSpec{Spec: parsed}, Workers: 1, ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(&stderr, nil)),
+			Stdio: &node.Stdio{Principal: "local", In: strings.NewReader(in), Out: &stdout},
+		}))
 		if err != nil {
 			return err
 		}
-		cfg := stdioConfig{Principal: "local", Node: nodeConfig{
-			Store: storeSpec{Spec: parsed}, Workers: 1, ShutdownGrace: time.Second, Logger: slog.New(slog.NewTextHandler(&stderr, nil)),
-		}}
-		return runStdio(context.Background(), cfg, strings.NewReader(in), &stdout)
+		return n.Run(context.Background())
 	}()
 	if err != nil {
 		t.Fatalf("serve --stdio: %v (stderr %s)", err, stderr.String())

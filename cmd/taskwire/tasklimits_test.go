@@ -3,48 +3,11 @@ package main
 import (
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/taskwire/taskwire/server"
 )
-
-func TestTaskLimitFlags(t *testing.T) {
-	for _, tc := range []struct {
-		rate      float64
-		burst     int
-		maxActive int
-		want      server.TaskLimits
-		err       string
-	}{
-		{rate: 20, burst: 100, maxActive: 1000, want: server.TaskLimits{CreateRate: 20, CreateBurst: 100, MaxActive: 1000}},
-		{rate: -1, burst: 1, maxActive: -1, want: server.TaskLimits{CreateRate: server.NoLimit, CreateBurst: 1, MaxActive: server.NoLimit}},
-		{rate: 0.5, burst: 3, maxActive: 7, want: server.TaskLimits{CreateRate: 0.5, CreateBurst: 3, MaxActive: 7}},
-		{rate: 0, burst: 100, maxActive: 1000, err: "--task-rate"},
-		{rate: -2, burst: 100, maxActive: 1000, err: "--task-rate"},
-		{rate: 20, burst: 0, maxActive: 1000, err: "--task-burst"},
-		{rate: 20, burst: 100, maxActive: 0, err: "--max-active-tasks"},
-		{rate: 20, burst: 100, maxActive: -5, err: "--max-active-tasks"},
-	} {
-		got, err := taskLimitFlags(tc.rate, tc.burst, tc.maxActive)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("taskLimitFlags(%v, %d, %d) = %v, want an error naming %s", tc.rate, tc.burst, tc.maxActive, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("taskLimitFlags(%v, %d, %d): %v", tc.rate, tc.burst, tc.maxActive, err)
-			continue
-		}
-		if d := cmp.Diff(tc.want, got); d != "" {
-			t.Errorf("taskLimitFlags(%v, %d, %d) (-want +got):\n%s", tc.rate, tc.burst, tc.maxActive, d)
-		}
-	}
-}
 
 // TestServeTaskBurst checks that serve applies its task-limit flags: with
 // a burst of two and a rate that refills nothing during the test, the
@@ -81,7 +44,7 @@ func TestMaxActiveExactUnderFlood(t *testing.T) {
 	for name, spec := range bothStores() {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig("", 0) // no workers: every task stays working
-			cfg.Store = spec(t)
+			cfg.StoreSpec = spec(t)
 			cfg.TaskLimits = server.TaskLimits{CreateRate: server.NoLimit, MaxActive: maxActive}
 			n := start(t, cfg)
 			cs := newClients(t, n.URL())

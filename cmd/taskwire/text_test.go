@@ -22,7 +22,7 @@ func TestUnstorableText(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			logger, logs := bufferLogger()
 			cfg := testConfig("", 0)
-			cfg.Store, cfg.Logger = spec(t), logger
+			cfg.StoreSpec, cfg.Logger = spec(t), logger
 			n := start(t, cfg)
 			c := newClients(t, n.URL()).client()
 			var answers []string

@@ -46,14 +46,3 @@ func TestServeExportsTraces(t *testing.T) {
 		}
 	}
 }
-
-// TestServeWithoutOTLPEndpointTracesNothing checks that without an
-// endpoint the node installs no tracing at all.
-func TestServeWithoutOTLPEndpointTracesNothing(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	n := start(t, testConfig(filepath.Join(t.TempDir(), "tasks.db"), 1))
-	if n.trace != nil {
-		t.Fatal("a node without an OTLP endpoint installed tracing")
-	}
-}

@@ -50,12 +50,8 @@ type commandFunc func(ctx context.Context, args []string, stdout, stderr io.Writ
 // command returns the command called name, or nil when there is none.
 func command(name string) commandFunc {
 	switch name {
-	case "serve":
-		return serveCmd
-	case "worker":
-		return workerCmd
-	case "migrate":
-		return migrateCmd
+	case "serve", "worker", "migrate":
+		return commandFunc(program().Command(name))
 	case "tools", "call", "task":
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 			return runClientCommand(ctx, name, args, stdout, stderr, getenv)

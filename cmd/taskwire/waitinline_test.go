@@ -87,7 +87,7 @@ func (c *inlineClient) post(body string) []inlineMsg {
 // approvals.request asks through a real elicitation request.
 func TestDurableToolsWaitInline(t *testing.T) {
 	n := start(t, testConfig(filepath.Join(t.TempDir(), "taskwire.db"), 1))
-	c := &inlineClient{t: t, url: n.url}
+	c := &inlineClient{t: t, url: n.URL()}
 	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
 		`"capabilities":{"elicitation":{}},"clientInfo":{"name":"inline","version":"1"}}}`)
 	if c.sid == "" {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // Answer forwarding.
@@ -348,3 +350,12 @@ func cutSpace(s string) (before, after string, ok bool) {
 	}
 	return s, "", false
 }
+
+// NewAnswerRelay returns the store's answer relay with the default
+// options (the package's NewAnswerRelay), for a program that holds the
+// store as a backend.Store: it implements backend.AnswerRelayer.
+func (s *Store) NewAnswerRelay(ctx context.Context) (backend.AnswerRelay, error) {
+	return NewAnswerRelay(ctx, s, AnswerRelayOptions{})
+}
+
+var _ backend.AnswerRelayer = (*Store)(nil)

@@ -1,4 +1,4 @@
-package main
+package nodecmd
 
 import (
 	"flag"
@@ -24,11 +24,12 @@ func TestStoreTimeoutFlag(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		cf := addCommonFlags(fs)
+		p := Program{Name: "taskwire"}
+		cf := p.addCommonFlags(fs)
 		if err := parseFlags(fs, append([]string{"--store", "sqlite:x.db"}, tc.args...), io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		spec, _, err := cf.resolve(noEnv, io.Discard)
+		spec, _, err := cf.resolve(p.Name, func(string) string { return "" }, io.Discard)
 		if (err == nil) != tc.ok || err == nil && spec.Timeout != tc.want {
 			t.Errorf("%v: timeout %v, err %v; want %v, ok %v", tc.args, spec.Timeout, err, tc.want, tc.ok)
 		}

@@ -1,13 +1,10 @@
-package main
+package node
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,84 +25,13 @@ import (
 // rest of the node has stopped.
 const adminShutdownTimeout = 2 * time.Second
 
-// adminAddrFlag is --admin-addr. Set accepts PORT, :PORT (both meaning
-// 127.0.0.1:PORT) or HOST:PORT; any other value is a usage error. hosts
-// is --admin-allowed-hosts.
-type adminAddrFlag struct {
-	addr  string
-	hosts []string
-}
-
-// addAdminFlag defines --admin-addr and --admin-allowed-hosts on fs.
-func addAdminFlag(fs *flag.FlagSet) *adminAddrFlag {
-	f := &adminAddrFlag{}
-	fs.Var(f, "admin-addr", "`address` of the admin listener (/metrics, /healthz, /readyz): PORT or :PORT for 127.0.0.1, "+
-		"or HOST:PORT; off when empty (the default)")
-	fs.Func("admin-allowed-hosts", "more `hosts` whose name a request's Host header on --admin-addr may carry, comma-separated, "+
-		"without port (the name monitoring reaches it by); the loopback names and IP addresses are always accepted", f.setHosts)
-	return f
-}
-
-// setHosts parses --admin-allowed-hosts.
-func (f *adminAddrFlag) setHosts(v string) error {
-	for h := range strings.SplitSeq(v, ",") {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if !validHostName(h) {
-			return fmt.Errorf("%q is not a host name or IP address without port, or *", h)
-		}
-		f.hosts = append(f.hosts, h)
-	}
-	return nil
-}
-
-// check is the usage check of the two flags together.
-func (f *adminAddrFlag) check() error {
-	if f.hosts != nil && f.addr == "" {
-		return usageErrorf("--admin-allowed-hosts needs --admin-addr")
-	}
-	return nil
-}
-
-func (f *adminAddrFlag) String() string { return f.addr }
-
-func (f *adminAddrFlag) Set(v string) error {
-	addr, err := parseAdminAddr(v)
-	if err != nil {
-		return err
-	}
-	f.addr = addr
-	return nil
-}
-
-// parseAdminAddr resolves a --admin-addr value: "" is off, a bare port or
-// ":PORT" is loopback, a host is taken only when named.
-func parseAdminAddr(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	host, port := "", v
-	if _, err := strconv.Atoi(v); err != nil {
-		var splitErr error
-		if host, port, splitErr = net.SplitHostPort(v); splitErr != nil {
-			return "", fmt.Errorf("want PORT, :PORT or HOST:PORT, got %q", v)
-		}
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", fmt.Errorf("the port of %q must be a number from 0 to 65535", v)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // nodeAdmin is a node's metrics and admin listener. A nil *nodeAdmin (no
 // --admin-addr) collects no metrics and serves nothing; every method
 // accepts it.
 type nodeAdmin struct {
 	addr     string
 	hosts    []string // --admin-allowed-hosts
-	cfg      consoleConfig
+	cfg      Console
 	reg      *prom.Registry
 	server   *twprom.ServerMetrics // nil on a node without HTTP
 	worker   *twprom.WorkerMetrics // nil on a node without workers
@@ -118,13 +44,13 @@ type nodeAdmin struct {
 // registry of its own, with the gauges of st, the node's store, when it
 // reports them (gauges.Source: both stores do). It returns nil when
 // cfg.AdminAddr is empty.
-func newNodeAdmin(cfg nodeConfig, st any) (*nodeAdmin, error) {
+func newNodeAdmin(cfg Config, st any) (*nodeAdmin, error) {
 	if cfg.AdminAddr == "" {
 		return nil, nil
 	}
 	a := &nodeAdmin{addr: cfg.AdminAddr, hosts: cfg.AdminAllowedHosts, reg: twprom.NewRegistry(), cfg: cfg.Console}
 	var err error
-	if cfg.Addr != "" {
+	if cfg.Addr != "" || cfg.Listener != nil {
 		if a.server, err = twprom.NewServerMetrics(a.reg); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package node
 
 // descriptorLimit reports the limit unknown where there is no RLIMIT_NOFILE.
 func descriptorLimit() (uint64, bool) { return 0, false }

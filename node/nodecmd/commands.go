@@ -1,0 +1,301 @@
+package nodecmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/taskwire/taskwire/node"
+	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
+	"github.com/taskwire/taskwire/store/postgres"
+)
+
+// commonFlags are the flags every store-using command shares.
+type commonFlags struct {
+	store    *string
+	schema   *string
+	logLevel *string
+	timeout  *time.Duration
+	connect  *time.Duration
+}
+
+// addCommonFlags defines --store and --log-level on fs.
+func (p *Program) addCommonFlags(fs *flag.FlagSet) commonFlags {
+	return commonFlags{
+		store: fs.String("store", "", "task store `spec`: sqlite:PATH, PATH.db or postgres://USER@HOST/DB "+
+			"(default $"+storeEnv+", else "+defaultStore(p.Name)+")"),
+		schema: fs.String("schema", "", "PostgreSQL `schema` holding the store's tables (default "+postgres.DefaultSchema+"); "+
+			"not for SQLite"),
+		logLevel: fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
+		timeout: fs.Duration("store-timeout", postgres.DefaultTimeout, "bound of every store call, connecting and "+
+			"waiting for a connection included: a database that stops answering fails calls after this `duration`"),
+		connect: fs.Duration("connect-timeout", store.DefaultConnectTimeout, "how long connecting to PostgreSQL may take "+
+			"before the command fails"),
+	}
+}
+
+// resolve returns the store spec and a logger writing to stderr. A flag
+// value it refuses is a *UsageError.
+func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.Writer) (node.StoreSpec, *slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
+		return node.StoreSpec{}, nil, usageErrorf("--log-level: %v", err)
+	}
+	parsed, err := store.ParseSpec(resolveStore(name, *c.store, getenv))
+	if err != nil {
+		return node.StoreSpec{}, nil, &UsageError{msg: err.Error()}
+	}
+	spec := node.StoreSpec{Spec: parsed}
+	if err := withSchema(&spec, *c.schema); err != nil {
+		return node.StoreSpec{}, nil, &UsageError{msg: err.Error()}
+	}
+	if spec.Timeout = *c.timeout; spec.Timeout <= 0 {
+		return node.StoreSpec{}, nil, usageErrorf("--store-timeout must be positive")
+	}
+	if spec.ConnectTimeout = *c.connect; spec.ConnectTimeout <= 0 {
+		return node.StoreSpec{}, nil, usageErrorf("--connect-timeout must be positive")
+	}
+	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// serve runs `NAME serve`: the endpoint over HTTP and, unless --workers is
+// 0, the workers, over one store.
+func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
+		"Serves "+p.what()+" at http://ADDR"+p.path()+", or to one client over stdin and stdout\n"+
+		"with --stdio, and runs --workers in-process workers on the store.")
+	common := p.addCommonFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	workers := fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
+	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
+	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
+	configure := p.flags("serve", fs)
+	grace := fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
+	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection, once idle 1s, is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	maxConnsPerAddr := fs.Int("max-conns-per-addr", 0, "HTTP connections open at once from one client address (IPv4 address or IPv6 /64); beyond them a connection is closed at once "+
+		"(default: an eighth of --max-conns, at least 16); -1 for no limit, behind a reverse proxy")
+	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
+	idleTimeout := fs.Duration("idle-timeout", node.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
+	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
+	auth := addAuthFlags(fs)
+	hostList := fs.String("allowed-hosts", "", "more `hosts` whose name a request's Host header may carry, comma-separated, without port "+
+		"(a proxy's public name; * for any, only behind a proxy that checks Host); the loopback names and, with "+
+		"--auth-audience, the audience's host are always accepted")
+	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
+	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
+	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
+	sessionIdle := fs.Duration("session-idle", 30*time.Minute, "how long a 2025-era session lives without a request")
+	sessionLifetime := fs.Duration("session-lifetime", 24*time.Hour, "how long a 2025-era session lives at most")
+	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
+	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
+	stdio := addStdioFlags(fs, p.Name)
+	adminAddr := addAdminFlag(fs)
+	consoleOpts := addConsoleFlags(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if *stdio.on && adminAddr.addr != "" {
+		return usageErrorf("serve: --admin-addr does not apply to --stdio")
+	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *stdio.on && auth.given() {
+		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+	}
+	if *stdio.on && *hostList != "" {
+		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
+	}
+	hosts, err := allowedHosts(*hostList, *auth.audience)
+	if err != nil {
+		return usageErrorf("serve: %v", err)
+	}
+	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller, *sessionsMax)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *stdio.on {
+		if err := stdio.defaultStore(p.Name, common, getenv); err != nil {
+			return fmt.Errorf("serve --stdio: %w", err)
+		}
+	}
+	spec, logger, err := common.resolve(p.Name, getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *stdio.on {
+		cfg := p.config(node.Config{
+			StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+			ShutdownGrace: *grace, Logger: logger, TaskLimits: limits, Sessions: sessions,
+		})
+		if err := checkFlags(cfg, *grace, false, configure); err != nil {
+			return fmt.Errorf("serve --stdio: %w", err)
+		}
+		if *stdio.principal == "" { // the library would default it
+			return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
+		}
+		cfg.Stdio = stdio.config()
+		cfg.Stdio.Out = stdout
+		return p.run(ctx, cfg, "serve --stdio")
+	}
+	if *addr == "" {
+		return usageErrorf("serve: --addr must not be empty")
+	}
+	cfg := p.config(node.Config{
+		AllowedHosts: hosts,
+		Addr:         *addr, StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+		ShutdownGrace: *grace, Logger: logger, Messages: stdout,
+		MaxConns: *maxConns, MaxConnsPerAddr: *maxConnsPerAddr, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
+		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr, AdminAllowedHosts: adminAddr.hosts,
+	})
+	// The non-loopback --addr check needs the resource server: with
+	// --auth-issuer it runs when the node starts.
+	if err := checkFlags(cfg, *grace, auth.given(), configure); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	rs, err := auth.resolve(ctx, endpointPath(cfg), logger)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if rs != nil {
+		defer rs.Close() // after the node has stopped admitting
+	}
+	cons, err := consoleOpts.config(getenv, adminAddr.addr, rs)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	cfg.Console, cfg.Auth = cons, rs
+	return p.run(ctx, cfg, "serve")
+}
+
+// checkFlags completes cfg with the program's own flags (configure), then
+// refuses, as a usage error, the flag values that the node would refuse
+// when it starts (see node.Config.Validate), so that they are reported
+// before anything is opened; for serve --stdio, whose node has no address,
+// the flags it shares with serve. grace is --shutdown-grace, which the
+// library would default when zero. authGiven: the --auth-* flags are set,
+// so the node will verify tokens and may listen beyond loopback.
+func checkFlags(cfg *node.Config, grace time.Duration, authGiven bool, configure func(*node.Config) error) error {
+	if configure != nil {
+		if err := configure(cfg); err != nil {
+			return err
+		}
+	}
+	c := *cfg // the checks below change a copy
+	if authGiven {
+		c.InsecureDevAuth = true // the node checks again with its resource server
+	}
+	if c.Addr == "" && c.Workers == 0 {
+		c.Workers = 1 // serve --stdio without workers, which needs no address
+	}
+	if grace <= 0 {
+		return usageErrorf("--shutdown-grace must be positive")
+	}
+	if err := c.Validate(); err != nil {
+		return &UsageError{msg: err.Error()}
+	}
+	return nil
+}
+
+// sessionFlags turns --session-idle, --session-lifetime,
+// --sessions-per-caller and --sessions-max into server.SessionOptions
+// (without a store, which the node adds). Values out of range are a
+// *UsageError.
+func sessionFlags(idle, lifetime time.Duration, perCaller, stored int) (server.SessionOptions, error) {
+	switch {
+	case idle <= 0 || lifetime <= 0:
+		return server.SessionOptions{}, usageErrorf("--session-idle and --session-lifetime must be positive")
+	case idle > lifetime:
+		return server.SessionOptions{}, usageErrorf("--session-idle must not exceed --session-lifetime")
+	case perCaller < 1:
+		return server.SessionOptions{}, usageErrorf("--sessions-per-caller must be at least 1")
+	case stored < perCaller:
+		return server.SessionOptions{}, usageErrorf("--sessions-max must be at least --sessions-per-caller")
+	}
+	return server.SessionOptions{IdleTimeout: idle, MaxLifetime: lifetime, MaxPerPrincipal: perCaller, MaxStored: stored}, nil
+}
+
+// taskLimitFlags turns --task-rate, --task-burst and --max-active-tasks
+// into server.TaskLimits: -1 is no limit, 0 and other negative values are
+// refused (a flag's default is the library's default, so 0 would only be
+// a typo for "none"), as a *UsageError.
+func taskLimitFlags(rate float64, burst, maxActive int) (server.TaskLimits, error) {
+	switch {
+	case rate != server.NoLimit && rate <= 0:
+		return server.TaskLimits{}, usageErrorf("--task-rate must be positive, or -1 for no limit")
+	case burst < 1:
+		return server.TaskLimits{}, usageErrorf("--task-burst must be at least 1")
+	case maxActive != server.NoLimit && maxActive < 1:
+		return server.TaskLimits{}, usageErrorf("--max-active-tasks must be positive, or -1 for no limit")
+	}
+	return server.TaskLimits{CreateRate: rate, CreateBurst: burst, MaxActive: maxActive}, nil
+}
+
+// worker runs `NAME worker`: workers only, with no HTTP server.
+func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("worker", "usage: "+p.Name+" worker [flags]\n\n"+
+		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
+		"one PostgreSQL store with its serve nodes.")
+	common := p.addCommonFlags(fs)
+	workers := fs.Int("workers", 4, "jobs run at once")
+	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
+	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
+	configure := p.flags("worker", fs)
+	grace := fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long running jobs may take to finish on shutdown before they are released")
+	adminAddr := addAdminFlag(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := adminAddr.check(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	spec, logger, err := common.resolve(p.Name, getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if *workers < 1 {
+		return usageErrorf("worker: --workers must be at least 1")
+	}
+	cfg := p.config(node.Config{
+		StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+		ShutdownGrace: *grace, Logger: logger, Messages: stdout, AdminAddr: adminAddr.addr,
+		AdminAllowedHosts: adminAddr.hosts,
+	})
+	if err := checkFlags(cfg, *grace, false, configure); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return p.run(ctx, cfg, "worker")
+}
+
+// migrate runs `NAME migrate`: apply pending migrations and exit.
+func (p *Program) migrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := newFlagSet("migrate", "usage: "+p.Name+" migrate [flags]\n\n"+
+		"Applies the store's pending schema migrations, prints the schema version and exits.")
+	common := p.addCommonFlags(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	spec, logger, err := common.resolve(p.Name, getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	version, err := node.Migrate(ctx, spec, logger)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s: store %s (%s) is at schema version %d\n", p.Name, spec, spec.Describe(spec.Schema), version)
+	return nil
+}
