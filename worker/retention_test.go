@@ -197,9 +197,15 @@ func testRetention(t *testing.T, open func(t *testing.T, now func() time.Time, t
 	if maxOutbox > 3*perRound {
 		t.Errorf("the outbox held %d rows in a round of %d tasks", maxOutbox, perRound)
 	}
-	for _, tr := range []worker.Transition{worker.TransitionJobPruned, worker.TransitionExpiredDeleted, worker.TransitionOutboxPruned} {
+	for _, tr := range []worker.Transition{worker.TransitionJobPruned, worker.TransitionExpiredDeleted} {
 		if n := watch.count(tr); n < rounds*perRound {
 			t.Errorf("%s: %d, want at least %d", tr, n, rounds*perRound)
 		}
+	}
+	// How many outbox rows a task leaves is the store's choice (PostgreSQL
+	// writes none for a creation and one for a batch of completions); every
+	// round leaves some.
+	if n := watch.count(worker.TransitionOutboxPruned); n < rounds {
+		t.Errorf("%s: %d, want at least %d", worker.TransitionOutboxPruned, n, rounds)
 	}
 }

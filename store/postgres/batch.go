@@ -18,9 +18,9 @@ func (s *Store) enqueueDefaults() storerules.EnqueueDefaults {
 		MaxAttempts: s.opts.DefaultMaxAttempts}
 }
 
-// EnqueueBatch implements backend.BatchEnqueuer: the tasks, their jobs and
-// one outbox row naming them all are inserted in one statement, and the
-// task IDs are published after commit. Each item is checked as Enqueue
+// EnqueueBatch implements backend.BatchEnqueuer: the tasks and their jobs
+// are inserted in one statement, and the task IDs are published after
+// commit. Each item is checked as Enqueue
 // checks it; an invalid item fails the whole batch before anything is
 // written.
 func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]task.Task, error) {
@@ -61,9 +61,8 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 		c.traces = append(c.traces, taskdata.TraceColumn(cc))
 	}
 	var created time.Time
-	var outboxID int64
 	err = s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
-		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts, c.traces).Scan(&created, &outboxID)
+		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts, c.traces).Scan(&created)
 	if err != nil {
 		return nil, wrapErr("insert tasks", err)
 	}
@@ -75,7 +74,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 			return nil, errors.Join(errors.New("postgres: tasks created, snapshot failed"), err)
 		}
 		snaps[i] = snap
-		evs[i] = event{id: outboxID, taskID: c.ids[i]}
+		evs[i] = event{taskID: c.ids[i]}
 	}
 	s.emit(evs...)
 	return snaps, nil

@@ -46,8 +46,8 @@
 // that a claim reads one table: it walks a partial index of available jobs
 // in claim order and stops at its limit (the store analyzes a large jobs table that was never analyzed, since the
 // planner needs statistics to choose that plan). outbox gets one row for
-// every change a client can observe, in the same transaction (one row
-// naming every task of a batch of completions). tasks leaves
+// every change a client can observe after its task's creation, in the same
+// transaction (one row naming every task of a batch of completions). tasks leaves
 // half of each page free so that most updates are HOT.
 //
 // # Job life cycle
@@ -97,7 +97,8 @@
 // by other code takes the same path. After the LISTEN connection drops, the
 // Store reconnects with backoff and replays the outbox rows it missed (a
 // bounded number), so a hint lost in an outage arrives late rather than
-// never. Hints may be duplicated or lost (beyond the bounds, or when a node
+// never. Creations have no outbox row: their hint only wakes workers
+// early, and a worker that missed it claims the job on its next poll. Hints may be duplicated or lost (beyond the bounds, or when a node
 // dies between a commit and its NOTIFY); tasks/get stays the truth. Call
 // PruneOutbox periodically.
 package postgres

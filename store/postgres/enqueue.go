@@ -20,8 +20,9 @@ const maxIdempotencyRounds = 5
 
 // Enqueue implements backend.Enqueuer: it creates a working task bound to
 // cc.Request's endpoint, tenant and principal, with cc.Origin stored byte for
-// byte, its available job (kind: the origin's tool) and an outbox row in one
-// statement, and publishes the task ID after commit. The task is readable
+// byte, and its available job (kind: the origin's tool) in one statement,
+// and publishes the task ID after commit (a creation has no outbox row: see
+// the package doc's Events). The task is readable
 // through FindTask when Enqueue returns.
 //
 // With opts.IdempotencyKey, a task already created with the same key,
@@ -75,7 +76,7 @@ type insertion struct {
 	runAt time.Time
 }
 
-// insert creates the task, its job and its outbox row in one statement, and
+// insert creates the task and its job in one statement, and
 // emits the event after commit. It returns created false, and no error,
 // when the idempotency key is taken.
 func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, error) {
@@ -87,17 +88,16 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 		runAt = ins.runAt
 	}
 	var created time.Time
-	var outboxID int64
 	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
 		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.e.TTL.Milliseconds(),
-		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt, taskdata.TraceColumn(ins.cc)).Scan(&created, &outboxID)
+		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt, taskdata.TraceColumn(ins.cc)).Scan(&created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
 	}
 	if err != nil {
 		return task.Task{}, false, wrapErr("insert task", err)
 	}
-	s.emit(event{id: outboxID, taskID: ins.id})
+	s.emit(event{taskID: ins.id})
 	snap, err := ins.e.Created(ins.id, ins.cc.Origin, created)
 	if err != nil {
 		return task.Task{}, false, fmt.Errorf("postgres: %w", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"io"
 	"log/slog"
 	"net/url"
@@ -286,4 +287,24 @@ func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// storeAtVersion returns a bare Store (no listener, no publisher) over a
+// fresh schema migrated to version, as a node of that version left it,
+// and its pool, closed when the test ends. Open would migrate to the
+// current version.
+func storeAtVersion(t *testing.T, version int) (*Store, *pgxpool.Pool) {
+	t.Helper()
+	ctx := ctxT(t)
+	schema := newSchema(t)
+	pool, err := pgxpool.New(ctx, storeURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &Store{opts: Options{Schema: schema}, pool: &boundedPool{Pool: pool, timeout: DefaultTimeout}, q: newQueries(schema), log: quiet}
+	if err := s.migrate(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
@@ -91,16 +90,8 @@ func TestHistoryOfTheCommonLife(t *testing.T) {
 func TestHistoryAcrossMigration013(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	schema := newSchema(t)
-	pool, err := pgxpool.New(ctx, storeURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	old := &Store{opts: Options{Schema: schema}, pool: &boundedPool{Pool: pool, timeout: DefaultTimeout}, q: newQueries(schema), log: quiet}
-	if err := old.migrate(ctx, 12); err != nil {
-		t.Fatal(err)
-	}
+	old, pool := storeAtVersion(t, 12)
+	schema := old.opts.Schema
 	insertV12 := func(id string) {
 		t.Helper()
 		cc := creation(t, "acme", "echo", `{"n":1}`)

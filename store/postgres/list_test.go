@@ -8,7 +8,6 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskwire/taskwire/task"
 )
@@ -21,16 +20,8 @@ import (
 func TestListUpgradeAndNodes(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	schema := newSchema(t)
-	pool, err := pgxpool.New(ctx, storeURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	old := &Store{opts: Options{Schema: schema}, pool: &boundedPool{Pool: pool, timeout: DefaultTimeout}, q: newQueries(schema), log: quiet}
-	if err := old.migrate(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
+	old, pool := storeAtVersion(t, 4)
+	schema := old.opts.Schema
 	var want []string // newest first
 	cc := creation(t, "acme", "echo", `{}`)
 	for i := range 5 {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
@@ -114,17 +113,8 @@ func TestOptionsValidation(t *testing.T) {
 func TestMigrateClaimColumns(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
-	schema := newSchema(t)
-	pool, err := pgxpool.New(ctx, storeURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	// A bare Store migrates; Open would migrate to the current version.
-	s := &Store{opts: Options{Schema: schema}, pool: &boundedPool{Pool: pool, timeout: DefaultTimeout}, q: newQueries(schema), log: quiet}
-	if err := s.migrate(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := storeAtVersion(t, 1)
+	schema := s.opts.Schema
 	insertV1 := func(id string) {
 		t.Helper()
 		cc := creation(t, "tenant", "tool.v1", `{"n":1}`)

@@ -335,10 +335,9 @@ func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error)
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		var created time.Time
-		var outboxID int64
 		if err := tx.QueryRow(ctx, s.q.enqueue, now, newID, cc.Request.Endpoint, cc.Request.Tenant,
 			cc.Request.Principal, cc.Origin.Tool(), cc.Origin.Persisted(), e.TTL.Milliseconds(),
-			e.PollInterval.Milliseconds(), nil, e.MaxAttempts, nil, nil).Scan(&created, &outboxID); err != nil {
+			e.PollInterval.Milliseconds(), nil, e.MaxAttempts, nil, nil).Scan(&created); err != nil {
 			return nil, wrapErr("operator retry", err)
 		}
 		if _, err := tx.Exec(ctx, s.q.expand(sqlOperatorRetried), now, id, newID); err != nil {
@@ -347,7 +346,7 @@ func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error)
 		if snap, err = e.Created(newID, cc.Origin, created); err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		return []event{{id: outboxID, taskID: newID}, {taskID: id}}, nil
+		return []event{{taskID: newID}, {taskID: id}}, nil
 	})
 	if err != nil {
 		return task.Task{}, err

@@ -95,9 +95,11 @@ const (
 	// $2 id, $3 endpoint, $4 tenant, $5 principal, $6 kind, $7 origin,
 	// $8 TTL ms (0: unlimited), $9 poll interval ms, $10 idempotency key,
 	// $11 max attempts, $12 run at (NULL: now), $13 trace context (NULL:
-	// none). Returns the creation time
-	// and the outbox row's ID, or no row when the idempotency key is taken.
-	// The job repeats the task's kind and expiry for the claim index.
+	// none). Returns the creation time, or no row when the idempotency key
+	// is taken. The job repeats the task's kind and expiry for the claim
+	// index. A creation writes no outbox row: its hint (after commit) only
+	// wakes workers, which poll anyway, so a listener that missed it in an
+	// outage needs no replay of it; every change after creation has its row.
 	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
@@ -111,9 +113,8 @@ const (
 		j AS (
 			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
 			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at, kind, expires_at
-			FROM t),
-		o AS (INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, created_at FROM t RETURNING id)
-		SELECT t.created_at, o.id FROM t, o`
+			FROM t)
+		SELECT created_at FROM t`
 
 	// Inserts a batch of tasks: $2 IDs, $3 endpoints, $4 tenants, $5
 	// principals, $6 kinds, $7 origins, $8 TTLs ms (0: unlimited), $9 poll
@@ -121,7 +122,7 @@ const (
 	// trace contexts (NULL: none). The
 	// job rows come from the batch itself, not from the tasks' RETURNING,
 	// so that the cached plan never joins the batch with itself. Returns
-	// the creation time and the outbox row naming the tasks.
+	// the creation time; like sqlEnqueue, it writes no outbox row.
 	sqlEnqueueBatch = `WITH n AS (SELECT {{now}} AS now),
 		v AS (SELECT v.*, CASE WHEN v.ttl_ms > 0 THEN n.now + v.ttl_ms * interval '1 millisecond' END AS expires_at
 			FROM n, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
@@ -136,11 +137,8 @@ const (
 		j AS (
 			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
 			SELECT v.id, 'available', v.max_attempts, coalesce(v.run_at, n.now), n.now, v.kind, v.expires_at
-			FROM v, n),
-		o AS (
-			INSERT INTO {{schema}}.outbox (task_id, task_ids, created_at)
-			SELECT '', $2::text[], n.now FROM n RETURNING id)
-		SELECT n.now, o.id FROM n, o`
+			FROM v, n)
+		SELECT now FROM n`
 
 	// $2 limit, $3 worker, $4 lease ms; $5 kinds in the filtered variant.
 	// The candidates come from the jobs table alone, in jobs_claim index
@@ -186,27 +184,26 @@ const (
 
 	// Completes many fenced jobs: $2 task IDs, $3 attempts, $4 messages,
 	// $5 results, $6 progress counts and $7 totals (NULL: keep the
-	// task's count); no two items may name the same task and attempt.
-	// Returns, for each task completed, the outbox row naming the tasks
-	// completed, the task ID and the attempt of the item that completed it
-	// (no row when none was). The statement is shaped so that its generic
-	// (cached) plan is the right one whatever the batch size: the batch
-	// drives primary-key probes of jobs (the fence names no indexed column
-	// but the key: a live lease's expiry implies state 'running'), and the
-	// tasks are probed from the jobs' RETURNING, which carries the batch's
-	// values, so the batch is never joined with itself. $8 and $9 are the
+	// task's count); no task may appear twice. Returns, for each task
+	// completed, the outbox row naming the tasks completed, the task ID
+	// and the attempt that completed it (no row when none was). The jobs
+	// are found by primary key from the batch's IDs (= ANY), and each
+	// row's item by its position in the batch (array_position), never by
+	// joining the batch with a table: the planner cannot estimate how
+	// many rows a lease's fence matches (done jobs, whose lease is NULL,
+	// dominate the statistics), and a join it sized at one row ran as a
+	// nested loop over the whole batch for every job. $8 and $9 are the
 	// node and slot of the completion count (countCompleted).
 	sqlCompleteBatch = `WITH j AS (
 			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-			FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::float8[], $7::float8[])
-				AS v(task_id, attempt, message, result, progress, total)
-			WHERE j.task_id = v.task_id AND j.attempt = v.attempt AND j.lease_expires_at > {{now}}
-			RETURNING j.task_id, v.attempt, v.message, v.result, v.progress, v.total),
+			WHERE j.task_id = ANY($2::text[]) AND j.lease_expires_at > {{now}}
+				AND j.attempt = ($3::bigint[])[array_position($2::text[], j.task_id)]
+			RETURNING j.task_id, j.attempt, array_position($2::text[], j.task_id) AS i),
 		t AS (
-			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = j.message, input_requests = NULL,
-				result = j.result, error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
-				progress = coalesce(j.progress, t.progress),
-				progress_total = CASE WHEN j.progress IS NULL THEN t.progress_total ELSE j.total END
+			UPDATE {{schema}}.tasks t SET status = 'completed', status_message = ($4::text[])[j.i], input_requests = NULL,
+				result = ($5::bytea[])[j.i], error = NULL, updated_at = GREATEST(t.updated_at, {{now}}),
+				progress = coalesce(($6::float8[])[j.i], t.progress),
+				progress_total = CASE WHEN ($6::float8[])[j.i] IS NULL THEN t.progress_total ELSE ($7::float8[])[j.i] END
 			FROM j WHERE t.id = j.task_id
 			RETURNING t.id, j.attempt),
 		o AS (

@@ -198,26 +198,68 @@ func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence, in one statement and one transaction. An item that
 // repeats an earlier item's lease is lost, as it would be if the items were
-// completed one by one: the job is done by then.
+// completed one by one: the job is done by then. Items that name one task
+// with different attempts (at most one of which can be live) are sent in
+// statements of their own, one after another.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
 	n := len(items)
-	ids, attempts, messages := make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
-	results, progress, totals := make([][]byte, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
+	lost := make([]bool, n)
 	first := make(map[backend.Lease]bool, n) // the leases sent, each with its first item
-	sent := make([]bool, n)
+	var todo []int                           // the items to send, in order
+	bodies := make([][]byte, n)
 	for i, it := range items {
 		b, err := taskdata.CompletionJSON(it)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
+		bodies[i] = b
 		if first[it.Lease] {
+			lost[i] = true
 			continue
 		}
-		first[it.Lease], sent[i] = true, true
+		first[it.Lease] = true
+		todo = append(todo, i)
+	}
+	var evs []event
+	for len(todo) > 0 {
+		var round, later []int
+		inRound := make(map[string]bool, len(todo))
+		for _, i := range todo {
+			if id := items[i].Lease.TaskID; inRound[id] {
+				later = append(later, i)
+			} else {
+				inRound[id] = true
+				round = append(round, i)
+			}
+		}
+		done, err := s.completeBatch(ctx, items, bodies, round, &evs)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range round {
+			lost[i] = !done[items[i].Lease]
+		}
+		todo = later
+	}
+	s.emit(evs...)
+	return lost, nil
+}
+
+// completeBatch runs sqlCompleteBatch for the items at the positions in
+// round, whose task IDs differ, with their stored results (bodies), appends
+// the outbox events it recorded to evs, and returns the leases it
+// completed.
+func (s *Store) completeBatch(ctx context.Context, items []backend.Completion, bodies [][]byte, round []int,
+	evs *[]event) (map[backend.Lease]bool, error) {
+	n := len(round)
+	ids, attempts, messages := make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
+	results, progress, totals := make([][]byte, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
+	for _, i := range round {
+		it := items[i]
 		cur, total := progressArgs(it.Progress)
 		ids, attempts, messages = append(ids, it.Lease.TaskID), append(attempts, it.Lease.Attempt), append(messages, it.Message)
-		results, progress, totals = append(results, b), append(progress, cur), append(totals, total)
+		results, progress, totals = append(results, bodies[i]), append(progress, cur), append(totals, total)
 	}
 	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, progress, totals,
 		s.node, s.activitySlot())
@@ -226,21 +268,15 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 	}
 	var ev event
 	var attempt int64
-	var evs []event
-	done := make(map[backend.Lease]bool, len(ids))
+	done := make(map[backend.Lease]bool, n)
 	if _, err := pgx.ForEachRow(rows, []any{&ev.id, &ev.taskID, &attempt}, func() error {
-		evs = append(evs, ev)
+		*evs = append(*evs, ev)
 		done[backend.Lease{TaskID: ev.taskID, Attempt: attempt}] = true
 		return nil
 	}); err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
-	lost := make([]bool, n)
-	for i, it := range items {
-		lost[i] = !sent[i] || !done[it.Lease]
-	}
-	s.emit(evs...)
-	return lost, nil
+	return done, nil
 }
 
 // finish ends a task in a terminal status under a live lease, in one

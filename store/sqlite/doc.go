@@ -12,7 +12,10 @@
 // connection turns lock contention inside the process into a wait for the
 // connection, which honours the caller's context and Options.Timeout
 // (default 5 s, for every write and lookup), and keeps SQLITE_BUSY for
-// contention with other processes, bounded by Options.BusyTimeout. A new
+// contention with other processes, bounded by Options.BusyTimeout. Writes
+// that wait for the connection while a transaction runs are committed
+// together in the next one (group commit, see Store), so that concurrent
+// callers share the cost of a commit instead of paying it one by one. A new
 // database file is created 0600, and its WAL and shared-memory files take
 // its mode.
 // synchronous=NORMAL is the default: a committed transaction survives a

@@ -54,7 +54,10 @@ type Options struct {
 	// Timeout bounds every call of the store as a whole, waiting for the
 	// one writer connection included, so that a stalled disk or a long
 	// queue of writers fails calls with an error after Timeout instead of
-	// holding them. Migrations are not bounded. Default 5 s.
+	// holding them. A write committed in a group with others (see Store)
+	// is bounded by Timeout until its group starts, and then by the
+	// group's Timeout, counted from the group's start. Migrations are not
+	// bounded. Default 5 s.
 	Timeout time.Duration
 	// NoMigrate makes Open refuse a database whose schema is older than
 	// the code, instead of migrating it.
@@ -86,6 +89,19 @@ type Options struct {
 // Store is a durable task store over one SQLite database. It implements
 // backend.Store (its job side is Jobs) and is safe for concurrent use.
 // Close it when done.
+//
+// Writes are committed in groups: calls that write while another write's
+// transaction runs wait, and the next transaction runs them together, up to
+// 64, in arrival order, each between a savepoint and its release. A call
+// sees the writes of the calls before it in its group, as it would after
+// their commits, and its failure (a lost lease, an idempotency conflict, a
+// task not found) is rolled back to its savepoint, undoing nothing of the
+// others'. A call succeeds, and its change is published, only once its
+// group has committed; when the transaction itself fails (BEGIN, COMMIT)
+// every call of the group fails with that error. A call whose context ends
+// while it waits returns the context's error and writes nothing; once its
+// writes have started it waits for its group's outcome. A write that finds
+// no other waiting runs alone, as a plain transaction.
 type Store struct {
 	opts Options
 	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
@@ -99,6 +115,7 @@ type Store struct {
 	cursors *listcursor.Codec // the database's tasks/list cursors
 	stop    context.CancelFunc
 	polls   sync.WaitGroup // the outbox poller
+	group   writeGroup     // writes waiting for the writer connection
 }
 
 var (
@@ -312,13 +329,44 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.opts.Timeout)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
-// under the per-call deadline and, after commit, publishes the task IDs fn
-// returns.
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
+// and, after commit, publishes the task IDs fn returns. It returns fn's
+// error (nothing of fn's is then written), or the transaction's, marked by
+// markLocked.
+//
+// Concurrent calls are committed together (group commit, group.go): fn may
+// share its transaction with the fns of other calls, each run between a
+// SAVEPOINT and its RELEASE, in arrival order. fn sees the writes of the
+// members before it, as it would have after their commits; its own error is
+// rolled back to its savepoint, undoing nothing of theirs. fn must
+// therefore neither begin nor end transactions, and it must not keep state
+// outside the database that outlives a failure of the group: a call
+// succeeds only once the transaction has committed.
+//
+// Its statements run under the transaction's context whatever ctx they are
+// given (see wtx). The caller's ctx, bounded by Options.Timeout, bounds the
+// wait for the writer: a call whose ctx ends before fn started returns
+// ctx's error and fn never runs. Once fn has started in a group of several,
+// the call waits for the group's outcome, bounded by Options.Timeout from
+// the group's start.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return markLocked(s.writeUnbounded(ctx, fn))
+	r := &writeReq{ctx: ctx, fn: fn, lead: make(chan struct{}), done: make(chan struct{})}
+	leader := s.group.enqueue(r)
+	if !leader {
+		leader = s.group.wait(r)
+	}
+	if leader {
+		s.lead()
+	}
+	switch {
+	case r.state.Load() == reqAbandoned:
+		return fmt.Errorf("sqlite: waiting for the writer: %w", ctx.Err())
+	case r.panicked != nil:
+		panic(r.panicked)
+	}
+	return markLocked(r.err)
 }
 
 // writeUnbounded is write without the per-call deadline, for migrations.
@@ -328,7 +376,7 @@ func (s *Store) writeUnbounded(ctx context.Context, fn func(tx *wtx) (publish []
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer s.ws.prepareWanted(ctx)
-	ids, err := fn(&wtx{tx: tx, cache: s.ws, writer: s.writer})
+	ids, err := fn(&wtx{ctx: ctx, tx: tx, cache: s.ws, writer: s.writer})
 	if err != nil {
 		tx.Rollback()
 		return err

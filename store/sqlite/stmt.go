@@ -101,33 +101,38 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 }
 
 // wtx is a write transaction whose statements reuse the writer's prepared
-// statements. It has the methods of sql.Tx the store uses.
+// statements. It has the methods of sql.Tx the store uses, but its
+// statements run under ctx, the transaction's context, whatever context
+// they are given: the transaction may be shared by several callers of
+// write (group commit), and one caller's cancellation must not interrupt
+// the statements of the others' transaction.
 type wtx struct {
+	ctx    context.Context
 	tx     *sql.Tx
 	cache  *stmtCache
 	writer string // the Store's ID for outbox rows
 }
 
-// ExecContext runs a single statement in the transaction.
-func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// ExecContext runs a single statement in the transaction, under t.ctx.
+func (t *wtx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
 	if st, ok := t.cache.lookup(query); ok {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		return t.tx.StmtContext(t.ctx, st).ExecContext(t.ctx, args...)
 	}
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.tx.ExecContext(t.ctx, query, args...)
 }
 
-// QueryContext runs a query in the transaction.
-func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// QueryContext runs a query in the transaction, under t.ctx.
+func (t *wtx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st, ok := t.cache.lookup(query); ok {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		return t.tx.StmtContext(t.ctx, st).QueryContext(t.ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, query, args...)
+	return t.tx.QueryContext(t.ctx, query, args...)
 }
 
-// QueryRowContext runs a one-row query in the transaction.
-func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+// QueryRowContext runs a one-row query in the transaction, under t.ctx.
+func (t *wtx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
 	if st, ok := t.cache.lookup(query); ok {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+		return t.tx.StmtContext(t.ctx, st).QueryRowContext(t.ctx, args...)
 	}
-	return t.tx.QueryRowContext(ctx, query, args...)
+	return t.tx.QueryRowContext(t.ctx, query, args...)
 }

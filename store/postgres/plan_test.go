@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// planNode is the part of EXPLAIN (FORMAT JSON)'s plan tree the plan tests
+// read.
+type planNode struct {
+	NodeType    string     `json:"Node Type"`
+	Relation    string     `json:"Relation Name"`
+	Loops       float64    `json:"Actual Loops"`
+	JoinRemoved float64    `json:"Rows Removed by Join Filter"`
+	Plans       []planNode `json:"Plans"`
+}
+
+// walk calls fn for n and every node below it.
+func (n planNode) walk(fn func(planNode)) {
+	fn(n)
+	for _, c := range n.Plans {
+		c.walk(fn)
+	}
+}
+
+// TestCompleteBatchPlan checks that a completion batch finds its tasks by
+// primary key and its items by position, never by a join with the batch,
+// under both the custom and the generic (cached) plan, on a jobs table where done jobs, whose lease is
+// NULL, outnumber the running ones, as they do in any long-lived store: the
+// planner then estimates that the fence matches one row, and a statement
+// that joined the batch with the jobs table scanned every job and re-read
+// the whole batch for each of them (quadratic in the batch). How it finds
+// the jobs is the planner's choice: on a table this small a sequential scan
+// filtering by the batch's hashed IDs costs less than the index.
+func TestCompleteBatchPlan(t *testing.T) {
+	t.Parallel()
+	const total, batch = 3000, 200
+	ctx := ctxT(t)
+	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
+	cc := creation(t, "acme", "echo", `{"n":1}`)
+	items := make([]backend.BatchItem, 500)
+	for i := range items {
+		items[i] = backend.BatchItem{Creation: cc}
+	}
+	for range total / len(items) {
+		if _, err := s.EnqueueBatch(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	bc := s.Jobs().(backend.BatchCompleter)
+	for done := 0; done < total-batch; {
+		jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: min(500, total-batch-done), Lease: time.Minute})
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("Claim = %d jobs, %v", len(jobs), err)
+		}
+		its := make([]backend.Completion, len(jobs))
+		for i, j := range jobs {
+			its[i] = backend.Completion{Lease: j.Lease, Result: res}
+		}
+		if _, err := bc.CompleteBatch(ctx, its); err != nil {
+			t.Fatal(err)
+		}
+		done += len(jobs)
+	}
+	for _, table := range []string{"jobs", "tasks"} {
+		if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+"."+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.Jobs().Claim(ctx, backend.ClaimParams{Worker: "w", Limit: batch, Lease: time.Minute})
+	if err != nil || len(jobs) != batch {
+		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, batch)
+	}
+	var ids, messages []string
+	var attempts []int64
+	var results [][]byte
+	var progress []*float64
+	for _, j := range jobs {
+		ids, attempts, messages = append(ids, j.TaskID), append(attempts, j.Attempt), append(messages, "")
+		results, progress = append(results, []byte(`{"content":[]}`)), append(progress, nil)
+	}
+	args := []any{nil, ids, attempts, messages, results, progress, progress, s.node, int16(0)}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			tx, err := s.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			var out []byte
+			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q.completeBatch, args...).Scan(&out); err != nil {
+				t.Fatal(err)
+			}
+			var plans []struct{ Plan planNode }
+			if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+				t.Fatalf("EXPLAIN output %s: %v", out, err)
+			}
+			var problems []string
+			plans[0].Plan.walk(func(n planNode) {
+				switch {
+				case n.NodeType == "Seq Scan" && n.Relation == "tasks":
+					problems = append(problems, "a sequential scan of tasks")
+				case n.NodeType == "Function Scan" && n.Loops > 1:
+					problems = append(problems, fmt.Sprintf("the batch read %v times", n.Loops))
+				case n.JoinRemoved > 0:
+					problems = append(problems, fmt.Sprintf("a join that discarded %v rows", n.JoinRemoved))
+				}
+			})
+			if len(problems) > 0 {
+				t.Errorf("completing %d of %d jobs: %v\n%s", batch, total, problems, out)
+			}
+		})
+	}
+}

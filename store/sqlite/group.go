@@ -1,0 +1,257 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit.
+//
+// Every write runs on the one writer connection. A commit costs a fixed
+// amount of CPU and rewrites the same hot table and index pages, so callers
+// that arrive while a transaction runs are committed together in the next
+// one. There is no goroutine of its own: the first caller that finds no
+// group running becomes the leader, takes the waiting requests (at most
+// maxGroup, in arrival order) and runs them in one BEGIN IMMEDIATE
+// transaction, each between SAVEPOINT and RELEASE, so that one caller's
+// error is rolled back to its savepoint and undoes nobody else's work. It
+// then answers every member, and hands the lead to the oldest request still
+// waiting, which runs the next group: each caller leads at most one group,
+// so no caller waits on a queue that others keep filling.
+//
+// A group of one runs as a plain transaction under its caller's context,
+// with no savepoint. A larger group runs under a context of its own,
+// bounded by Options.Timeout from the group's start: a caller's
+// cancellation must not reach the connection, which the driver interrupts
+// on cancellation, and an interrupted write rolls back the whole
+// transaction.
+
+// maxGroup bounds the requests of one group; the rest wait for the next.
+const maxGroup = 64
+
+// The states of a writeReq. pending changes once: to started when a leader
+// commits to running its fn and answering it, or to abandoned when its
+// caller's context ends first, after which nothing touches it but the
+// queue.
+const (
+	reqPending int32 = iota
+	reqStarted
+	reqAbandoned
+)
+
+// errFnPanicked is the error of a request whose fn panicked; its caller
+// panics again with the value.
+var errFnPanicked = errors.New("sqlite: write function panicked")
+
+// writeReq is one caller of write.
+type writeReq struct {
+	ctx   context.Context // the caller's, with the per-call deadline
+	fn    func(tx *wtx) (publish []string, err error)
+	state atomic.Int32
+	// leader is set, under writeGroup.mu, when the request is to run the
+	// next group; lead is closed then.
+	leader bool
+	lead   chan struct{}
+	// Set by the leader, then done is closed.
+	err      error
+	panicked any
+	done     chan struct{}
+	// Leader-only bookkeeping of the group being run.
+	answered bool
+	publish  []string
+}
+
+// writeGroup is the queue of writes waiting for the writer connection.
+type writeGroup struct {
+	mu      sync.Mutex
+	queue   []*writeReq // in arrival order; abandoned requests may remain
+	leading bool        // a leader is running or about to run a group
+}
+
+// start moves a pending request to started and reports whether it did. A
+// request whose caller's context has ended is abandoned instead, so that its
+// fn never runs.
+func (r *writeReq) start() bool {
+	if r.ctx.Err() != nil {
+		r.state.CompareAndSwap(reqPending, reqAbandoned)
+		return false
+	}
+	return r.state.CompareAndSwap(reqPending, reqStarted)
+}
+
+// finish answers a started request.
+func (r *writeReq) finish(err error) {
+	r.err, r.answered = err, true
+	close(r.done)
+}
+
+// call runs fn, turning a panic into errFnPanicked and keeping its value
+// for the caller, so that a leader answers every member of its group
+// whatever a member's fn does.
+func (r *writeReq) call(tx *wtx) (publish []string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked, publish, err = p, nil, errFnPanicked
+		}
+	}()
+	return r.fn(tx)
+}
+
+// enqueue adds r to the queue and reports whether it is to lead, which it
+// is when no group runs.
+func (g *writeGroup) enqueue(r *writeReq) (leader bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.queue = append(g.queue, r)
+	if !g.leading {
+		g.leading, r.leader = true, true
+	}
+	return r.leader
+}
+
+// wait returns once r has been answered or abandoned (its context ended
+// before its fn started), or has been made the leader, which it reports. A
+// request whose fn has started is waited for to the end of its group,
+// whatever its context.
+func (g *writeGroup) wait(r *writeReq) (leader bool) {
+	select {
+	case <-r.done:
+		return false
+	case <-r.lead:
+		return true
+	case <-r.ctx.Done():
+	}
+	g.mu.Lock()
+	r.state.CompareAndSwap(reqPending, reqAbandoned)
+	leader = r.leader
+	g.mu.Unlock()
+	if leader || r.state.Load() == reqAbandoned {
+		return leader
+	}
+	<-r.done
+	return false
+}
+
+// take removes up to maxGroup live requests from the head of the queue.
+func (g *writeGroup) take() []*writeReq {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var batch []*writeReq
+	i := 0
+	for ; i < len(g.queue) && len(batch) < maxGroup; i++ {
+		if r := g.queue[i]; r.state.Load() != reqAbandoned {
+			batch = append(batch, r)
+		}
+		g.queue[i] = nil
+	}
+	g.queue = g.queue[i:]
+	return batch
+}
+
+// handOff makes the oldest waiting request the next leader, or ends the
+// lead when none waits. A queued request is abandoned only under mu, so the
+// one chosen is still waiting.
+func (g *writeGroup) handOff() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for len(g.queue) > 0 && g.queue[0].state.Load() == reqAbandoned {
+		g.queue[0] = nil
+		g.queue = g.queue[1:]
+	}
+	if len(g.queue) == 0 {
+		g.queue, g.leading = nil, false
+		return
+	}
+	next := g.queue[0]
+	next.leader = true
+	close(next.lead)
+}
+
+// lead runs one group, then hands the lead on.
+func (s *Store) lead() {
+	defer s.group.handOff()
+	batch := s.group.take()
+	if len(batch) == 1 {
+		if r := batch[0]; r.start() {
+			r.finish(s.writeUnbounded(r.ctx, r.call))
+		}
+		return
+	}
+	s.commitGroup(batch)
+}
+
+// commitGroup runs the requests of batch in one transaction, each between
+// a savepoint and its release, and answers every request it started:
+// a failing fn with its error as soon as its savepoint is rolled back, the
+// others once COMMIT has succeeded and their task IDs are published. When
+// the transaction itself is lost (BEGIN, a savepoint statement or COMMIT
+// fails) every request not yet answered gets that error.
+func (s *Store) commitGroup(batch []*writeReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		failGroup(batch, fmt.Errorf("sqlite: begin: %w", err))
+		return
+	}
+	defer s.ws.prepareWanted(ctx) // after the transaction, holding no connection
+	t := &wtx{ctx: ctx, tx: tx, cache: s.ws, writer: s.writer}
+	lost := func(err error) {
+		tx.Rollback()
+		failGroup(batch, err)
+	}
+	var ok []*writeReq
+	for _, r := range batch {
+		if !r.start() {
+			continue
+		}
+		if _, err := t.ExecContext(ctx, `SAVEPOINT member`); err != nil {
+			lost(fmt.Errorf("sqlite: savepoint: %w", err))
+			return
+		}
+		ids, err := r.call(t)
+		if err != nil {
+			if _, rbErr := t.ExecContext(ctx, `ROLLBACK TO member`); rbErr != nil {
+				r.finish(err)
+				lost(fmt.Errorf("sqlite: roll back to savepoint: %w", rbErr))
+				return
+			}
+			r.finish(err) // nothing of it is written, whatever becomes of the group
+		} else {
+			r.publish = ids
+			ok = append(ok, r)
+		}
+		if _, err := t.ExecContext(ctx, `RELEASE member`); err != nil {
+			lost(fmt.Errorf("sqlite: release savepoint: %w", err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		failGroup(batch, fmt.Errorf("sqlite: commit: %w", err))
+		return
+	}
+	for _, r := range ok {
+		for _, id := range r.publish {
+			s.pub.Publish(id)
+		}
+	}
+	for _, r := range ok {
+		r.finish(nil)
+	}
+}
+
+// failGroup answers err to every request of batch that is neither answered
+// nor abandoned.
+func failGroup(batch []*writeReq, err error) {
+	for _, r := range batch {
+		if r.answered {
+			continue
+		}
+		if r.state.Load() == reqStarted || r.start() {
+			r.finish(err)
+		}
+	}
+}
