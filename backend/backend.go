@@ -1,12 +1,12 @@
 // Package backend is the contract between taskwire's runtime (the server
 // and the worker runtime) and a durable store. A store package
 // (store/sqlite, store/postgres) implements it; the runtime packages drive
-// it; an application only passes the values along:
+// it; an application only passes the store along, once to a node
+// (node.Config.Store), which hands it everywhere, or by hand:
 //
 //	st, err := store.Open(ctx, "sqlite:tasks.db", store.Options{}) // a backend.Store
 //	srv, err := server.New(server.Options{
-//		TaskManager: st,
-//		Sessions:    &server.SessionOptions{Store: st.Sessions()},
+//		TaskManager: st, // and, by default, the session store
 //		...
 //	})
 //	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})

@@ -18,8 +18,13 @@
 //     for a task a worker process of a PostgreSQL fleet completes.
 //   - TestSecondInterruptKillsClientCommand: a second Ctrl-C kills a client
 //     command that is ending the session of a server that stopped answering.
+//   - TestInvoicesExample runs examples/invoices, a program with its own
+//     durable tool built on node/nodecmd: serve on SQLite with /metrics,
+//     serve --stdio, and a PostgreSQL fleet of migrate, two API nodes and a
+//     worker, with a 2025-11-25 session opened on one node and used on the
+//     other.
 //
-// The package has only tests. The binary is built once per test binary, with
+// The package has only tests. The binaries are built once per test binary, with
 // the race detector when the tests run with -race, into a temporary
 // directory. Every process a test starts is killed when the test ends.
 //
@@ -52,14 +57,24 @@ import (
 	"time"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
+// The programs these tests run, built once per test binary into binDir.
+const (
+	taskwirePkg = "github.com/taskwire/taskwire/cmd/taskwire"
+	invoicesPkg = "github.com/taskwire/taskwire/examples/invoices"
 )
 
-// TestMain removes the built binary when the tests end.
+var (
+	binMu  sync.Mutex
+	binDir string
+	built  = map[string]builtBinary{} // by package
+)
+
+type builtBinary struct {
+	path string
+	err  error
+}
+
+// TestMain removes the built binaries when the tests end.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
@@ -68,34 +83,48 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// taskwireBinary builds ./cmd/taskwire once per test binary, with the race
-// detector when the tests run with it, and returns its path.
-func taskwireBinary(t *testing.T) string {
+// taskwireBinary builds ./cmd/taskwire once per test binary and returns
+// its path.
+func taskwireBinary(t *testing.T) string { return programBinary(t, taskwirePkg) }
+
+// programBinary builds the main package pkg once per test binary, with the
+// race detector when the tests run with it, and returns its path.
+func programBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "taskwire-e2e-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "taskwire")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/taskwire/taskwire/cmd/taskwire")
-		cmd := exec.Command(goTool(), args...)
-		began := time.Now()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go %v: %v\n%s", args, err, out)
-			return
-		}
-		fmt.Fprintf(os.Stderr, "e2e: built taskwire (race=%v) in %v\n", raceEnabled, time.Since(began).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatalf("building taskwire: %v", binErr)
+	binMu.Lock()
+	defer binMu.Unlock()
+	b, ok := built[pkg]
+	if !ok {
+		b = build(pkg)
+		built[pkg] = b
 	}
-	return binPath
+	if b.err != nil {
+		t.Fatalf("building %s: %v", pkg, b.err)
+	}
+	return b.path
+}
+
+// build runs go build for pkg into binDir; binMu is held.
+func build(pkg string) builtBinary {
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "taskwire-e2e-bin-")
+		if err != nil {
+			return builtBinary{err: err}
+		}
+		binDir = dir
+	}
+	path := filepath.Join(binDir, filepath.Base(pkg))
+	args := []string{"build", "-o", path}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, pkg)
+	began := time.Now()
+	if out, err := exec.Command(goTool(), args...).CombinedOutput(); err != nil {
+		return builtBinary{err: fmt.Errorf("go %v: %v\n%s", args, err, out)}
+	}
+	fmt.Fprintf(os.Stderr, "e2e: built %s (race=%v) in %v\n", filepath.Base(pkg), raceEnabled, time.Since(began).Round(time.Millisecond))
+	return builtBinary{path: path}
 }
 
 // goTool is the go command that runs these tests.

@@ -46,7 +46,12 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 // launchProc starts the taskwire binary with args and returns at once.
 func launchProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	bin := taskwireBinary(t)
+	return launchBinary(t, taskwireBinary(t), name, args...)
+}
+
+// launchBinary starts the program bin with args and returns at once.
+func launchBinary(t *testing.T, bin, name string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = t.TempDir() // relative defaults (reports/) stay out of the tree

@@ -26,8 +26,7 @@ func ExampleNewAnswerRelay() {
 	defer relay.Close()
 	srv, err := server.New(server.Options{
 		Endpoints:   []*server.Endpoint{server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "app", Version: "1.0.0"})},
-		TaskManager: store,
-		Sessions:    &server.SessionOptions{Store: store.Sessions()},
+		TaskManager: store, // and its sessions
 		NodeID:      "node-1",
 		AnswerRelay: relay,
 	})
