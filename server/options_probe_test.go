@@ -83,3 +83,65 @@ func TestLimitListenerRefuses(t *testing.T) {
 		t.Errorf("LimitListener (-want +got):\n%s", diff)
 	}
 }
+
+// TestAllowedOriginsNormalised: configured origins compare as browsers
+// serialise them (lower-case scheme and host, no default port, no
+// trailing slash), so that an entry written by hand admits its browsers.
+func TestAllowedOriginsNormalised(t *testing.T) {
+	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + metaJSON + `}}`
+	for _, tc := range []struct {
+		allowed, origin string
+		want            int
+	}{
+		{"https://App.example.com/", "https://app.example.com", 200},
+		{"HTTPS://app.example.com", "https://app.example.com", 200},
+		{"https://app.example.com:443", "https://app.example.com", 200},
+		{"http://app.example.com:80/", "http://app.example.com", 200},
+		{"https://app.example.com:8443", "https://app.example.com:8443", 200},
+		{"http://[::1]:3000", "http://[::1]:3000", 200},
+		{"https://app.example.com", "https://app.example.com:8443", 403},
+		{"https://app.example.com", "http://app.example.com", 403},
+		{"https://app.example.com", "null", 403},
+	} {
+		t.Run(tc.allowed+" "+tc.origin, func(t *testing.T) {
+			srv := newTestServer(t, func(o *server.Options, _ *server.Endpoint) {
+				o.AllowedOrigins = []string{tc.allowed}
+			})
+			r := rawPost(discover, "server/discover", map[string]string{"Origin": tc.origin})
+			if res := do(t, srv, r); res.Status != tc.want {
+				t.Fatalf("got HTTP %d, want %d; body %s", res.Status, tc.want, res.Body)
+			}
+		})
+	}
+}
+
+// TestHostAndOriginEntriesRefused: entries that can never match a request
+// fail New, naming the field and the entry.
+func TestHostAndOriginEntriesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		hosts, origins []string
+		want           string
+	}{
+		{"host with port", []string{"mcp.example.com:443"}, nil, "Options.AllowedHosts[0]"},
+		{"bracketed IPv6 host", []string{"[::1]"}, nil, "Options.AllowedHosts[0]"},
+		{"empty host", []string{"localhost", ""}, nil, "Options.AllowedHosts[1]"},
+		{"origin with path", nil, []string{"https://app.example.com/app"}, "Options.AllowedOrigins[0]"},
+		{"origin without scheme", nil, []string{"app.example.com"}, "Options.AllowedOrigins[0]"},
+		{"origin with query", nil, []string{"https://app.example.com?x=1"}, "Options.AllowedOrigins[0]"},
+		{"origin with user", nil, []string{"https://u@app.example.com"}, "Options.AllowedOrigins[0]"},
+		{"null origin", nil, []string{"null"}, "Options.AllowedOrigins[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "test", Version: "1.0.0"})
+			_, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, AllowedHosts: tc.hosts, AllowedOrigins: tc.origins})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New error = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "test", Version: "1.0.0"})
+	if _, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, AllowedHosts: []string{"MCP.example.com", "::1", "*"}, AllowedOrigins: []string{"*"}}); err != nil {
+		t.Fatalf("New refused valid entries: %v", err)
+	}
+}

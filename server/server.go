@@ -141,14 +141,21 @@ type Options struct {
 	// fixed internal error.
 	MaxResultBytes int
 
-	// AllowedHosts lists the Host header values (without port, lower case)
-	// accepted. Nil means loopback names only: localhost, 127.0.0.1 and ::1.
-	// The single entry "*" accepts any host; use it only behind a proxy that
-	// checks Host itself.
+	// AllowedHosts lists the Host header values accepted, without port
+	// (any port is accepted) and compared without case; an IPv6 address
+	// is written without brackets. Nil means loopback names only:
+	// localhost, 127.0.0.1 and ::1. The single entry "*" accepts any
+	// host; use it only behind a proxy that checks Host itself. New fails
+	// on an entry with a port, brackets or nothing.
 	AllowedHosts []string
-	// AllowedOrigins lists the Origin header values (scheme://host[:port])
-	// accepted from browsers. Nil means loopback origins of any port. A request
-	// without Origin is not a browser request and is not checked.
+	// AllowedOrigins lists the origins (scheme://host[:port]) accepted
+	// from browsers. Scheme and host compare without case and a scheme's
+	// default port (https 443, http 80) equals its absence, as in the
+	// Origin header browsers send; a trailing "/" is ignored. New fails on
+	// an entry with a path, query, fragment or user information, or
+	// "null". The single entry "*" accepts any origin. Nil means loopback
+	// origins of any port. A request without Origin is not a browser
+	// request and is not checked.
 	AllowedOrigins []string
 
 	// KeepAliveInterval is the period of SSE comment keep-alives on streaming
@@ -223,7 +230,11 @@ func New(opts Options) (*Server, error) {
 		s.hosts = setOf(hosts)
 	}
 	if opts.AllowedOrigins != nil {
-		s.origins = setOf(opts.AllowedOrigins)
+		s.origins = make(map[string]bool, len(opts.AllowedOrigins))
+		for _, o := range opts.AllowedOrigins {
+			n, _ := normalOrigin(o) // validated above
+			s.origins[n] = true
+		}
 	}
 	key := opts.RequestStateKey
 	if key == nil {
