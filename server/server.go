@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -305,7 +306,28 @@ func New(opts Options) (*Server, error) {
 // net/http no longer tracks once the acknowledgement is sent, have
 // written their final result and closed their connection when Close
 // returns; each of those writes is bounded by WriteTimeout.
+//
+// Close cancels, then waits for, the goroutines it owns that outlive
+// their requests: the task lookups and authorizations of listens and
+// fan-outs (which run the task manager, the catalog policy, the result
+// sanitizer and the subscription authorizer) and the 2025-era calls
+// whose POST stream the server released (which no GET can resume on
+// this node once it is closed). It waits at most CloseGrace; a callback
+// that ignores its canceled context past that makes Close return an
+// error wrapping ErrStillRunning that counts what still runs by kind
+// (its goroutine ends when the callback returns). Close is CloseContext
+// with that bound.
 func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), CloseGrace)
+	defer cancel()
+	return s.CloseContext(ctx)
+}
+
+// CloseContext is Close, waiting for the goroutines running application
+// callbacks until ctx ends instead of for CloseGrace. The streams are
+// ended and the task events unfollowed whatever ctx.
+func (s *Server) CloseContext(ctx context.Context) error {
+	var errs []error
 	if s.legacy != nil {
 		s.legacy.close()
 	}
@@ -315,6 +337,15 @@ func (s *Server) Close() error {
 	}
 	if s.unsubscribe != nil {
 		s.unsubscribe()
+	}
+	if s.legacy != nil {
+		errs = append(errs, s.legacy.released.wait(ctx))
+	}
+	if s.subs != nil {
+		errs = append(errs, s.subs.callbacks.wait(ctx))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("server: Close: %w", err)
 	}
 	return nil
 }
