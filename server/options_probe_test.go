@@ -145,3 +145,18 @@ func TestHostAndOriginEntriesRefused(t *testing.T) {
 		t.Fatalf("New refused valid entries: %v", err)
 	}
 }
+
+// TestEndpointPathMustMatchSomeRequest: a path no request's decoded path
+// can equal fails New instead of answering 404 to everything.
+func TestEndpointPathMustMatchSomeRequest(t *testing.T) {
+	got := map[string]bool{}
+	for _, path := range []string{"/mcp", "/tenants/café/mcp", "/mcp?v=1", "/mcp#x", "/a%20b", "/mcp?", "//host/mcp"} {
+		ep := server.NewEndpoint(server.EndpointOptions{Path: path, Name: "test", Version: "1.0.0"})
+		_, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+		got[path] = err == nil
+	}
+	want := map[string]bool{"/mcp": true, "/tenants/café/mcp": true, "/mcp?v=1": false, "/mcp#x": false, "/a%20b": false, "/mcp?": false, "//host/mcp": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s", diff)
+	}
+}
