@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -22,7 +24,9 @@ type EndpointOptions struct {
 	// query or fragment, since requests are matched by their decoded path.
 	Path string
 	// Name and Version identify the server implementation in server/discover
-	// and in every result's _meta. Required.
+	// and in every result's _meta. Required. Name is also the endpoint
+	// label of metrics and logs: it must be UTF-8 without control
+	// characters.
 	Name    string
 	Version string
 	// Title, Description and WebsiteURL are optional display information.
@@ -167,6 +171,10 @@ func (ep *Endpoint) build(s *Server) error {
 		ep.fail(fmt.Errorf("path %q can never match a request: write it unescaped, without query or fragment", o.Path))
 	case o.Name == "" || o.Version == "":
 		ep.fail(errors.New("name and version are required"))
+	case !utf8.ValidString(o.Name) || strings.ContainsFunc(o.Name, unicode.IsControl):
+		// The name is a metrics label and is logged: Prometheus refuses
+		// (panics on) a label that is not UTF-8.
+		ep.fail(errors.New("name must be UTF-8 without control characters"))
 	case len(o.ProtocolVersions) == 0:
 		ep.fail(errors.New("at least one protocol version is required"))
 	case o.PageSize < 0 || o.CacheTTL < 0:

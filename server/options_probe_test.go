@@ -160,3 +160,18 @@ func TestEndpointPathMustMatchSomeRequest(t *testing.T) {
 		t.Errorf("accepted (-want +got):\n%s", diff)
 	}
 }
+
+// TestEndpointNameIsALabel: an endpoint name that metrics cannot carry as
+// a label (Prometheus panics on a label that is not UTF-8) fails New.
+func TestEndpointNameIsALabel(t *testing.T) {
+	got := map[string]bool{}
+	for _, name := range []string{"inventory", "entrepôt", "a\xff", "a\nb"} {
+		ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: name, Version: "1.0.0"})
+		_, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+		got[name] = err == nil
+	}
+	want := map[string]bool{"inventory": true, "entrepôt": true, "a\xff": false, "a\nb": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s", diff)
+	}
+}
