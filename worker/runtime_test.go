@@ -115,6 +115,11 @@ func TestRegistration(t *testing.T) {
 	if err := rt.AddRawHandler("", raw); err == nil {
 		t.Error("empty kind accepted")
 	}
+	for _, kind := range []string{"a\xff", "a\x00"} {
+		if err := rt.AddRawHandler(kind, raw); err == nil {
+			t.Errorf("kind %q accepted: it cannot be a metrics label", kind)
+		}
+	}
 	if err := rt.AddRawHandler("k", nil); err == nil {
 		t.Error("nil raw handler accepted")
 	}
