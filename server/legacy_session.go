@@ -402,3 +402,24 @@ func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
 		}
 	})
 }
+
+// awaitCalls waits until every channel of running is closed: the calls a
+// session's DELETE canceled that run on goroutines of their own. It waits
+// at most CloseGrace and no longer than ctx; calls whose callbacks ignore
+// the cancellation past that are left to end by themselves, and counted
+// in a warning (no IDs).
+func (s *Server) awaitCalls(ctx context.Context, running []<-chan struct{}) {
+	if len(running) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, CloseGrace)
+	defer cancel()
+	for i, done := range running {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.logger.Warn("session deleted with calls still running", "at_most", len(running)-i, "err", ErrStillRunning)
+			return
+		}
+	}
+}
