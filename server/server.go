@@ -302,7 +302,8 @@ func New(opts Options) (*Server, error) {
 // final result) and stops following the task manager's events. It does not
 // close the manager or its publisher. Call it before http.Server.Shutdown,
 // which otherwise waits for listen streams to end on their own. Requests
-// other than listens are unaffected. HTTP/1.1 listen streams, which
+// other than listens are unaffected, except the released 2025-era calls
+// described below. HTTP/1.1 listen streams, which
 // net/http no longer tracks once the acknowledgement is sent, have
 // written their final result and closed their connection when Close
 // returns; each of those writes is bounded by WriteTimeout.
@@ -325,7 +326,8 @@ func (s *Server) Close() error {
 
 // CloseContext is Close, waiting for the goroutines running application
 // callbacks until ctx ends instead of for CloseGrace. The streams are
-// ended and the task events unfollowed whatever ctx.
+// ended and the task events unfollowed whatever ctx; the final writes of
+// HTTP/1.1 listen streams stay bounded by WriteTimeout, not by ctx.
 func (s *Server) CloseContext(ctx context.Context) error {
 	var errs []error
 	if s.legacy != nil {
