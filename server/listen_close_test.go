@@ -26,16 +26,18 @@ func TestCloseJoinsCallbackGoroutines(t *testing.T) {
 	for _, kind := range []string{"shared task lookup", "subscription authorizer", "task lookup"} {
 		for _, tc := range []struct {
 			name    string
+			bound   time.Duration // of CloseContext; zero means Close
 			hold    time.Duration // how long the callback runs past its cancellation
 			elapsed time.Duration // how long Close should take
 			err     string        // "" means nil
 		}{
-			{"returns within the grace", 2 * time.Second, 2 * time.Second, ""},
-			{"outlives the grace", time.Hour, server.CloseGrace, "1 " + kind},
+			{"returns within the grace", 0, 2 * time.Second, 2 * time.Second, ""},
+			{"outlives the grace", 0, time.Hour, server.CloseGrace, "1 " + kind},
+			{"outlives CloseContext", time.Second, time.Hour, time.Second, "1 " + kind},
 		} {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					closeWhileStuck(t, kind, tc.hold, tc.elapsed, tc.err)
+					closeWhileStuck(t, kind, tc.bound, tc.hold, tc.elapsed, tc.err)
 				})
 			})
 		}
@@ -43,9 +45,10 @@ func TestCloseJoinsCallbackGoroutines(t *testing.T) {
 }
 
 // closeWhileStuck makes the callback of kind block for hold, ignoring
-// cancellation, then closes the server and checks how long Close took,
-// its error and that the callback had returned when Close returned nil.
-func closeWhileStuck(t *testing.T, kind string, hold, elapsed time.Duration, wantErr string) {
+// cancellation, then closes the server (with CloseContext bounded by
+// bound, if not zero) and checks how long that took, its error and that
+// the callback had returned when it returned nil.
+func closeWhileStuck(t *testing.T, kind string, bound, hold, elapsed time.Duration, wantErr string) {
 	var stuck atomic.Bool // the next callback of kind blocks
 	entered := make(chan struct{}, 1)
 	var returned atomic.Bool
@@ -80,7 +83,14 @@ func closeWhileStuck(t *testing.T, kind string, hold, elapsed time.Duration, wan
 	<-entered
 
 	start := time.Now()
-	err := r.srv.Close()
+	var err error
+	if bound == 0 {
+		err = r.srv.Close()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		err = r.srv.CloseContext(ctx)
+		cancel()
+	}
 	if d := time.Since(start); d != elapsed {
 		t.Errorf("Close took %v, want %v", d, elapsed)
 	}
