@@ -259,11 +259,20 @@ func TestOptionsValidated(t *testing.T) {
 		"negative close":  {"http://h/mcp", client.Options{CloseTimeout: -time.Second}},
 		"userinfo":        {"http://u:secret@h/mcp", client.Options{}},
 		"user only":       {"http://token@h/mcp", client.Options{}},
+		// net/http would refuse each of these on every request.
+		"header name with space": {"http://h/mcp", client.Options{Header: map[string][]string{"X Team": {"a"}}}},
+		"header value with LF":   {"http://h/mcp", client.Options{Header: map[string][]string{"X-Team": {"a\nInjected: b"}}}},
+		"header value with NUL":  {"http://h/mcp", client.Options{Header: map[string][]string{"X-Team": {"a\x00"}}}},
 	} {
 		if _, err := client.New(tc.url, tc.opts); err == nil {
 			t.Errorf("%s: New accepted invalid options", name)
 		}
 	}
+	c, err := client.New("http://h/mcp", client.Options{Header: map[string][]string{"X-Team_1.ok": {"a\tb c"}}})
+	if err != nil {
+		t.Fatalf("New refused a valid header: %v", err)
+	}
+	c.Close()
 }
 
 func TestLegacyTaskFlow(t *testing.T) {

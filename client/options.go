@@ -72,7 +72,8 @@ type Options struct {
 	Token func(ctx context.Context) (string, error)
 	// Header is added to every request. It must not set the headers the
 	// protocol owns (Mcp-*, MCP-Protocol-Version, Content-Type, Accept,
-	// Last-Event-ID).
+	// Last-Event-ID), and its names and values must be valid HTTP (New
+	// fails otherwise, rather than every request).
 	Header http.Header
 
 	// MaxResultBytes bounds one response: a JSON body or one SSE event.
@@ -139,6 +140,35 @@ var protocolHeaders = []string{
 	"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version", "Content-Type", "Accept", "Last-Event-Id",
 }
 
+// validHeaderName reports whether name is an HTTP field name: one or more
+// token characters (RFC 9110, section 5.6.2).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v holds no control character other
+// than horizontal tab, as net/http requires of a field value.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // validate checks every option and returns a copy with defaults filled in.
 func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	var errs []error
@@ -157,7 +187,18 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	if o.HTTPClient != nil && o.HTTPClient.Timeout != 0 {
 		bad("HTTPClient.Timeout must be zero (use RequestTimeout)")
 	}
-	for name := range o.Header {
+	for name, values := range o.Header {
+		// net/http refuses such a header on every request.
+		if !validHeaderName(name) {
+			bad("Header: %q is not a valid header name", name)
+			continue
+		}
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				bad("Header: the value of %s holds a control character", name)
+				break
+			}
+		}
 		for _, p := range protocolHeaders {
 			if strings.EqualFold(name, p) || strings.HasPrefix(strings.ToLower(name), "mcp-param-") {
 				bad("Header must not set %s", name)

@@ -169,6 +169,18 @@ type Console struct {
 	signOuts *signOuts
 }
 
+// validScopeToken reports whether s is one OAuth scope token (RFC 6749,
+// section 3.3): printable ASCII without space, '"' or '\\'. Anything else
+// could not be written into the WWW-Authenticate challenge.
+func validScopeToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c > '~' || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // New validates opts and returns the console. It fails for a missing
 // store, a token shorter than MinTokenLen, or a negative option.
 func New(opts Options) (*Console, error) {
@@ -225,7 +237,7 @@ func New(opts Options) (*Console, error) {
 	if opts.OperatorScope == "" {
 		opts.OperatorScope = DefaultOperatorScope
 	}
-	if strings.ContainsAny(opts.OperatorScope, " \t\r\n\"\\") {
+	if !validScopeToken(opts.OperatorScope) {
 		return nil, fmt.Errorf("console: Options.OperatorScope %q is not one scope", opts.OperatorScope)
 	}
 	if opts.MaxStreams < 0 {

@@ -92,6 +92,8 @@ func TestSignInLimitOptions(t *testing.T) {
 		{"negative addresses", console.Options{SignInAddresses: -1}},
 		{"zero credential burst", console.Options{SignInPerCredential: console.SignInLimit{Every: time.Second}}},
 		{"two scopes", console.Options{OperatorScope: "a b"}},
+		{"control character in scope", console.Options{OperatorScope: "ops\x00"}},
+		{"non-ASCII scope", console.Options{OperatorScope: "opérateur"}},
 	} {
 		tc.opts.Store, tc.opts.Token = f.st, []byte(token)
 		if _, err := console.New(tc.opts); err == nil {

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
@@ -33,6 +35,8 @@ type StoreOptions struct {
 	// Kinds are the job kinds the application registers: each gets a
 	// series for every state, zero or not, so that alerts see a value
 	// from the first scrape. Kinds found in the store are reported too.
+	// Each must be non-empty UTF-8, listed once, and not "other"; there
+	// may be at most MaxKinds (or its default).
 	Kinds []string
 	// MaxKinds bounds the kinds with series of their own, Kinds first,
 	// then the store's others in name order; the jobs of kinds beyond it
@@ -59,8 +63,22 @@ func (o StoreOptions) validate() error {
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("StoreOptions.Timeout (%v) is negative", o.Timeout))
 	}
-	if o.MaxKinds > 0 && len(o.Kinds) > o.MaxKinds {
-		errs = append(errs, fmt.Errorf("StoreOptions.Kinds has %d kinds, more than MaxKinds (%d)", len(o.Kinds), o.MaxKinds))
+	if maxKinds := cmp.Or(o.MaxKinds, DefaultMaxKinds); o.MaxKinds >= 0 && len(o.Kinds) > maxKinds {
+		errs = append(errs, fmt.Errorf("StoreOptions.Kinds has %d kinds, more than MaxKinds (%d)", len(o.Kinds), maxKinds))
+	}
+	seen := make(map[string]bool, len(o.Kinds))
+	for i, k := range o.Kinds {
+		// Such a kind would get no series of its own: a label value must
+		// be UTF-8, and "other" is the label of the kinds beyond MaxKinds.
+		switch {
+		case k == "" || !utf8.ValidString(k):
+			errs = append(errs, fmt.Errorf("StoreOptions.Kinds[%d] must be a non-empty UTF-8 kind", i))
+		case k == otherKind:
+			errs = append(errs, fmt.Errorf("StoreOptions.Kinds[%d] %q is the label of the kinds beyond MaxKinds", i, k))
+		case seen[k]:
+			errs = append(errs, fmt.Errorf("StoreOptions.Kinds[%d] %q is listed twice", i, k))
+		}
+		seen[k] = true
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("prometheus: %w", err)

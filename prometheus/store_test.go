@@ -3,6 +3,7 @@ package prometheus_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -218,6 +219,15 @@ func TestStoreGaugesTimeout(t *testing.T) {
 	}
 }
 
+// manyKinds returns n distinct kind names.
+func manyKinds(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("kind%d", i)
+	}
+	return out
+}
+
 // TestRegisterValidates checks the registration errors: nil arguments,
 // options out of range, and a second registration of the same metrics.
 func TestRegisterValidates(t *testing.T) {
@@ -228,6 +238,12 @@ func TestRegisterValidates(t *testing.T) {
 		"nil registerer": twprom.RegisterStoreGauges(nil, st, twprom.StoreOptions{}),
 		"negative":       twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{MaxKinds: -1, Timeout: -1}),
 		"kinds":          twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: []string{"a", "b"}, MaxKinds: 1}),
+		// Kinds that would get no series of their own.
+		"beyond the default MaxKinds": twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: manyKinds(twprom.DefaultMaxKinds + 1)}),
+		"empty kind":                  twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: []string{""}}),
+		"invalid UTF-8 kind":          twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: []string{"a\xff"}}),
+		"kind other":                  twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: []string{"other"}}),
+		"kind twice":                  twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{Kinds: []string{"a", "a"}}),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)

@@ -138,13 +138,9 @@ func NewConnLimiter(l net.Listener, limits ConnLimits) (*ConnLimiter, error) {
 
 // LimitListener returns a ConnLimiter that keeps at most n connections
 // accepted from l open at once, with no bound per client address
-// (ConnLimits{Max: n, PerAddr: NoLimit}). It panics if n is less than 1.
-func LimitListener(l net.Listener, n int) *ConnLimiter {
-	cl, err := NewConnLimiter(l, ConnLimits{Max: n, PerAddr: NoLimit})
-	if err != nil {
-		panic("server: LimitListener needs a positive connection limit")
-	}
-	return cl
+// (ConnLimits{Max: n, PerAddr: NoLimit}). It fails when n is less than 1.
+func LimitListener(l net.Listener, n int) (*ConnLimiter, error) {
+	return NewConnLimiter(l, ConnLimits{Max: n, PerAddr: NoLimit})
 }
 
 // Accept waits for a free slot, making one from an idle connection when it

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -17,10 +20,13 @@ import (
 // EndpointOptions describe one MCP endpoint.
 type EndpointOptions struct {
 	// Path is the exact URL path the endpoint is served at, such as "/mcp".
-	// Required; it must start with "/".
+	// Required; it must start with "/" and be written unescaped, without
+	// query or fragment, since requests are matched by their decoded path.
 	Path string
 	// Name and Version identify the server implementation in server/discover
-	// and in every result's _meta. Required.
+	// and in every result's _meta. Required. Name is also the endpoint
+	// label of metrics and logs: it must be UTF-8 without control
+	// characters.
 	Name    string
 	Version string
 	// Title, Description and WebsiteURL are optional display information.
@@ -147,6 +153,14 @@ func negotiable(v string) bool {
 	return v == mcp.ProtocolVersion20250618 || v == mcp.ProtocolVersion20251125
 }
 
+// matchablePath reports whether path is the decoded path of some request
+// target, as net/http parses it and ServeHTTP compares it. A client never
+// sends a fragment.
+func matchablePath(path string) bool {
+	u, err := url.ParseRequestURI(path)
+	return err == nil && u.Path == path && u.RawQuery == "" && !u.ForceQuery && !strings.Contains(path, "#")
+}
+
 // build freezes the endpoint for s.
 func (ep *Endpoint) build(s *Server) error {
 	if ep.srv != nil {
@@ -156,8 +170,15 @@ func (ep *Endpoint) build(s *Server) error {
 	switch {
 	case !strings.HasPrefix(o.Path, "/"):
 		ep.fail(fmt.Errorf("path %q must start with /", o.Path))
+	case !matchablePath(o.Path):
+		// Requests are routed by their decoded path, which has neither.
+		ep.fail(fmt.Errorf("path %q can never match a request: write it unescaped, without query or fragment", o.Path))
 	case o.Name == "" || o.Version == "":
 		ep.fail(errors.New("name and version are required"))
+	case !utf8.ValidString(o.Name) || strings.ContainsFunc(o.Name, unicode.IsControl):
+		// The name is a metrics label and is logged: Prometheus refuses
+		// (panics on) a label that is not UTF-8.
+		ep.fail(errors.New("name must be UTF-8 without control characters"))
 	case len(o.ProtocolVersions) == 0:
 		ep.fail(errors.New("at least one protocol version is required"))
 	case o.PageSize < 0 || o.CacheTTL < 0:

@@ -128,11 +128,21 @@ func (r *registry) forget(taskID, view string, f *flight) {
 // renders it under the flight's deadline (AuthorizationTimeout). A callback
 // that ignores cancellation keeps the goroutine until it returns, but the
 // maintenance slot is given back at the deadline. The leader's leaving
-// does not cancel the flight: other listens may be waiting for it.
+// does not cancel the flight: other listens may be waiting for it. Once
+// Server.Close has begun, no goroutine starts and the flight fails at once.
 func (ep *Endpoint) startFlight(s *subscription, id string, f *flight) {
 	srv := s.c.srv
 	c := s.c // every call of the view renders alike
-	go func() {
+	joined, started := srv.subs.callbacks.start("shared task lookup", nil)
+	if !started { // Server.Close has begun: fail the flight as its deadline would
+		f.failed = true
+		srv.subs.forget(id, s.view, f)
+		close(f.done)
+		f.cancel()
+		return
+	}
+	go func() { // owned by the flight; Server.Close waits for it (registry.callbacks)
+		defer joined()
 		defer f.cancel() // after done: joiners tell a deadline from an answer
 		defer close(f.done)
 		failed := true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -102,4 +103,25 @@ func mustContain(t *testing.T, body []byte, want string) {
 	if !bytes.Contains(body, []byte(want)) {
 		t.Errorf("body %s does not contain %s", body, want)
 	}
+}
+
+// newBucket returns a token bucket for opts, failing the test when the
+// options are refused.
+func newBucket(t testing.TB, opts server.TokenBucketOptions) *server.TokenBucket {
+	t.Helper()
+	tb, err := server.NewTokenBucket(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// limitListener is server.LimitListener, failing the test on an error.
+func limitListener(t testing.TB, l net.Listener, n int) *server.ConnLimiter {
+	t.Helper()
+	cl, err := server.LimitListener(l, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -302,6 +303,11 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	// come before this call has deregistered: every call counts.
 	reqKey := string(req.ID.Raw())
 	me := &inflightCall{cancel: cancelCall}
+	var done chan struct{} // closed when an asynchronous call's goroutine has run it
+	if async {
+		done = make(chan struct{})
+		me.done = done
+	}
 	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
 		if ls.calls >= maxInflightPerSession {
 			return errTooManyInflight
@@ -329,10 +335,25 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		body()
 		return
 	}
-	done := make(chan struct{})
+	// The goroutine is owned by this handler until the server releases
+	// the POST stream, then by the node's released calls, which
+	// Server.Close cancels and waits for; the session's DELETE waits for
+	// it too (done).
+	var (
+		jmu      sync.Mutex
+		finished bool
+		joined   func() // set once released
+	)
 	go func() {
 		defer close(done)
 		body()
+		jmu.Lock()
+		finished = true
+		j := joined
+		jmu.Unlock()
+		if j != nil {
+			j()
+		}
 	}()
 	select {
 	case <-done:
@@ -341,7 +362,13 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	case <-r.Context().Done():
 	}
 	if rw.releasedByServer() {
-		return // closed by the server or resumed by GET: the call goes on
+		// Closed by the server or resumed by GET: the call goes on.
+		jmu.Lock()
+		if !finished {
+			joined, _ = s.legacy.released.start("released 2025-era call", cancelCall) // the group never refuses
+		}
+		jmu.Unlock()
+		return
 	}
 	// The client left the POST while it carried the stream.
 	cancelCall()

@@ -21,6 +21,10 @@ type legacyServer struct {
 	stopRelay func()
 	tasks     legacyTaskState // the 2025-11-25 tasks layer (legacytasks_status.go)
 	resume    *resumeState    // resumable POST streams (legacy_resume.go)
+	// released counts the calls running on after the server released
+	// their POST stream (legacy_calls.go); close cancels them and
+	// Server.Close waits for them, bounded.
+	released joinGroup
 }
 
 // getStreamWriteTimeout bounds each write to a GET stream, so that a
@@ -66,10 +70,12 @@ func (l *legacyServer) start(s *Server) error {
 	return nil
 }
 
-// close ends every GET stream of the node's sessions and stops receiving
-// forwarded answers. Sessions stay in the store and their requests keep
-// being served.
+// close ends every GET stream of the node's sessions, cancels the calls
+// whose POST stream was released (their output could only be resumed by
+// a GET) and stops receiving forwarded answers. Sessions stay in the store
+// and their other requests keep being served.
 func (l *legacyServer) close() {
+	l.released.cancel()
 	l.live.close()
 	l.tasks.close()
 	if l.stopRelay != nil {

@@ -122,7 +122,10 @@ func (ls *liveSession) addSubLocked(uri string) {
 }
 
 // inflightCall is a request running in a session on this node.
-type inflightCall struct{ cancel context.CancelFunc }
+type inflightCall struct {
+	cancel context.CancelFunc
+	done   <-chan struct{} // closed when an asynchronous call has ended; nil for a call its handler runs
+}
 
 // getStream is a session's standalone SSE stream: notifications queue in
 // ch (bounded; a full queue drops the notification) and the GET handler,
@@ -240,22 +243,28 @@ func (t *liveSessions) lookup(key string) *liveSession {
 }
 
 // end drops the live state of a deleted session: its GET stream ends and
-// its requests in flight are canceled.
-func (t *liveSessions) end(key string) {
+// its requests in flight are canceled. It returns the done channels of the
+// canceled calls that run on goroutines of their own (see
+// awaitCalls).
+func (t *liveSessions) end(key string) []<-chan struct{} {
 	t.mu.Lock()
 	ls := t.sessions[key]
 	delete(t.sessions, key)
 	t.mu.Unlock()
-	if ls != nil {
-		if sr := ls.endAll(); sr != nil {
-			sr.close()
-		}
+	if ls == nil {
+		return nil
 	}
+	sr, running := ls.endAll()
+	if sr != nil {
+		sr.close()
+	}
+	return running
 }
 
 // endAll ends the session's GET stream and requests in flight and returns
-// its replay buffer, which the caller closes.
-func (ls *liveSession) endAll() *sessionReplay {
+// its replay buffer, which the caller closes, and the done channels of the
+// asynchronous calls it canceled.
+func (ls *liveSession) endAll() (*sessionReplay, []<-chan struct{}) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.ended = true
@@ -265,15 +274,19 @@ func (ls *liveSession) endAll() *sessionReplay {
 		close(ls.get.done)
 		ls.get = nil
 	}
+	var running []<-chan struct{}
 	for _, calls := range ls.inflight {
 		for _, ic := range calls {
 			ic.cancel()
+			if ic.done != nil {
+				running = append(running, ic.done)
+			}
 		}
 	}
 	clear(ls.inflight)
 	ls.calls = 0
 	clear(ls.subs)
-	return sr
+	return sr, running
 }
 
 // close ends every GET stream (Server.Close); later GETs are refused.
@@ -388,4 +401,25 @@ func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
 			ls.enqueue(msg)
 		}
 	})
+}
+
+// awaitCalls waits until every channel of running is closed: the calls a
+// session's DELETE canceled that run on goroutines of their own. It waits
+// at most CloseGrace and no longer than ctx; calls whose callbacks ignore
+// the cancellation past that are left to end by themselves, and counted
+// in a warning (no IDs).
+func (s *Server) awaitCalls(ctx context.Context, running []<-chan struct{}) {
+	if len(running) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, CloseGrace)
+	defer cancel()
+	for i, done := range running {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.logger.Warn("session deleted with calls still running", "at_most", len(running)-i, "err", ErrStillRunning)
+			return
+		}
+	}
 }

@@ -316,9 +316,10 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 			s.reject(ep, w, mcp.ID{}, streamStatus(perr))
 			return
 		}
-		s.legacy.live.end(key)
+		running := s.legacy.live.end(key)
 		s.legacy.pending.dropSession(key)
 		s.legacy.tasks.endSession(key)
+		s.awaitCalls(r.Context(), running)
 		w.WriteHeader(http.StatusOK)
 		return
 	}

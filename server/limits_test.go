@@ -256,7 +256,8 @@ func TestLimitListener(t *testing.T) {
 	counted := faultnet.Count(ln)
 	hs := &http.Server{Handler: srv}
 	done := make(chan struct{})
-	go func() { defer close(done); hs.Serve(server.LimitListener(counted, limit)) }()
+	limited := limitListener(t, counted, limit)
+	go func() { defer close(done); hs.Serve(limited) }()
 	t.Cleanup(func() { hs.Close(); <-done }) // after the connections close
 	url := "http://" + ln.Addr().String()
 
@@ -310,7 +311,7 @@ func TestLimitListenerClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := server.LimitListener(ln, 1)
+	l := limitListener(t, ln, 1)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -430,7 +430,13 @@ func (ep *Endpoint) lookup(ctx context.Context, s *subscription, id string, gran
 	type result struct{ ok, failed, unreachable bool }
 	done := make(chan result, 1)
 	finished := make(chan struct{})
-	go func() { // owned by the subscription through s.inFlight
+	joined, started := srv.subs.callbacks.start("task lookup", nil)
+	if !started { // Server.Close has begun: the listen is ending
+		<-srv.maintenance
+		return false, true, false
+	}
+	go func() { // owned by the subscription through s.inFlight; Server.Close waits for it (registry.callbacks)
+		defer joined()
 		defer close(finished)
 		defer func() {
 			if recover() != nil {

@@ -54,7 +54,10 @@ func (ep *Endpoint) renew(ctx context.Context, s *subscription, grant Subscripti
 	return g, true
 }
 
-var errNoRenewalSlot = errors.New("no maintenance slot before the grant expired")
+var (
+	errNoRenewalSlot = errors.New("no maintenance slot before the grant expired")
+	errClosing       = errors.New("the server is closing")
+)
 
 // authorizeRenewal runs the renewal's authorization in a maintenance slot,
 // so that a wave of renewals is bounded like projections. Waiting for the
@@ -79,7 +82,12 @@ func (ep *Endpoint) authorizeRenewal(ctx context.Context, s *subscription, ids [
 	}
 	done := make(chan result, 1)
 	finished := make(chan struct{})
-	go func() { // owned by the listen through s.authorizing; ends when the authorizer returns
+	joined, started := srv.subs.callbacks.start("subscription authorizer", nil)
+	if !started { // Server.Close has begun: the listen is ending
+		return grant, errClosing
+	}
+	go func() { // owned by the listen through s.authorizing; ends when the authorizer returns; Server.Close waits for it (registry.callbacks)
+		defer joined()
 		defer close(finished)
 		defer func() {
 			if recover() != nil {

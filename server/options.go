@@ -3,15 +3,19 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/hostcheck"
 )
 
 // validate reports every problem of the options as given (before defaults:
 // zero means the documented default), joined into one error, or nil. It
 // checks every numeric option of Options, SubscriptionOptions and
 // SessionOptions for
-// negative values and for bounds that can never take effect, and the node
-// ID.
+// negative values and for bounds that can never take effect, the node
+// ID, and the forms of AllowedHosts and AllowedOrigins.
 func (o *Options) validate() error {
 	var c optionChecker
 	if len(o.Endpoints) == 0 {
@@ -53,7 +57,51 @@ func (o *Options) validate() error {
 	if o.NodeID != "" && !validNodeID(o.NodeID) {
 		c.bad("Options.NodeID must be 1 to %d characters of [A-Za-z0-9_-]", maxNodeIDLen)
 	}
+	for i, h := range o.AllowedHosts {
+		if h != "*" && (h == "" || hostcheck.Name(h) != strings.ToLower(h)) {
+			c.bad("Options.AllowedHosts[%d] %q must be a host name or IP address without port or brackets, or \"*\"", i, h)
+		}
+	}
+	for i, origin := range o.AllowedOrigins {
+		if _, err := normalOrigin(origin); err != nil {
+			c.bad("Options.AllowedOrigins[%d] %q: %v", i, origin, err)
+		}
+	}
 	return errors.Join(c.errs...)
+}
+
+// normalOrigin returns the serialisation of an origin that browsers send
+// in the Origin header (RFC 6454): scheme://host[:port], scheme and host
+// in lower case, without the scheme's default port. Alongside exact
+// values it accepts a trailing "/" and upper case, and rejects a path,
+// query, fragment or user information, which no Origin header carries,
+// and "null", which names no origin. "*" is returned as is.
+func normalOrigin(origin string) (string, error) {
+	if origin == "*" {
+		return origin, nil
+	}
+	u, err := url.Parse(origin)
+	switch {
+	case err != nil:
+		return "", errors.New("not a URL")
+	case u.Scheme == "" || u.Opaque != "" || u.Host == "":
+		return "", errors.New("must be scheme://host[:port]")
+	case u.User != nil:
+		return "", errors.New("must not carry user information")
+	case u.Path != "" && u.Path != "/", u.RawQuery != "" || u.ForceQuery, u.Fragment != "":
+		return "", errors.New("must not have a path, query or fragment")
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, nil
 }
 
 // validate reports every problem of the subscription options as given

@@ -157,7 +157,7 @@ func TestRateLimits(t *testing.T) {
 	now := func() time.Time { return clock }
 	obs := &recordingObserver{}
 	srv := newTestServer(t, func(o *server.Options, ep *server.Endpoint) {
-		o.RequestLimiter = server.NewTokenBucket(server.TokenBucketOptions{Rate: 1, Burst: 2, Now: now})
+		o.RequestLimiter = newBucket(t, server.TokenBucketOptions{Rate: 1, Burst: 2, Now: now})
 		o.Observer = obs
 	})
 	req := func() *http.Request {
@@ -196,7 +196,7 @@ func TestToolRateLimiter(t *testing.T) {
 	srv := newTestServer(t, func(_ *server.Options, ep *server.Endpoint) {
 		server.AddTool(ep, &mcp.Tool{Name: "limited"}, func(context.Context, *server.Request, struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, nil
-		}, server.WithToolRateLimiter(server.NewTokenBucket(server.TokenBucketOptions{Rate: 0.001, Burst: 1})))
+		}, server.WithToolRateLimiter(newBucket(t, server.TokenBucketOptions{Rate: 0.001, Burst: 1})))
 	})
 	req := func() *http.Request {
 		return rawPost(callBody("limited", `{}`), "tools/call", map[string]string{"Mcp-Name": "limited"})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -146,14 +147,21 @@ type Options struct {
 	// fixed internal error.
 	MaxResultBytes int
 
-	// AllowedHosts lists the Host header values (without port, lower case)
-	// accepted. Nil means loopback names only: localhost, 127.0.0.1 and ::1.
-	// The single entry "*" accepts any host; use it only behind a proxy that
-	// checks Host itself.
+	// AllowedHosts lists the Host header values accepted, without port
+	// (any port is accepted) and compared without case; an IPv6 address
+	// is written without brackets. Nil means loopback names only:
+	// localhost, 127.0.0.1 and ::1. The single entry "*" accepts any
+	// host; use it only behind a proxy that checks Host itself. New fails
+	// on an entry with a port, brackets or nothing.
 	AllowedHosts []string
-	// AllowedOrigins lists the Origin header values (scheme://host[:port])
-	// accepted from browsers. Nil means loopback origins of any port. A request
-	// without Origin is not a browser request and is not checked.
+	// AllowedOrigins lists the origins (scheme://host[:port]) accepted
+	// from browsers. Scheme and host compare without case and a scheme's
+	// default port (https 443, http 80) equals its absence, as in the
+	// Origin header browsers send; a trailing "/" is ignored. New fails on
+	// an entry with a path, query, fragment or user information, or
+	// "null". The single entry "*" accepts any origin. Nil means loopback
+	// origins of any port. A request without Origin is not a browser
+	// request and is not checked.
 	AllowedOrigins []string
 
 	// KeepAliveInterval is the period of SSE comment keep-alives on streaming
@@ -228,7 +236,11 @@ func New(opts Options) (*Server, error) {
 		s.hosts = setOf(hosts)
 	}
 	if opts.AllowedOrigins != nil {
-		s.origins = setOf(opts.AllowedOrigins)
+		s.origins = make(map[string]bool, len(opts.AllowedOrigins))
+		for _, o := range opts.AllowedOrigins {
+			n, _ := normalOrigin(o) // validated above
+			s.origins[n] = true
+		}
 	}
 	key := opts.RequestStateKey
 	if key == nil {
@@ -312,11 +324,34 @@ type SessionKeeper interface {
 // final result) and stops following the task manager's events. It does not
 // close the manager or its publisher. Call it before http.Server.Shutdown,
 // which otherwise waits for listen streams to end on their own. Requests
-// other than listens are unaffected. HTTP/1.1 listen streams, which
+// other than listens are unaffected, except the released 2025-era calls
+// described below. HTTP/1.1 listen streams, which
 // net/http no longer tracks once the acknowledgement is sent, have
 // written their final result and closed their connection when Close
 // returns; each of those writes is bounded by WriteTimeout.
+//
+// Close cancels, then waits for, the goroutines it owns that outlive
+// their requests: the task lookups and authorizations of listens and
+// fan-outs (which run the task manager, the catalog policy, the result
+// sanitizer and the subscription authorizer) and the 2025-era calls
+// whose POST stream the server released (which no GET can resume on
+// this node once it is closed). It waits at most CloseGrace; a callback
+// that ignores its canceled context past that makes Close return an
+// error wrapping ErrStillRunning that counts what still runs by kind
+// (its goroutine ends when the callback returns). Close is CloseContext
+// with that bound.
 func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), CloseGrace)
+	defer cancel()
+	return s.CloseContext(ctx)
+}
+
+// CloseContext is Close, waiting for the goroutines running application
+// callbacks until ctx ends instead of for CloseGrace. The streams are
+// ended and the task events unfollowed whatever ctx; the final writes of
+// HTTP/1.1 listen streams stay bounded by WriteTimeout, not by ctx.
+func (s *Server) CloseContext(ctx context.Context) error {
+	var errs []error
 	if s.legacy != nil {
 		s.legacy.close()
 	}
@@ -326,6 +361,15 @@ func (s *Server) Close() error {
 	}
 	if s.unsubscribe != nil {
 		s.unsubscribe()
+	}
+	if s.legacy != nil {
+		errs = append(errs, s.legacy.released.wait(ctx))
+	}
+	if s.subs != nil {
+		errs = append(errs, s.subs.callbacks.wait(ctx))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("server: Close: %w", err)
 	}
 	return nil
 }

@@ -145,6 +145,10 @@ type registry struct {
 	// fanouts counts the fan-outs started and not yet delivered; Add only
 	// under mu and before close.
 	fanouts sync.WaitGroup
+	// callbacks counts the goroutines of listens and fan-outs that run
+	// application callbacks; close refuses new ones and Server.Close
+	// waits for them, bounded.
+	callbacks joinGroup
 }
 
 func newRegistry(max, maxTenant int) *registry {
@@ -329,6 +333,7 @@ func (r *registry) close() {
 	if !r.closed {
 		r.closed = true
 		r.cancel()
+		r.callbacks.close()
 	}
 }
 

@@ -118,7 +118,11 @@ func newTaskLimits(l TaskLimits, m task.Manager) (*taskLimits, error) {
 	}
 	tl := &taskLimits{answerBytes: l.MaxAnswerBytes}
 	if l.CreateRate > 0 {
-		tl.rate = NewTokenBucket(TokenBucketOptions{Rate: l.CreateRate, Burst: float64(l.CreateBurst), MaxKeys: creationKeys})
+		rate, err := NewTokenBucket(TokenBucketOptions{Rate: l.CreateRate, Burst: float64(l.CreateBurst), MaxKeys: creationKeys})
+		if err != nil {
+			return nil, fmt.Errorf("server: TaskLimits: %w", err)
+		}
+		tl.rate = rate
 	}
 	if ac, ok := m.(task.ActiveCounter); ok && l.MaxActive > 0 {
 		tl.counter, tl.maxActive = ac, l.MaxActive

@@ -126,7 +126,7 @@ func TestTaskSharedManagerEnablesOnlyItsEndpoint(t *testing.T) {
 // request limiter, the interceptor and the handler.
 func TestTaskRequiredToolPreflight(t *testing.T) {
 	r := newTaskRig(t, func(r *taskRig, o *server.Options, ep *server.Endpoint) {
-		o.RequestLimiter = server.NewTokenBucket(server.TokenBucketOptions{Rate: 0.001, Burst: 1, Now: r.clock.Now})
+		o.RequestLimiter = newBucket(t, server.TokenBucketOptions{Rate: 0.001, Burst: 1, Now: r.clock.Now})
 		server.AddTaskTool[taskBuildIn, taskBuildOut](ep, &mcp.Tool{Name: "deploy"}, r.buildHandler,
 			server.WithRequiredCapabilities(&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: mcp.Object{}}}))
 	})

@@ -248,7 +248,11 @@ func (s *Server) hostAllowed(hostport string) bool {
 
 func (s *Server) originAllowed(origin string) bool {
 	if s.origins != nil {
-		return s.origins["*"] || s.origins[origin]
+		if s.origins["*"] {
+			return true
+		}
+		n, err := normalOrigin(origin)
+		return err == nil && s.origins[n]
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {

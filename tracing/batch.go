@@ -139,9 +139,11 @@ func NewBatchProcessor(exp sdktrace.SpanExporter, opts BatchOptions) (*BatchProc
 		return nil, err
 	}
 	p := &BatchProcessor{
-		exp:      exp,
-		opts:     opts,
-		queue:    make([]sdktrace.ReadOnlySpan, 0, opts.MaxQueueSize),
+		exp:  exp,
+		opts: opts,
+		// The queue and the batch grow as spans come, from the defaults:
+		// large bounds must not be allocated (or overflow) up front.
+		queue:    make([]sdktrace.ReadOnlySpan, 0, min(opts.MaxQueueSize, DefaultMaxQueueSize)),
 		full:     make(chan struct{}, 1),
 		flushes:  make(chan chan error),
 		shutdown: make(chan shutdownOrder, 1),
@@ -233,7 +235,7 @@ func (p *BatchProcessor) run() {
 	defer close(p.done)
 	timer := time.NewTimer(p.opts.ScheduleDelay)
 	defer timer.Stop()
-	batch := make([]sdktrace.ReadOnlySpan, 0, p.opts.MaxExportBatchSize)
+	batch := make([]sdktrace.ReadOnlySpan, 0, min(p.opts.MaxExportBatchSize, DefaultMaxExportBatchSize))
 	for {
 		select {
 		case <-p.full:

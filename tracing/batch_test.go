@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -288,6 +289,15 @@ func TestNewBatchProcessorValidatesOptions(t *testing.T) {
 	}
 	if _, err := tracing.NewBatchProcessor(nil, tracing.BatchOptions{}); err == nil {
 		t.Error("NewBatchProcessor(nil exporter) succeeded")
+	}
+	// Bounds too large to allocate are bounds, not allocations: no panic,
+	// here or in the exporting goroutine.
+	huge, err := tracing.NewBatchProcessor(&countingExporter{}, tracing.BatchOptions{MaxQueueSize: math.MaxInt, MaxExportBatchSize: math.MaxInt})
+	if err != nil {
+		t.Fatalf("huge bounds: %v", err)
+	}
+	if err := huge.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
 	}
 	// A queue smaller than the default batch takes it as its batch size.
 	p, err := tracing.NewBatchProcessor(&countingExporter{}, tracing.BatchOptions{MaxQueueSize: 100})

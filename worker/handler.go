@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
@@ -91,6 +94,11 @@ func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Contex
 func (rt *Runtime) register(kind string, h RawHandler) error {
 	if kind == "" {
 		return errors.New("worker: a handler needs a kind")
+	}
+	if !utf8.ValidString(kind) || strings.ContainsFunc(kind, unicode.IsControl) {
+		// The kind is the label of the metrics, which refuse (panic on)
+		// a label that is not UTF-8, and no tool has such a name.
+		return errors.New("worker: a handler's kind must be UTF-8 without control characters")
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

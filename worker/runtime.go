@@ -9,8 +9,11 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
@@ -30,7 +33,9 @@ type Options struct {
 	// runtime relies on PollInterval and HeartbeatEvery alone.
 	Events task.EventPublisher
 	// Name identifies this worker in claims, for diagnostics. Default
-	// "<hostname>-<pid>".
+	// "<hostname>-<pid>". It must be valid UTF-8 of at most
+	// MaxWorkerNameBytes bytes without control characters (PostgreSQL
+	// text cannot hold a NUL byte, and the name is shown to operators).
 	Name string
 
 	// Concurrency bounds the handlers running at once. Default 10. A job
@@ -146,10 +151,26 @@ const (
 	// its first ten failures are past, and fails at the first failure
 	// after half an hour.
 	DefaultRetryWindow = 30 * time.Minute
+	// MaxWorkerNameBytes bounds Options.Name.
+	MaxWorkerNameBytes = 256
 	// maxMaintenanceRounds bounds the back-to-back calls of one
 	// maintenance pass when every call returns a full batch.
 	maxMaintenanceRounds = 10
 )
+
+// checkWorkerName reports why name cannot be stored with a claim, or nil.
+// Empty means the default.
+func checkWorkerName(name string) error {
+	switch {
+	case len(name) > MaxWorkerNameBytes:
+		return fmt.Errorf("worker: Options.Name must be at most %d bytes, got %d", MaxWorkerNameBytes, len(name))
+	case !utf8.ValidString(name):
+		return errors.New("worker: Options.Name must be valid UTF-8")
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return errors.New("worker: Options.Name must not contain control characters")
+	}
+	return nil
+}
 
 // withDefaults validates o and fills in its defaults.
 func (o Options) withDefaults() (Options, error) {
@@ -171,6 +192,9 @@ func (o Options) withDefaults() (Options, error) {
 		if c.v < 0 {
 			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
 		}
+	}
+	if err := checkWorkerName(o.Name); err != nil {
+		return o, err
 	}
 	if o.Name == "" {
 		host, err := os.Hostname()

@@ -62,6 +62,33 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+// TestOptionsName: a name the stores cannot hold (PostgreSQL text refuses
+// a NUL byte at every claim) fails New, naming the field.
+func TestOptionsName(t *testing.T) {
+	store := newJobs(t)
+	got := map[string]bool{}
+	for name, n := range map[string]string{
+		"plain":         "node-1.example",
+		"unicode":       "nœud-é",
+		"longest":       strings.Repeat("w", MaxWorkerNameBytes),
+		"NUL":           "a\x00b",
+		"newline":       "a\nb",
+		"invalid UTF-8": "a\xffb",
+		"too long":      strings.Repeat("w", MaxWorkerNameBytes+1),
+	} {
+		_, err := New(Options{Store: store, Name: n})
+		if err != nil && !strings.Contains(err.Error(), "Options.Name") {
+			t.Errorf("%s: error %v does not name Options.Name", name, err)
+		}
+		got[name] = err == nil
+	}
+	want := map[string]bool{"plain": true, "unicode": true, "longest": true,
+		"NUL": false, "newline": false, "invalid UTF-8": false, "too long": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s", diff)
+	}
+}
+
 func TestDefaultBackoff(t *testing.T) {
 	for n := -1; n <= 40; n++ {
 		ceiling := 5 * time.Minute
@@ -87,6 +114,11 @@ func TestRegistration(t *testing.T) {
 	raw := func(ctx context.Context, job *Job) (*mcp.CallToolResult, error) { return nil, nil }
 	if err := rt.AddRawHandler("", raw); err == nil {
 		t.Error("empty kind accepted")
+	}
+	for _, kind := range []string{"a\xff", "a\x00"} {
+		if err := rt.AddRawHandler(kind, raw); err == nil {
+			t.Errorf("kind %q accepted: it cannot be a metrics label", kind)
+		}
 	}
 	if err := rt.AddRawHandler("k", nil); err == nil {
 		t.Error("nil raw handler accepted")
