@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/client/oauthclient"
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -94,9 +95,9 @@ func (h *headerFlag) String() string     { return strings.Join(*h, ", ") }
 func (h *headerFlag) Set(v string) error { *h = append(*h, v); return nil }
 
 // newClientFlagSet defines the common flags on a new flag set (see
-// newFlagSet) whose help is synopsis, then the flags.
+// cliflags.New) whose help is synopsis, then the flags.
 func newClientFlagSet(name, synopsis string, cf *clientFlags) *flag.FlagSet {
-	fs := newFlagSet(name, synopsis)
+	fs := cliflags.New(name, synopsis)
 	fs.StringVar(&cf.url, "url", "", "MCP endpoint `URL` (default $"+urlEnv+", else "+defaultURL+")")
 	fs.StringVar(&cf.token, "token", "", "bearer `token` sent as Authorization (default $"+tokenEnv+")")
 	fs.Var(&cf.headers, "header", "extra request header `K:V` (repeatable)")
@@ -110,11 +111,11 @@ func newClientFlagSet(name, synopsis string, cf *clientFlags) *flag.FlagSet {
 // parseInterleaved parses flags that may come before, between or after the
 // positional arguments (a "--" ends the flags) and returns the positional
 // arguments. Flag errors are usage errors; -h prints the command's help to
-// stdout and returns flag.ErrHelp (see parseArgs).
+// stdout and returns flag.ErrHelp (see cliflags.Parse).
 func parseInterleaved(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	var pos []string
 	for {
-		if err := parseArgs(fs, args, stdout); err != nil {
+		if err := cliflags.Parse(fs, args, stdout, usageErrorf); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
@@ -316,7 +317,7 @@ func (s *clientSession) resumeCommand(id string) string {
 // quoteID makes a task ID, which the server chose, safe to print in a
 // command to copy: on one line, and quoted for a shell unless it needs no
 // quoting (a well-formed ID never does).
-func quoteID(id string) string { return shellQuote(oneLine(id, 200)) }
+func quoteID(id string) string { return shellQuote(cliflags.OneLine(id, 200)) }
 
 // credentialsNote reminds that the resume command needs the same token,
 // and the credentials redacted from the URL.

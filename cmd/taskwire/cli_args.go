@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taskwire/taskwire/internal/cliflags"
 )
 
 // schemaField is one property of an object schema: a tool's input or an
@@ -247,7 +249,7 @@ func checkRequired(tool string, schema objectSchema, args map[string]any) error 
 		noun = "arguments"
 	}
 	return usageErrorf("call: tool %q needs the %s %s: add %s (taskwire tools lists every input)",
-		tool, noun, oneLine(strings.Join(missing, ", "), 500), oneLine(strings.Join(forms, " "), 500))
+		tool, noun, cliflags.OneLine(strings.Join(missing, ", "), 500), cliflags.OneLine(strings.Join(forms, " "), 500))
 }
 
 // convertScalar converts a command-line value to typ.

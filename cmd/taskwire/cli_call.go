@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -68,7 +69,7 @@ func callCmd(ctx context.Context, args []string, env *cliEnv) error {
 	}
 	id := res.Task.ID()
 	if *detach {
-		fmt.Fprintln(env.stdout, oneLine(id, 1000)) // a well-formed ID prints unchanged
+		fmt.Fprintln(env.stdout, cliflags.OneLine(id, 1000)) // a well-formed ID prints unchanged
 		fmt.Fprintf(env.stderr, "taskwire: the task runs on; wait for it with: %s%s\n", s.resumeCommand(id), s.credentialsNote())
 		return nil
 	}

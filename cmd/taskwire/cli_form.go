@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -131,17 +132,17 @@ func (fp *formPrompter) askField(ctx context.Context, f schemaField) (v any, set
 	if label == "" {
 		label = f.Name
 	}
-	b.WriteString(oneLine(label, 100))
+	b.WriteString(cliflags.OneLine(label, 100))
 	fmt.Fprintf(&b, " (%s", f.scalarType())
 	if f.Required {
 		b.WriteString(", required")
 	}
 	b.WriteString(")")
 	if f.Description != "" {
-		b.WriteString(" " + oneLine(f.Description, 200))
+		b.WriteString(" " + cliflags.OneLine(f.Description, 200))
 	}
 	if len(f.Enum) > 0 {
-		b.WriteString(" one of " + oneLine(strings.Join(f.Enum, ", "), 200))
+		b.WriteString(" one of " + cliflags.OneLine(strings.Join(f.Enum, ", "), 200))
 	}
 	if f.scalarType() == "boolean" {
 		b.WriteString(" y/n")
@@ -149,7 +150,7 @@ func (fp *formPrompter) askField(ctx context.Context, f schemaField) (v any, set
 	var def any
 	if len(f.Default) > 0 && json.Unmarshal(f.Default, &def) == nil && def != nil {
 		d, _ := json.Marshal(def)
-		fmt.Fprintf(&b, " [%s]", oneLine(strings.Trim(string(d), `"`), 100))
+		fmt.Fprintf(&b, " [%s]", cliflags.OneLine(strings.Trim(string(d), `"`), 100))
 	}
 	b.WriteString(": ")
 	v, err = fp.ask(ctx, b.String(), func(s string) (any, error) {
@@ -229,7 +230,7 @@ func oneLineKeepBreaks(s string) string {
 		lines = append(lines[:20], "…")
 	}
 	for i, l := range lines {
-		lines[i] = oneLine(l, 500)
+		lines[i] = cliflags.OneLine(l, 500)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/taskwire/taskwire/internal/cliflags"
 )
 
 // progressState is what the progress line shows.
@@ -92,7 +94,7 @@ func renderProgress(s progressState) string {
 	b.WriteString(s.Status)
 	if s.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(oneLine(s.Message, 200))
+		b.WriteString(cliflags.OneLine(s.Message, 200))
 	}
 	if s.Progress != nil {
 		b.WriteString(" [")
@@ -111,22 +113,3 @@ func formatElapsed(d time.Duration) string {
 }
 
 func formatNumber(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// oneLine makes a server's text safe for one terminal line: control
-// characters become spaces and it is cut at max runes.
-func oneLine(s string, max int) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == max {
-			b.WriteString("…")
-			break
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			r = ' '
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}

@@ -67,12 +67,3 @@ func TestProgressLine(t *testing.T) {
 		}
 	})
 }
-
-func TestOneLine(t *testing.T) {
-	if got := oneLine("a\rb\x1b[2Jc\nd", 100); got != "a b [2Jc d" {
-		t.Errorf("control characters: %q", got)
-	}
-	if got := oneLine("abcdef", 3); got != "abc…" {
-		t.Errorf("cut: %q", got)
-	}
-}

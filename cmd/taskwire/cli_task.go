@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -141,11 +142,11 @@ func parseAnswers(args []string) (mcp.InputResponses, error) {
 // input of an input_required task, the result of a completed one, the
 // error of a failed one.
 func printTask(w io.Writer, d *mcp.DetailedTask) error {
-	fmt.Fprintf(w, "task     %s\nstatus   %s\n", quoteID(d.TaskID), oneLine(string(d.Status), 50))
+	fmt.Fprintf(w, "task     %s\nstatus   %s\n", quoteID(d.TaskID), cliflags.OneLine(string(d.Status), 50))
 	if d.StatusMessage != "" {
-		fmt.Fprintf(w, "message  %s\n", oneLine(d.StatusMessage, 1000))
+		fmt.Fprintf(w, "message  %s\n", cliflags.OneLine(d.StatusMessage, 1000))
 	}
-	fmt.Fprintf(w, "created  %s\nupdated  %s\n", oneLine(d.CreatedAt, 64), oneLine(d.LastUpdatedAt, 64))
+	fmt.Fprintf(w, "created  %s\nupdated  %s\n", cliflags.OneLine(d.CreatedAt, 64), cliflags.OneLine(d.LastUpdatedAt, 64))
 	switch d.Status {
 	case mcp.TaskInputRequired:
 		keys := slices.Sorted(maps.Keys(d.InputRequests))
@@ -154,7 +155,7 @@ func printTask(w io.Writer, d *mcp.DetailedTask) error {
 		fmt.Fprintf(w, "needs input (taskwire task answer %s KEY=JSON):\n%s", quoteID(d.TaskID), b.String())
 	case mcp.TaskFailed:
 		if d.Error != nil {
-			fmt.Fprintf(w, "error    %d %s\n", d.Error.Code, oneLine(d.Error.Message, 1000))
+			fmt.Fprintf(w, "error    %d %s\n", d.Error.Code, cliflags.OneLine(d.Error.Message, 1000))
 		}
 	case mcp.TaskCompleted:
 		if len(d.Result) == 0 { // a 2025-11-25 task: the result comes from tasks/result

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -46,9 +47,9 @@ func printTools(w io.Writer, tools []*mcp.Tool) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintln(w, oneLine(t.Name, 200))
+		fmt.Fprintln(w, cliflags.OneLine(t.Name, 200))
 		if d := t.Description; d != "" {
-			fmt.Fprintln(w, "  "+oneLine(d, 1000))
+			fmt.Fprintln(w, "  "+cliflags.OneLine(d, 1000))
 		}
 		schema, err := parseObjectSchema(t.InputSchema)
 		if err != nil {
@@ -65,7 +66,7 @@ func printTools(w io.Writer, tools []*mcp.Tool) error {
 			if f.Required {
 				req = "required"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", oneLine(f.Name, 100), oneLine(f.Type, 50), req, oneLine(f.Description, 300))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", cliflags.OneLine(f.Name, 100), cliflags.OneLine(f.Type, 50), req, cliflags.OneLine(f.Description, 300))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -107,11 +108,11 @@ func printContent(w io.Writer, res *mcp.CallToolResult) error {
 				fmt.Fprintln(w)
 			}
 		case *mcp.ImageContent:
-			fmt.Fprintf(w, "[image %s, %d bytes; --json shows it]\n", oneLine(c.MIMEType, 100), len(c.Data))
+			fmt.Fprintf(w, "[image %s, %d bytes; --json shows it]\n", cliflags.OneLine(c.MIMEType, 100), len(c.Data))
 		case *mcp.AudioContent:
-			fmt.Fprintf(w, "[audio %s, %d bytes; --json shows it]\n", oneLine(c.MIMEType, 100), len(c.Data))
+			fmt.Fprintf(w, "[audio %s, %d bytes; --json shows it]\n", cliflags.OneLine(c.MIMEType, 100), len(c.Data))
 		case *mcp.ResourceLink:
-			fmt.Fprintf(w, "[resource %s]\n", oneLine(c.URI, 1000))
+			fmt.Fprintf(w, "[resource %s]\n", cliflags.OneLine(c.URI, 1000))
 		default:
 			b, err := json.Marshal(c)
 			if err != nil {
@@ -168,9 +169,9 @@ func writeRequests(b *strings.Builder, need *client.InputRequiredError) {
 		if r == nil {
 			continue
 		}
-		fmt.Fprintf(b, "  %s: %s", oneLine(k, 100), oneLine(r.Method, 100))
+		fmt.Fprintf(b, "  %s: %s", cliflags.OneLine(k, 100), cliflags.OneLine(r.Method, 100))
 		if r.Method != mcp.MethodElicitationCreate {
-			fmt.Fprintf(b, " (answer with the JSON result of %s)\n", oneLine(r.Method, 100))
+			fmt.Fprintf(b, " (answer with the JSON result of %s)\n", cliflags.OneLine(r.Method, 100))
 			continue
 		}
 		var p mcp.ElicitParams
@@ -178,7 +179,7 @@ func writeRequests(b *strings.Builder, need *client.InputRequiredError) {
 			b.WriteString("\n")
 			continue
 		}
-		fmt.Fprintf(b, " %q\n", oneLine(p.Message, 300))
+		fmt.Fprintf(b, " %q\n", cliflags.OneLine(p.Message, 300))
 		schema, err := parseObjectSchema(p.RequestedSchema)
 		if err != nil {
 			continue
@@ -195,12 +196,12 @@ func writeRequests(b *strings.Builder, need *client.InputRequiredError) {
 // and its title and description, each when the form gives one.
 func formFieldLine(f schemaField) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s", oneLine(f.Name, 100), oneLine(f.Type, 50))
+	fmt.Fprintf(&b, "%s (%s", cliflags.OneLine(f.Name, 100), cliflags.OneLine(f.Type, 50))
 	if f.Required {
 		b.WriteString(", required")
 	}
 	b.WriteString(")")
-	switch title, desc := oneLine(f.Title, 100), oneLine(f.Description, 300); {
+	switch title, desc := cliflags.OneLine(f.Title, 100), cliflags.OneLine(f.Description, 300); {
 	case title != "" && desc != "":
 		b.WriteString(" " + title + ": " + desc)
 	case title != "":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/client/oauthclient"
+	"github.com/taskwire/taskwire/internal/cliflags"
 )
 
 // The login and logout commands: the authorization code flow against an
@@ -20,15 +21,15 @@ import (
 // browserTimeout bounds the command that hands the URL to a browser.
 const browserTimeout = 10 * time.Second
 
-// serverURLArgs parses fs (of newFlagSet) from args and returns the one
+// serverURLArgs parses fs (of cliflags.New) from args and returns the one
 // server URL, which may stand before or after the flags. Anything else is
-// a usage error; -h prints the help to stdout (see parseArgs).
+// a usage error; -h prints the help to stdout (see cliflags.Parse).
 func serverURLArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (string, error) {
 	var url string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		url, args = args[0], args[1:]
 	}
-	if err := parseArgs(fs, args, stdout); err != nil {
+	if err := cliflags.Parse(fs, args, stdout, usageErrorf); err != nil {
 		return "", err
 	}
 	rest := fs.Args()
@@ -50,7 +51,7 @@ func tokenStore(dir string) (*oauthclient.FileStore, error) {
 }
 
 func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("login", "usage: taskwire login URL [flags]\n\n"+
+	fs := cliflags.New("login", "usage: taskwire login URL [flags]\n\n"+
 		"Authorizes taskwire for the MCP server at URL (OAuth 2.1 authorization code with PKCE; the\n"+
 		"browser returns to a listener on 127.0.0.1) and stores the token for later commands.")
 	clientID := fs.String("client-id", "", "a pre-registered OAuth client `ID`; without it the client uses --client-metadata-url "+
@@ -110,7 +111,7 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 }
 
 func logoutCmd(_ context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) error {
-	fs := newFlagSet("logout", "usage: taskwire logout URL [flags]\n\n"+
+	fs := cliflags.New("logout", "usage: taskwire logout URL [flags]\n\n"+
 		"Forgets the token and client registration stored for the MCP server at URL.")
 	dir := fs.String("token-dir", "", "`directory` of the token store (default: the user's config directory/taskwire/tokens)")
 	url, err := serverURLArgs(fs, args, stdout)

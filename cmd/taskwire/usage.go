@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/taskwire/taskwire/internal/cliflags"
 )
 
 // The command line's usage: the commands, their help (-h), and how a
@@ -80,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	cmd := command(args[0])
 	if cmd == nil {
-		return usageErrorf("unknown command %q", oneLine(args[0], 100))
+		return usageErrorf("unknown command %q", cliflags.OneLine(args[0], 100))
 	}
 	return cmd(ctx, args[1:], stdout, stderr, getenv)
 }
@@ -111,7 +112,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 
 // versionCmd runs `taskwire version`.
 func versionCmd(_ context.Context, args []string, stdout, _ io.Writer, _ func(string) string) error {
-	fs := newFlagSet("version", "usage: taskwire version\n\nPrints the version of taskwire.")
+	fs := cliflags.New("version", "usage: taskwire version\n\nPrints the version of taskwire.")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -129,50 +130,15 @@ func helpCmd(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	case len(args) > 1:
 		return usageErrorf("help: want at most one command, got %d arguments", len(args))
 	case args[0] == "help" || command(args[0]) == nil:
-		return usageErrorf("help: unknown command %q", oneLine(args[0], 100))
+		return usageErrorf("help: unknown command %q", cliflags.OneLine(args[0], 100))
 	}
 	return command(args[0])(ctx, []string{"-h"}, stdout, stderr, getenv)
 }
 
-// newFlagSet returns the flag set of a command, whose help (-h) is the
-// synopsis, then the flags. It prints nothing while it parses: parse it
-// with parseArgs.
-func newFlagSet(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), synopsis)
-		n := 0
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
-			fmt.Fprint(fs.Output(), "\nFlags:\n")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// parseArgs parses args into fs, a flag set of newFlagSet. -h (or -help)
-// prints the command's help to stdout and returns flag.ErrHelp; any other
-// mistake is a *usageError naming the command.
-func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fs.SetOutput(io.Discard)
-		return err
-	case err != nil:
-		return usageErrorf("%s: %v", fs.Name(), err)
-	}
-	return nil
-}
-
-// parseFlags is parseArgs for a command that takes no positional
+// parseFlags is cliflags.Parse for a command that takes no positional
 // arguments: any is a usage error.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	if err := parseArgs(fs, args, stdout); err != nil {
+	if err := cliflags.Parse(fs, args, stdout, usageErrorf); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

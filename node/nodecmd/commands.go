@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
@@ -68,7 +69,7 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 // serve runs `NAME serve`: the endpoint over HTTP and, unless --workers is
 // 0, the workers, over one store.
 func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
+	fs := cliflags.New("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
 		"Serves "+p.what()+" at http://ADDR"+p.path()+", or to one client over stdin and stdout\n"+
 		"with --stdio, and runs --workers in-process workers on the store.")
 	common := p.addCommonFlags(fs)
@@ -244,7 +245,7 @@ func taskLimitFlags(rate float64, burst, maxActive int) (server.TaskLimits, erro
 
 // worker runs `NAME worker`: workers only, with no HTTP server.
 func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("worker", "usage: "+p.Name+" worker [flags]\n\n"+
+	fs := cliflags.New("worker", "usage: "+p.Name+" worker [flags]\n\n"+
 		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
 		"one PostgreSQL store with its serve nodes.")
 	common := p.addCommonFlags(fs)
@@ -280,7 +281,7 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 
 // migrate runs `NAME migrate`: apply pending migrations and exit.
 func (p *Program) migrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := newFlagSet("migrate", "usage: "+p.Name+" migrate [flags]\n\n"+
+	fs := cliflags.New("migrate", "usage: "+p.Name+" migrate [flags]\n\n"+
 		"Applies the store's pending schema migrations, prints the schema version and exits.")
 	common := p.addCommonFlags(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/taskwire/taskwire/durable"
+	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
@@ -175,7 +176,7 @@ func (p *Program) dispatch(ctx context.Context, args []string, stdout, stderr io
 	}
 	cmd := p.command(args[0])
 	if cmd == nil {
-		return usageErrorf("unknown command %q", oneLine(args[0], 100))
+		return usageErrorf("unknown command %q", cliflags.OneLine(args[0], 100))
 	}
 	return cmd(ctx, args[1:], stdout, stderr, getenv)
 }
@@ -200,7 +201,7 @@ func (p *Program) usage() string {
 
 // version runs `NAME version`.
 func (p *Program) version(_ context.Context, args []string, stdout, _ io.Writer, _ func(string) string) error {
-	fs := newFlagSet("version", "usage: "+p.Name+" version\n\nPrints the version of "+p.Name+".")
+	fs := cliflags.New("version", "usage: "+p.Name+" version\n\nPrints the version of "+p.Name+".")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func (p *Program) help(ctx context.Context, args []string, stdout, stderr io.Wri
 	case len(args) > 1:
 		return usageErrorf("help: want at most one command, got %d arguments", len(args))
 	case args[0] == "help" || p.command(args[0]) == nil:
-		return usageErrorf("help: unknown command %q", oneLine(args[0], 100))
+		return usageErrorf("help: unknown command %q", cliflags.OneLine(args[0], 100))
 	}
 	return p.command(args[0])(ctx, []string{"-h"}, stdout, stderr, getenv)
 }
@@ -285,38 +286,13 @@ func (p *Program) run(ctx context.Context, cfg *node.Config, cmd string) error {
 	return nil
 }
 
-// newFlagSet returns the flag set of a command, whose help (-h) is the
-// synopsis, then the flags. It prints nothing while it parses: parse it
-// with parseArgs.
-func newFlagSet(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), synopsis)
-		n := 0
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
-			fmt.Fprint(fs.Output(), "\nFlags:\n")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// parseFlags parses args into fs, a flag set of newFlagSet. -h (or -help)
+// parseFlags parses args into fs, a flag set of cliflags.New. -h (or -help)
 // prints the command's help to stdout and returns flag.ErrHelp; any other
 // mistake, positional arguments included, is a *UsageError naming the
 // command.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
-		fs.Usage()
-		fs.SetOutput(io.Discard)
+	if err := cliflags.Parse(fs, args, stdout, usageErrorf); err != nil {
 		return err
-	case err != nil:
-		return usageErrorf("%s: %v", fs.Name(), err)
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
@@ -335,23 +311,4 @@ func withSchema(s *node.StoreSpec, name string) error {
 	}
 	s.Schema = name
 	return nil
-}
-
-// oneLine makes a text safe for one terminal line: control characters
-// become spaces and it is cut at max runes.
-func oneLine(s string, max int) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == max {
-			b.WriteString("…")
-			break
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			r = ' '
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
 }
