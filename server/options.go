@@ -10,6 +10,10 @@ import (
 	"github.com/taskwire/taskwire/internal/hostcheck"
 )
 
+// DefaultBodyReadTimeout is the default of Options.BodyReadTimeout, which
+// taskwire serve's --body-timeout shares.
+const DefaultBodyReadTimeout = 10 * time.Second
+
 // validate reports every problem of the options as given (before defaults:
 // zero means the documented default), joined into one error, or nil. It
 // checks every numeric option of Options, SubscriptionOptions and

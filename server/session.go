@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +19,23 @@ import (
 	"github.com/taskwire/taskwire/session/memory"
 )
 
+// Defaults of SessionOptions, which taskwire serve's flags share.
+const (
+	// DefaultMaxSessions bounds a node's in-process session store and its
+	// cache and live state.
+	DefaultMaxSessions = 10_000
+	// DefaultSessionsPerPrincipal bounds the live sessions of one identity.
+	DefaultSessionsPerPrincipal = 100
+	// DefaultMaxStoredSessions bounds the live sessions of a store as a
+	// whole.
+	DefaultMaxStoredSessions = 100_000
+	// DefaultSessionIdleTimeout ends a session no request names for that
+	// long.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultSessionLifetime ends a session that long after initialize.
+	DefaultSessionLifetime = 24 * time.Hour
+)
+
 // SessionOptions configure the sessions of 2025-era clients (revisions
 // 2025-06-18 and 2025-11-25), which an endpoint serves when its
 // ProtocolVersions name them. The 2026-07-28 revision has no sessions and
@@ -30,10 +48,10 @@ type SessionOptions struct {
 	Store session.Store
 	// MaxSessions bounds the sessions of the in-process store and the
 	// records this node keeps in its cache and live state (GET streams,
-	// subscriptions, requests in flight). Zero means 10,000.
+	// subscriptions, requests in flight). Zero means DefaultMaxSessions.
 	MaxSessions int
 	// MaxPerPrincipal bounds the live sessions of one identity (endpoint,
-	// tenant and principal) across the fleet. Zero means 100. An
+	// tenant and principal) across the fleet. Zero means DefaultSessionsPerPrincipal. An
 	// initialize beyond it is refused with HTTP 429. Anonymous callers
 	// (an empty Identity.Principal, as with the default admission) are
 	// indistinguishable from each other and bounded by MaxStored alone,
@@ -43,18 +61,19 @@ type SessionOptions struct {
 	MaxPerPrincipal int
 	// MaxStored bounds the live sessions of the store as a whole, every
 	// identity and every node sharing it together: what bounds a durable
-	// store's table (anonymous callers included). Zero means 100,000. An
+	// store's table (anonymous callers included). Zero means
+	// DefaultMaxStoredSessions. An
 	// initialize beyond it is refused with HTTP 503 (-32603 "Server
 	// busy") until sessions end.
 	MaxStored int
 	// IdleTimeout ends a session that no request names for that long. Zero
-	// means 30 min. A session that no request names after initialize
+	// means DefaultSessionIdleTimeout. A session that no request names after initialize
 	// (clients send notifications/initialized at once) ends after one
 	// minute, or IdleTimeout if shorter, so that a flood of bare
 	// initializes leaves the store within a minute.
 	IdleTimeout time.Duration
 	// MaxLifetime ends a session that long after initialize, however busy.
-	// Zero means 24 h.
+	// Zero means DefaultSessionLifetime.
 	MaxLifetime time.Duration
 	// Resume configures the resumable response streams of 2025-11-25
 	// sessions (event IDs, closing a stream mid-call, resumption by GET
@@ -88,21 +107,11 @@ func (o *SessionOptions) validate() error {
 }
 
 func (o *SessionOptions) setDefaults() {
-	if o.MaxSessions == 0 {
-		o.MaxSessions = 10_000
-	}
-	if o.MaxPerPrincipal == 0 {
-		o.MaxPerPrincipal = 100
-	}
-	if o.MaxStored == 0 {
-		o.MaxStored = 100_000
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 30 * time.Minute
-	}
-	if o.MaxLifetime == 0 {
-		o.MaxLifetime = 24 * time.Hour
-	}
+	o.MaxSessions = cmp.Or(o.MaxSessions, DefaultMaxSessions)
+	o.MaxPerPrincipal = cmp.Or(o.MaxPerPrincipal, DefaultSessionsPerPrincipal)
+	o.MaxStored = cmp.Or(o.MaxStored, DefaultMaxStoredSessions)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, DefaultSessionIdleTimeout)
+	o.MaxLifetime = cmp.Or(o.MaxLifetime, DefaultSessionLifetime)
 }
 
 // Bounds of session handling.
