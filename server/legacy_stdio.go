@@ -120,7 +120,7 @@ func (sc *stdioConn) initialize(req *mcp.Request) {
 func (sc *stdioConn) pump(ls *stdioSession, gs *getStream) {
 	defer close(ls.done)
 	s := sc.srv
-	defer s.legacy.live.release(ls.key, func(l *liveSession) {
+	defer s.legacy.live.release(ls.key, func(l *nodeSession) {
 		if l.get == gs {
 			l.get = nil
 		}

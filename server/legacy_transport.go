@@ -245,7 +245,7 @@ func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawP
 	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
 		return
 	}
-	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+	s.legacy.live.release(cs.rec.Key, func(ls *nodeSession) {
 		ls.cancelInflightLocked(string(cp.RequestID.Raw()))
 	})
 }
