@@ -120,13 +120,13 @@ const (
 // sessionRecords is the sessions as SessionOptions.Store records them,
 // shared by every node: it mints, finds and ends sessions. (What only this
 // node holds for a session, its streams and calls, is in nodeSessions.) It
-// keeps a bounded node-local cache of records so that most requests read no store: a
-// record is trusted for sessionCacheTTL after it was read, so a session
-// deleted (or whose log level was set) through another node may still be
-// served as before here for up to that long. A cached record that looks
-// expired is always read again before a request is refused. LastUsedAt is
-// written coarsely (see touchInterval), so a session's idle expiry may
-// come up to that interval early.
+// keeps a bounded node-local cache of records so that most requests read no
+// store: a record is trusted for sessionCacheTTL after it was read, so a
+// session deleted (or whose log level was set) through another node may
+// still be served as before here for up to that long. A cached record that
+// looks expired is always read again before a request is refused.
+// LastUsedAt is written coarsely (see touchInterval), so a session's idle
+// expiry may come up to that interval early.
 type sessionRecords struct {
 	store  session.Store
 	opts   SessionOptions
