@@ -187,17 +187,3 @@ func (sc *stdioConn) answer(body []byte, id mcp.ID) {
 		sc.srv.deliverAnswer(sid, ls.key, a)
 	}
 }
-
-// cancelledID returns the request a notifications/cancelled names.
-func cancelledID(req *mcp.Request) (mcp.ID, bool) {
-	if req.Params == nil {
-		return mcp.ID{}, false
-	}
-	var cp struct {
-		RequestID mcp.ID `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
-		return mcp.ID{}, false
-	}
-	return cp.RequestID, true
-}

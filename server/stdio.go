@@ -371,7 +371,7 @@ func (sc *stdioConn) handleLine(line []byte) {
 		}
 		return
 	}
-	env, perr := decodeLegacyEnvelope(line)
+	env, perr := decodeEnvelope(line)
 	if perr != nil {
 		sc.sendError(env.id, perr)
 		return
@@ -489,6 +489,20 @@ func (sc *stdioConn) cancelRequest(req *mcp.Request) {
 	if ic != nil {
 		ic.cancel()
 	}
+}
+
+// cancelledID returns the request a notifications/cancelled names.
+func cancelledID(req *mcp.Request) (mcp.ID, bool) {
+	if req.Params == nil {
+		return mcp.ID{}, false
+	}
+	var cp struct {
+		RequestID mcp.ID `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
+		return mcp.ID{}, false
+	}
+	return cp.RequestID, true
 }
 
 // shutdown ends the connection after its input: listens end at once,
