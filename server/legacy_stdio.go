@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/stdioframe"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -135,7 +136,7 @@ func (sc *stdioConn) pump(ls *stdioSession, gs *getStream) {
 			return
 		case msg := <-gs.ch:
 			// closeSession must not wait on a full queue.
-			if !sc.w.enqueue(frame(msg), ls.stop, sc.ctx.Done()) {
+			if !sc.w.Enqueue(stdioframe.Frame(msg), ls.stop, sc.ctx.Done()) {
 				return
 			}
 		case <-touch.C:
