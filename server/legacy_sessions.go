@@ -126,15 +126,17 @@ const (
 	maxCapabilityJSON = 64 << 10
 )
 
-// sessionManager mints, finds and ends sessions. It keeps a bounded
-// node-local cache of records so that most requests read no store: a
-// record is trusted for sessionCacheTTL after it was read, so a session
-// deleted (or whose log level was set) through another node may still be
-// served as before here for up to that long. A cached record that looks
-// expired is always read again before a request is refused. LastUsedAt is
-// written coarsely (see touchInterval), so a session's idle expiry may
-// come up to that interval early.
-type sessionManager struct {
+// sessionRecords is the sessions as SessionOptions.Store records them,
+// shared by every node: it mints, finds and ends sessions. (What only this
+// node holds for a session, its streams and calls, is in nodeSessions.) It
+// keeps a bounded node-local cache of records so that most requests read no
+// store: a record is trusted for sessionCacheTTL after it was read, so a
+// session deleted (or whose log level was set) through another node may
+// still be served as before here for up to that long. A cached record that
+// looks expired is always read again before a request is refused.
+// LastUsedAt is written coarsely (see touchInterval), so a session's idle
+// expiry may come up to that interval early.
+type sessionRecords struct {
 	store  session.Store
 	opts   SessionOptions
 	now    func() time.Time
@@ -149,7 +151,7 @@ type sessionManager struct {
 	mu        sync.Mutex
 	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
 	lastSweep time.Time
-	sources   sourceSessions // live sessions per Identity.Source (session_source.go)
+	sources   sourceSessions // live sessions per Identity.Source (legacy_sessions_source.go)
 }
 
 // cachedSession is a record as this node last read it, with its
@@ -162,7 +164,7 @@ type cachedSession struct {
 	read       time.Time           // when rec was read from (or written to) the store
 }
 
-func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionManager, error) {
+func newSessionRecords(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionRecords, error) {
 	c := SessionOptions{}
 	if o != nil {
 		c = *o
@@ -175,11 +177,11 @@ func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Log
 		}
 		c.Store = st
 	}
-	return &sessionManager{store: c.Store, opts: c, now: now, logger: logger, cache: map[string]*cachedSession{}}, nil
+	return &sessionRecords{store: c.Store, opts: c, now: now, logger: logger, cache: map[string]*cachedSession{}}, nil
 }
 
 // touchInterval is how often LastUsedAt is written for a busy session.
-func (m *sessionManager) touchInterval() time.Duration {
+func (m *sessionRecords) touchInterval() time.Duration {
 	return min(m.opts.IdleTimeout/8, maxTouchInterval)
 }
 
@@ -232,7 +234,7 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 // non-empty source (Identity.Source) is also held to MaxPerPrincipal live
 // sessions, counted on this node. The session ends unusedSessionTTL after
 // now unless a request names it (backdateUnused).
-func (m *sessionManager) create(ctx context.Context, rec session.Record, source string, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
+func (m *sessionRecords) create(ctx context.Context, rec session.Record, source string, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
 	now := m.now()
 	m.sweepMaybe(ctx, now)
 	id, key := mintSessionID()
@@ -280,14 +282,14 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, source 
 // errStore logs a failed store call (never the key or the record) and
 // maps it: a store out of reach is errStoreUnavailable (503 with
 // Retry-After), the rest the fixed internal error.
-func (m *sessionManager) errStore(op string, err error) *protocolError {
+func (m *sessionRecords) errStore(op string, err error) *protocolError {
 	m.logger.Error("session store failed", "op", op, "err", redactErr(err))
 	return storeFailure(err)
 }
 
 // sweepMaybe removes a batch of expired records at most once per
 // sweepEvery, on the initialize that comes along (no goroutine of its own).
-func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
+func (m *sessionRecords) sweepMaybe(ctx context.Context, now time.Time) {
 	m.mu.Lock()
 	due := now.Sub(m.lastSweep) >= sweepEvery
 	if due {
@@ -313,7 +315,7 @@ func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
 }
 
 // put caches cs, dropping an arbitrary entry when the cache is full.
-func (m *sessionManager) put(cs *cachedSession) {
+func (m *sessionRecords) put(cs *cachedSession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.cache[cs.rec.Key]; !ok && len(m.cache) >= m.opts.MaxSessions {
@@ -326,7 +328,7 @@ func (m *sessionManager) put(cs *cachedSession) {
 }
 
 // forget drops the session key from the cache and from its source's count.
-func (m *sessionManager) forget(key string) {
+func (m *sessionRecords) forget(key string) {
 	m.mu.Lock()
 	delete(m.cache, key)
 	m.dropSourceLocked(key)
@@ -335,7 +337,7 @@ func (m *sessionManager) forget(key string) {
 
 // lost forgets a session the store no longer has and ends its node-local
 // state.
-func (m *sessionManager) lost(key string) {
+func (m *sessionRecords) lost(key string) {
 	m.forget(key)
 	if m.gone != nil {
 		m.gone(key)
@@ -345,7 +347,7 @@ func (m *sessionManager) lost(key string) {
 // find returns the live session key names if it belongs to the identity on
 // endpoint; any other case (unknown, expired, another identity's) is
 // errSessionNotFound, the same bytes every time.
-func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Identity) (*cachedSession, *protocolError) {
+func (m *sessionRecords) find(ctx context.Context, key, endpoint string, id Identity) (*cachedSession, *protocolError) {
 	now := m.now()
 	m.mu.Lock()
 	cs := m.cache[key]
@@ -390,7 +392,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 }
 
 // setLogLevel records the session's log level in the store and the cache.
-func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, level string) *protocolError {
+func (m *sessionRecords) setLogLevel(ctx context.Context, cs *cachedSession, level string) *protocolError {
 	now := m.now()
 	sctx, cancel := storeCtx(ctx)
 	err := m.store.SetLogLevel(sctx, cs.rec.Key, level, now)
@@ -409,7 +411,7 @@ func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, lev
 }
 
 // delete ends the session key names.
-func (m *sessionManager) delete(ctx context.Context, key string) *protocolError {
+func (m *sessionRecords) delete(ctx context.Context, key string) *protocolError {
 	m.forget(key)
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
