@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
