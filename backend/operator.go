@@ -26,7 +26,7 @@ type Operator interface {
 	// MaxOperatorPage tasks.
 	OperatorTasks(ctx context.Context, q OperatorQuery) (OperatorPage, error)
 	// OperatorCounts counts the tasks held by tool and status, expired
-	// ones included until they are deleted (as gauges.Snapshot.Tasks
+	// ones included until they are deleted (as Gauges.Tasks
 	// does). Tools and statuses without a task are left out.
 	OperatorCounts(ctx context.Context) ([]TaskCount, error)
 	// OperatorTask returns one task with its job and its recorded

@@ -45,7 +45,6 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/oauth"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -120,9 +119,9 @@ type Options struct {
 	// Gauges, when set, adds queue depth by job state to the overview.
 	// A snapshot costs a scan of the store's jobs, so the overview
 	// reuses one for up to GaugesMaxAge. When Gauges is a
-	// gauges.QueueSource (the stores of this module are), the overview
+	// backend.QueueGaugeSource (the stores of this module are), the overview
 	// reads it without the counts of tasks, which it has from Store.
-	Gauges gauges.Source
+	Gauges backend.GaugeSource
 	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
 	// Default DefaultGaugesMaxAge.
 	GaugesMaxAge time.Duration
