@@ -33,7 +33,7 @@ const (
 // benchStore is what the benchmark seeds and serves.
 type benchStore interface {
 	backend.Store
-	backend.Operator
+	backend.OperatorSource
 }
 
 // seed fills st with benchTasks tasks over 4 tools and 10 tenants, in
@@ -105,7 +105,7 @@ func BenchmarkPages(b *testing.B) {
 			settle(b)
 			// c reuses its queue-depth snapshot (the default, at most
 			// 10 s old); cold reads it for every overview.
-			opts := console.Options{Store: st, Token: []byte(token), Gauges: st.(backend.GaugeSource)}
+			opts := console.Options{Store: st.Operator(), Token: []byte(token), Gauges: st.(backend.GaugeSource)}
 			c, err := console.New(opts)
 			if err != nil {
 				b.Fatal(err)

@@ -81,8 +81,9 @@ const (
 	pageSize = 50
 )
 
-// Store is what the console reads and acts on: every store of this
-// module implements it (backend.Operator).
+// Store is what the console reads and acts on: a store's operator view,
+// which every store of this module returns from its Operator method
+// (backend.OperatorSource).
 type Store = backend.Operator
 
 // Options configure New.

@@ -102,7 +102,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		logger = nil
 	}
 	c, err := console.New(console.Options{
-		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
+		Store: st.Operator(), Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
 		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn,
 		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth,

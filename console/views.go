@@ -60,8 +60,8 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 		snapAt           time.Time
 		errC, errA, errG error
 	)
-	wg.Go(func() { counts, errC = c.opts.Store.OperatorCounts(ctx) })
-	wg.Go(func() { buckets, errA = c.opts.Store.OperatorActivity(ctx, now.Add(-backend.MaxActivityWindow)) })
+	wg.Go(func() { counts, errC = c.opts.Store.Counts(ctx) })
+	wg.Go(func() { buckets, errA = c.opts.Store.Activity(ctx, now.Add(-backend.MaxActivityWindow)) })
 	if c.opts.Gauges != nil {
 		wg.Go(func() { snap, snapAt, errG = c.gauges.get(ctx, c.opts) })
 	}
@@ -139,7 +139,7 @@ func (g *gaugeCache) get(ctx context.Context, opts Options) (backend.Gauges, tim
 	}
 	read := opts.Gauges.Gauges
 	if q, ok := opts.Gauges.(backend.QueueGaugeSource); ok {
-		read = q.QueueGauges // the overview counts tasks from OperatorCounts
+		read = q.QueueGauges // the overview counts tasks from Store.Counts
 	}
 	snap, err := read(ctx)
 	if err != nil {

@@ -35,11 +35,11 @@ func newConsole(cfg Console, st any, logger *slog.Logger) (*console.Console, err
 	if cfg.Token == nil {
 		return nil, nil
 	}
-	op, ok := st.(backend.Operator)
+	src, ok := st.(backend.OperatorSource)
 	if !ok {
 		return nil, errors.New("the store does not support the console")
 	}
-	opts := console.Options{Store: op, Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger,
+	opts := console.Options{Store: src.Operator(), Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger,
 		OAuth: cfg.OAuth, OperatorScope: cfg.Scope}
 	if g, ok := st.(backend.GaugeSource); ok {
 		opts.Gauges = g

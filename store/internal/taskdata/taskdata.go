@@ -5,7 +5,7 @@
 // stored errors of tasks a store fails by itself, the JSON codecs of the
 // columns that hold input requests, responses, results and errors, the
 // lookups no stored row can match (Findable, Listable, Countable), and the
-// grouped counts of Stats. The rules every backend applies to the values
+// grouped counts of the gauges and the operator. The rules every backend applies to the values
 // it is asked to keep, store/memory included, are in storerules.
 package taskdata
 
