@@ -1,6 +1,8 @@
-// Package deptest lists what taskwire's core packages depend on, for the
-// tests of the optional integrations (Prometheus, OpenTelemetry, JWT) that
-// check the core does not link them.
+// Package deptest reads taskwire's import graph with go list: what the
+// core packages depend on, for the tests of the optional integrations
+// (Prometheus, OpenTelemetry, JWT) that check the core does not link them,
+// and the import loops between the module's top-level folders, which its
+// own test forbids.
 package deptest
 
 import (
