@@ -10,62 +10,73 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// Operator is an optional extension of Store for the people who run a
-// deployment (package console): it reads every tenant's tasks, bypassing
-// the authorization binding that task.Manager enforces, and acts on them.
-// store/sqlite, store/postgres and task/memory implement it. It must only
-// ever be reachable behind operator authentication.
+// OperatorSource is an optional extension of Store for the people who run
+// a deployment (package console): Operator returns the store's Operator,
+// over the same database and valid until the store's Close.
+// store/sqlite, store/postgres and store/memory implement it. The
+// operator methods are kept off the Store itself, as the job writes are
+// kept behind Jobs, so that an application's store handle shows only
+// what the application uses: whoever calls Operator must put the value
+// behind operator authentication.
+type OperatorSource interface {
+	Operator() Operator
+}
+
+// Operator is the operators' view of a store: it reads every tenant's
+// tasks, bypassing the authorization binding that task.Manager enforces,
+// and acts on them. It must only ever be reachable behind operator
+// authentication. A store's OperatorSource.Operator returns it.
 //
 // Every method is bounded by the store's per-call timeout. Expired tasks
 // are invisible, as they are to clients. Unknown task IDs fail with
 // task.ErrNotFound; invalid queries with ErrBadOperatorQuery or
 // task.ErrBadCursor, before the database is asked.
 type Operator interface {
-	// OperatorTasks returns one page of the tasks matching q, newest
-	// first, ties broken by descending ID. A page holds at most
-	// MaxOperatorPage tasks.
-	OperatorTasks(ctx context.Context, q OperatorQuery) (OperatorPage, error)
-	// OperatorCounts counts the tasks held by tool and status, expired
-	// ones included until they are deleted (as gauges.Snapshot.Tasks
-	// does). Tools and statuses without a task are left out.
-	OperatorCounts(ctx context.Context) ([]TaskCount, error)
-	// OperatorTask returns one task with its job and its recorded
-	// history (at most MaxTaskEvents events, the newest).
-	OperatorTask(ctx context.Context, id string) (OperatorTask, error)
-	// OperatorActivity counts the tasks that reached a terminal status at
-	// or after since, per minute, expired tasks included until they are
-	// deleted (buckets start on whole minutes of the
-	// store's clock, oldest first; minutes without one are omitted).
-	// since is clamped to at most MaxActivityWindow ago.
-	OperatorActivity(ctx context.Context, since time.Time) ([]ActivityBucket, error)
-	// OperatorCancel records cancellation intent on the task, through the
-	// same path as a client's tasks/cancel: a running job ends at its
-	// next check, a queued one without running. It succeeds without
-	// change on a terminal task.
-	OperatorCancel(ctx context.Context, id string) error
-	// OperatorRetry runs a failed task again: it creates a new task with
-	// the failed task's origin (tool and arguments), binding (endpoint,
+	// Tasks returns one page of the tasks matching q, newest first, ties
+	// broken by descending ID. A page holds at most MaxOperatorPage
+	// tasks.
+	Tasks(ctx context.Context, q OperatorQuery) (OperatorPage, error)
+	// Counts counts the tasks held by tool and status, expired ones
+	// included until they are deleted (as Gauges.Tasks does). Tools and
+	// statuses without a task are left out.
+	Counts(ctx context.Context) ([]TaskCount, error)
+	// Task returns one task with its job and its recorded history (at
+	// most MaxTaskEvents events, the newest).
+	Task(ctx context.Context, id string) (OperatorTask, error)
+	// Activity counts the tasks that reached a terminal status at or
+	// after since, per minute, expired tasks included until they are
+	// deleted (buckets start on whole minutes of the store's clock,
+	// oldest first; minutes without one are omitted). since is clamped
+	// to at most MaxActivityWindow ago.
+	Activity(ctx context.Context, since time.Time) ([]ActivityBucket, error)
+	// Cancel records cancellation intent on the task, through the same
+	// path as a client's tasks/cancel: a running job ends at its next
+	// check, a queued one without running. It succeeds without change on
+	// a terminal task.
+	Cancel(ctx context.Context, id string) error
+	// Retry runs a failed task again: it creates a new task with the
+	// failed task's origin (tool and arguments), binding (endpoint,
 	// tenant, principal), TTL and poll interval, and a fresh attempt
 	// budget (DefaultMaxAttempts), and returns it. The failed task stays
 	// failed (a terminal task never changes, and the client that created
 	// it keeps seeing its outcome); its history records the retry. A task
 	// that is not failed fails with ErrNotFailed.
-	OperatorRetry(ctx context.Context, id string) (task.Task, error)
-	// OperatorDelete deletes a finished (completed, failed or cancelled)
-	// task with its job and history, before its TTL; an unfinished one
-	// fails with ErrNotFinished.
-	OperatorDelete(ctx context.Context, id string) error
+	Retry(ctx context.Context, id string) (task.Task, error)
+	// Delete deletes a finished (completed, failed or cancelled) task
+	// with its job and history, before its TTL; an unfinished one fails
+	// with ErrNotFinished.
+	Delete(ctx context.Context, id string) error
 }
 
 // Bounds of the Operator methods.
 const (
-	// MaxOperatorPage bounds a page of OperatorTasks; a larger Limit is
+	// MaxOperatorPage bounds a page of Operator.Tasks; a larger Limit is
 	// served as MaxOperatorPage, one below 1 as 1.
 	MaxOperatorPage = 100
 	// MaxTaskEvents bounds the history a store keeps of one task: older
 	// events are dropped as new ones are recorded.
 	MaxTaskEvents = 200
-	// MaxActivityWindow bounds how far back OperatorActivity reads.
+	// MaxActivityWindow bounds how far back Operator.Activity reads.
 	MaxActivityWindow = time.Hour
 	// MaxFilterText bounds the tool and tenant of an OperatorQuery.
 	MaxFilterText = 256
@@ -77,9 +88,9 @@ var (
 	// unknown status, filter text that is too long or not storable, or a
 	// created-between range that ends before it starts.
 	ErrBadOperatorQuery = errors.New("backend: invalid operator query")
-	// ErrNotFailed: OperatorRetry of a task that did not fail.
+	// ErrNotFailed: Operator.Retry of a task that did not fail.
 	ErrNotFailed = errors.New("backend: the task has not failed")
-	// ErrNotFinished: OperatorDelete of a task that has not finished.
+	// ErrNotFinished: Operator.Delete of a task that has not finished.
 	ErrNotFinished = errors.New("backend: the task has not finished")
 )
 
@@ -103,7 +114,7 @@ type OperatorQuery struct {
 	Limit int
 }
 
-// OperatorPage is one page of OperatorTasks.
+// OperatorPage is one page of Operator.Tasks.
 type OperatorPage struct {
 	Tasks []TaskSummary
 	// NextCursor continues the listing; "" on the last page.

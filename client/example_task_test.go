@@ -10,8 +10,8 @@ import (
 	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // waitSaved is the snippet of docs/client.md ("Tasks"): a handle rebuilt

@@ -15,8 +15,8 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	sessmemory "github.com/taskwire/taskwire/session/memory"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 type addIn struct {

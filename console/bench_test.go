@@ -17,7 +17,6 @@ import (
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
@@ -34,7 +33,7 @@ const (
 // benchStore is what the benchmark seeds and serves.
 type benchStore interface {
 	backend.Store
-	backend.Operator
+	backend.OperatorSource
 }
 
 // seed fills st with benchTasks tasks over 4 tools and 10 tenants, in
@@ -94,7 +93,7 @@ func seed(b *testing.B, st benchStore) (someID string) {
 // PostgreSQL: 100,000 tasks over 4 tools and 10 tenants, 20,000 of them
 // completed and 2,000 failed in the last hour. Seeding takes about 20 s
 // per store. overview-gauges-cold reads the queue depth afresh for every
-// overview; store-gauges is the full read of the store's gauges.Source,
+// overview; store-gauges is the full read of the store's backend.GaugeSource,
 // as a Prometheus scrape makes it.
 //
 //	go test -run '^$' -bench BenchmarkPages -benchtime 30x ./console/
@@ -106,7 +105,7 @@ func BenchmarkPages(b *testing.B) {
 			settle(b)
 			// c reuses its queue-depth snapshot (the default, at most
 			// 10 s old); cold reads it for every overview.
-			opts := console.Options{Store: st, Token: []byte(token), Gauges: st.(gauges.Source)}
+			opts := console.Options{Store: st.Operator(), Token: []byte(token), Gauges: st.(backend.GaugeSource)}
 			c, err := console.New(opts)
 			if err != nil {
 				b.Fatal(err)
@@ -133,7 +132,7 @@ func BenchmarkPages(b *testing.B) {
 			// at a scrape (the overview leaves the counts of tasks out).
 			b.Run("store-gauges", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := st.(gauges.Source).Gauges(context.Background()); err != nil {
+					if _, err := st.(backend.GaugeSource).Gauges(context.Background()); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -45,7 +45,6 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/oauth"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -82,8 +81,9 @@ const (
 	pageSize = 50
 )
 
-// Store is what the console reads and acts on: every store of this
-// module implements it (backend.Operator).
+// Store is what the console reads and acts on: a store's operator view,
+// which every store of this module returns from its Operator method
+// (backend.OperatorSource).
 type Store = backend.Operator
 
 // Options configure New.
@@ -120,9 +120,9 @@ type Options struct {
 	// Gauges, when set, adds queue depth by job state to the overview.
 	// A snapshot costs a scan of the store's jobs, so the overview
 	// reuses one for up to GaugesMaxAge. When Gauges is a
-	// gauges.QueueSource (the stores of this module are), the overview
+	// backend.QueueGaugeSource (the stores of this module are), the overview
 	// reads it without the counts of tasks, which it has from Store.
-	Gauges gauges.Source
+	Gauges backend.GaugeSource
 	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
 	// Default DefaultGaugesMaxAge.
 	GaugesMaxAge time.Duration

@@ -23,9 +23,9 @@ func TestNewValidates(t *testing.T) {
 		opts console.Options
 	}{
 		{"no store", console.Options{Token: []byte(token)}},
-		{"short token", console.Options{Store: f.st, Token: []byte("short")}},
-		{"negative streams", console.Options{Store: f.st, Token: []byte(token), MaxStreams: -1}},
-		{"negative timeout", console.Options{Store: f.st, Token: []byte(token), Timeout: -time.Second}},
+		{"short token", console.Options{Store: f.st.Operator(), Token: []byte("short")}},
+		{"negative streams", console.Options{Store: f.st.Operator(), Token: []byte(token), MaxStreams: -1}},
+		{"negative timeout", console.Options{Store: f.st.Operator(), Token: []byte(token), Timeout: -time.Second}},
 	} {
 		if _, err := console.New(tc.opts); err == nil {
 			t.Errorf("%s: New succeeded", tc.name)
@@ -77,7 +77,7 @@ func TestAccess(t *testing.T) {
 	if r := f.do(http.MethodGet, "/console/", nil, map[string]string{"Cookie": cookie}); r.status != http.StatusUnauthorized {
 		t.Errorf("expired session: %d, want 401", r.status)
 	}
-	if ok, _ := f.st.OperatorTask(context.Background(), f.working); ok.CancelRequested {
+	if ok, _ := f.st.Operator().Task(context.Background(), f.working); ok.CancelRequested {
 		t.Error("an unauthenticated request cancelled a task")
 	}
 }
@@ -349,7 +349,7 @@ func TestActions(t *testing.T) {
 			t.Errorf("%s: %d, want 403", tc.name, r.status)
 		}
 	}
-	if ot, _ := f.st.OperatorTask(context.Background(), f.working); ot.CancelRequested {
+	if ot, _ := f.st.Operator().Task(context.Background(), f.working); ot.CancelRequested {
 		t.Fatal("a refused request cancelled the task")
 	}
 
@@ -361,7 +361,7 @@ func TestActions(t *testing.T) {
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/console/tasks/"+f.working+"?notice=cancel" {
 		t.Fatalf("cancel: %s (to %q)", describe(r), r.header.Get("Location"))
 	}
-	if ot, _ := f.st.OperatorTask(context.Background(), f.working); !ot.CancelRequested {
+	if ot, _ := f.st.Operator().Task(context.Background(), f.working); !ot.CancelRequested {
 		t.Error("cancel did not record the intent")
 	}
 
@@ -371,7 +371,7 @@ func TestActions(t *testing.T) {
 		t.Fatalf("retry: %s (to %q)", describe(r), loc)
 	}
 	newID := strings.TrimSuffix(strings.TrimPrefix(loc, "/console/tasks/"), "?notice=retried")
-	if ot, err := f.st.OperatorTask(context.Background(), newID); err != nil || ot.Status != task.Working || ot.Tool != "report" {
+	if ot, err := f.st.Operator().Task(context.Background(), newID); err != nil || ot.Status != task.Working || ot.Tool != "report" {
 		t.Errorf("retried task: %+v, %v", ot.TaskSummary, err)
 	}
 	if r := f.get(loc); !strings.Contains(r.body, "created by retrying") {
@@ -383,7 +383,7 @@ func TestActions(t *testing.T) {
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/console/tasks?notice=deleted" {
 		t.Fatalf("delete: %s", describe(r))
 	}
-	if _, err := f.st.OperatorTask(context.Background(), f.completed); !errors.Is(err, task.ErrNotFound) {
+	if _, err := f.st.Operator().Task(context.Background(), f.completed); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("deleted task: %v", err)
 	}
 	if r := f.get("/console/tasks?notice=deleted"); !strings.Contains(r.body, "The task was deleted.") {

@@ -18,7 +18,7 @@ func ExampleNew() {
 	}
 	defer st.Close()
 	c, err := console.New(console.Options{
-		Store:  st,
+		Store:  st.Operator(),
 		Gauges: st,
 		Events: st.EventPublisher(),
 		Token:  []byte("an operator token of 16 bytes or more"),

@@ -8,11 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 
-// recordedGauges is a store's gauges.Source that records which of its
+// recordedGauges is a store's backend.GaugeSource that records which of its
 // reads were called.
 type recordedGauges struct {
 	st    *sqlite.Store
@@ -26,20 +26,20 @@ func (r *recordedGauges) record(name string) {
 	r.calls = append(r.calls, name)
 }
 
-func (r *recordedGauges) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+func (r *recordedGauges) Gauges(ctx context.Context) (backend.Gauges, error) {
 	r.record("Gauges")
 	return r.st.Gauges(ctx)
 }
 
-// recordedQueueGauges is a recordedGauges that is a gauges.QueueSource.
+// recordedQueueGauges is a recordedGauges that is a backend.QueueGaugeSource.
 type recordedQueueGauges struct{ *recordedGauges }
 
-func (r recordedQueueGauges) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+func (r recordedQueueGauges) QueueGauges(ctx context.Context) (backend.Gauges, error) {
 	r.record("QueueGauges")
 	return r.st.QueueGauges(ctx)
 }
 
-// TestOverviewGauges checks that the overview reads a gauges.QueueSource
+// TestOverviewGauges checks that the overview reads a backend.QueueGaugeSource
 // without its counts of tasks (it has them from the store's counts by tool
 // and status), and any other Source in full, showing the same queue.
 func TestOverviewGauges(t *testing.T) {
@@ -53,7 +53,7 @@ func TestOverviewGauges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recordedGauges{}
-			f := newFixture(t, fixtureOpts{gauges: func(st *sqlite.Store) gauges.Source {
+			f := newFixture(t, fixtureOpts{gauges: func(st *sqlite.Store) backend.GaugeSource {
 				rec.st = st
 				if tc.queue {
 					return recordedQueueGauges{rec}

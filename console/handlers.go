@@ -260,7 +260,7 @@ func (c *Console) serveList(w http.ResponseWriter, r *http.Request, op operator)
 	}
 	ctx, cancel := c.bound(r)
 	defer cancel()
-	page, err := c.opts.Store.OperatorTasks(ctx, oq)
+	page, err := c.opts.Store.Tasks(ctx, oq)
 	switch {
 	case errors.Is(err, task.ErrBadCursor):
 		c.errorPage(w, r, op, http.StatusBadRequest, "The page token is not valid for these filters. Start again from the first page.")
@@ -291,7 +291,7 @@ func (c *Console) loadTask(w http.ResponseWriter, r *http.Request, op operator) 
 	}
 	ctx, cancel := c.bound(r)
 	defer cancel()
-	ot, err := c.opts.Store.OperatorTask(ctx, id)
+	ot, err := c.opts.Store.Task(ctx, id)
 	if errors.Is(err, task.ErrNotFound) {
 		c.errorPage(w, r, op, http.StatusNotFound, "No task has this ID. It may have expired or been deleted.")
 		return backend.OperatorTask{}, false
@@ -393,15 +393,15 @@ func (c *Console) serveAction(w http.ResponseWriter, r *http.Request, op operato
 	target := c.prefix + "/tasks/" + url.PathEscape(id)
 	switch action {
 	case "cancel":
-		err = c.opts.Store.OperatorCancel(ctx, id)
+		err = c.opts.Store.Cancel(ctx, id)
 		target += "?notice=cancel"
 	case "retry":
 		var tk task.Task
-		if tk, err = c.opts.Store.OperatorRetry(ctx, id); err == nil {
+		if tk, err = c.opts.Store.Retry(ctx, id); err == nil {
 			target = c.prefix + "/tasks/" + url.PathEscape(tk.ID()) + "?notice=retried"
 		}
 	case "delete":
-		err = c.opts.Store.OperatorDelete(ctx, id)
+		err = c.opts.Store.Delete(ctx, id)
 		target = c.prefix + "/tasks?notice=deleted"
 	}
 	switch {

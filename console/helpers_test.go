@@ -21,7 +21,6 @@ import (
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/oauth"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
@@ -73,7 +72,7 @@ type fixtureOpts struct {
 	oauth      *oauth.ResourceServer
 	// gauges wraps the store as the console's Options.Gauges; nil: the
 	// store itself.
-	gauges func(*sqlite.Store) gauges.Source
+	gauges func(*sqlite.Store) backend.GaugeSource
 	// noLogger leaves Options.Logger nil.
 	noLogger bool
 }
@@ -94,7 +93,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		fo.credSignIn = console.SignInLimit{Burst: 1000, Every: time.Millisecond}
 	}
 	f := &fixture{t: t, st: st, log: &syncBuffer{}, clock: storetest.NewClock(time.Now())}
-	var src gauges.Source = st
+	var src backend.GaugeSource = st
 	if fo.gauges != nil {
 		src = fo.gauges(st)
 	}
@@ -103,7 +102,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		logger = nil
 	}
 	c, err := console.New(console.Options{
-		Store: st, Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
+		Store: st.Operator(), Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
 		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn,
 		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth,

@@ -95,7 +95,7 @@ func TestSignInLimitOptions(t *testing.T) {
 		{"control character in scope", console.Options{OperatorScope: "ops\x00"}},
 		{"non-ASCII scope", console.Options{OperatorScope: "opérateur"}},
 	} {
-		tc.opts.Store, tc.opts.Token = f.st, []byte(token)
+		tc.opts.Store, tc.opts.Token = f.st.Operator(), []byte(token)
 		if _, err := console.New(tc.opts); err == nil {
 			t.Errorf("%s: New succeeded", tc.name)
 		}

@@ -102,7 +102,7 @@ func TestOAuthOperators(t *testing.T) {
 func TestOperatorScopeOption(t *testing.T) {
 	iss, rs := newResourceServer(t)
 	f := newFixture(t, fixtureOpts{})
-	c, err := console.New(console.Options{Store: f.st, Token: []byte(token), OAuth: rs, OperatorScope: "ops"})
+	c, err := console.New(console.Options{Store: f.st.Operator(), Token: []byte(token), OAuth: rs, OperatorScope: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}

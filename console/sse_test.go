@@ -67,7 +67,7 @@ func TestEvents(t *testing.T) {
 	defer cancel()
 	all, _ := f.openStream(ctx, "/console/events", bearer)
 	one, _ := f.openStream(ctx, "/console/events?task="+f.cancelling, bearer)
-	if err := f.st.OperatorCancel(ctx, f.working); err != nil {
+	if err := f.st.Operator().Cancel(ctx, f.working); err != nil {
 		t.Fatal(err)
 	}
 	if got := readEvent(t, all); got != "event: change\ndata: 1\n\n" {
@@ -75,7 +75,7 @@ func TestEvents(t *testing.T) {
 	}
 	// The task stream heard nothing of the other task: its next event is
 	// its own task's.
-	if err := f.st.OperatorCancel(ctx, f.cancelling); err != nil {
+	if err := f.st.Operator().Cancel(ctx, f.cancelling); err != nil {
 		t.Fatal(err)
 	}
 	if got := readEvent(t, one); got != "event: change\ndata: 1\n\n" {
@@ -119,7 +119,7 @@ func TestEventStreamBounds(t *testing.T) {
 	if ev := readEvent(t, first); ev != "" {
 		t.Errorf("the replaced stream went on: %q", ev)
 	}
-	if err := f.st.OperatorCancel(ctx, f.working); err != nil {
+	if err := f.st.Operator().Cancel(ctx, f.working); err != nil {
 		t.Fatal(err)
 	}
 	if got := readEvent(t, second); got != "event: change\ndata: 1\n\n" {
@@ -135,7 +135,7 @@ func TestEventsCoalesce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	br, _ := f.openStream(ctx, "/console/events", bearer)
-	if err := f.st.OperatorCancel(ctx, f.working); err != nil {
+	if err := f.st.Operator().Cancel(ctx, f.working); err != nil {
 		t.Fatal(err)
 	}
 	if got := readEvent(t, br); got != "event: change\ndata: 1\n\n" {

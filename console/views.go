@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -57,12 +56,12 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 		wg               sync.WaitGroup
 		counts           []backend.TaskCount
 		buckets          []backend.ActivityBucket
-		snap             gauges.Snapshot
+		snap             backend.Gauges
 		snapAt           time.Time
 		errC, errA, errG error
 	)
-	wg.Go(func() { counts, errC = c.opts.Store.OperatorCounts(ctx) })
-	wg.Go(func() { buckets, errA = c.opts.Store.OperatorActivity(ctx, now.Add(-backend.MaxActivityWindow)) })
+	wg.Go(func() { counts, errC = c.opts.Store.Counts(ctx) })
+	wg.Go(func() { buckets, errA = c.opts.Store.Activity(ctx, now.Add(-backend.MaxActivityWindow)) })
 	if c.opts.Gauges != nil {
 		wg.Go(func() { snap, snapAt, errG = c.gauges.get(ctx, c.opts) })
 	}
@@ -103,11 +102,11 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 	sort.Slice(v.Tools, func(i, j int) bool { return v.Tools[i].Tool < v.Tools[j].Tool })
 	if c.opts.Gauges != nil {
 		v.QueueAt, v.QueueMaxAge = snapAt, c.opts.GaugesMaxAge
-		byState := map[gauges.JobState]int64{}
+		byState := map[backend.JobState]int64{}
 		for k, n := range snap.Jobs {
 			byState[k.State] += int64(n)
 		}
-		for _, s := range gauges.JobStates {
+		for _, s := range backend.JobStates {
 			v.Queue = append(v.Queue, count{Label: string(s), N: byState[s]})
 		}
 		v.Oldest = snap.OldestAvailable.Round(time.Second).String()
@@ -128,10 +127,10 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 type gaugeCache struct {
 	mu   sync.Mutex
 	at   time.Time
-	snap gauges.Snapshot
+	snap backend.Gauges
 }
 
-func (g *gaugeCache) get(ctx context.Context, opts Options) (gauges.Snapshot, time.Time, error) {
+func (g *gaugeCache) get(ctx context.Context, opts Options) (backend.Gauges, time.Time, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := opts.Now()
@@ -139,12 +138,12 @@ func (g *gaugeCache) get(ctx context.Context, opts Options) (gauges.Snapshot, ti
 		return g.snap, g.at, nil
 	}
 	read := opts.Gauges.Gauges
-	if q, ok := opts.Gauges.(gauges.QueueSource); ok {
-		read = q.QueueGauges // the overview counts tasks from OperatorCounts
+	if q, ok := opts.Gauges.(backend.QueueGaugeSource); ok {
+		read = q.QueueGauges // the overview counts tasks from Store.Counts
 	}
 	snap, err := read(ctx)
 	if err != nil {
-		return gauges.Snapshot{}, time.Time{}, err
+		return backend.Gauges{}, time.Time{}, err
 	}
 	g.snap, g.at = snap, now
 	return snap, now, nil

@@ -9,8 +9,8 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 type reportIn struct {

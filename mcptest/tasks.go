@@ -74,7 +74,7 @@ type Simulator struct {
 // NewSimulator builds a server with build, passing it m, and returns a
 // simulator whose client talks to the endpoint at path. Build the server
 // once per manager: to isolate a test, call NewSimulator with a fresh
-// manager (for example a new task/memory.Manager) instead of the one
+// manager (for example a new store/memory.Manager) instead of the one
 // production code uses.
 func NewSimulator(build func(m task.Manager) (http.Handler, error), m task.Manager, path string) (*Simulator, error) {
 	h, err := build(m)

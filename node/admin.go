@@ -11,10 +11,10 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskwire/taskwire/admin"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
 	twprom "github.com/taskwire/taskwire/prometheus"
 	"github.com/taskwire/taskwire/server"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/worker"
 )
 
@@ -42,7 +42,7 @@ type nodeAdmin struct {
 
 // newNodeAdmin registers the metrics of the node cfg describes on a
 // registry of its own, with the gauges of st, the node's store, when it
-// reports them (gauges.Source: both stores do). It returns nil when
+// reports them (backend.GaugeSource: both stores do). It returns nil when
 // cfg.AdminAddr is empty.
 func newNodeAdmin(cfg Config, st any) (*nodeAdmin, error) {
 	if cfg.AdminAddr == "" {
@@ -60,7 +60,7 @@ func newNodeAdmin(cfg Config, st any) (*nodeAdmin, error) {
 			return nil, err
 		}
 	}
-	if src, ok := st.(gauges.Source); ok {
+	if src, ok := st.(backend.GaugeSource); ok {
 		if err := twprom.RegisterStoreGauges(a.reg, src, twprom.StoreOptions{Logger: cfg.Logger}); err != nil {
 			return nil, err
 		}

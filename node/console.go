@@ -10,7 +10,6 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/oauth"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -36,13 +35,13 @@ func newConsole(cfg Console, st any, logger *slog.Logger) (*console.Console, err
 	if cfg.Token == nil {
 		return nil, nil
 	}
-	op, ok := st.(backend.Operator)
+	src, ok := st.(backend.OperatorSource)
 	if !ok {
 		return nil, errors.New("the store does not support the console")
 	}
-	opts := console.Options{Store: op, Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger,
+	opts := console.Options{Store: src.Operator(), Token: cfg.Token, ShowArguments: cfg.ShowArguments, Logger: logger,
 		OAuth: cfg.OAuth, OperatorScope: cfg.Scope}
-	if g, ok := st.(gauges.Source); ok {
+	if g, ok := st.(backend.GaugeSource); ok {
 		opts.Gauges = g
 	}
 	if m, ok := st.(task.Manager); ok {

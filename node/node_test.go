@@ -14,11 +14,11 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/durable"
-	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/worker/workertest"
 )
 
 // waitFor bounds every wait of these tests.
@@ -109,7 +109,7 @@ func createTask(t *testing.T, c *mcptest.Client, name string, args any) string {
 func TestStopNowStopsClaiming(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
-	metrics := jobmetrics.New()
+	metrics := workertest.New()
 	cfg.WorkerMetrics = metrics
 	n := start(t, cfg)
 	createTask(t, newClient(t, n.URL()), "work.block", BlockIn{Label: "stop"})

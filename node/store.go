@@ -13,8 +13,8 @@ import (
 )
 
 // StoreSpec names a durable store for a node to open: a parsed store spec
-// (store.ParseSpec: sqlite:PATH, PATH.db or a postgres:// URL) with the
-// options that go with it.
+// (store.ParseSpec: sqlite:PATH, PATH.db, a postgres:// URL or memory:)
+// with the options that go with it.
 type StoreSpec struct {
 	// Spec is the parsed spec.
 	store.Spec
@@ -54,8 +54,9 @@ func openStore(ctx context.Context, spec StoreSpec, noMigrate bool, logger *slog
 
 // Migrate opens the store spec names, applies its pending schema
 // migrations and closes it, for a node that only migrates (a fleet's
-// deploy step). It returns the schema version the store is now at. ctx
-// bounds the whole; errors name the resolved store, never a password.
+// deploy step). It returns the schema version the store is now at (0 for
+// memory:, which has no schema). ctx bounds the whole; errors name the
+// resolved store, never a password.
 func Migrate(ctx context.Context, spec StoreSpec, logger *slog.Logger) (version int, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -77,10 +78,13 @@ func Migrate(ctx context.Context, spec StoreSpec, logger *slog.Logger) (version 
 }
 
 // schemaVersion is the schema version the code migrates the spec's backend
-// to.
+// to; 0 for the in-memory store, which has no schema.
 func schemaVersion(s StoreSpec) int {
-	if s.Kind == store.Postgres {
+	switch s.Kind {
+	case store.Postgres:
 		return postgres.SchemaVersion()
+	case store.Memory:
+		return 0
 	}
 	return sqlite.SchemaVersion()
 }

@@ -13,7 +13,7 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -88,15 +88,15 @@ func (o StoreOptions) validate() error {
 
 // RegisterStoreGauges registers, on reg, gauges of a store read at scrape
 // time from src (*sqlite.Store, *postgres.Store and *memory.Manager
-// implement gauges.Source): tasks by status, unfinished jobs by kind and state, the
-// age of the oldest available job, and live sessions, with
+// implement backend.GaugeSource): tasks by status, unfinished jobs by kind
+// and state, the age of the oldest available job, and live sessions, with
 // taskwire_store_up, taskwire_store_read_errors_total and
 // taskwire_store_read_duration_seconds about the read itself. A read that
 // fails or passes its Timeout leaves the store's series out of that scrape
 // and sets taskwire_store_up to 0; the scrape itself succeeds. It fails
 // when reg or src is nil, an option is out of range, or reg holds metrics
 // of the same names.
-func RegisterStoreGauges(reg prom.Registerer, src gauges.Source, opts StoreOptions) error {
+func RegisterStoreGauges(reg prom.Registerer, src backend.GaugeSource, opts StoreOptions) error {
 	if src == nil {
 		return errNilSource
 	}
@@ -141,12 +141,12 @@ var taskStatuses = []task.Status{task.Working, task.InputRequired, task.Complete
 // storeCollector reads its source at Collect, at most once per
 // MinInterval; mu serializes reads, so concurrent scrapes cost one.
 type storeCollector struct {
-	src  gauges.Source
+	src  backend.GaugeSource
 	opts StoreOptions
 
 	mu      sync.Mutex
 	read    time.Time // when last was read; zero before the first read
-	last    gauges.Snapshot
+	last    backend.Gauges
 	lastErr error
 	took    time.Duration
 	errors  int // reads that failed
@@ -184,7 +184,7 @@ func (c *storeCollector) Collect(ch chan<- prom.Metric) {
 
 // snapshot returns the last read if it is recent enough, else reads the
 // source under the Timeout; errs counts the failed reads so far.
-func (c *storeCollector) snapshot() (snap gauges.Snapshot, took time.Duration, errs int, err error) {
+func (c *storeCollector) snapshot() (snap backend.Gauges, took time.Duration, errs int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -207,7 +207,7 @@ func (c *storeCollector) snapshot() (snap gauges.Snapshot, took time.Duration, e
 // jobSeries returns the value of every job series: each state of the
 // configured kinds and of the kinds found, up to MaxKinds kinds, and the
 // rest under otherKind.
-func (c *storeCollector) jobSeries(jobs map[gauges.Job]int) map[gauges.Job]int {
+func (c *storeCollector) jobSeries(jobs map[backend.JobKey]int) map[backend.JobKey]int {
 	kinds := slices.Clone(c.opts.Kinds)
 	known := map[string]bool{}
 	for _, k := range kinds {
@@ -226,16 +226,16 @@ func (c *storeCollector) jobSeries(jobs map[gauges.Job]int) map[gauges.Job]int {
 	for _, k := range kinds[:min(len(kinds), c.opts.MaxKinds)] {
 		own[k] = true
 	}
-	out := map[gauges.Job]int{}
+	out := map[backend.JobKey]int{}
 	for k := range own {
-		for _, s := range gauges.JobStates {
-			out[gauges.Job{Kind: k, State: s}] = 0
+		for _, s := range backend.JobStates {
+			out[backend.JobKey{Kind: k, State: s}] = 0
 		}
 	}
 	overflow := len(kinds) > c.opts.MaxKinds
 	if overflow {
-		for _, s := range gauges.JobStates {
-			out[gauges.Job{Kind: otherKind, State: s}] = 0
+		for _, s := range backend.JobStates {
+			out[backend.JobKey{Kind: otherKind, State: s}] = 0
 		}
 	}
 	for j, n := range jobs {

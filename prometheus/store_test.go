@@ -18,7 +18,6 @@ import (
 	"github.com/taskwire/taskwire/internal/pgtest"
 	"github.com/taskwire/taskwire/internal/promscrape"
 	twprom "github.com/taskwire/taskwire/prometheus"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 	"github.com/taskwire/taskwire/task"
@@ -70,8 +69,8 @@ func TestStoreGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := scrape(t, twprom.Handler(reg))
-	if got := len(f.Series("taskwire_store_jobs")); got != 2*len(gauges.JobStates) {
-		t.Errorf("empty store: %d job series, want %d", got, 2*len(gauges.JobStates))
+	if got := len(f.Series("taskwire_store_jobs")); got != 2*len(backend.JobStates) {
+		t.Errorf("empty store: %d job series, want %d", got, 2*len(backend.JobStates))
 	}
 	if v, _ := f.Value("taskwire_store_up"); v != 1 {
 		t.Errorf("taskwire_store_up = %v, want 1", v)
@@ -101,8 +100,8 @@ func TestStoreGauges(t *testing.T) {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if got := len(f.Series("taskwire_store_jobs")); got != 3*len(gauges.JobStates) {
-		t.Errorf("%d job series, want %d", got, 3*len(gauges.JobStates))
+	if got := len(f.Series("taskwire_store_jobs")); got != 3*len(backend.JobStates) {
+		t.Errorf("%d job series, want %d", got, 3*len(backend.JobStates))
 	}
 	wantLabels := map[string][][]string{
 		"taskwire_store_jobs":  {{"kind", "state"}},

@@ -13,8 +13,8 @@ import (
 	"github.com/taskwire/taskwire/internal/schemacheck"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // Fixtures of the legacy tasks tests: a server with one endpoint serving

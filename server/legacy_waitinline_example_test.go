@@ -6,8 +6,8 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // ReportInput and Report are the input and result of the example's tool.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/task/memory"
+	"github.com/taskwire/taskwire/store/memory"
 )
 
 // TestListenGivesBodyBack: a listen gives its request body (the pooled

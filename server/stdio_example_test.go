@@ -12,7 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
-	"github.com/taskwire/taskwire/task/memory"
+	"github.com/taskwire/taskwire/store/memory"
 )
 
 // GreetInput is the input of the stdio example's tool.

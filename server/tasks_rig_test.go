@@ -17,8 +17,8 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // Fixtures of the Tasks tests. Every request uses JSON-RPC id 7 so that

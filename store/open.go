@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
@@ -29,7 +30,10 @@ const (
 	DefaultMigrateTimeout = 5 * time.Minute
 )
 
-// Options configure Open. Zero values mean the defaults.
+// Options configure Open. Zero values mean the defaults. The in-memory
+// store (memory:) uses none of them: it has store/memory's default bounds
+// (memory.DefaultCapacity tasks and so on); open it with memory.New for
+// others.
 type Options struct {
 	// Schema is the PostgreSQL schema of the store's tables. Default
 	// postgres.DefaultSchema. SQLite has no schemas: setting it for a
@@ -91,7 +95,9 @@ func (o *Options) validate(spec Spec) error {
 // that it is usable before returning it: a SQLite file is opened for
 // writing and one write transaction committed; a PostgreSQL server must
 // answer within ConnectTimeout. Unless opts.NoMigrate, pending migrations
-// are applied (on PostgreSQL within MigrateTimeout).
+// are applied (on PostgreSQL within MigrateTimeout). A memory: spec
+// returns a new *memory.Manager with its default bounds, which cannot
+// fail to be usable.
 //
 // Errors are meant for an operator: they name the file, or the host,
 // database and schema (never a password), say what is wrong and, where
@@ -119,6 +125,12 @@ func OpenSpec(ctx context.Context, spec Spec, opts Options) (backend.Store, erro
 		return openSQLite(ctx, spec, opts)
 	case Postgres:
 		return openPostgres(ctx, spec, opts)
+	case Memory:
+		m, err := memory.New(memory.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", spec, err)
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("store: unknown backend %q", spec.Kind)
 }

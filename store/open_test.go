@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -12,9 +13,12 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/internal/pgtest"
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/store/postgres"
 	"github.com/taskwire/taskwire/store/sqlite"
+	"github.com/taskwire/taskwire/task"
 )
 
 // readOnly makes path unwritable for this process and restores it when t
@@ -130,6 +134,49 @@ func TestOpenBackends(t *testing.T) {
 	}
 	if p.Sessions() == nil {
 		t.Error("no session store")
+	}
+}
+
+// TestOpenMemory checks that memory: opens a fresh in-memory store each
+// time, one that holds what it is given, and that a PostgreSQL schema is
+// refused for it.
+func TestOpenMemory(t *testing.T) {
+	ctx := context.Background()
+	open := func() *memory.Manager {
+		t.Helper()
+		s, err := store.Open(ctx, "memory:", store.Options{})
+		if err != nil {
+			t.Fatalf("Open(memory:): %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		m, ok := s.(*memory.Manager)
+		if !ok {
+			t.Fatalf("memory spec opened %T", s)
+		}
+		return m
+	}
+	a, b := open(), open()
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	o, err := task.NewOrigin(task.OriginParams{ProtocolVersion: mcp.LatestProtocolVersion, Endpoint: "main",
+		Operation: mcp.MethodToolsCall, Tool: "report", Arguments: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := a.Create(&task.CreationContext{Request: task.RequestContext{Endpoint: "main",
+		ProtocolVersion: mcp.LatestProtocolVersion}, Origin: o})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := a.Find(created.ID()); err != nil {
+		t.Errorf("the store lost the task it created: %v", err)
+	}
+	if _, err := b.Find(created.ID()); !errors.Is(err, task.ErrNotFound) {
+		t.Errorf("a second memory: store sees the first one's task (err %v)", err)
+	}
+	if _, err := store.Open(ctx, "memory:", store.Options{Schema: "x"}); err == nil {
+		t.Error("a schema for the in-memory store was accepted")
 	}
 }
 

@@ -23,11 +23,15 @@ const (
 	SQLite Kind = "sqlite"
 	// Postgres is store/postgres: one schema of a PostgreSQL database.
 	Postgres Kind = "postgres"
+	// Memory is store/memory: a bounded store inside the process, for
+	// development and tests. Nothing survives the process and nodes
+	// cannot share it.
+	Memory Kind = "memory"
 )
 
 // Spec is a parsed store spec; build it with ParseSpec.
 type Spec struct {
-	// Kind is SQLite or Postgres.
+	// Kind is SQLite, Postgres or Memory.
 	Kind Kind
 	// Path is the SQLite database file (or sqlite.MemoryPath).
 	Path string
@@ -41,7 +45,11 @@ type Spec struct {
 //	sqlite:PATH                  a SQLite file (sqlite:///abs/path also works)
 //	PATH.db, .sqlite, .sqlite3   the same, without the prefix
 //	postgres://… postgresql://…  a PostgreSQL connection URL naming a database
+//	memory:                      the in-memory store of store/memory
 //
+// memory: is not sqlite::memory: (SQLite's private in-memory database):
+// both lose every task when the process stops, but memory: is the
+// bounded development store that starts no database at all.
 // A PostgreSQL URL must name its database (in the path or as dbname=):
 // PostgreSQL's own fallback, a database named after the user, would
 // silently put the store's tables somewhere unexpected. Anything else is an
@@ -51,7 +59,7 @@ func ParseSpec(s string) (Spec, error) {
 	lower := strings.ToLower(s)
 	switch {
 	case s == "":
-		return Spec{}, errors.New("empty store: use sqlite:PATH or postgres://USER@HOST/DB")
+		return Spec{}, errors.New("empty store: use sqlite:PATH, postgres://USER@HOST/DB or memory:")
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
 		u, err := url.Parse(s)
 		if err != nil {
@@ -62,6 +70,11 @@ func ParseSpec(s string) (Spec, error) {
 				"(PostgreSQL would otherwise use the database named after the user)", RedactURL(s))
 		}
 		return Spec{Kind: Postgres, URL: s}, nil
+	case strings.HasPrefix(lower, "memory:"):
+		if rest := s[len("memory:"):]; rest != "" {
+			return Spec{}, fmt.Errorf("store %q: memory: takes nothing after the colon", s)
+		}
+		return Spec{Kind: Memory}, nil
 	case strings.HasPrefix(lower, "sqlite:"):
 		p := s[len("sqlite:"):]
 		// sqlite://relative and sqlite:///absolute, as in many URL-style
@@ -72,26 +85,29 @@ func ParseSpec(s string) (Spec, error) {
 		}
 		return Spec{Kind: SQLite, Path: p}, nil
 	case strings.Contains(s, "://"):
-		return Spec{}, fmt.Errorf("store %s: unsupported scheme; use sqlite:PATH or postgres://USER@HOST/DB", RedactURL(s))
+		return Spec{}, fmt.Errorf("store %s: unsupported scheme; use sqlite:PATH, postgres://USER@HOST/DB or memory:", RedactURL(s))
 	}
 	switch strings.ToLower(filepath.Ext(s)) {
 	case ".db", ".sqlite", ".sqlite3":
 		return Spec{Kind: SQLite, Path: s}, nil
 	}
-	return Spec{}, fmt.Errorf("store %q: not recognised; use sqlite:PATH (or a path ending in .db) or postgres://USER@HOST/DB", s)
+	return Spec{}, fmt.Errorf("store %q: not recognised; use sqlite:PATH (or a path ending in .db), postgres://USER@HOST/DB or memory:", s)
 }
 
-// String returns the spec for display: sqlite:PATH, or the PostgreSQL URL
-// with its password replaced.
+// String returns the spec for display: sqlite:PATH, memory:, or the
+// PostgreSQL URL with its password replaced.
 func (s Spec) String() string {
-	if s.Kind == Postgres {
+	switch s.Kind {
+	case Postgres:
 		return RedactURL(s.URL)
+	case Memory:
+		return "memory:"
 	}
 	return "sqlite:" + s.Path
 }
 
 // Describe names what the spec resolves to, for a startup line: the SQLite
-// file, or the PostgreSQL host, port, database, user and schema (schema
+// file, the in-memory store, or the PostgreSQL host, port, database, user and schema (schema
 // empty: postgres.DefaultSchema) after the PG* environment variables are
 // applied. It never shows a password and does not touch the network.
 func (s Spec) Describe(schema string) string {
@@ -101,6 +117,8 @@ func (s Spec) Describe(schema string) string {
 			return "SQLite in memory, tasks are lost when the process stops"
 		}
 		return "SQLite file " + s.Path + ", tasks survive restarts"
+	case Memory:
+		return "in-memory store, tasks are lost when the process stops"
 	case Postgres:
 		if schema == "" {
 			schema = postgres.DefaultSchema

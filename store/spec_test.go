@@ -29,11 +29,16 @@ func TestParseSpec(t *testing.T) {
 		{in: "postgresql://app:pw@db/tasks?sslmode=require", want: store.Spec{Kind: store.Postgres, URL: "postgresql://app:pw@db/tasks?sslmode=require"}},
 		{in: "postgres:///tasks?host=/run/postgresql", want: store.Spec{Kind: store.Postgres, URL: "postgres:///tasks?host=/run/postgresql"}},
 		{in: "postgres://app@db/?dbname=tasks", want: store.Spec{Kind: store.Postgres, URL: "postgres://app@db/?dbname=tasks"}},
+		{in: "memory:", want: store.Spec{Kind: store.Memory}},
+		{in: " Memory: ", want: store.Spec{Kind: store.Memory}},
 
 		{in: "", wantErr: "empty store"},
 		{in: "   ", wantErr: "empty store"},
 		{in: "sqlite:", wantErr: "needs a file"},
 		{in: "sqlite://", wantErr: "needs a file"},
+		{in: "memory:x", wantErr: "memory: takes nothing after the colon"},
+		{in: "memory://", wantErr: "memory: takes nothing after the colon"},
+		{in: "memory", wantErr: "or memory:"},
 		{in: "tasks", wantErr: "not recognised"},
 		{in: "tasks.txt", wantErr: "not recognised"},
 		{in: "mysql://root:hunter2@db/x", wantErr: "unsupported scheme"},
@@ -68,6 +73,7 @@ func TestSpecStringRedacts(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"sqlite:taskwire.db", "sqlite:taskwire.db"},
 		{"x.db", "sqlite:x.db"},
+		{"MEMORY:", "memory:"},
 		{"postgres://app@db/tasks", "postgres://app@db/tasks"},
 		{"postgres://app:hunter2@db:5432/tasks", "postgres://app:xxxxx@db:5432/tasks"},
 		{"postgresql://app:hunter2@db/tasks?password=hunter2&sslmode=disable", "postgresql://app:xxxxx@db/tasks?password=xxxxx&sslmode=disable"},
@@ -93,6 +99,7 @@ func TestSpecDescribe(t *testing.T) {
 	tests := []struct{ spec, schema, want string }{
 		{"sqlite:/data/tasks.db", "", "SQLite file /data/tasks.db, tasks survive restarts"},
 		{"sqlite::memory:", "", "SQLite in memory, tasks are lost when the process stops"},
+		{"memory:", "", "in-memory store, tasks are lost when the process stops"},
 		{"postgres://app:hunter2@db.internal:6543/tasks", "", "PostgreSQL host db.internal port 6543 database tasks user app schema taskwire"},
 		{"postgres://app@db/tasks?password=hunter2", "tw2", "PostgreSQL host db port 5432 database tasks user app schema tw2"},
 	}

@@ -24,7 +24,7 @@ func AnswerMatches(req *mcp.InputRequest, raw json.RawMessage) bool {
 // wrong shape. outstanding and accepted are changed in place; accepted may
 // be nil only when nothing is accepted, so callers pass a non-nil map. It
 // returns how many responses it accepted: none means the task does not
-// change. Every Manager (task/memory, store/sqlite, store/postgres) accepts
+// change. Every Manager (store/memory, store/sqlite, store/postgres) accepts
 // responses through it.
 func AcceptResponses(outstanding mcp.InputRequests, accepted, responses mcp.InputResponses) int {
 	n := 0

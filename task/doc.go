@@ -12,6 +12,6 @@
 // delivered. A Manager owns storage: task IDs, persistence of the task, its
 // Origin and its authorization binding, legal transitions, immutable terminal
 // states, deduplication of input responses, and publishing events only after
-// a change is committed. Package task/memory is a bounded development
-// manager; durable managers live under store/.
+// a change is committed. Every manager lives under store/: store/memory is
+// a bounded development one, store/sqlite and store/postgres are durable.
 package task

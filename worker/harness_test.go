@@ -15,13 +15,13 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// harness runs a Runtime over the in-memory backend (task/memory) through a
+// harness runs a Runtime over the in-memory backend (store/memory) through a
 // storeWrap, with recording metrics and a captured log. The backend and the
 // runtime share one clock, which reads package time (inside a synctest
 // bubble, the bubble's fake time) plus the skew jump added. Use it inside a

@@ -60,7 +60,7 @@ func TestHistoryRecordsFailureCategories(t *testing.T) {
 				h.start()
 				h.waitStatus(t, id, task.Failed)
 				h.stop(t)
-				ot, err := h.mem.OperatorTask(context.Background(), id)
+				ot, err := h.mem.Operator().Task(context.Background(), id)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 type greetOut struct {

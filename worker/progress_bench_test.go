@@ -7,7 +7,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/proccpu"
-	"github.com/taskwire/taskwire/task/memory"
+	"github.com/taskwire/taskwire/store/memory"
 )
 
 // BenchmarkJobReportProgress measures what the progress path adds to one

@@ -11,7 +11,7 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
-// storeWrap wraps the JobStore of the in-memory backend (task/memory) for
+// storeWrap wraps the JobStore of the in-memory backend (store/memory) for
 // the runtime's tests: it records the calls the tests assert on and injects
 // the faults of a failing or buggy store. It exposes JobStore and
 // ProgressReporter only, so the runtime completes one job at a time (see

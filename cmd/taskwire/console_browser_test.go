@@ -188,7 +188,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(notice, "Cancellation was requested") {
 		t.Errorf("notice after cancelling: %q", notice)
 	}
-	ot, err := st.OperatorTask(t.Context(), victim)
+	ot, err := st.Operator().Task(t.Context(), victim)
 	if err != nil || !ot.CancelRequested {
 		t.Errorf("the cancelled task: cancel requested %v, %v", ot.CancelRequested, err)
 	}

@@ -47,9 +47,10 @@
 // cancelled, 7 when it needs input and the command is not interactive, 124
 // when --timeout passed and 130 when interrupted.
 //
-// SPEC is sqlite:PATH (or a path ending in .db) or a postgres:// URL. It
-// defaults to $TASKWIRE_STORE, then to sqlite:taskwire.db in the working
-// directory, so that tasks survive a restart without any set-up. --schema
+// SPEC is sqlite:PATH (or a path ending in .db), a postgres:// URL or
+// memory: (in the process only, lost when it exits). It defaults to
+// $TASKWIRE_STORE, then to sqlite:taskwire.db in the working directory, so
+// that tasks survive a restart without any set-up. --schema
 // names the PostgreSQL schema holding the tables (default taskwire), so that
 // several deployments can share one database. --store-timeout (default 5s)
 // bounds every store call, so that a database that stops answering fails

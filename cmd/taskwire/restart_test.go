@@ -12,12 +12,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/worker/workertest"
 )
 
 // TestMain checks that a node leaves no goroutine behind once shut down:
@@ -42,7 +42,7 @@ func TestRestartKeepsTasks(t *testing.T) {
 	db := filepath.Join(dir, "tasks.db")
 
 	// Node A: serve with one worker, stopped in the middle of the job.
-	m := jobmetrics.New()
+	m := workertest.New()
 	cfgA := testConfig(db, 1)
 	cfgA.WorkerMetrics = m
 	cfgA.ShutdownGrace = 50 * time.Millisecond

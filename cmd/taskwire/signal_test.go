@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/worker"
+	"github.com/taskwire/taskwire/worker/workertest"
 )
 
 // TestInterruptDrainsThenStops checks the two interrupts: the first prints
@@ -42,7 +42,7 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	cfg := testConfig(db, 1)
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
 	cfg.BodyTimeout = time.Hour
-	metrics := jobmetrics.New()
+	metrics := workertest.New()
 	cfg.WorkerMetrics = metrics
 	signals := make(chan os.Signal, 2)
 	cfg.Signals = signals

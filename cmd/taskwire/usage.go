@@ -38,6 +38,7 @@ and --header K:V (repeatable); --timeout bounds the wait, --json prints JSON.
 The store is --store, else $TASKWIRE_STORE, else sqlite:taskwire.db:
   sqlite:PATH (or PATH.db)          a SQLite file, the default
   postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets
+  memory:                           in this process only, lost when it exits
 
 Run "taskwire COMMAND -h" for the flags of a command.
 

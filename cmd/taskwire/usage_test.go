@@ -47,7 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"worker", "--frobnicate"}, "worker: flag provided but not defined: -frobnicate", "taskwire worker -h"},
 		{[]string{"worker", "--store", db, "--workers", "0"}, "worker: --workers must be at least 1", "taskwire worker -h"},
 		{[]string{"worker", "--store", db, "--lease", "1ms"}, "worker: --lease must be at least 1s", "taskwire worker -h"},
-		{[]string{"migrate", "--store", "tasks.txt"}, `migrate: store "tasks.txt": not recognised; use sqlite:PATH (or a path ending in .db) or postgres://USER@HOST/DB`, "taskwire migrate -h"},
+		{[]string{"migrate", "--store", "tasks.txt"}, `migrate: store "tasks.txt": not recognised; use sqlite:PATH (or a path ending in .db), postgres://USER@HOST/DB or memory:`, "taskwire migrate -h"},
 		{[]string{"migrate", "now"}, `migrate: unexpected arguments ["now"]`, "taskwire migrate -h"},
 		{[]string{"version", "--frobnicate"}, "version: flag provided but not defined: -frobnicate", "taskwire version -h"},
 		{[]string{"login"}, "login: exactly one server URL is required", "taskwire login -h"},

@@ -30,7 +30,7 @@ func docs(t *testing.T, root string) []string {
 
 // prefer settles the package names that two importable packages share.
 var prefer = map[string]string{
-	"memory": "github.com/taskwire/taskwire/task/memory",
+	"memory": "github.com/taskwire/taskwire/store/memory",
 	"rand":   "math/rand/v2",
 }
 

@@ -85,7 +85,7 @@ func TestGenerate(t *testing.T) {
 	imports := NewImports(map[string]string{
 		"fmt":                                 "fmt",
 		"github.com/taskwire/taskwire/server": "server",
-		"github.com/taskwire/taskwire/task/memory":    "memory",
+		"github.com/taskwire/taskwire/store/memory":   "memory",
 		"github.com/taskwire/taskwire/session/memory": "memory",
 	}, nil)
 	tests := []struct {

@@ -30,7 +30,7 @@ type commonFlags struct {
 // addCommonFlags defines --store and --log-level on fs.
 func (p *Program) addCommonFlags(fs *flag.FlagSet) commonFlags {
 	return commonFlags{
-		store: fs.String("store", "", "task store `spec`: sqlite:PATH, PATH.db or postgres://USER@HOST/DB "+
+		store: fs.String("store", "", "task store `spec`: sqlite:PATH, PATH.db, postgres://USER@HOST/DB or memory: "+
 			"(default $"+storeEnv+", else "+defaultStore(p.Name)+")"),
 		schema: fs.String("schema", "", "PostgreSQL `schema` holding the store's tables (default "+postgres.DefaultSchema+"); "+
 			"not for SQLite"),

@@ -193,7 +193,8 @@ func (p *Program) usage() string {
 		"  help      print this help, or a command's: " + p.Name + " help COMMAND\n\n" +
 		"The store is --store, else $" + storeEnv + ", else " + defaultStore(p.Name) + ":\n" +
 		"  sqlite:PATH (or PATH.db)          a SQLite file, the default\n" +
-		"  postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets\n\n" +
+		"  postgres://USER@HOST:PORT/DB      PostgreSQL, for fleets\n" +
+		"  memory:                           in this process only, lost when it exits\n\n" +
 		"Run \"" + p.Name + " COMMAND -h\" for the flags of a command.\n\n" +
 		"Every command exits 2 on a usage error (an unknown command or flag, a flag\n" +
 		"value or argument that does not parse or is refused) and 1 on another failure.\n"

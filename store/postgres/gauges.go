@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/opsdata"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -16,26 +16,26 @@ import (
 // database's, in whole milliseconds like every other statement's.
 const gaugeNow = `coalesce($1::timestamptz, date_trunc('milliseconds', now()))`
 
-var _ gauges.QueueSource = (*Store)(nil)
+var _ backend.QueueGaugeSource = (*Store)(nil)
 
-// Gauges implements gauges.Source from one repeatable-read snapshot. It
+// Gauges implements backend.GaugeSource from one repeatable-read snapshot. It
 // counts every task row (a scan of the tasks table: a counter row would
 // serialize concurrent writers) and the unfinished jobs (a scan of the
 // jobs table), so its cost grows with the store; callers scrape it every
 // few seconds at most. Jobs of expired tasks, which no claim takes, are
 // left out like finished ones. It is bounded by Options.Timeout.
-func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+func (s *Store) Gauges(ctx context.Context) (backend.Gauges, error) {
 	return s.gauges(ctx, true)
 }
 
-// QueueGauges implements gauges.QueueSource: Gauges without the scan of
+// QueueGauges implements backend.QueueGaugeSource: Gauges without the scan of
 // the tasks (Tasks is nil), so its cost grows with the jobs table only.
-func (s *Store) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+func (s *Store) QueueGauges(ctx context.Context) (backend.Gauges, error) {
 	return s.gauges(ctx, false)
 }
 
-func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
-	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
+func (s *Store) gauges(ctx context.Context, tasks bool) (backend.Gauges, error) {
+	snap := backend.Gauges{Jobs: map[backend.JobKey]int{}}
 	if tasks {
 		snap.Tasks = map[task.Status]int{}
 	}
@@ -61,7 +61,7 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 					rows.Close()
 					return err
 				}
-				snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+				snap.Jobs[backend.JobKey{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
@@ -80,7 +80,7 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 			return nil
 		})
 	if err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	return snap, nil
 }

@@ -62,7 +62,7 @@ func TestHistoryOfTheCommonLife(t *testing.T) {
 		t.Errorf("%d history rows written, want 0", n)
 	}
 	want := []step{{Kind: backend.EventCreated}, {backend.EventClaimed, 1, "w1"}, {Kind: backend.EventCompleted, Attempt: 1}}
-	before, err := s.OperatorTask(ctx, tk.ID())
+	before, err := s.Operator().Task(ctx, tk.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestHistoryOfTheCommonLife(t *testing.T) {
 	if n, err := s.Jobs().(backend.Pruner).PruneJobs(ctx, time.Now().Add(time.Hour), 10); n != 1 || err != nil {
 		t.Fatalf("PruneJobs = %d, %v", n, err)
 	}
-	after, err := s.OperatorTask(ctx, tk.ID())
+	after, err := s.Operator().Task(ctx, tk.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestHistoryAcrossMigration013(t *testing.T) {
 		{"rollout", []step{{Kind: backend.EventCreated}, {backend.EventClaimed, 1, "old"}, {backend.EventRetry, 1, "old"},
 			{backend.EventClaimed, 2, "new"}}},
 	} {
-		ot, err := s.OperatorTask(ctx, tt.id)
+		ot, err := s.Operator().Task(ctx, tt.id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestActivityCountsBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := nodes[0].OperatorActivity(ctx, time.Time{})
+	got, err := nodes[0].Operator().Activity(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

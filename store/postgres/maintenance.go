@@ -4,11 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/store/internal/taskdata"
-	"github.com/taskwire/taskwire/task"
 )
 
 // RescueExpired implements backend.JobStore. It takes at most p.Limit running
@@ -82,55 +78,4 @@ func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) 
 		return 0, wrapErr("prune activity counts", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// Stats are counts of a store's rows, for monitoring.
-type Stats struct {
-	// Tasks counts tasks by status, expired ones included until deleted.
-	Tasks map[task.Status]int
-	// Jobs counts jobs by state: available, running, awaiting_input,
-	// done.
-	Jobs map[string]int
-	// Outbox counts outbox rows; LastOutboxID is the newest row's ID.
-	Outbox       int
-	LastOutboxID int64
-	// SchemaVersion is the schema's version.
-	SchemaVersion int
-}
-
-// Stats counts the store's rows from one repeatable-read snapshot.
-func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	st := Stats{Tasks: map[task.Status]int{}, Jobs: map[string]int{}}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error {
-			if err := countBy(ctx, tx, `SELECT status, count(*) FROM `+s.q.ident+`.tasks GROUP BY status`,
-				st.Tasks); err != nil {
-				return err
-			}
-			if err := countBy(ctx, tx, `SELECT state, count(*) FROM `+s.q.ident+`.jobs GROUP BY state`,
-				st.Jobs); err != nil {
-				return err
-			}
-			if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(max(id), 0) FROM `+s.q.ident+`.outbox`).
-				Scan(&st.Outbox, &st.LastOutboxID); err != nil {
-				return err
-			}
-			v, err := s.version(ctx, tx)
-			st.SchemaVersion = v
-			return err
-		})
-	if err != nil {
-		return Stats{}, wrapErr("stats", err)
-	}
-	return st, nil
-}
-
-// countBy adds the rows of a grouped count query to into.
-func countBy[K ~string](ctx context.Context, tx pgx.Tx, query string, into map[K]int) error {
-	rows, err := tx.Query(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	return taskdata.CountBy(rows, into)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 

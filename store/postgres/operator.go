@@ -9,12 +9,22 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ backend.Operator = (*Store)(nil)
+var _ backend.OperatorSource = (*Store)(nil)
+
+// Operator returns the store's backend.Operator, for package console: it
+// reads and acts on every tenant's tasks, bypassing the authorization
+// binding of task.Manager, so it must only be reachable behind operator
+// authentication. It is kept off *Store so that an application's handle
+// shows only what the application uses. It is valid until Close.
+func (s *Store) Operator() backend.Operator { return operator{s} }
+
+// operator is the Store's operator side (see Operator).
+type operator struct{ s *Store }
 
 // summaryColumns are the columns scanned into a backend.TaskSummary.
 const summaryColumns = `id, kind, endpoint, tenant, status, status_message, created_at, updated_at, expires_at`
@@ -67,10 +77,11 @@ const (
 		SELECT t.status, EXISTS (SELECT 1 FROM d) FROM t`
 )
 
-// OperatorTasks implements backend.Operator in one statement along
+// Tasks implements backend.Operator in one statement along
 // tasks_created. Cursors are keyset positions authenticated with the
 // schema's cursor key together with the query's filters.
-func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+func (o operator) Tasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+	s := o.s
 	if err := storerules.CheckOperatorQuery(q); err != nil {
 		return backend.OperatorPage{}, fmt.Errorf("postgres: %w", err)
 	}
@@ -145,9 +156,10 @@ func scanSummary(row pgx.Row) (backend.TaskSummary, error) {
 	return d.finish(), nil
 }
 
-// OperatorCounts implements backend.Operator: one grouped scan of the
+// Counts implements backend.Operator: one grouped scan of the
 // tasks table.
-func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
+func (o operator) Counts(ctx context.Context) ([]backend.TaskCount, error) {
+	s := o.s
 	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorCounts))
 	if err != nil {
 		return nil, wrapErr("operator counts", err)
@@ -160,9 +172,10 @@ func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error)
 	return out, nil
 }
 
-// OperatorTask implements backend.Operator from one repeatable-read
+// Task implements backend.Operator from one repeatable-read
 // snapshot.
-func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTask, error) {
+func (o operator) Task(ctx context.Context, id string) (backend.OperatorTask, error) {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return backend.OperatorTask{}, task.ErrNotFound
 	}
@@ -254,10 +267,11 @@ func (s *Store) operatorJobAndHistory(ctx context.Context, tx pgx.Tx, id string,
 	return nil
 }
 
-// OperatorActivity implements backend.Operator: the completion counts of
+// Activity implements backend.Operator: the completion counts of
 // task_activity, and a grouped range scan of task_events_ended for the
 // tasks that failed or were cancelled.
-func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+func (o operator) Activity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+	s := o.s
 	since = storerules.ActivitySince(s.clock(), since)
 	rows, err := s.pool.Query(ctx, s.q.expand(sqlOperatorActivity), s.now(), since)
 	if err != nil {
@@ -280,9 +294,10 @@ func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backen
 	return acc.Buckets(), nil
 }
 
-// OperatorCancel implements backend.Operator through RequestCancel, with
+// Cancel implements backend.Operator through RequestCancel, with
 // the task's own binding.
-func (s *Store) OperatorCancel(ctx context.Context, id string) error {
+func (o operator) Cancel(ctx context.Context, id string) error {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return task.ErrNotFound
 	}
@@ -297,10 +312,11 @@ func (s *Store) OperatorCancel(ctx context.Context, id string) error {
 	return s.RequestCancel(ctx, rc)
 }
 
-// OperatorRetry implements backend.Operator: the failed task is locked,
+// Retry implements backend.Operator: the failed task is locked,
 // and the new task, its job and the failed task's "retried" event commit
 // in one transaction.
-func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error) {
+func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return task.Task{}, task.ErrNotFound
 	}
@@ -354,9 +370,10 @@ func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error)
 	return snap, nil
 }
 
-// OperatorDelete implements backend.Operator. The deletion is published,
+// Delete implements backend.Operator. The deletion is published,
 // so that a waiting client reads the task as gone.
-func (s *Store) OperatorDelete(ctx context.Context, id string) error {
+func (o operator) Delete(ctx context.Context, id string) error {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return task.ErrNotFound
 	}

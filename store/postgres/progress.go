@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 

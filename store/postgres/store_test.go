@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -375,7 +375,7 @@ func TestConcurrentClaims(t *testing.T) {
 			t.Fatalf("job %s completed %d times", id, n)
 		}
 	}
-	st, err := nodes[0].Stats(ctx)
+	st, err := nodes[0].stats(ctx)
 	// One outbox row per completion; creations have none.
 	if err != nil || st.Tasks[task.Completed] != jobs || st.Jobs["done"] != jobs || st.Outbox != jobs {
 		t.Fatalf("Stats = %+v, %v", st, err)

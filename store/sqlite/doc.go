@@ -7,8 +7,8 @@
 //
 // The store opens the file in WAL mode with one writer connection, through
 // which every write runs in a BEGIN IMMEDIATE transaction, and a separate
-// pool of read-only connections that serves FindTask, CancelRequested and
-// Stats. SQLite allows one writer at a time anyway; a single writer
+// pool of read-only connections that serves FindTask, CancelRequested,
+// the gauges and the operator reads. SQLite allows one writer at a time anyway; a single writer
 // connection turns lock contention inside the process into a wait for the
 // connection, which honours the caller's context and Options.Timeout
 // (default 5 s, for every write and lookup), and keeps SQLITE_BUSY for

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/store/internal/opsdata"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
@@ -23,30 +23,30 @@ const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FR
 const sqlGaugeOldest = `SELECT min(run_at) FROM jobs
 	WHERE state = 'available' AND run_at <= ?1 AND (expires_at IS NULL OR expires_at > ?1)`
 
-var _ gauges.QueueSource = (*Store)(nil)
+var _ backend.QueueGaugeSource = (*Store)(nil)
 
-// Gauges implements gauges.Source from one read transaction: the counts
+// Gauges implements backend.GaugeSource from one read transaction: the counts
 // of tasks by status are summed from task_counts, which triggers keep
 // (migration 007), so only the count of the unfinished jobs scans a table
 // (jobs); its cost grows with the jobs kept, so callers scrape it every few
 // seconds at most. It is bounded by Options.Timeout.
-func (s *Store) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+func (s *Store) Gauges(ctx context.Context) (backend.Gauges, error) {
 	return s.gauges(ctx, true)
 }
 
-// QueueGauges implements gauges.QueueSource: Gauges without the counts of
+// QueueGauges implements backend.QueueGaugeSource: Gauges without the counts of
 // tasks (Tasks is nil).
-func (s *Store) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+func (s *Store) QueueGauges(ctx context.Context) (backend.Gauges, error) {
 	return s.gauges(ctx, false)
 }
 
-func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
-	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
+func (s *Store) gauges(ctx context.Context, tasks bool) (backend.Gauges, error) {
+	snap := backend.Gauges{Jobs: map[backend.JobKey]int{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	defer tx.Rollback()
 	now := s.now()
@@ -54,12 +54,12 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 	if tasks {
 		snap.Tasks = map[task.Status]int{}
 		if err := scanTaskCounts(ctx, tx, snap.Tasks); err != nil {
-			return gauges.Snapshot{}, wrapErr("gauges", err)
+			return backend.Gauges{}, wrapErr("gauges", err)
 		}
 	}
 	rows, err := tx.QueryContext(ctx, sqlGaugeJobs, nowMs)
 	if err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	for rows.Next() {
 		var kind, state string
@@ -67,23 +67,23 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error)
 		var n int
 		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
 			rows.Close()
-			return gauges.Snapshot{}, wrapErr("gauges", err)
+			return backend.Gauges{}, wrapErr("gauges", err)
 		}
-		snap.Jobs[gauges.Job{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+		snap.Jobs[backend.JobKey{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	var oldest sql.NullInt64
 	if err := tx.QueryRowContext(ctx, sqlGaugeOldest, nowMs).Scan(&oldest); err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	if oldest.Valid {
 		snap.OldestAvailable = now.Sub(time.UnixMilli(oldest.Int64))
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE ends_at > ?`, nowMs).Scan(&snap.Sessions); err != nil {
-		return gauges.Snapshot{}, wrapErr("gauges", err)
+		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	return snap, nil
 }

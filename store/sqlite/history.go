@@ -12,7 +12,7 @@ import (
 // The history of a task (the console's timeline) is kept in two parts
 // (migration 011): the rows of task_events, and the steps the task and job
 // rows hold — the creation time, the job's current claim (claimed_at,
-// claimed_by, claimed_attempt) and the completion. OperatorTask merges
+// claimed_by, claimed_attempt) and the completion. Operator.Task merges
 // them with storerules.MergeHistory; PruneJobs turns the job's part into
 // rows before it deletes the job.
 
@@ -82,7 +82,7 @@ func operatorEvents(ctx context.Context, tx *sql.Tx, id string) ([]backend.TaskE
 }
 
 // Statements of PruneJobs, on the task IDs of a JSON array ?1: the claim
-// each job names (as OperatorTask derives it) and, for a completed task
+// each job names (as Operator.Task derives it) and, for a completed task
 // without a completed row (one written before migration 011), its
 // completion become rows; then the jobs are deleted.
 const (

@@ -101,7 +101,7 @@ func TestHistoryAcrossTheUpgrade(t *testing.T) {
 		{Kind: backend.EventCompleted, Attempt: 1, Message: "done"},
 	}
 	for _, id := range ids {
-		ot, err := s.OperatorTask(bg, id)
+		ot, err := s.Operator().Task(bg, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +112,14 @@ func TestHistoryAcrossTheUpgrade(t *testing.T) {
 			t.Errorf("created at %v, want %v", ot.Events[0].At, time.UnixMilli(created))
 		}
 	}
-	counts, err := s.OperatorCounts(bg)
+	counts, err := s.Operator().Counts(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]backend.TaskCount{{Tool: "tool", Status: task.Completed, N: 2}}, counts); d != "" {
 		t.Errorf("counts (-want +got):\n%s", d)
 	}
-	buckets, err := s.OperatorActivity(bg, time.Time{})
+	buckets, err := s.Operator().Activity(bg, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )

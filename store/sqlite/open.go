@@ -19,8 +19,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 
 	"github.com/taskwire/taskwire/task"
 )

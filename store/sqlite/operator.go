@@ -9,13 +9,23 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ backend.Operator = (*Store)(nil)
+var _ backend.OperatorSource = (*Store)(nil)
+
+// Operator returns the store's backend.Operator, for package console: it
+// reads and acts on every tenant's tasks, bypassing the authorization
+// binding of task.Manager, so it must only be reachable behind operator
+// authentication. It is kept off *Store so that an application's handle
+// shows only what the application uses. It is valid until Close.
+func (s *Store) Operator() backend.Operator { return operator{s} }
+
+// operator is the Store's operator side (see Operator).
+type operator struct{ s *Store }
 
 // summaryColumns are the columns scanned into a backend.TaskSummary.
 const summaryColumns = `id, kind, endpoint, tenant, status, status_message, created_at, updated_at, expires_at`
@@ -42,10 +52,11 @@ const (
 	ORDER BY status DESC, created_at DESC, id DESC LIMIT ?9`
 )
 
-// OperatorTasks implements backend.Operator on the read-only pool.
+// Tasks implements backend.Operator on the read-only pool.
 // Cursors are keyset positions authenticated with the database's cursor
 // key together with the query's filters.
-func (s *Store) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+func (o operator) Tasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+	s := o.s
 	if err := storerules.CheckOperatorQuery(q); err != nil {
 		return backend.OperatorPage{}, fmt.Errorf("sqlite: %w", err)
 	}
@@ -113,9 +124,10 @@ func scanSummary(sc scanner) (backend.TaskSummary, error) {
 	return t, nil
 }
 
-// OperatorCounts implements backend.Operator from task_counts, which
+// Counts implements backend.Operator from task_counts, which
 // triggers keep (migration 007): it reads one row per tool and status.
-func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
+func (o operator) Counts(ctx context.Context) ([]backend.TaskCount, error) {
+	s := o.s
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	rows, err := s.rs.QueryContext(ctx, `SELECT kind, status, n FROM task_counts WHERE n > 0 ORDER BY kind, status`)
@@ -130,8 +142,9 @@ func (s *Store) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error)
 	return out, nil
 }
 
-// OperatorTask implements backend.Operator from one read transaction.
-func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTask, error) {
+// Task implements backend.Operator from one read transaction.
+func (o operator) Task(ctx context.Context, id string) (backend.OperatorTask, error) {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return backend.OperatorTask{}, task.ErrNotFound
 	}
@@ -187,12 +200,13 @@ func (s *Store) OperatorTask(ctx context.Context, id string) (backend.OperatorTa
 	return ot, nil
 }
 
-// OperatorActivity implements backend.Operator: the completions counted
+// Activity implements backend.Operator: the completions counted
 // per minute in task_activity, and a grouped range scan of
 // task_events_ended for the failed and cancelled tasks (completed rows
 // there are the steps of pruned jobs, or were written before migration
 // 011, which counted the last hour of them into task_activity).
-func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+func (o operator) Activity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+	s := o.s
 	now := s.now()
 	since = storerules.ActivitySince(now, since)
 	ctx, cancel := s.bound(ctx)
@@ -219,9 +233,10 @@ func (s *Store) OperatorActivity(ctx context.Context, since time.Time) ([]backen
 	return acc.Buckets(), nil
 }
 
-// OperatorCancel implements backend.Operator through RequestCancel, with
+// Cancel implements backend.Operator through RequestCancel, with
 // the task's own binding.
-func (s *Store) OperatorCancel(ctx context.Context, id string) error {
+func (o operator) Cancel(ctx context.Context, id string) error {
+	s := o.s
 	rc, err := s.binding(ctx, id)
 	if err != nil {
 		return err
@@ -249,9 +264,10 @@ func (s *Store) binding(ctx context.Context, id string) (task.RequestContext, er
 	return rc, nil
 }
 
-// OperatorRetry implements backend.Operator: the new task, its job and
+// Retry implements backend.Operator: the new task, its job and
 // the failed task's "retried" event commit in one transaction.
-func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error) {
+func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return task.Task{}, task.ErrNotFound
 	}
@@ -299,9 +315,10 @@ func (s *Store) OperatorRetry(ctx context.Context, id string) (task.Task, error)
 	return snap, nil
 }
 
-// OperatorDelete implements backend.Operator. The deletion is published,
+// Delete implements backend.Operator. The deletion is published,
 // so that a waiting client reads the task as gone.
-func (s *Store) OperatorDelete(ctx context.Context, id string) error {
+func (o operator) Delete(ctx context.Context, id string) error {
+	s := o.s
 	if task.ValidID(id) != nil {
 		return task.ErrNotFound
 	}

@@ -54,7 +54,7 @@ func TestTimeoutBoundsReads(t *testing.T) {
 		name string
 		fn   func(context.Context) error
 	}{
-		{"Stats", func(ctx context.Context) error { _, err := s.Stats(ctx); return err }},
+		{"Gauges", func(ctx context.Context) error { _, err := s.Gauges(ctx); return err }},
 		{"CountActive", func(ctx context.Context) error {
 			_, err := s.CountActive(ctx, task.Owner{Tenant: "acme", Principal: "alice"}, 10)
 			return err

@@ -12,8 +12,8 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/internal/logtext"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
 	"github.com/taskwire/taskwire/task"
 )

@@ -12,7 +12,6 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/worker"
 )
 
 var bg = context.Background()
@@ -648,10 +647,16 @@ func testCancelAwaitingInput(t *testing.T, open opener) {
 	sameSnapshot(t, "cancel of a terminal task", done, mustFind(t, b, tk.ID()))
 }
 
-// rescueParams are a RescueExpired at the clock's time with the runtime's
-// default limit of interrupted runs.
+// spareInterruptedRuns is a limit of interrupted runs that the one or two
+// rescues of a case never reach (the worker runtime's default is 20). The
+// suite names its own value so that the stores' tests need not link the
+// runtime.
+const spareInterruptedRuns = 20
+
+// rescueParams are a RescueExpired at the clock's time whose limit of
+// interrupted runs no case reaches.
 func rescueParams(c *Clock, limit int) backend.RescueParams {
-	return backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: worker.DefaultMaxInterruptedRuns}
+	return backend.RescueParams{Now: c.Now(), Limit: limit, MaxInterruptedRuns: spareInterruptedRuns}
 }
 
 // isExhausted reports whether e is the error of a job that used its

@@ -17,7 +17,7 @@ import (
 // OperatorBackend is a backend.Store with the operator extension.
 type OperatorBackend interface {
 	backend.Store
-	backend.Operator
+	backend.OperatorSource
 }
 
 // RunOperator checks a backend's backend.Operator: listing across tenants
@@ -75,11 +75,11 @@ func opFixture(t *testing.T, b OperatorBackend, c *Clock, n int) []string {
 }
 
 // opListAll walks every page of q and returns the IDs in listing order.
-func opListAll(t *testing.T, b backend.Operator, q backend.OperatorQuery) []string {
+func opListAll(t *testing.T, b OperatorBackend, q backend.OperatorQuery) []string {
 	t.Helper()
 	var ids []string
 	for range 1000 {
-		page, err := b.OperatorTasks(context.Background(), q)
+		page, err := b.Operator().Tasks(context.Background(), q)
 		if err != nil {
 			t.Fatalf("OperatorTasks(%+v): %v", q, err)
 		}
@@ -151,7 +151,7 @@ func testOperatorList(t *testing.T, b OperatorBackend, c *Clock) {
 		}
 	}
 
-	page, err := b.OperatorTasks(bg, backend.OperatorQuery{Status: task.Failed})
+	page, err := b.Operator().Tasks(bg, backend.OperatorQuery{Status: task.Failed})
 	if err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("failed tasks: %+v, %v", page, err)
 	}
@@ -166,11 +166,11 @@ func testOperatorList(t *testing.T, b OperatorBackend, c *Clock) {
 	}
 
 	// A cursor continues only the query it was issued for.
-	page, err = b.OperatorTasks(bg, backend.OperatorQuery{Limit: 2})
+	page, err = b.Operator().Tasks(bg, backend.OperatorQuery{Limit: 2})
 	if err != nil || page.NextCursor == "" {
 		t.Fatalf("first page: %+v, %v", page, err)
 	}
-	_, err = b.OperatorTasks(bg, backend.OperatorQuery{Limit: 2, Tool: toolA, Cursor: page.NextCursor})
+	_, err = b.Operator().Tasks(bg, backend.OperatorQuery{Limit: 2, Tool: toolA, Cursor: page.NextCursor})
 	if !errors.Is(err, task.ErrBadCursor) {
 		t.Errorf("cursor of another query: %v, want task.ErrBadCursor", err)
 	}
@@ -179,7 +179,7 @@ func testOperatorList(t *testing.T, b OperatorBackend, c *Clock) {
 	if err != nil || lp.NextCursor == "" {
 		t.Fatalf("ListTasks: %+v, %v", lp, err)
 	}
-	if _, err := b.OperatorTasks(bg, backend.OperatorQuery{Cursor: lp.NextCursor}); !errors.Is(err, task.ErrBadCursor) {
+	if _, err := b.Operator().Tasks(bg, backend.OperatorQuery{Cursor: lp.NextCursor}); !errors.Is(err, task.ErrBadCursor) {
 		t.Errorf("a tasks/list cursor: %v, want task.ErrBadCursor", err)
 	}
 
@@ -209,21 +209,21 @@ func testOperatorBadQueries(t *testing.T, b OperatorBackend, c *Clock) {
 		{"garbage cursor", backend.OperatorQuery{Cursor: "'; DROP TABLE tasks; --"}, task.ErrBadCursor},
 		{"long cursor", backend.OperatorQuery{Cursor: "c1." + string(make([]byte, 1000))}, task.ErrBadCursor},
 	} {
-		if _, err := b.OperatorTasks(bg, tc.q); !errors.Is(err, tc.want) {
+		if _, err := b.Operator().Tasks(bg, tc.q); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	for _, id := range []string{"", "no-such-task", "bad id", string(make([]byte, 200))} {
-		if _, err := b.OperatorTask(bg, id); !errors.Is(err, task.ErrNotFound) {
+		if _, err := b.Operator().Task(bg, id); !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("OperatorTask(%q): %v, want task.ErrNotFound", id, err)
 		}
-		if err := b.OperatorCancel(bg, id); !errors.Is(err, task.ErrNotFound) {
+		if err := b.Operator().Cancel(bg, id); !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("OperatorCancel(%q): %v, want task.ErrNotFound", id, err)
 		}
-		if _, err := b.OperatorRetry(bg, id); !errors.Is(err, task.ErrNotFound) {
+		if _, err := b.Operator().Retry(bg, id); !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("OperatorRetry(%q): %v, want task.ErrNotFound", id, err)
 		}
-		if err := b.OperatorDelete(bg, id); !errors.Is(err, task.ErrNotFound) {
+		if err := b.Operator().Delete(bg, id); !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("OperatorDelete(%q): %v, want task.ErrNotFound", id, err)
 		}
 	}
@@ -231,7 +231,7 @@ func testOperatorBadQueries(t *testing.T, b OperatorBackend, c *Clock) {
 
 func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
-	counts, err := b.OperatorCounts(bg)
+	counts, err := b.Operator().Counts(bg)
 	if err != nil || len(counts) != 0 {
 		t.Fatalf("counts of an empty store: %v, %v", counts, err)
 	}
@@ -250,7 +250,7 @@ func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 	}
 	check := func(when string) {
 		t.Helper()
-		counts, err := b.OperatorCounts(bg)
+		counts, err := b.Operator().Counts(bg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func testOperatorCounts(t *testing.T, b OperatorBackend, c *Clock) {
 	}
 	want[1].N = 2
 	check("after the expired task was deleted")
-	if err := b.OperatorDelete(bg, ids[0]); err != nil {
+	if err := b.Operator().Delete(bg, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	want = want[1:] // no completed task of toolA is left: the row goes
@@ -289,9 +289,9 @@ func shapes(evs []backend.TaskEvent) []eventShape {
 	return out
 }
 
-func operatorTask(t *testing.T, b backend.Operator, id string) backend.OperatorTask {
+func operatorTask(t *testing.T, b OperatorBackend, id string) backend.OperatorTask {
 	t.Helper()
-	ot, err := b.OperatorTask(context.Background(), id)
+	ot, err := b.Operator().Task(context.Background(), id)
 	if err != nil {
 		t.Fatalf("OperatorTask: %v", err)
 	}
@@ -423,7 +423,7 @@ func testOperatorActivity(t *testing.T, b OperatorBackend, c *Clock) {
 	c.Advance(time.Minute)
 	finishOne(t, b, c, ids[2], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
 	finishOne(t, b, c, ids[3], func(l backend.Lease) error { return b.Jobs().Cancel(bg, l, "") })
-	got, err := b.OperatorActivity(bg, time.Time{})
+	got, err := b.Operator().Activity(bg, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func testOperatorActivity(t *testing.T, b OperatorBackend, c *Clock) {
 		t.Errorf("activity (-want +got):\n%s", d)
 	}
 	c.Advance(time.Hour)
-	if got, err := b.OperatorActivity(bg, start); err != nil || len(got) != 1 {
+	if got, err := b.Operator().Activity(bg, start); err != nil || len(got) != 1 {
 		t.Errorf("an hour later: %v, %v; want only the last minute's bucket", got, err)
 	}
 }
@@ -444,7 +444,7 @@ func testOperatorCancel(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
 	ids := opFixture(t, b, c, 2) // ids[1] is another endpoint's and tenant's
 	for _, id := range ids {
-		if err := b.OperatorCancel(bg, id); err != nil {
+		if err := b.Operator().Cancel(bg, id); err != nil {
 			t.Fatalf("OperatorCancel: %v", err)
 		}
 	}
@@ -457,7 +457,7 @@ func testOperatorCancel(t *testing.T, b OperatorBackend, c *Clock) {
 			t.Fatal(err)
 		}
 	}
-	if err := b.OperatorCancel(bg, ids[0]); err != nil {
+	if err := b.Operator().Cancel(bg, ids[0]); err != nil {
 		t.Errorf("OperatorCancel of a cancelled task: %v", err)
 	}
 	want := []eventShape{
@@ -475,11 +475,11 @@ func testOperatorRetry(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
 	ids := opFixture(t, b, c, 2)
 	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Fail(bg, l, toolError, "", "") })
-	if _, err := b.OperatorRetry(bg, ids[1]); !errors.Is(err, backend.ErrNotFailed) {
+	if _, err := b.Operator().Retry(bg, ids[1]); !errors.Is(err, backend.ErrNotFailed) {
 		t.Errorf("OperatorRetry of a working task: %v, want backend.ErrNotFailed", err)
 	}
 	c.Advance(time.Second)
-	tk, err := b.OperatorRetry(bg, ids[0])
+	tk, err := b.Operator().Retry(bg, ids[0])
 	if err != nil {
 		t.Fatalf("OperatorRetry: %v", err)
 	}
@@ -525,7 +525,7 @@ func mustFindAs(t *testing.T, b backend.Store, id, endpoint, tenant string) task
 func testOperatorDelete(t *testing.T, b OperatorBackend, c *Clock) {
 	bg := context.Background()
 	ids := opFixture(t, b, c, 2)
-	if err := b.OperatorDelete(bg, ids[0]); !errors.Is(err, backend.ErrNotFinished) {
+	if err := b.Operator().Delete(bg, ids[0]); !errors.Is(err, backend.ErrNotFinished) {
 		t.Errorf("OperatorDelete of a working task: %v, want backend.ErrNotFinished", err)
 	}
 	finishOne(t, b, c, ids[0], func(l backend.Lease) error { return b.Jobs().Complete(bg, l, textResult, "") })
@@ -536,7 +536,7 @@ func testOperatorDelete(t *testing.T, b OperatorBackend, c *Clock) {
 		default:
 		}
 	})()
-	if err := b.OperatorDelete(bg, ids[0]); err != nil {
+	if err := b.Operator().Delete(bg, ids[0]); err != nil {
 		t.Fatalf("OperatorDelete: %v", err)
 	}
 	if got := <-events; got != ids[0] {
@@ -545,10 +545,10 @@ func testOperatorDelete(t *testing.T, b OperatorBackend, c *Clock) {
 	if _, ok := find(t, b, ids[0]); ok {
 		t.Error("the deleted task is still found")
 	}
-	if _, err := b.OperatorTask(bg, ids[0]); !errors.Is(err, task.ErrNotFound) {
+	if _, err := b.Operator().Task(bg, ids[0]); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("OperatorTask of the deleted task: %v", err)
 	}
-	if err := b.OperatorDelete(bg, ids[0]); !errors.Is(err, task.ErrNotFound) {
+	if err := b.Operator().Delete(bg, ids[0]); !errors.Is(err, task.ErrNotFound) {
 		t.Errorf("second OperatorDelete: %v, want task.ErrNotFound", err)
 	}
 	if got := opListAll(t, b, backend.OperatorQuery{Limit: 10}); !cmp.Equal(got, []string{ids[1]}) {

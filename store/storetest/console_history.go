@@ -88,14 +88,14 @@ func testOperatorActivityBatch(t *testing.T, b OperatorBackend, c *Clock) {
 	if err != nil || !cmp.Equal(lost, []bool{false, false, true}) {
 		t.Fatalf("CompleteBatch = %v, %v", lost, err)
 	}
-	got, err := b.OperatorActivity(bg, time.Time{})
+	got, err := b.Operator().Activity(bg, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]backend.ActivityBucket{{Start: start, Completed: 2}}, got); d != "" {
 		t.Errorf("activity (-want +got):\n%s", d)
 	}
-	counts, err := b.OperatorCounts(bg)
+	counts, err := b.Operator().Counts(bg)
 	if err != nil {
 		t.Fatal(err)
 	}

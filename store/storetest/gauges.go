@@ -12,22 +12,21 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
-	"github.com/taskwire/taskwire/store/gauges"
 	"github.com/taskwire/taskwire/task"
 )
 
 // GaugesBackend is a backend.Store that reports gauges.
 type GaugesBackend interface {
 	backend.Store
-	gauges.Source
+	backend.GaugeSource
 }
 
-// RunGauges checks a backend's gauges.Source: a snapshot counts tasks by
+// RunGauges checks a backend's backend.GaugeSource: a snapshot counts tasks by
 // status, unfinished jobs by kind and state (due, retrying, scheduled,
 // running, parked for input), the age of the oldest due job by the
 // store's clock, and live sessions; finished jobs, expired tasks' jobs and
 // expired sessions count in no job state or session. A backend that is
-// also a gauges.QueueSource reads the same snapshot from QueueGauges,
+// also a backend.QueueGaugeSource reads the same snapshot from QueueGauges,
 // without the counts of tasks.
 func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) GaugesBackend) {
 	ctx := context.Background()
@@ -38,7 +37,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if err != nil {
 		t.Fatalf("Gauges of an empty store: %v", err)
 	}
-	want := gauges.Snapshot{Tasks: map[task.Status]int{}, Jobs: map[gauges.Job]int{}}
+	want := backend.Gauges{Tasks: map[task.Status]int{}, Jobs: map[backend.JobKey]int{}}
 	if d := cmp.Diff(want, empty); d != "" {
 		t.Errorf("empty store (-want +got):\n%s", d)
 	}
@@ -88,14 +87,14 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if err != nil {
 		t.Fatalf("Gauges: %v", err)
 	}
-	want = gauges.Snapshot{
+	want = backend.Gauges{
 		Tasks: map[task.Status]int{task.Working: 5, task.InputRequired: 1, task.Completed: 1},
-		Jobs: map[gauges.Job]int{
-			{Kind: toolA, State: gauges.JobAvailable}:    1,
-			{Kind: toolA, State: gauges.JobScheduled}:    1,
-			{Kind: toolB, State: gauges.JobRunning}:      1,
-			{Kind: toolB, State: gauges.JobRetryWaiting}: 1,
-			{Kind: toolB, State: gauges.JobInputWaiting}: 1,
+		Jobs: map[backend.JobKey]int{
+			{Kind: toolA, State: backend.JobAvailable}:    1,
+			{Kind: toolA, State: backend.JobScheduled}:    1,
+			{Kind: toolB, State: backend.JobRunning}:      1,
+			{Kind: toolB, State: backend.JobRetryWaiting}: 1,
+			{Kind: toolB, State: backend.JobInputWaiting}: 1,
 		},
 		OldestAvailable: 30 * time.Second,
 		Sessions:        1,
@@ -103,7 +102,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Gauges (-want +got):\n%s", d)
 	}
-	if q, ok := b.(gauges.QueueSource); ok {
+	if q, ok := b.(backend.QueueGaugeSource); ok {
 		got, err := q.QueueGauges(ctx)
 		if err != nil {
 			t.Fatalf("QueueGauges: %v", err)
@@ -122,7 +121,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if err != nil {
 		t.Fatalf("Gauges: %v", err)
 	}
-	if n := got.Jobs[gauges.Job{Kind: toolB, State: gauges.JobAvailable}]; n != 1 {
+	if n := got.Jobs[backend.JobKey{Kind: toolB, State: backend.JobAvailable}]; n != 1 {
 		t.Errorf("after the backoff, %d available %s jobs, want 1", n, toolB)
 	}
 	if got.OldestAvailable != 150*time.Second {

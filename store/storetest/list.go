@@ -49,7 +49,7 @@ type ListFixture struct {
 }
 
 // RunLister runs the list cases alone, for managers that are not a
-// backend.Store (task/memory lists the tasks its Create made through it).
+// backend.Store (store/memory lists the tasks its Create made through it).
 // open receives the test clock, as in Run.
 func RunLister(t *testing.T, open func(t *testing.T, now func() time.Time) ListFixture) {
 	for _, tc := range listCases {

@@ -1,6 +1,6 @@
 // Package storetest is the behavioural suite every task store must pass:
 // the durable stores (store/sqlite, store/postgres) and the in-memory
-// backend (task/memory) alike. A backend's tests call Run with a
+// backend (store/memory) alike. A backend's tests call Run with a
 // constructor:
 //
 //	func TestStore(t *testing.T) {

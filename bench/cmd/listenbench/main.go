@@ -1,7 +1,7 @@
 // Command listenbench measures taskwire's task notifications
 // (subscriptions/listen) over loopback HTTP.
 //
-// Each benchmark runs against a taskwire server with the task/memory manager
+// Each benchmark runs against a taskwire server with the store/memory manager
 // in its own subprocess of this binary (listenbench serve). The latency
 // benchmarks share one method: a driver inside the server process completes
 // tasks at a steady rate and records the time of each commit, the clients

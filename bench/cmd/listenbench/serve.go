@@ -23,8 +23,8 @@ import (
 
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // The serve subprocess talks to the harness in lines. On its standard

@@ -58,7 +58,7 @@ func allScenarios() []scenario {
 		{
 			Name: scenarioTasksGet,
 			Description: "tasks/get of a completed task (created before load with slow_compute {\"seconds\":0}; " +
-				"taskwire: the fixture's development task manager, task/memory)",
+				"taskwire: the fixture's development task manager, store/memory)",
 			DefaultTargets: "taskwire,bare",
 			Supported:      []string{"taskwire", "bare"},
 			Ratios:         [][2]string{{"taskwire", "bare"}},

@@ -2,14 +2,14 @@
 // operations: Ready errors with a short, safe reason (a category that
 // names no host, user, password or driver message, which package admin
 // reads through the ReadinessReason method), and the job states of
-// gauges.Snapshot.
+// backend.Gauges.
 package opsdata
 
 import (
 	"context"
 	"errors"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 )
 
 // Reasons shared by the stores.
@@ -48,16 +48,16 @@ func Category(err error, other string) string {
 
 // JobState maps a job row's state, whether its run_at is still ahead and
 // whether a run of it failed, to the state it is reported in.
-func JobState(state string, later, failed bool) gauges.JobState {
+func JobState(state string, later, failed bool) backend.JobState {
 	switch {
 	case state == "running":
-		return gauges.JobRunning
+		return backend.JobRunning
 	case state == "awaiting_input":
-		return gauges.JobInputWaiting
+		return backend.JobInputWaiting
 	case later && failed:
-		return gauges.JobRetryWaiting
+		return backend.JobRetryWaiting
 	case later:
-		return gauges.JobScheduled
+		return backend.JobScheduled
 	}
-	return gauges.JobAvailable
+	return backend.JobAvailable
 }

@@ -14,7 +14,7 @@ type CountRows interface {
 }
 
 // CountBy adds the (key, count) rows of a grouped count to into, for a
-// store's Stats. The caller closes rows.
+// store's gauges. The caller closes rows.
 func CountBy[K ~string](rows CountRows, into map[K]int) error {
 	for rows.Next() {
 		var k string
@@ -28,7 +28,7 @@ func CountBy[K ~string](rows CountRows, into map[K]int) error {
 }
 
 // TaskCounts reads the (tool, status, count) rows of an operator's count
-// of tasks by tool and status (backend.Operator.OperatorCounts). The
+// of tasks by tool and status (backend.Operator.Counts). The
 // caller closes rows and wraps the error.
 func TaskCounts(rows CountRows) ([]backend.TaskCount, error) {
 	var out []backend.TaskCount

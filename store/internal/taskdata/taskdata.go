@@ -5,8 +5,8 @@
 // stored errors of tasks a store fails by itself, the JSON codecs of the
 // columns that hold input requests, responses, results and errors, the
 // lookups no stored row can match (Findable, Listable, Countable), and the
-// grouped counts of Stats. The rules every backend applies to the values
-// it is asked to keep, task/memory included, are in internal/storerules.
+// grouped counts of the gauges and the operator. The rules every backend applies to the values
+// it is asked to keep, store/memory included, are in storerules.
 package taskdata
 
 import (
@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 )
 
 // NewID returns a new task ID: the creation time in milliseconds since the

@@ -46,10 +46,10 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/session"
 	sessionmemory "github.com/taskwire/taskwire/session/memory"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
 )
 

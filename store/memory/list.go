@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
 )
 

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/store/storetest"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // TestStore runs the shared behavioural suite of the durable stores, each

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
 	"github.com/taskwire/taskwire/task"
 )
 

@@ -1,5 +1,5 @@
 // Package storerules holds the rules every backend.Store of this module
-// applies to what it is asked to keep, so that task/memory, store/sqlite
+// applies to what it is asked to keep, so that store/memory, store/sqlite
 // and store/postgres refuse the same values with the same errors: text a
 // store keeps (CheckText), progress reports (CheckProgress), input
 // requests (CheckRequests), completions (CheckCompletion), the options of

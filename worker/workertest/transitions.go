@@ -1,7 +1,7 @@
-// Package jobmetrics is a worker.Metrics sink for tests: it counts the
+// Package workertest is a worker.Metrics sink for tests: it counts the
 // runtime's job transitions and lets a test wait for one, through the
 // runtime's real metrics hook rather than a stand-in of the runtime.
-package jobmetrics
+package workertest
 
 import (
 	"maps"

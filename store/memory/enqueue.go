@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 

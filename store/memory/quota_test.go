@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 func TestCountActive(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/store/storetest"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 )
 
 // TestList runs the list cases every durable store passes.

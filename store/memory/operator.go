@@ -8,12 +8,22 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/listcursor"
-	"github.com/taskwire/taskwire/internal/storerules"
+	"github.com/taskwire/taskwire/store/internal/listcursor"
+	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ backend.Operator = (*Manager)(nil)
+var _ backend.OperatorSource = (*Manager)(nil)
+
+// Operator returns the manager's backend.Operator, for package console: it
+// reads and acts on every tenant's tasks, bypassing the authorization
+// binding of task.Manager, so it must only be reachable behind operator
+// authentication. It is kept off *Manager so that an application's handle
+// shows only what the application uses. It is valid until Close.
+func (m *Manager) Operator() backend.Operator { return operator{m} }
+
+// operator is the Manager's operator side (see Operator).
+type operator struct{ m *Manager }
 
 // summary is what an operator listing shows of e.
 func (e *entry) summary() backend.TaskSummary {
@@ -36,9 +46,10 @@ func (e *entry) matches(q backend.OperatorQuery) bool {
 		(q.CreatedBefore.IsZero() || s.CreatedAt.Before(q.CreatedBefore))
 }
 
-// OperatorTasks implements backend.Operator. It costs O(n log n) in the
+// Tasks implements backend.Operator. It costs O(n log n) in the
 // tasks held.
-func (m *Manager) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+func (o operator) Tasks(ctx context.Context, q backend.OperatorQuery) (backend.OperatorPage, error) {
+	m := o.m
 	if err := storerules.CheckOperatorQuery(q); err != nil {
 		return backend.OperatorPage{}, fmt.Errorf("memory: %w", err)
 	}
@@ -76,8 +87,9 @@ func (m *Manager) OperatorTasks(ctx context.Context, q backend.OperatorQuery) (b
 	return page, nil
 }
 
-// OperatorCounts implements backend.Operator.
-func (m *Manager) OperatorCounts(ctx context.Context) ([]backend.TaskCount, error) {
+// Counts implements backend.Operator.
+func (o operator) Counts(ctx context.Context) ([]backend.TaskCount, error) {
+	m := o.m
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -102,8 +114,9 @@ func (m *Manager) OperatorCounts(ctx context.Context) ([]backend.TaskCount, erro
 	return out, nil
 }
 
-// OperatorTask implements backend.Operator.
-func (m *Manager) OperatorTask(ctx context.Context, id string) (backend.OperatorTask, error) {
+// Task implements backend.Operator.
+func (o operator) Task(ctx context.Context, id string) (backend.OperatorTask, error) {
+	m := o.m
 	if err := ctx.Err(); err != nil {
 		return backend.OperatorTask{}, err
 	}
@@ -128,8 +141,9 @@ func (m *Manager) OperatorTask(ctx context.Context, id string) (backend.Operator
 	return ot, nil
 }
 
-// OperatorActivity implements backend.Operator from the tasks' histories.
-func (m *Manager) OperatorActivity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+// Activity implements backend.Operator from the tasks' histories.
+func (o operator) Activity(ctx context.Context, since time.Time) ([]backend.ActivityBucket, error) {
+	m := o.m
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -151,9 +165,10 @@ func (m *Manager) OperatorActivity(ctx context.Context, since time.Time) ([]back
 	return acc.Buckets(), nil
 }
 
-// OperatorCancel implements backend.Operator through RequestCancel, with
+// Cancel implements backend.Operator through RequestCancel, with
 // the task's own binding.
-func (m *Manager) OperatorCancel(ctx context.Context, id string) error {
+func (o operator) Cancel(ctx context.Context, id string) error {
+	m := o.m
 	m.mu.Lock()
 	e := m.liveLocked(id)
 	var rc task.RequestContext
@@ -167,9 +182,10 @@ func (m *Manager) OperatorCancel(ctx context.Context, id string) error {
 	return m.RequestCancel(ctx, rc)
 }
 
-// OperatorRetry implements backend.Operator. The new task is enqueued
+// Retry implements backend.Operator. The new task is enqueued
 // (it has a job) even when the failed one was made by Create.
-func (m *Manager) OperatorRetry(ctx context.Context, id string) (task.Task, error) {
+func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
+	m := o.m
 	if err := ctx.Err(); err != nil {
 		return task.Task{}, err
 	}
@@ -211,8 +227,9 @@ func (m *Manager) OperatorRetry(ctx context.Context, id string) (task.Task, erro
 	return snap, nil
 }
 
-// OperatorDelete implements backend.Operator.
-func (m *Manager) OperatorDelete(ctx context.Context, id string) error {
+// Delete implements backend.Operator.
+func (o operator) Delete(ctx context.Context, id string) error {
+	m := o.m
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"log"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/store/memory"
 	"github.com/taskwire/taskwire/task"
-	"github.com/taskwire/taskwire/task/memory"
 	"github.com/taskwire/taskwire/worker"
 )
 

@@ -1,9 +1,4 @@
-// Package gauges defines what a store reports about its queue for
-// monitoring: a Snapshot of counts read at one moment, and the Source
-// interface that store/sqlite, store/postgres and task/memory implement. It has no
-// dependency on a metrics library; package prometheus turns a Source into
-// gauges at scrape time.
-package gauges
+package backend
 
 import (
 	"context"
@@ -15,7 +10,7 @@ import (
 // JobState classifies a job that has not finished. The set is closed.
 type JobState string
 
-// Job states of a Snapshot. A job whose task finished (or whose task
+// Job states of Gauges. A job whose task finished (or whose task
 // expired and awaits deletion) is in none of them.
 const (
 	// JobAvailable: due and unclaimed, waiting for a worker.
@@ -35,21 +30,23 @@ const (
 // JobStates lists every JobState, in a fixed order.
 var JobStates = []JobState{JobAvailable, JobRetryWaiting, JobScheduled, JobRunning, JobInputWaiting}
 
-// Job keys the job counts of a Snapshot: a job kind as the application
+// JobKey keys the job counts of Gauges: a job kind as the application
 // registered it, and a state.
-type Job struct {
+type JobKey struct {
 	Kind  string
 	State JobState
 }
 
-// Snapshot is a store's queue at one moment.
-type Snapshot struct {
+// Gauges is what a store reports about its queue for monitoring: counts
+// read at one moment. It has no dependency on a metrics library; package
+// prometheus turns a GaugeSource into gauges at scrape time.
+type Gauges struct {
 	// Tasks counts tasks by status, terminal and expired ones included
 	// until they are deleted.
 	Tasks map[task.Status]int
 	// Jobs counts the jobs that have not finished, by kind and state. A
 	// missing key is zero.
-	Jobs map[Job]int
+	Jobs map[JobKey]int
 	// OldestAvailable is how long the longest-waiting JobAvailable job has
 	// been due, by the store's clock; zero when none is.
 	OldestAvailable time.Duration
@@ -58,20 +55,21 @@ type Snapshot struct {
 	Sessions int
 }
 
-// Source is a store that reports Snapshots. Gauges reads one consistent
-// snapshot, bounded by the store's per-call timeout and by ctx; it fails
-// with the store's wrapped error when the database does not answer.
-type Source interface {
-	Gauges(ctx context.Context) (Snapshot, error)
+// GaugeSource is a store that reports its Gauges; store/sqlite,
+// store/postgres and store/memory implement it. Gauges reads one
+// consistent snapshot, bounded by the store's per-call timeout and by ctx;
+// it fails with the store's wrapped error when the database does not
+// answer.
+type GaugeSource interface {
+	Gauges(ctx context.Context) (Gauges, error)
 }
 
-// QueueSource is a Source that can leave out the counts of tasks:
-// QueueGauges reads the Snapshot Gauges reads, with the same bounds and
+// QueueGaugeSource is a GaugeSource that can leave out the counts of
+// tasks: QueueGauges reads what Gauges reads, with the same bounds and
 // failures, except that Tasks is nil. It serves a caller that counts the
 // tasks otherwise (the console's overview reads them by tool and status
-// from backend.Operator), on a store where counting them is a scan of
-// every task.
-type QueueSource interface {
-	Source
-	QueueGauges(ctx context.Context) (Snapshot, error)
+// from Operator), on a store where counting them is a scan of every task.
+type QueueGaugeSource interface {
+	GaugeSource
+	QueueGauges(ctx context.Context) (Gauges, error)
 }

@@ -4,33 +4,33 @@ import (
 	"context"
 	"time"
 
-	"github.com/taskwire/taskwire/store/gauges"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/task"
 )
 
-var _ gauges.QueueSource = (*Manager)(nil)
+var _ backend.QueueGaugeSource = (*Manager)(nil)
 
-// Gauges implements gauges.Source, so that prometheus.RegisterStoreGauges
+// Gauges implements backend.GaugeSource, so that prometheus.RegisterStoreGauges
 // reports this backend as it reports the durable stores: tasks by status
 // (expired ones included until they are deleted), the unfinished jobs of
 // unexpired tasks by kind and state, how long the longest-waiting due job
 // has been due by Options.Now, and the live sessions of Sessions. It reads
 // every task under the manager's lock, so its cost grows with the tasks
 // held (at most Options.Capacity), and fails only when ctx is done.
-func (m *Manager) Gauges(ctx context.Context) (gauges.Snapshot, error) {
+func (m *Manager) Gauges(ctx context.Context) (backend.Gauges, error) {
 	return m.gauges(ctx, true)
 }
 
-// QueueGauges implements gauges.QueueSource: Gauges with Tasks nil.
-func (m *Manager) QueueGauges(ctx context.Context) (gauges.Snapshot, error) {
+// QueueGauges implements backend.QueueGaugeSource: Gauges with Tasks nil.
+func (m *Manager) QueueGauges(ctx context.Context) (backend.Gauges, error) {
 	return m.gauges(ctx, false)
 }
 
-func (m *Manager) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, error) {
+func (m *Manager) gauges(ctx context.Context, tasks bool) (backend.Gauges, error) {
 	if err := ctx.Err(); err != nil {
-		return gauges.Snapshot{}, err
+		return backend.Gauges{}, err
 	}
-	snap := gauges.Snapshot{Jobs: map[gauges.Job]int{}}
+	snap := backend.Gauges{Jobs: map[backend.JobKey]int{}}
 	if tasks {
 		snap.Tasks = map[task.Status]int{}
 	}
@@ -45,8 +45,8 @@ func (m *Manager) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, erro
 			continue
 		}
 		state := j.gaugeState(now)
-		snap.Jobs[gauges.Job{Kind: j.kind, State: state}]++
-		if due := now.Sub(j.runAt); state == gauges.JobAvailable && due > snap.OldestAvailable {
+		snap.Jobs[backend.JobKey{Kind: j.kind, State: state}]++
+		if due := now.Sub(j.runAt); state == backend.JobAvailable && due > snap.OldestAvailable {
 			snap.OldestAvailable = due
 		}
 	}
@@ -56,16 +56,16 @@ func (m *Manager) gauges(ctx context.Context, tasks bool) (gauges.Snapshot, erro
 }
 
 // gaugeState is the state an unfinished job is reported in at now.
-func (j *job) gaugeState(now time.Time) gauges.JobState {
+func (j *job) gaugeState(now time.Time) backend.JobState {
 	switch {
 	case j.state == jobRunning:
-		return gauges.JobRunning
+		return backend.JobRunning
 	case j.state == jobAwaiting:
-		return gauges.JobInputWaiting
+		return backend.JobInputWaiting
 	case j.runAt.After(now) && j.failures > 0:
-		return gauges.JobRetryWaiting
+		return backend.JobRetryWaiting
 	case j.runAt.After(now):
-		return gauges.JobScheduled
+		return backend.JobScheduled
 	}
-	return gauges.JobAvailable
+	return backend.JobAvailable
 }
