@@ -83,8 +83,8 @@ type toolEntry struct {
 	input        *jsonschema.Resolved
 	inputIsOpen  bool // the schema accepts any object: skip validation
 	output       *jsonschema.Resolved
-	headers      []mirroredHeader
-	decodeInputs bool // arguments are decoded for validation or headers
+	headers      []mcp.ParamHeader
+	decodeInputs bool // arguments are decoded for validation
 }
 
 // AddTool registers a typed tool on ep. When t.InputSchema is empty it is
@@ -306,7 +306,7 @@ func (e *toolEntry) compile() error {
 	if in["type"] != "object" {
 		return errors.New(`input schema must have "type": "object"`)
 	}
-	headers, err := parseMirroredHeaders(in)
+	headers, err := mcp.ParseParamHeaders(e.tool.InputSchema)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (e *toolEntry) compile() error {
 			return fmt.Errorf("output schema: %w", err)
 		}
 	}
-	e.decodeInputs = !e.inputIsOpen || len(e.headers) > 0
+	e.decodeInputs = !e.inputIsOpen
 	return nil
 }
 
@@ -426,7 +426,7 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		if c.legacy != nil {
 			check = checkLegacyParamHeaders // 2025 clients mirror nothing
 		}
-		if perr := check(c.r.Header, t.headers, decoded); perr != nil {
+		if perr := check(c.r.Header, t.headers, args); perr != nil {
 			return nil, OutcomeProtocolError, perr
 		}
 	}
