@@ -103,6 +103,27 @@ type CallToolResult struct {
 	Meta              Meta            `json:"_meta,omitzero"`
 }
 
+// StructuredResult returns a result whose structured content is structured
+// and whose content is one text block holding the same JSON, for clients
+// that read only content (see WithStructuredText).
+func StructuredResult(structured json.RawMessage) *CallToolResult {
+	return &CallToolResult{StructuredContent: structured, Content: []Content{&TextContent{Text: string(structured)}}}
+}
+
+// WithStructuredText returns r, or, when r has structured content and no
+// content blocks, a copy of r whose content is one text block holding the
+// structured content's JSON: the text rendering the revision asks of a tool
+// that returns structured content, for clients that read only content.
+// r itself is never modified.
+func (r *CallToolResult) WithStructuredText() *CallToolResult {
+	if len(r.Content) > 0 || len(r.StructuredContent) == 0 {
+		return r
+	}
+	c := *r
+	c.Content = []Content{&TextContent{Text: string(r.StructuredContent)}}
+	return &c
+}
+
 // MarshalJSON implements json.Marshaler, filling in the defaults above. The
 // common shapes are encoded without reflection (see AppendToolResult).
 func (r CallToolResult) MarshalJSON() ([]byte, error) {

@@ -121,19 +121,15 @@ func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], 
 		if err != nil {
 			return nil, fmt.Errorf("server: tool output could not be encoded: %w", errContract)
 		}
-		if res == nil {
-			res = &mcp.CallToolResult{}
-		} else {
+		switch {
+		case res == nil:
+			return mcp.StructuredResult(b), nil
+		case len(res.StructuredContent) == 0:
 			c := *res
+			c.StructuredContent = b
 			res = &c
 		}
-		if len(res.StructuredContent) == 0 {
-			res.StructuredContent = b
-		}
-		if len(res.Content) == 0 {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
-		}
-		return res, nil
+		return res.WithStructuredText(), nil
 	}
 	ep.addTool(&tt, raw, opts)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -176,7 +175,7 @@ func TestRetryExhaustion(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
-	if got.Status() != task.Failed || got.Error().Message != storerules.ExhaustedMessage {
+	if got.Status() != task.Failed || got.Error().Message != backend.ExhaustedError().Message {
 		t.Fatalf("after exhausting retries: %v %v", got.Status(), got.Error())
 	}
 }

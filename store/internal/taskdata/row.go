@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -145,12 +144,12 @@ func DecodeClaim(j *backend.JobRow, origin, responses []byte) error {
 
 // Stored errors of the tasks a store fails by itself.
 var (
-	exhaustedJSON = mustJSON(storerules.ExhaustedError())
+	exhaustedJSON = mustJSON(backend.ExhaustedError())
 	internalJSON  = mustJSON(mcp.InternalError())
 )
 
 // ExhaustedJSON returns the error column of a task whose job used all its
-// attempts or interrupted runs: storerules.ExhaustedError, encoded.
+// attempts or interrupted runs: backend.ExhaustedError, encoded.
 func ExhaustedJSON() []byte { return append([]byte(nil), exhaustedJSON...) }
 
 // InternalErrorJSON returns the error column of a task whose stored data

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/storerules"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -203,7 +202,7 @@ func TestStoredErrors(t *testing.T) {
 		got  []byte
 		want *mcp.Error
 	}{
-		{ExhaustedJSON(), storerules.ExhaustedError()},
+		{ExhaustedJSON(), backend.ExhaustedError()},
 		{InternalErrorJSON(), mcp.InternalError()},
 	} {
 		e, err := DecodeError(tc.got)
