@@ -577,15 +577,3 @@ func missingCapabilitiesOf(caps, required *mcp.ClientCapabilities) *mcp.ClientCa
 	}
 	return &m
 }
-
-func outcomeOf(perr *protocolError) Outcome {
-	switch perr {
-	case errDeadline:
-		return OutcomeTimeout
-	case errQueueFull, errTaskQueueTimeout:
-		return OutcomeBusy
-	case errInternal, errStoreUnavailable:
-		return OutcomeInternalError
-	}
-	return OutcomeProtocolError
-}
