@@ -17,14 +17,10 @@ import (
 //   - every valid UTF-8 string survives mcp.EncodeHeaderValue, the header
 //     and decoding unchanged.
 func FuzzHeaderValue(f *testing.F) {
+	// The codec's own corpus is mcp's; these are about reading the header.
 	for _, s := range []string{
-		"", "echo", "tools/call", "2026-07-28", "file:///projects/myapp/config.json", "us-west1",
-		"  eu ", "\teu\t", "a b", "x\x00y", "x\ny", "x\x7fy", "über", "Hello, 世界", "\xff", "\xc3",
-		"=?base64?ZWNobw==?=", "=?base64?w7xiZXI=?=", "=?base64?SGVsbG8sIOS4lueVjA==?=",
-		"=?base64?IHBhZGRlZCA=?=", "=?base64?bGluZTEKbGluZTI=?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=",
-		"=?base64?/w==?=", "=?base64?!!!?=", "=?base64?ZWNobw?=", "=?base64?ZW Nobw==?=", "=?base64?ZW\nNobw==?=",
-		"=?base64??=", "=?base64?=", "=?base64?", "?=", "=?BASE64?ZWNobw==?=", " =?base64?ZWNobw==?= ",
-		"=?base64?literal?=",
+		"", "echo", "  eu ", "\teu\t", "a b", "x\x00y", "x\ny", "x\x7fy", "über", "\xff",
+		"=?base64?ZWNobw==?=", " =?base64?ZWNobw==?= ", "=?base64?/w==?=", "=?base64?ZW\nNobw==?=",
 	} {
 		f.Add(s)
 	}
