@@ -11,12 +11,12 @@
 //	})
 //	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher()})
 //
-// Store is what an opener returns: the server-facing task manager and
+// [Store] is what an opener returns: the server-facing task manager and
 // lister, the enqueuer that task creation handlers call, the session
-// store, migrations and Close. Store.Jobs returns the JobStore the worker
+// store, migrations and Close. [Store.Jobs] returns the [JobStore] the worker
 // runtime claims jobs from; its fenced writes (Claim, Heartbeat, Complete,
 // ...) are the runtime's, not the application's, which is why they are
-// kept off Store. BatchCompleter, ProgressReporter and Pruner are optional
+// kept off Store. [BatchCompleter], [ProgressReporter] and [Pruner] are optional
 // extensions of a JobStore that the runtime uses when they are present.
 //
 // Package backend imports no store and no runtime package: stores and the

@@ -81,113 +81,152 @@ func (c *Client) Call(ctx context.Context, name string, args any, opts ...CallOp
 	for _, o := range opts {
 		o(&cfg)
 	}
-	var rawArgs json.RawMessage
-	if args != nil {
-		b, err := json.Marshal(args)
-		if err != nil {
-			return nil, fmt.Errorf("client: arguments cannot be encoded: %w", err)
-		}
-		if len(b) == 0 || b[0] != '{' {
-			if string(b) != "null" {
-				return nil, errors.New("client: arguments must encode as a JSON object")
-			}
-			b = nil
-		}
-		rawArgs = b
+	rawArgs, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
 	}
 	e, version, err := c.ensure(ctx)
 	if err != nil {
 		return nil, err
 	}
+	entry, err := c.callableTool(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	token, onProgress := c.progressHook(cfg.progress)
+	if e == eraLegacy {
+		return c.legacyCall(ctx, version, name, rawArgs, entry, &cfg, token, onProgress)
+	}
+	var responses mcp.InputResponses
+	state := ""
+	for round := 0; ; round++ {
+		p := &mcp.CallToolParams{Name: name, Arguments: rawArgs, InputResponses: responses, RequestState: state}
+		raw, err := c.callRound(ctx, version, p, entry, token, onProgress)
+		if err != nil {
+			return nil, err
+		}
+		if peekResultType(raw) != mcp.ResultInputRequired {
+			return c.callOutcome(raw)
+		}
+		if round >= c.opts.MaxInputRounds {
+			return nil, ErrTooManyRounds
+		}
+		var ir mcp.InputRequiredResult
+		if err := json.Unmarshal(raw, &ir); err != nil {
+			return nil, protoErr(mcp.MethodToolsCall, "malformed input_required result", err)
+		}
+		if len(ir.InputRequests) == 0 && ir.RequestState == "" {
+			return nil, protoErr(mcp.MethodToolsCall, "input_required result without input requests or request state", nil)
+		}
+		if responses, err = c.fulfil(ctx, "", ir.InputRequests); err != nil {
+			return nil, err
+		}
+		state = ir.RequestState
+	}
+}
+
+// encodeArgs encodes a call's arguments, which must encode as a JSON
+// object; nil and JSON null mean no arguments.
+func encodeArgs(args any) (json.RawMessage, error) {
+	if args == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("client: arguments cannot be encoded: %w", err)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		if string(b) != "null" {
+			return nil, errors.New("client: arguments must encode as a JSON object")
+		}
+		return nil, nil
+	}
+	return b, nil
+}
+
+// callableTool returns the listed entry of tool name, listing the tools
+// first when they were not yet. A server that cannot list its tools (an
+// RPC error) yields a nil entry: the tool is still called, without
+// Mcp-Param-* headers. A listed tool whose header declarations break the
+// rules is an error.
+func (c *Client) callableTool(ctx context.Context, name string) (*toolEntry, error) {
 	entry, err := c.toolEntry(ctx, name)
 	var rpc *RPCError
 	if errors.As(err, &rpc) {
-		// A server that cannot list its tools is still called, without
-		// Mcp-Param-* headers.
 		c.opts.Logger.Debug("client: tools/list failed; calling without parameter headers", "err", err)
+		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
 	if entry != nil && entry.invalid != nil {
 		return nil, fmt.Errorf("client: tool %q is not callable: %w", name, entry.invalid)
 	}
-	var progressToken json.RawMessage
-	var onProgress func(json.RawMessage)
-	if cfg.progress != nil {
-		progressToken = json.RawMessage(fmt.Sprintf(`"p-%d"`, c.nextID.Add(1)))
-		onProgress = func(raw json.RawMessage) {
-			var p struct {
-				Progress float64  `json:"progress"`
-				Total    *float64 `json:"total"`
-				Message  string   `json:"message"`
-			}
-			if json.Unmarshal(raw, &p) == nil {
-				cfg.progress(Progress(p))
-			}
+	return entry, nil
+}
+
+// progressHook returns the progress token to send and the function that
+// decodes each notification for fn; both are nil when fn is nil.
+func (c *Client) progressHook(fn func(Progress)) (json.RawMessage, func(json.RawMessage)) {
+	if fn == nil {
+		return nil, nil
+	}
+	token := json.RawMessage(fmt.Sprintf(`"p-%d"`, c.nextID.Add(1)))
+	return token, func(raw json.RawMessage) {
+		var p struct {
+			Progress float64  `json:"progress"`
+			Total    *float64 `json:"total"`
+			Message  string   `json:"message"`
+		}
+		if json.Unmarshal(raw, &p) == nil {
+			fn(Progress(p))
 		}
 	}
-	if e == eraLegacy {
-		return c.legacyCall(ctx, version, name, rawArgs, entry, &cfg, progressToken, onProgress)
-	}
-	var responses mcp.InputResponses
-	state := ""
-	for round := 0; ; round++ {
-		p := &mcp.CallToolParams{Name: name, Arguments: rawArgs, InputResponses: responses, RequestState: state}
-		header := nameHeader(name)
-		if entry != nil {
-			for k, v := range paramHeaders(entry.headers, rawArgs) {
-				header[k] = v
-			}
-		}
-		var cl *call
-		if progressToken != nil {
-			cl, err = c.withProgressToken(version, p, header, progressToken)
-		} else {
-			cl, err = c.modernCall(version, mcp.MethodToolsCall, p, header)
-		}
-		if err != nil {
-			return nil, err
-		}
-		cl.onProgress = onProgress
-		raw, err := c.roundTrip(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		switch peekResultType(raw) {
-		case mcp.ResultTask:
-			var tr mcp.CreateTaskResult
-			if err := json.Unmarshal(raw, &tr); err != nil {
-				return nil, protoErr(mcp.MethodToolsCall, "malformed task result", err)
-			}
-			if tr.TaskID == "" {
-				return nil, protoErr(mcp.MethodToolsCall, "task result without taskId", nil)
-			}
-			t := c.Task(tr.TaskID)
-			t.remember(&mcp.DetailedTask{TaskInfo: tr.TaskInfo})
-			return &CallResult{Task: t}, nil
-		case mcp.ResultInputRequired:
-			if round >= c.opts.MaxInputRounds {
-				return nil, ErrTooManyRounds
-			}
-			var ir mcp.InputRequiredResult
-			if err := json.Unmarshal(raw, &ir); err != nil {
-				return nil, protoErr(mcp.MethodToolsCall, "malformed input_required result", err)
-			}
-			if len(ir.InputRequests) == 0 && ir.RequestState == "" {
-				return nil, protoErr(mcp.MethodToolsCall, "input_required result without input requests or request state", nil)
-			}
-			if responses, err = c.fulfil(ctx, "", ir.InputRequests); err != nil {
-				return nil, err
-			}
-			state = ir.RequestState
-		default:
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return nil, protoErr(mcp.MethodToolsCall, "malformed result", err)
-			}
-			return &CallResult{Result: &res}, nil
+}
+
+// callRound sends one 2026 tools/call round with its Mcp-Name and
+// Mcp-Param-* headers (and the progress token, when there is one) and
+// returns the raw result.
+func (c *Client) callRound(ctx context.Context, version string, p *mcp.CallToolParams, entry *toolEntry, token json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	header := nameHeader(p.Name)
+	if entry != nil {
+		for k, v := range paramHeaders(entry.headers, p.Arguments) {
+			header[k] = v
 		}
 	}
+	var cl *call
+	var err error
+	if token != nil {
+		cl, err = c.withProgressToken(version, p, header, token)
+	} else {
+		cl, err = c.modernCall(version, mcp.MethodToolsCall, p, header)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cl.onProgress = onProgress
+	return c.roundTrip(ctx, cl)
+}
+
+// callOutcome decodes a final 2026 tools/call result: a task handle or an
+// inline result.
+func (c *Client) callOutcome(raw json.RawMessage) (*CallResult, error) {
+	if peekResultType(raw) == mcp.ResultTask {
+		var tr mcp.CreateTaskResult
+		if err := json.Unmarshal(raw, &tr); err != nil {
+			return nil, protoErr(mcp.MethodToolsCall, "malformed task result", err)
+		}
+		if tr.TaskID == "" {
+			return nil, protoErr(mcp.MethodToolsCall, "task result without taskId", nil)
+		}
+		t := c.Task(tr.TaskID)
+		t.remember(&mcp.DetailedTask{TaskInfo: tr.TaskInfo})
+		return &CallResult{Task: t}, nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, protoErr(mcp.MethodToolsCall, "malformed result", err)
+	}
+	return &CallResult{Result: &res}, nil
 }
 
 // withProgressToken rebuilds the call with a progress token in _meta.

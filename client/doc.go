@@ -19,8 +19,8 @@
 //
 // The server's requests for input (2026 input_required rounds of a request
 // or a task, 2025 elicitation/sampling/roots requests on a stream) are
-// answered by Options.Handlers; without a handler the call fails with an
-// *InputRequiredError naming the pending keys, which Task.Answer can answer.
+// answered by [Options.Handlers]; without a handler the call fails with an
+// *[InputRequiredError] naming the pending keys, which [Task.Answer] can answer.
 //
 // Errors are typed for callers that map them (a command line to exit
 // codes): *RPCError (JSON-RPC errors, with code, message and data),
@@ -31,7 +31,7 @@
 // result with isError true is a result, not an error.
 //
 // Everything is bounded: response bodies and SSE events by size, streams
-// by event count, requests by Options.RequestTimeout unless the context
+// by event count, requests by [Options.RequestTimeout] unless the context
 // ends sooner, input rounds and pages by count. Close cancels what is in
 // flight and leaves no goroutine of the client behind.
 package client

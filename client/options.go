@@ -170,9 +170,39 @@ func validHeaderValue(v string) bool {
 }
 
 // validate checks every option and returns a copy with defaults filled in.
+// The error joins one error per problem, each naming its option.
 func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	u := checkURL(rawURL, bad)
+	o.checkHTTP(bad)
+	o.checkLimits(bad)
+	o.checkVersions(bad)
+	if o.ClientInfo.Name == "" {
+		o.ClientInfo.Name = "taskwire-client"
+	}
+	if o.ClientInfo.Version == "" {
+		o.ClientInfo.Version = "0.1.0"
+	}
+	if o.Handlers.ElicitURL && o.Handlers.Elicit == nil {
+		bad("Handlers.ElicitURL needs Handlers.Elicit")
+	}
+	if o.Handlers.ApplyElicitationDefaults && o.Handlers.Elicit == nil {
+		bad("Handlers.ApplyElicitationDefaults needs Handlers.Elicit")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Header = o.Header.Clone()
+	if err := errors.Join(errs...); err != nil {
+		return o, nil, fmt.Errorf("client: invalid options: %w", err)
+	}
+	return o, u, nil
+}
+
+// checkURL parses the server's URL: absolute, http or https, and without
+// credentials.
+func checkURL(rawURL string, bad func(string, ...any)) *url.URL {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("url must be an absolute http or https URL")
@@ -181,6 +211,11 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 		// would carry it.
 		bad("url must not carry credentials (user:password@); use Token or Header")
 	}
+	return u
+}
+
+// checkHTTP checks the HTTP client, the extra headers and the token.
+func (o *Options) checkHTTP(bad func(string, ...any)) {
 	if o.HTTPClient != nil && o.Transport != nil {
 		bad("HTTPClient and Transport cannot both be set")
 	}
@@ -209,58 +244,43 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	if o.Token != nil && o.Header.Get("Authorization") != "" {
 		bad("Token and an Authorization header cannot both be set")
 	}
-	neg := func(name string, v int64) {
-		if v < 0 {
-			bad("%s must not be negative", name)
-		}
-	}
-	neg("MaxResultBytes", o.MaxResultBytes)
-	neg("MaxNotificationBytes", o.MaxNotificationBytes)
-	neg("MaxStreamEvents", int64(o.MaxStreamEvents))
-	neg("RequestTimeout", int64(o.RequestTimeout))
-	neg("CloseTimeout", int64(o.CloseTimeout))
-	neg("MaxInputRounds", int64(o.MaxInputRounds))
-	neg("MaxPages", int64(o.MaxPages))
-	neg("MaxReconnects", int64(o.MaxReconnects))
-	neg("MinPollInterval", int64(o.MinPollInterval))
-	neg("MaxPollInterval", int64(o.MaxPollInterval))
-	def := func(v *int64, d int64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&o.MaxResultBytes, DefaultMaxResultBytes)
-	def(&o.MaxNotificationBytes, DefaultMaxNotificationBytes)
+}
+
+// checkLimits checks that no bound is negative, fills in the defaults of
+// those left zero, and checks the bounds that must be ordered.
+func (o *Options) checkLimits(bad func(string, ...any)) {
+	limit(bad, "MaxResultBytes", &o.MaxResultBytes, DefaultMaxResultBytes)
+	limit(bad, "MaxNotificationBytes", &o.MaxNotificationBytes, DefaultMaxNotificationBytes)
+	limit(bad, "MaxStreamEvents", &o.MaxStreamEvents, DefaultMaxStreamEvents)
+	limit(bad, "RequestTimeout", &o.RequestTimeout, DefaultRequestTimeout)
+	limit(bad, "CloseTimeout", &o.CloseTimeout, DefaultCloseTimeout)
+	limit(bad, "MaxInputRounds", &o.MaxInputRounds, DefaultMaxInputRounds)
+	limit(bad, "MaxPages", &o.MaxPages, DefaultMaxPages)
+	limit(bad, "MaxReconnects", &o.MaxReconnects, DefaultMaxReconnects)
+	limit(bad, "MinPollInterval", &o.MinPollInterval, DefaultMinPollInterval)
+	limit(bad, "MaxPollInterval", &o.MaxPollInterval, DefaultMaxPollInterval)
 	if o.MaxNotificationBytes > o.MaxResultBytes {
 		bad("MaxNotificationBytes (%d) exceeds MaxResultBytes (%d)", o.MaxNotificationBytes, o.MaxResultBytes)
-	}
-	if o.MaxStreamEvents == 0 {
-		o.MaxStreamEvents = DefaultMaxStreamEvents
-	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.CloseTimeout == 0 {
-		o.CloseTimeout = DefaultCloseTimeout
-	}
-	if o.MaxInputRounds == 0 {
-		o.MaxInputRounds = DefaultMaxInputRounds
-	}
-	if o.MaxPages == 0 {
-		o.MaxPages = DefaultMaxPages
-	}
-	if o.MaxReconnects == 0 {
-		o.MaxReconnects = DefaultMaxReconnects
-	}
-	if o.MinPollInterval == 0 {
-		o.MinPollInterval = DefaultMinPollInterval
-	}
-	if o.MaxPollInterval == 0 {
-		o.MaxPollInterval = DefaultMaxPollInterval
 	}
 	if o.MinPollInterval > o.MaxPollInterval {
 		bad("MinPollInterval (%v) exceeds MaxPollInterval (%v)", o.MinPollInterval, o.MaxPollInterval)
 	}
+}
+
+// limit reports a negative *v as an error naming the option, and sets a
+// zero *v to def.
+func limit[T int | int64 | time.Duration](bad func(string, ...any), name string, v *T, def T) {
+	switch {
+	case *v < 0:
+		bad("%s must not be negative", name)
+	case *v == 0:
+		*v = def
+	}
+}
+
+// checkVersions defaults ProtocolVersions and checks that the client
+// speaks every revision it lists.
+func (o *Options) checkVersions(bad func(string, ...any)) {
 	if o.ProtocolVersions == nil {
 		o.ProtocolVersions = DefaultProtocolVersions()
 	}
@@ -273,26 +293,6 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 		}
 	}
 	o.ProtocolVersions = slices.Clone(o.ProtocolVersions)
-	if o.ClientInfo.Name == "" {
-		o.ClientInfo.Name = "taskwire-client"
-	}
-	if o.ClientInfo.Version == "" {
-		o.ClientInfo.Version = "0.1.0"
-	}
-	if o.Handlers.ElicitURL && o.Handlers.Elicit == nil {
-		bad("Handlers.ElicitURL needs Handlers.Elicit")
-	}
-	if o.Handlers.ApplyElicitationDefaults && o.Handlers.Elicit == nil {
-		bad("Handlers.ApplyElicitationDefaults needs Handlers.Elicit")
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.Header = o.Header.Clone()
-	if err := errors.Join(errs...); err != nil {
-		return o, nil, fmt.Errorf("client: invalid options: %w", err)
-	}
-	return o, u, nil
 }
 
 // capabilities are the client capabilities declared on every 2026 request.

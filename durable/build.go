@@ -167,7 +167,7 @@ func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) se
 				return task.Handle{}, server.NewToolError(err)
 			}
 		}
-		key, err := rawKey(args, d.job.key)
+		key, err := rawKey(args, d.job.IdempotencyKey)
 		if err != nil {
 			return task.Handle{}, server.NewToolError(err)
 		}
@@ -181,20 +181,20 @@ func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) se
 // rest are the server's to log and hide.
 func (d *decl) enqueue(ctx context.Context, req *server.Request, enq enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
 	opts := backend.EnqueueOptions{
-		IdempotencyKey: key, MaxAttempts: d.job.maxAttempts, TTL: d.job.ttl, PollInterval: d.job.pollInterval,
+		IdempotencyKey: key, MaxAttempts: d.job.MaxAttempts, TTL: d.job.TTL, PollInterval: d.job.PollInterval,
 	}
-	if d.job.delay > 0 {
-		opts.RunAt = time.Now().Add(d.job.delay)
+	if d.job.Delay > 0 {
+		opts.RunAt = time.Now().Add(d.job.Delay)
 	}
 	t, err := enq.Enqueue(ctx, cc, opts)
 	switch {
 	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return task.Handle{}, server.NewToolError(fmt.Errorf("%s was already used with different arguments: "+
-			"repeat the original arguments to get the original task, or use a new key", d.job.key))
+			"repeat the original arguments to get the original task, or use a new key", d.job.IdempotencyKey))
 	case errors.Is(err, backend.ErrInvalidText):
 		what := "the arguments"
-		if d.job.key != "" {
-			what += ", " + d.job.key
+		if d.job.IdempotencyKey != "" {
+			what += ", " + d.job.IdempotencyKey
 		}
 		return task.Handle{}, server.NewToolError(fmt.Errorf("the call cannot be stored as a task: %s "+
 			"and the caller's name must be valid UTF-8 without NUL characters", what))
@@ -225,11 +225,11 @@ func (d *decl) heldByOtherCall(held, call task.Origin) error {
 	case held.ProtocolVersion() != call.ProtocolVersion():
 		return server.NewToolError(fmt.Errorf("%s was already used by a call of another MCP protocol revision, "+
 			"whose task this call cannot be given: repeat the call from a client of that revision to reach it, "+
-			"or use a new key", d.job.key))
+			"or use a new key", d.job.IdempotencyKey))
 	case !held.SameTool(call):
 		return server.NewToolError(fmt.Errorf("%s was already used by a call of another version of this tool "+
 			"(its output schema or task input changed since), whose task this call cannot be given: "+
-			"use a new key", d.job.key))
+			"use a new key", d.job.IdempotencyKey))
 	}
 	return nil
 }

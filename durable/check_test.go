@@ -110,14 +110,15 @@ func TestCheck(t *testing.T) {
 		name: "key in an embedded struct",
 		build: func(s *durable.Set) {
 			durable.Add(s, durable.Tool[withEmbedded, sumOut]{
-				Tool: &mcp.Tool{Name: "e"}, IdempotencyKey: "key",
-				Run: func(context.Context, *worker.Job, withEmbedded) (sumOut, error) { return sumOut{}, nil },
+				Tool:        &mcp.Tool{Name: "e"},
+				Run:         func(context.Context, *worker.Job, withEmbedded) (sumOut, error) { return sumOut{}, nil },
+				TaskOptions: durable.TaskOptions{IdempotencyKey: "key"},
 			})
 		},
 	}, {
 		name: "raw key not a string",
 		build: func(s *durable.Set) {
-			durable.AddRaw(s, durable.RawTool{Tool: &mcp.Tool{Name: "raw", InputSchema: rawSchema}, Run: rawRun, IdempotencyKey: "n"})
+			durable.AddRaw(s, durable.RawTool{Tool: &mcp.Tool{Name: "raw", InputSchema: rawSchema}, Run: rawRun, TaskOptions: durable.TaskOptions{IdempotencyKey: "n"}})
 		},
 		want: []string{`durable: tool "raw": IdempotencyKey "n" names a property without "type": "string"`},
 	}, {
@@ -163,7 +164,7 @@ func TestCheck(t *testing.T) {
 		name: "nil parts and negative options",
 		build: func(s *durable.Set) {
 			durable.Add(s, durable.Tool[sumIn, sumOut]{Run: add})
-			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "b"}, MaxAttempts: -1, Delay: -1})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "b"}, TaskOptions: durable.TaskOptions{MaxAttempts: -1, Delay: -1}})
 		},
 		want: []string{
 			`durable: a declaration of In durable_test.sumIn and Out durable_test.sumOut has no Tool`,
@@ -174,8 +175,10 @@ func TestCheck(t *testing.T) {
 	}, {
 		name: "more attempts than a store keeps",
 		build: func(s *durable.Set) {
-			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "b"}, MaxAttempts: backend.MaxMaxAttempts + 1,
-				Run: add})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "b"},
+				Run:         add,
+				TaskOptions: durable.TaskOptions{MaxAttempts: backend.MaxMaxAttempts + 1},
+			})
 		},
 		want: []string{`durable: tool "b": MaxAttempts must be at most 2147483647`},
 	}, {

@@ -45,10 +45,10 @@ func add(_ context.Context, _ *worker.Job, in sumIn) (sumOut, error) {
 // sumTool is the typed tool of most tests.
 func sumTool() durable.Tool[sumIn, sumOut] {
 	return durable.Tool[sumIn, sumOut]{
-		Tool:           &mcp.Tool{Name: "sum", Description: "Add two numbers, durably."},
-		Run:            add,
-		Validate:       nonNegative,
-		IdempotencyKey: "key",
+		Tool:        &mcp.Tool{Name: "sum", Description: "Add two numbers, durably."},
+		Run:         add,
+		Validate:    nonNegative,
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "key"},
 	}
 }
 
@@ -149,9 +149,9 @@ func TestValidateOnAPINode(t *testing.T) {
 // tool error without running the handler.
 func TestValidateOnWorker(t *testing.T) {
 	var api, work durable.Set
-	durable.Declare(&api, durable.ToolDecl[sumIn, sumOut]{Tool: &mcp.Tool{Name: "sum"}, IdempotencyKey: "key"})
+	durable.Declare(&api, durable.ToolDecl[sumIn, sumOut]{Tool: &mcp.Tool{Name: "sum"}, TaskOptions: durable.TaskOptions{IdempotencyKey: "key"}})
 	ran := make(chan struct{}, 1)
-	durable.Declare(&work, durable.ToolDecl[sumIn, sumOut]{Tool: &mcp.Tool{Name: "sum"}, Validate: nonNegative, IdempotencyKey: "key"})
+	durable.Declare(&work, durable.ToolDecl[sumIn, sumOut]{Tool: &mcp.Tool{Name: "sum"}, Validate: nonNegative, TaskOptions: durable.TaskOptions{IdempotencyKey: "key"}})
 	durable.Implement(&work, "sum", func(ctx context.Context, job *worker.Job, in sumIn) (sumOut, error) {
 		ran <- struct{}{}
 		return add(ctx, job, in)

@@ -35,9 +35,9 @@ func generateReport(ctx context.Context, job *worker.Job, in ReportInput) (Repor
 func reportTools() *durable.Set {
 	var s durable.Set
 	durable.Add(&s, durable.Tool[ReportInput, Report]{
-		Tool:           &mcp.Tool{Name: "reports.generate", Description: "Generate an account report."},
-		Run:            generateReport,
-		IdempotencyKey: "idempotencyKey",
+		Tool:        &mcp.Tool{Name: "reports.generate", Description: "Generate an account report."},
+		Run:         generateReport,
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "idempotencyKey"},
 	})
 	return &s
 }
@@ -82,7 +82,8 @@ func Example() {
 func ExampleSet_Check() {
 	var s durable.Set
 	durable.Declare(&s, durable.ToolDecl[ReportInput, Report]{
-		Tool: &mcp.Tool{Name: "reports.generate"}, IdempotencyKey: "idempotencyKey",
+		Tool:        &mcp.Tool{Name: "reports.generate"},
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "idempotencyKey"},
 	})
 	durable.Implement(&s, "report.generate", generateReport)
 	fmt.Println(s.Check())
@@ -96,7 +97,8 @@ func ExampleSet_Check() {
 func ExampleImplement() {
 	declare := func(s *durable.Set) {
 		durable.Declare(s, durable.ToolDecl[ReportInput, Report]{
-			Tool: &mcp.Tool{Name: "reports.generate"}, IdempotencyKey: "idempotencyKey",
+			Tool:        &mcp.Tool{Name: "reports.generate"},
+			TaskOptions: durable.TaskOptions{IdempotencyKey: "idempotencyKey"},
 		})
 	}
 

@@ -28,7 +28,7 @@ func TestRawTool(t *testing.T) {
 			}
 			return nil
 		},
-		IdempotencyKey: "key",
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "key"},
 	})
 	r := newRig(t, openSQLite(t), &s, &s)
 

@@ -29,7 +29,7 @@ func TestIdempotencyReserialised(t *testing.T) {
 				Run: func(_ context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
 					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(job.Arguments())}}}, nil
 				},
-				IdempotencyKey: "key",
+				TaskOptions: durable.TaskOptions{IdempotencyKey: "key"},
 			})
 			r := newRig(t, bc.open(t), &s, &s)
 			conflict := "key was already used with different arguments: repeat the original arguments to get the original task, or use a new key"

@@ -117,10 +117,11 @@ func TestRetryOfAnotherToolVersion(t *testing.T) {
 			before := newRig(t, st, &old, &old)
 
 			var schema durable.Set
-			durable.Declare(&schema, durable.ToolDecl[sumIn, otherOut]{Tool: sumTool().Tool, IdempotencyKey: "key"})
+			durable.Declare(&schema, durable.ToolDecl[sumIn, otherOut]{Tool: sumTool().Tool, TaskOptions: durable.TaskOptions{IdempotencyKey: "key"}})
 			var input durable.Set
 			durable.Declare(&input, durable.ToolDecl[sumIn, sumOut]{
-				Tool: sumTool().Tool, IdempotencyKey: "key", TaskInput: []string{task.InputElicitationForm},
+				Tool:        sumTool().Tool,
+				TaskOptions: durable.TaskOptions{IdempotencyKey: "key", TaskInput: []string{task.InputElicitationForm}},
 			})
 			for _, tc := range []struct {
 				name string

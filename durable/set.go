@@ -47,17 +47,28 @@ type Tool[In, Out any] struct {
 	// created; and on the worker before Run, where an error completes the
 	// task with that tool result. Its text reaches the client: no secrets.
 	Validate func(in In) error
-	// IdempotencyKey, when set, names the JSON field of In (a string)
-	// whose value is the creation's idempotency key: a retried call with
-	// the same key and arguments returns the same task; the same key with
-	// other arguments, or from a client of another protocol revision, or
-	// after the tool's output schema or TaskInput changed, is a tool
-	// error. An empty value means no key.
+	// TaskOptions configure the task and job of each call.
+	TaskOptions
+}
+
+// TaskOptions configure the task and the job that each call of a durable
+// tool creates, and how the tool is offered. Tool, ToolDecl and RawTool
+// embed them; the zero value means the store's defaults, a tool that
+// 2025-era clients without tasks may call inline, and no key.
+type TaskOptions struct {
+	// IdempotencyKey, when set, names the JSON field of In (a string; for
+	// a RawTool, a top-level property of the input schema declared with
+	// "type": "string") whose value is the creation's idempotency key: a
+	// retried call with the same key and arguments returns the same task;
+	// the same key with other arguments, or from a client of another
+	// protocol revision, or after the tool's output schema or TaskInput
+	// changed, is a tool error. An empty value means no key.
 	IdempotencyKey string
 	// MaxAttempts, TTL, PollInterval and Delay configure each job; zero
-	// values are the store's defaults (see backend.EnqueueOptions;
-	// MaxAttempts is at most backend.MaxMaxAttempts). Delay postpones the
-	// first run by that long after creation.
+	// values are the store's defaults (see [backend.EnqueueOptions];
+	// MaxAttempts is at most [backend.MaxMaxAttempts]). Delay postpones the
+	// first run by that long after creation. Check, Serve and Work report a
+	// negative value, and a MaxAttempts above the bound.
 	MaxAttempts  int
 	TTL          time.Duration
 	PollInterval time.Duration
@@ -66,15 +77,15 @@ type Tool[In, Out any] struct {
 	// By default (false) a 2025-era client without tasks (a 2025-06-18
 	// session, or a 2025-11-25 client that did not declare the tasks
 	// capability) sees an ordinary tool whose call waits inline for its
-	// task and returns the result (server.WithWaitInline). With
+	// task and returns the result ([server.WithWaitInline]). With
 	// RequireTasks such a client does not find the tool in tools/list, and
 	// a call gets an error that says why. A 2026-07-28 request that does
 	// not declare the Tasks extension gets -32021 either way.
 	RequireTasks bool
 	// TaskInput declares the kinds of input the tasks may request
-	// (server.WithTaskInput), such as task.InputElicitationForm.
+	// ([server.WithTaskInput]), such as [task.InputElicitationForm].
 	TaskInput []string
-	// Options are passed to server.AddTaskTool as they are.
+	// Options are passed to [server.AddTaskTool] as they are.
 	Options []server.ToolOption
 }
 
@@ -82,16 +93,9 @@ type Tool[In, Out any] struct {
 // nodes do not link the worker's code: Tool without Run. Its fields mean
 // what Tool's mean.
 type ToolDecl[In, Out any] struct {
-	Tool           *mcp.Tool
-	Validate       func(in In) error
-	IdempotencyKey string
-	MaxAttempts    int
-	TTL            time.Duration
-	PollInterval   time.Duration
-	Delay          time.Duration
-	RequireTasks   bool
-	TaskInput      []string
-	Options        []server.ToolOption
+	Tool     *mcp.Tool
+	Validate func(in In) error
+	TaskOptions
 }
 
 // RawTool is a durable tool whose worker handler reads the raw JSON
@@ -105,29 +109,15 @@ type RawTool struct {
 	// Validate, when set, checks the raw arguments (already valid against
 	// the input schema) on both sides, as Tool.Validate does.
 	Validate func(args json.RawMessage) error
-	// IdempotencyKey, when set, names a top-level property of the input
-	// schema declared with "type": "string".
-	IdempotencyKey string
-	// The remaining fields mean what Tool's mean.
-	MaxAttempts  int
-	TTL          time.Duration
-	PollInterval time.Duration
-	Delay        time.Duration
-	RequireTasks bool
-	TaskInput    []string
-	Options      []server.ToolOption
+	// TaskOptions configure the task and job of each call, as Tool's do.
+	TaskOptions
 }
 
 // Add declares t and implements it: the recommended path, used by a binary
 // that serves, works, or both. Problems are reported by Check, Serve and
 // Work.
 func Add[In, Out any](s *Set, t Tool[In, Out]) {
-	d := ToolDecl[In, Out]{
-		Tool: t.Tool, Validate: t.Validate, IdempotencyKey: t.IdempotencyKey,
-		MaxAttempts: t.MaxAttempts, TTL: t.TTL, PollInterval: t.PollInterval, Delay: t.Delay,
-		RequireTasks: t.RequireTasks, TaskInput: t.TaskInput, Options: t.Options,
-	}
-	Declare(s, d)
+	Declare(s, ToolDecl[In, Out]{Tool: t.Tool, Validate: t.Validate, TaskOptions: t.TaskOptions})
 	if t.Tool != nil {
 		Implement(s, t.Tool.Name, t.Run)
 	}
@@ -145,10 +135,7 @@ func Declare[In, Out any](s *Set, t ToolDecl[In, Out]) {
 	name := t.Tool.Name
 	d := &decl{
 		name: name, in: reflect.TypeFor[In](), out: reflect.TypeFor[Out](),
-		job: jobSpec{
-			key: t.IdempotencyKey, maxAttempts: t.MaxAttempts, ttl: t.TTL, pollInterval: t.PollInterval,
-			delay: t.Delay, requireTasks: t.RequireTasks, taskInput: t.TaskInput, options: t.Options,
-		},
+		job:      t.TaskOptions,
 		validate: t.Validate,
 	}
 	if !s.add(d) {
@@ -210,10 +197,7 @@ func AddRaw(s *Set, t RawTool) {
 	name := t.Tool.Name
 	d := &decl{
 		name: name, in: rawIn, out: rawOut,
-		job: jobSpec{
-			key: t.IdempotencyKey, maxAttempts: t.MaxAttempts, ttl: t.TTL, pollInterval: t.PollInterval,
-			delay: t.Delay, requireTasks: t.RequireTasks, taskInput: t.TaskInput, options: t.Options,
-		},
+		job:      t.TaskOptions,
 		validate: t.Validate,
 	}
 	if s.add(d) {
@@ -264,7 +248,7 @@ var (
 type decl struct {
 	name    string
 	in, out reflect.Type
-	job     jobSpec
+	job     TaskOptions
 	// validate is the declaration's func(In) error, or for a raw tool its
 	// func(json.RawMessage) error; possibly nil.
 	validate any
@@ -281,40 +265,28 @@ type impl struct {
 	work func(rt *worker.Runtime, d *decl) error
 }
 
-// jobSpec holds a declaration's options other than the tool and Validate.
-type jobSpec struct {
-	key          string
-	maxAttempts  int
-	ttl          time.Duration
-	pollInterval time.Duration
-	delay        time.Duration
-	requireTasks bool
-	taskInput    []string
-	options      []server.ToolOption
-}
-
 // toolOptions are the server options of the declaration.
-func (j jobSpec) toolOptions() []server.ToolOption {
-	opts := append([]server.ToolOption(nil), j.options...)
-	if !j.requireTasks {
+func (j TaskOptions) toolOptions() []server.ToolOption {
+	opts := append([]server.ToolOption(nil), j.Options...)
+	if !j.RequireTasks {
 		opts = append(opts, server.WithWaitInline())
 	}
-	if len(j.taskInput) > 0 {
-		opts = append(opts, server.WithTaskInput(j.taskInput...))
+	if len(j.TaskInput) > 0 {
+		opts = append(opts, server.WithTaskInput(j.TaskInput...))
 	}
 	return opts
 }
 
 // checkJob reports job options that no store accepts; it returns whether
 // there were none.
-func (s *Set) checkJob(name string, j jobSpec) bool {
+func (s *Set) checkJob(name string, j TaskOptions) bool {
 	n := len(s.problems)
-	if j.maxAttempts < 0 {
+	if j.MaxAttempts < 0 {
 		s.report(name, "MaxAttempts must not be negative")
-	} else if j.maxAttempts > backend.MaxMaxAttempts {
+	} else if j.MaxAttempts > backend.MaxMaxAttempts {
 		s.report(name, "MaxAttempts must be at most %d", backend.MaxMaxAttempts)
 	}
-	if j.ttl < 0 || j.pollInterval < 0 || j.delay < 0 {
+	if j.TTL < 0 || j.PollInterval < 0 || j.Delay < 0 {
 		s.report(name, "TTL, PollInterval and Delay must not be negative")
 	}
 	return len(s.problems) == n

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/durable"
+	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/store"
@@ -109,20 +109,20 @@ func createTask(t *testing.T, c *mcptest.Client, name string, args any) string {
 func TestStopNowStopsClaiming(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
-	metrics := newTransitions()
+	metrics := jobmetrics.New()
 	cfg.WorkerMetrics = metrics
 	n := start(t, cfg)
 	createTask(t, newClient(t, n.URL()), "work.block", BlockIn{Label: "stop"})
-	metrics.await(t, worker.TransitionClaimed, 1)
+	metrics.Await(t, worker.TransitionClaimed, 1)
 
 	n.StopNow()
 	select {
 	case <-n.rtDone:
 	case <-time.After(waitFor):
-		t.Fatalf("the worker runtime still runs after StopNow (transitions: %v)", metrics.snapshot())
+		t.Fatalf("the worker runtime still runs after StopNow (transitions: %v)", metrics.Snapshot())
 	}
 	want := map[worker.Transition]int{worker.TransitionClaimed: 1, worker.TransitionReleased: 1}
-	if diff := cmp.Diff(want, metrics.snapshot()); diff != "" {
+	if diff := cmp.Diff(want, metrics.Snapshot()); diff != "" {
 		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 }
@@ -233,55 +233,6 @@ func TestGivenStoreIsClosed(t *testing.T) {
 	}
 	if st.closed() != 1 {
 		t.Errorf("the store was closed %d times after a failed start, want once", st.closed())
-	}
-}
-
-// transitions counts the worker runtime's job transitions.
-type transitions struct {
-	mu     sync.Mutex
-	counts map[worker.Transition]int
-	change chan struct{}
-}
-
-func newTransitions() *transitions {
-	return &transitions{counts: map[worker.Transition]int{}, change: make(chan struct{}, 1)}
-}
-
-func (m *transitions) JobTransition(_ string, tr worker.Transition) {
-	m.mu.Lock()
-	m.counts[tr]++
-	m.mu.Unlock()
-	select {
-	case m.change <- struct{}{}:
-	default:
-	}
-}
-
-func (m *transitions) JobFailure(string, worker.FailureCategory) {}
-func (m *transitions) HandlerDuration(string, time.Duration)     {}
-func (m *transitions) Maintenance(worker.Transition, int)        {}
-
-func (m *transitions) count(tr worker.Transition) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.counts[tr]
-}
-
-func (m *transitions) snapshot() map[worker.Transition]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.counts)
-}
-
-func (m *transitions) await(t *testing.T, tr worker.Transition, n int) {
-	t.Helper()
-	timeout := time.After(waitFor)
-	for m.count(tr) < n {
-		select {
-		case <-m.change:
-		case <-timeout:
-			t.Fatalf("transition %q counted %d times, want %d (all: %v)", tr, m.count(tr), n, m.snapshot())
-		}
 	}
 }
 

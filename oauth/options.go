@@ -126,10 +126,40 @@ type Options struct {
 	Now func() time.Time
 }
 
-// validate checks o in full and fills in defaults; it returns a copy.
+// validate checks o in full and fills in defaults; it returns a copy. The
+// error joins one error per problem, each naming its field.
 func (o Options) validate() (Options, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	o.checkIdentities(bad)
+	o.checkAlgorithms(bad)
+	o.checkLimits(bad)
+	o.checkScopes(bad)
+	if o.Introspection != nil {
+		in, err := o.Introspection.validate()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.Introspection = in
+	}
+	if o.TenantClaim != "" && strings.TrimSpace(o.TenantClaim) != o.TenantClaim {
+		bad("oauth: TenantClaim %q has surrounding space", o.TenantClaim)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = newHTTPClient()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, errors.Join(errs...)
+}
+
+// checkIdentities checks the URLs that name the resource, its issuers and
+// its key set, and defaults AuthorizationServers and Audiences.
+func (o *Options) checkIdentities(bad func(string, ...any)) {
 	if err := checkResourceURI(o.Resource); err != nil {
 		bad("oauth: Resource: %w", err)
 	}
@@ -157,6 +187,11 @@ func (o Options) validate() (Options, error) {
 			bad("oauth: Audiences: empty audience")
 		}
 	}
+}
+
+// checkAlgorithms defaults Algorithms and checks that every algorithm is
+// supported and has the key material it needs.
+func (o *Options) checkAlgorithms(bad func(string, ...any)) {
 	if len(o.Algorithms) == 0 {
 		o.Algorithms = DefaultAlgorithms()
 		if o.HMACSecret != nil {
@@ -183,6 +218,10 @@ func (o Options) validate() (Options, error) {
 	if hasAsym && o.JWKSURL == "" && o.Introspection == nil && !hasHMAC {
 		bad("oauth: JWKSURL is required to verify %v tokens", o.Algorithms)
 	}
+}
+
+// checkLimits checks the durations and sizes and fills in their defaults.
+func (o *Options) checkLimits(bad func(string, ...any)) {
 	switch {
 	case o.Leeway < 0 || o.Leeway > 5*time.Minute:
 		bad("oauth: Leeway must be between 0 and 5m")
@@ -194,26 +233,6 @@ func (o Options) validate() (Options, error) {
 		bad("oauth: MaxTokenBytes must not be negative")
 	case o.MaxTokenBytes == 0:
 		o.MaxTokenBytes = DefaultMaxTokenBytes
-	}
-	o.MethodScopes = cleanScopes(o.MethodScopes, "MethodScopes", bad)
-	o.ToolScopes = cleanScopes(o.ToolScopes, "ToolScopes", bad)
-	if len(o.ScopesSupported) == 0 {
-		o.ScopesSupported = allScopes(o.MethodScopes, o.ToolScopes)
-	}
-	for _, s := range o.ScopesSupported {
-		if !validScope(s) {
-			bad("oauth: ScopesSupported: %q is not a valid scope", s)
-		}
-	}
-	if o.Introspection != nil {
-		in, err := o.Introspection.validate()
-		if err != nil {
-			errs = append(errs, err)
-		}
-		o.Introspection = in
-	}
-	if o.TenantClaim != "" && strings.TrimSpace(o.TenantClaim) != o.TenantClaim {
-		bad("oauth: TenantClaim %q has surrounding space", o.TenantClaim)
 	}
 	for _, d := range []struct {
 		name string
@@ -237,16 +256,21 @@ func (o Options) validate() (Options, error) {
 	case o.MaxKeys == 0:
 		o.MaxKeys = DefaultMaxKeys
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = newHTTPClient()
+}
+
+// checkScopes checks the scope maps, copies them sorted and without
+// repeats, and defaults ScopesSupported to every scope they name.
+func (o *Options) checkScopes(bad func(string, ...any)) {
+	o.MethodScopes = cleanScopes(o.MethodScopes, "MethodScopes", bad)
+	o.ToolScopes = cleanScopes(o.ToolScopes, "ToolScopes", bad)
+	if len(o.ScopesSupported) == 0 {
+		o.ScopesSupported = allScopes(o.MethodScopes, o.ToolScopes)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	for _, s := range o.ScopesSupported {
+		if !validScope(s) {
+			bad("oauth: ScopesSupported: %q is not a valid scope", s)
+		}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o, errors.Join(errs...)
 }
 
 // cleanScopes checks a scope map and returns a copy with each list sorted

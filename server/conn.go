@@ -139,6 +139,13 @@ func NewConnLimiter(l net.Listener, limits ConnLimits) (*ConnLimiter, error) {
 // LimitListener returns a ConnLimiter that keeps at most n connections
 // accepted from l open at once, with no bound per client address
 // (ConnLimits{Max: n, PerAddr: NoLimit}). It fails when n is less than 1.
+//
+// It bounds what golang.org/x/net/netutil.LimitListener bounds, and is
+// kept because it is a ConnLimiter: set the http.Server's ConnState to its
+// ConnState method and, at the cap, it closes the longest idle keep-alive
+// connection to admit a new client, where netutil's listener waits for an
+// idle client to go away; and a cap below one is an error, not an Accept
+// that waits forever.
 func LimitListener(l net.Listener, n int) (*ConnLimiter, error) {
 	return NewConnLimiter(l, ConnLimits{Max: n, PerAddr: NoLimit})
 }

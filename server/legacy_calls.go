@@ -15,7 +15,7 @@ import (
 
 // legacyCall is what a 2025-era request carries besides its call: the
 // session it runs in and the server-to-client channel of its POST. It is
-// the seam the 2025-11-25 tasks layer (server/legacytasks*.go) builds on:
+// the seam the 2025-11-25 tasks layer (server/legacy_tasks*.go) builds on:
 //
 //   - session: the session record (negotiated version, log level, owner)
 //     and the client's capabilities as declared in initialize
@@ -65,7 +65,7 @@ func (s *Server) notifyLegacySession(key, method string, params []byte) bool {
 }
 
 // legacyHooks are the seams the 2025-11-25 tasks layer fills in
-// (Endpoint.legacyTaskHooks, server/legacytasks.go); a nil member keeps the
+// (Endpoint.legacyTaskHooks, server/legacy_tasks.go); a nil member keeps the
 // default behaviour described on it.
 type legacyHooks struct {
 	// capabilities may add to the capabilities of an initialize result
@@ -308,7 +308,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		done = make(chan struct{})
 		me.done = done
 	}
-	if perr := s.legacy.live.with(cs.rec.Key, func(ls *liveSession) *protocolError {
+	if perr := s.legacy.live.with(cs.rec.Key, func(ls *nodeSession) *protocolError {
 		if ls.calls >= maxInflightPerSession {
 			return errTooManyInflight
 		}
@@ -324,7 +324,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	c.legacy = &legacyCall{c: c, session: cs}
 	body := func() {
 		defer cancelCall()
-		defer s.legacy.live.release(cs.rec.Key, func(ls *liveSession) { ls.removeInflightLocked(reqKey, me) })
+		defer s.legacy.live.release(cs.rec.Key, func(ls *nodeSession) { ls.removeInflightLocked(reqKey, me) })
 		ep.runLegacy(s, ctx, c, method, in.charged)
 	}
 	if rw != nil {
@@ -548,7 +548,7 @@ func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) 
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	perr = c.srv.legacy.live.with(c.legacy.session.rec.Key, func(ls *liveSession) *protocolError {
+	perr = c.srv.legacy.live.with(c.legacy.session.rec.Key, func(ls *nodeSession) *protocolError {
 		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
 			return invalidParams("Invalid params: too many subscriptions in this session")
 		}
@@ -566,7 +566,7 @@ func legacyUnsubscribe(_ context.Context, c *call) (any, Outcome, *protocolError
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	c.srv.legacy.live.release(c.legacy.session.rec.Key, func(ls *liveSession) { delete(ls.subs, uri) })
+	c.srv.legacy.live.release(c.legacy.session.rec.Key, func(ls *nodeSession) { delete(ls.subs, uri) })
 	return emptyResult, OutcomeComplete, nil
 }
 

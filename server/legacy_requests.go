@@ -352,7 +352,7 @@ func withSessionKey(body []byte, key string) ([]byte, bool) {
 // AnswerRelay: it is delivered only to a request of the session named by
 // the forwarded session key; anything else is dropped.
 func (s *Server) receiveForwarded(body []byte) {
-	env, perr := decodeLegacyEnvelope(body)
+	env, perr := decodeEnvelope(body)
 	if perr != nil || !env.response {
 		return
 	}

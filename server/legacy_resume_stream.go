@@ -423,7 +423,7 @@ func (l *legacyServer) newResumeWriter(w http.ResponseWriter, r *http.Request, k
 	}
 	rw.open = func() *replayStream {
 		var sr *sessionReplay
-		if l.live.with(key, func(ls *liveSession) *protocolError {
+		if l.live.with(key, func(ls *nodeSession) *protocolError {
 			if ls.ended {
 				return errSessionNotFound
 			}

@@ -13,13 +13,13 @@ import (
 // relay that carries answers between nodes. It exists when an endpoint
 // serves a 2025 revision.
 type legacyServer struct {
-	sessions  *sessionManager
-	live      *liveSessions
+	sessions  *sessionRecords
+	live      *nodeSessions
 	pending   *pendingTable
 	nodeID    string
 	relay     AnswerRelay
 	stopRelay func()
-	tasks     legacyTaskState // the 2025-11-25 tasks layer (legacytasks_status.go)
+	tasks     legacyTaskState // the 2025-11-25 tasks layer (legacy_tasks_status.go)
 	resume    *resumeState    // resumable POST streams (legacy_resume.go)
 	// released counts the calls running on after the server released
 	// their POST stream (legacy_calls.go); close cancels them and
@@ -32,13 +32,13 @@ type legacyServer struct {
 const getStreamWriteTimeout = 30 * time.Second
 
 func newLegacyServer(o Options) (*legacyServer, error) {
-	m, err := newSessionManager(o.Sessions, o.now, o.Logger)
+	m, err := newSessionRecords(o.Sessions, o.now, o.Logger)
 	if err != nil {
 		return nil, err
 	}
 	l := &legacyServer{
 		sessions: m,
-		live:     newLiveSessions(m.opts.MaxSessions, o.now),
+		live:     newNodeSessions(m.opts.MaxSessions, o.now),
 		pending:  &pendingTable{byID: map[string]*pendingAnswer{}},
 		nodeID:   o.NodeID,
 		relay:    o.AnswerRelay,
@@ -97,7 +97,7 @@ func (s *Server) serveGetStream(ep *Endpoint, w http.ResponseWriter, r *http.Req
 		s.reject(ep, w, mcp.ID{}, perr)
 		return
 	}
-	defer s.legacy.live.release(key, func(ls *liveSession) {
+	defer s.legacy.live.release(key, func(ls *nodeSession) {
 		if ls.get == gs {
 			ls.get = nil
 		}

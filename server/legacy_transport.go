@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -29,68 +28,6 @@ func modernByHeader(h http.Header) bool {
 	return len(vs) == 1 && mcp.IsModernVersion(strings.Trim(vs[0], " \t"))
 }
 
-// legacyEnvelope is one message of a legacy POST: a request, a
-// notification or a response to a server-to-client request.
-type legacyEnvelope struct {
-	req      *mcp.Request // set for requests and notifications
-	response bool         // a JSON-RPC response
-	id       mcp.ID       // the response's id (or the request's, on failure)
-}
-
-// decodeLegacyEnvelope reads one JSON-RPC message (data is valid JSON
-// within the depth limit). Batches are refused.
-func decodeLegacyEnvelope(data []byte) (legacyEnvelope, *protocolError) {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '[' {
-		return legacyEnvelope{}, errBatch
-	}
-	var hasMethod, hasResult, hasError bool
-	var rawID, version []byte
-	if len(data) == 0 || data[0] != '{' {
-		return legacyEnvelope{}, invalidRequest("Invalid Request: the body must be one JSON-RPC message object")
-	}
-	err := mcp.EachMember(data, func(name, value []byte) error {
-		switch string(name) {
-		case "method":
-			hasMethod = true
-		case "result":
-			hasResult = true
-		case "error":
-			hasError = true
-		case "id":
-			rawID = value
-		case "jsonrpc":
-			version = value
-		}
-		return nil
-	})
-	if err != nil {
-		return legacyEnvelope{}, invalidRequest("Invalid Request: malformed envelope")
-	}
-	if hasMethod {
-		req, err := mcp.DecodeValidRequest(data)
-		if err != nil {
-			var env legacyEnvelope
-			if req != nil {
-				env.id = req.ID
-			}
-			return env, newProtocolError(http.StatusBadRequest, err.(*mcp.Error))
-		}
-		return legacyEnvelope{req: req}, nil
-	}
-	if string(version) != `"2.0"` {
-		return legacyEnvelope{}, invalidRequest(`Invalid Request: "jsonrpc" must be "2.0"`)
-	}
-	if hasResult == hasError || rawID == nil {
-		return legacyEnvelope{}, invalidRequest("Invalid Request: a response needs an id and exactly one of result and error")
-	}
-	var id mcp.ID
-	if err := id.UnmarshalJSON(rawID); err != nil || id.IsZero() {
-		return legacyEnvelope{}, invalidRequest("Invalid Request: id must be a string or an integer")
-	}
-	return legacyEnvelope{response: true, id: id}, nil
-}
-
 // serveLegacy handles a POST the header half of the classifier did not
 // claim for the modern era. It reports false, having written nothing, when
 // the body's _meta claims the modern era: the caller then runs the modern
@@ -98,7 +35,7 @@ func decodeLegacyEnvelope(data []byte) (legacyEnvelope, *protocolError) {
 // else needs one (400 without Mcp-Session-Id, 404 for one that is not the
 // admitted identity's live session); notifications and responses are 202.
 func (s *Server) serveLegacy(ep *Endpoint, w http.ResponseWriter, r *http.Request, body []byte) bool {
-	env, perr := decodeLegacyEnvelope(body)
+	env, perr := decodeEnvelope(body)
 	if perr != nil {
 		s.reject(ep, w, env.id, perr)
 		return true
@@ -245,7 +182,7 @@ func (s *Server) legacyNotification(cs *cachedSession, req *mcp.Request, p *rawP
 	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
 		return
 	}
-	s.legacy.live.release(cs.rec.Key, func(ls *liveSession) {
+	s.legacy.live.release(cs.rec.Key, func(ls *nodeSession) {
 		ls.cancelInflightLocked(string(cp.RequestID.Raw()))
 	})
 }

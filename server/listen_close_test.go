@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -105,4 +106,48 @@ func closeWhileStuck(t *testing.T, kind string, bound, hold, elapsed time.Durati
 	time.Sleep(hold) // the callback returns: its goroutine ends
 	synctest.Wait()
 	lc.wait(t)
+}
+
+// TestCloseJoinsFanOut, over real loopback HTTP/1.1, where the fan-out
+// writes the listens' taken-over streams: Server.Close returns only once
+// the fan-out's shared lookup, which ignores its canceled context, has
+// returned, and the delivery that waited for it has ended. No goroutine
+// outlives the test.
+func TestCloseJoinsFanOut(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // registered first: runs last
+	r, _ := newListenRig(t, nil, func(_ *taskRig, o *server.Options) {
+		o.KeepAliveInterval = time.Hour
+	})
+	id := r.createTask(t, `{"n":1}`, nil)
+	takenOverListen(t, r, "7", id)
+	takenOverListen(t, r, "8", id)
+
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var returned atomic.Bool
+	var once sync.Once
+	r.set(func() {
+		r.mgr.find = func(rc task.RequestContext) (task.Task, bool, error) {
+			once.Do(func() {
+				close(entered)
+				<-release // ignores every cancellation until released
+				returned.Store(true)
+			})
+			return r.mem.FindTask(context.Background(), rc)
+		}
+	})
+	taskMust(t)(r.mem.MarkWorking(id, "one")) // the hint's fan-out looks the task up
+	waitFor(t, "the fan-out's lookup", entered)
+
+	ended := make(chan error, 1)
+	go func() { ended <- r.srv.Close() }()
+	// The lookup holds on well past Close's own work.
+	time.AfterFunc(200*time.Millisecond, func() { close(release) })
+	if err := <-ended; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !returned.Load() {
+		t.Error("Close returned before the fan-out's lookup did")
+	}
 }

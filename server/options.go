@@ -10,10 +10,14 @@ import (
 	"github.com/taskwire/taskwire/internal/hostcheck"
 )
 
+// DefaultBodyReadTimeout is the default of Options.BodyReadTimeout, which
+// taskwire serve's --body-timeout shares.
+const DefaultBodyReadTimeout = 10 * time.Second
+
 // validate reports every problem of the options as given (before defaults:
 // zero means the documented default), joined into one error, or nil. It
-// checks every numeric option of Options, SubscriptionOptions and
-// SessionOptions for
+// checks every numeric option of Options, TaskLimits, SubscriptionOptions
+// and SessionOptions for
 // negative values and for bounds that can never take effect, the node
 // ID, and the forms of AllowedHosts and AllowedOrigins.
 func (o *Options) validate() error {
@@ -48,6 +52,7 @@ func (o *Options) validate() error {
 	if o.RequestStateKey != nil && len(o.RequestStateKey) != stateKeyLength {
 		c.bad("Options.RequestStateKey must be %d bytes, got %d", stateKeyLength, len(o.RequestStateKey))
 	}
+	o.TaskLimits.validate(&c)
 	if o.Subscriptions != nil {
 		c.errs = append(c.errs, o.Subscriptions.validate())
 	}

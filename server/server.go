@@ -409,7 +409,7 @@ func setDefaults(o *Options) {
 		o.MaxBufferedBodyBytes = max(64<<20, o.MaxBodyBytes)
 	}
 	if o.BodyReadTimeout == 0 {
-		o.BodyReadTimeout = 10 * time.Second
+		o.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if o.MaxJSONDepth == 0 {
 		o.MaxJSONDepth = 128

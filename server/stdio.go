@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/internal/jsonlimit"
+	"github.com/taskwire/taskwire/internal/stdioframe"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -157,7 +157,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 	sc := &stdioConn{
 		srv: s, ep: ep, opts: opts, ctx: rctx, cancelAll: cancelRequests,
 		reading: cctx.Done(), ended: ended,
-		w:        newStdioWriter(out, opts.WriteQueue),
+		w:        stdioframe.NewWriter(out, opts.WriteQueue),
 		slots:    make(chan struct{}, opts.MaxInflight),
 		inflight: map[string]*stdioInflight{},
 	}
@@ -168,7 +168,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 	// returns (a Read of a pipe cannot be interrupted; the process's end
 	// or the client's closing of the pipe ends it).
 	go func() {
-		readErr <- readLines(in, opts.MaxLineBytes, lines, cctx.Done())
+		readErr <- stdioframe.ReadLines(in, opts.MaxLineBytes, lines, cctx.Done())
 		close(ended)
 		close(lines)
 	}()
@@ -186,7 +186,7 @@ loop:
 			} else {
 				sc.handleLine(line)
 			}
-		case <-sc.w.failed:
+		case <-sc.w.Failed():
 			break loop
 		case <-cctx.Done():
 			break loop
@@ -204,66 +204,6 @@ loop:
 		return fmt.Errorf("server: stdio output: %w", werr)
 	}
 	return nil
-}
-
-// readLines reads newline-terminated lines from in and sends each (without
-// its newline or a trailing CR) on lines, a fresh slice every time; empty
-// lines are skipped. A line longer than max is discarded as it arrives,
-// never held whole, and reported as a nil slice instead. It returns nil at
-// EOF (a last line without newline counts), the read error otherwise, or
-// context.Canceled once stop is closed.
-func readLines(in io.Reader, max int64, lines chan<- []byte, stop <-chan struct{}) error {
-	br := bufio.NewReaderSize(in, 64<<10)
-	var line []byte
-	skipping := false
-	emit := func() bool {
-		defer func() { line, skipping = nil, false }()
-		if skipping {
-			line = nil // the marker of a line over max
-		} else if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
-		if !skipping && len(line) == 0 {
-			return true
-		}
-		select {
-		case lines <- line:
-			return true
-		case <-stop:
-			return false
-		}
-	}
-	for {
-		chunk, err := br.ReadSlice('\n')
-		complete := err == nil
-		if complete {
-			chunk = chunk[:len(chunk)-1]
-		}
-		if !skipping {
-			if int64(len(line)+len(chunk)) > max {
-				skipping = true
-				line = nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if complete {
-			if !emit() {
-				return context.Canceled
-			}
-			continue
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			if len(line) > 0 || skipping {
-				emit()
-			}
-			return nil
-		}
-		return err
-	}
 }
 
 // stdioConn is one stdio client: its writer, its requests in flight and,
@@ -286,7 +226,7 @@ type stdioConn struct {
 	// else refunded by handleLine. Used by the reading goroutine only.
 	charged int64
 
-	w     *stdioWriter
+	w     *stdioframe.Writer
 	slots chan struct{} // one per request running
 	wg    sync.WaitGroup
 
@@ -330,8 +270,8 @@ func (sc *stdioConn) sendError(id mcp.ID, pe *protocolError) {
 // input has ended, longer than DrainTimeout: the message is then dropped
 // and the reading goroutine is free to shut the connection down.
 func (sc *stdioConn) reply(msg []byte) {
-	b := frame(msg)
-	if sc.w.enqueue(b, sc.reading, sc.ended) {
+	b := stdioframe.Frame(msg)
+	if sc.w.Enqueue(b, sc.reading, sc.ended) {
 		return
 	}
 	select {
@@ -341,7 +281,7 @@ func (sc *stdioConn) reply(msg []byte) {
 	}
 	drain, cancel := context.WithTimeout(context.Background(), sc.opts.DrainTimeout)
 	defer cancel()
-	sc.w.enqueue(b, sc.reading, drain.Done())
+	sc.w.Enqueue(b, sc.reading, drain.Done())
 }
 
 // handleLine classifies one message and starts its request, acts on its
@@ -371,7 +311,7 @@ func (sc *stdioConn) handleLine(line []byte) {
 		}
 		return
 	}
-	env, perr := decodeLegacyEnvelope(line)
+	env, perr := decodeEnvelope(line)
 	if perr != nil {
 		sc.sendError(env.id, perr)
 		return
@@ -455,7 +395,7 @@ func (sc *stdioConn) start(req *mcp.Request, listen bool, serve func(in inbound)
 		st := newMessageStream(stdioSink{w: sc.w, ctx: ctx})
 		serve(inbound{r: stdioRequest(ctx), stream: st, identity: sc.opts.Identity})
 		if listen && ctx.Err() == nil {
-			sc.w.send(ctx, listenCancelled(req.ID))
+			sc.w.Send(ctx, listenCancelled(req.ID))
 		}
 	}()
 }
@@ -491,6 +431,20 @@ func (sc *stdioConn) cancelRequest(req *mcp.Request) {
 	}
 }
 
+// cancelledID returns the request a notifications/cancelled names.
+func cancelledID(req *mcp.Request) (mcp.ID, bool) {
+	if req.Params == nil {
+		return mcp.ID{}, false
+	}
+	var cp struct {
+		RequestID mcp.ID `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
+		return mcp.ID{}, false
+	}
+	return cp.RequestID, true
+}
+
 // shutdown ends the connection after its input: listens end at once,
 // other requests get DrainTimeout, then everything is canceled (every
 // request derives from sc.ctx, those of a reused ID included), and the
@@ -519,5 +473,29 @@ func (sc *stdioConn) shutdown() error {
 	}
 	t.Stop()
 	sc.closeSession()
-	return sc.w.close(sc.opts.DrainTimeout)
+	err := sc.w.Close(sc.opts.DrainTimeout)
+	if errors.Is(err, stdioframe.ErrFlushTimeout) {
+		return errFlushTimeout
+	}
+	return err
+}
+
+// errFlushTimeout is the output's error when shutdown gave up waiting for
+// it to take what was queued (stdioframe.ErrFlushTimeout).
+const errFlushTimeout = streamError("server: the stdio output was not flushed within DrainTimeout; the rest was dropped")
+
+// stdioSink is the messageSink of one request on a stdio connection: its
+// messages go to the connection's writer until the request's context ends
+// (the client canceled it or left), after which nothing more is sent for
+// it, as the stdio transport requires.
+type stdioSink struct {
+	w   *stdioframe.Writer
+	ctx context.Context
+}
+
+func (s stdioSink) send(msg []byte) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	return s.w.Send(s.ctx, msg)
 }

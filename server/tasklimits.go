@@ -91,8 +91,23 @@ type taskLimits struct {
 	answerBytes int
 }
 
-// newTaskLimits applies the defaults to l and validates it. m is the
-// server's task manager, possibly nil.
+// validate reports every problem of the limits as given (zero means the
+// default) to c, each naming its field, so that New reports them joined
+// with the other options' problems.
+func (l *TaskLimits) validate(c *optionChecker) {
+	if math.IsNaN(l.CreateRate) || math.IsInf(l.CreateRate, 0) || (l.CreateRate < 0 && l.CreateRate != NoLimit) {
+		c.bad("TaskLimits.CreateRate %v must be positive or NoLimit", l.CreateRate)
+	}
+	if l.MaxActive < 0 && l.MaxActive != NoLimit {
+		c.bad("TaskLimits.MaxActive %d must be positive or NoLimit", l.MaxActive)
+	}
+	c.counts("TaskLimits",
+		named{"CreateBurst", int64(l.CreateBurst)},
+		named{"MaxAnswerBytes", int64(l.MaxAnswerBytes)})
+}
+
+// newTaskLimits applies the defaults to l, which Options.validate has
+// checked. m is the server's task manager, possibly nil.
 func newTaskLimits(l TaskLimits, m task.Manager) (*taskLimits, error) {
 	if l.CreateRate == 0 {
 		l.CreateRate = DefaultTaskCreateRate
@@ -105,16 +120,6 @@ func newTaskLimits(l TaskLimits, m task.Manager) (*taskLimits, error) {
 	}
 	if l.MaxAnswerBytes == 0 {
 		l.MaxAnswerBytes = DefaultMaxAnswerBytes
-	}
-	switch {
-	case math.IsNaN(l.CreateRate) || math.IsInf(l.CreateRate, 0) || (l.CreateRate < 0 && l.CreateRate != NoLimit):
-		return nil, fmt.Errorf("server: TaskLimits.CreateRate %v must be positive or NoLimit", l.CreateRate)
-	case l.CreateBurst < 0:
-		return nil, fmt.Errorf("server: TaskLimits.CreateBurst %d must not be negative", l.CreateBurst)
-	case l.MaxActive < 0 && l.MaxActive != NoLimit:
-		return nil, fmt.Errorf("server: TaskLimits.MaxActive %d must be positive or NoLimit", l.MaxActive)
-	case l.MaxAnswerBytes < 0:
-		return nil, fmt.Errorf("server: TaskLimits.MaxAnswerBytes %d must not be negative", l.MaxAnswerBytes)
 	}
 	tl := &taskLimits{answerBytes: l.MaxAnswerBytes}
 	if l.CreateRate > 0 {

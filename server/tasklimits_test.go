@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/server"
@@ -249,4 +250,28 @@ func ExampleTaskLimits() {
 	})
 	fmt.Println(err)
 	// Output: <nil>
+}
+
+// TestTaskLimitsJoined: New reports the problems of TaskLimits joined with
+// those of the other options, each naming its field, as for every other
+// option.
+func TestTaskLimitsJoined(t *testing.T) {
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "v", Version: "1"})
+	_, err := server.New(server.Options{
+		Endpoints:    []*server.Endpoint{ep},
+		HandlerQueue: -1,
+		TaskLimits:   server.TaskLimits{CreateRate: -2, CreateBurst: -1, MaxAnswerBytes: -1},
+	})
+	if err == nil {
+		t.Fatal("New accepted negative options")
+	}
+	want := []string{
+		"server: Options.HandlerQueue must not be negative (zero means the default), got -1",
+		"server: TaskLimits.CreateRate -2 must be positive or NoLimit",
+		"server: TaskLimits.CreateBurst must not be negative (zero means the default), got -1",
+		"server: TaskLimits.MaxAnswerBytes must not be negative (zero means the default), got -1",
+	}
+	if diff := cmp.Diff(want, strings.Split(err.Error(), "\n")); diff != "" {
+		t.Errorf("New error lines (-want +got):\n%s", diff)
+	}
 }

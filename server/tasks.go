@@ -140,6 +140,17 @@ func (ep *Endpoint) servesTasks(version string) bool {
 	return ep.tasks && slices.Contains(ep.opts.TaskProtocolVersions, version)
 }
 
+// servesTasksFor reports whether a call may be offered a creation context:
+// the endpoint serves Tasks for the request's version, or the call is one
+// of a legacy session that the tasks layer lets create tasks (it then adds
+// the Tasks extension to the call's capabilities, see withTaskCreation).
+func (c *call) servesTasksFor(version string) bool {
+	if c.legacy != nil {
+		return c.ep.tasks
+	}
+	return c.ep.servesTasks(version)
+}
+
 // hasTaskTools reports whether a tool of the endpoint can create tasks.
 func (ep *Endpoint) hasTaskTools() bool {
 	return slices.ContainsFunc(ep.tools, func(t *toolEntry) bool { return t.mode != taskNever })

@@ -97,8 +97,11 @@ func putBuf(b *[]byte) {
 	bufPool.Put(b)
 }
 
-// serve runs the transport half of the pipeline (steps 1-5 of the
-// architecture) and hands a well-formed request to the endpoint.
+// serve runs the transport half of the pipeline, steps 1-16 of the
+// request pipeline in docs/architecture.md (Host and Origin, method and
+// media types, body limits, JSON and envelope, mirrored headers and the
+// protocol version), and hands a well-formed request to the endpoint. A
+// request of the 2025 era leaves it at the era classifier, after step 8.
 func (s *Server) serve(ep *Endpoint, w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = noStore
 	if r.Method != http.MethodPost && ep.legacyMethods != nil && !modernByHeader(r.Header) {

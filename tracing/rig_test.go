@@ -110,8 +110,7 @@ func echoTools() *durable.Set {
 		},
 	})
 	durable.Add(&s, durable.Tool[EchoIn, EchoOut]{
-		Tool:      &mcp.Tool{Name: toolFlaky, Description: "Fail once, then ask for a colour."},
-		TaskInput: []string{task.InputElicitationForm},
+		Tool: &mcp.Tool{Name: toolFlaky, Description: "Fail once, then ask for a colour."},
 		Run: func(ctx context.Context, job *worker.Job, in EchoIn) (EchoOut, error) {
 			if job.Failures() == 0 {
 				if err := job.ReportProgress("halfway", 1, 2); err != nil {
@@ -123,6 +122,7 @@ func echoTools() *durable.Set {
 				json.RawMessage(`{"type":"object","properties":{"c":{"type":"string"}}}`)))
 			return EchoOut{}, err
 		},
+		TaskOptions: durable.TaskOptions{TaskInput: []string{task.InputElicitationForm}},
 	})
 	return &s
 }

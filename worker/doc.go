@@ -1,4 +1,4 @@
-// Package worker runs durable tasks: it claims jobs from a backend.JobStore
+// Package worker runs durable tasks: it claims jobs from a [backend.JobStore]
 // (a durable store's Jobs()), runs the handler registered for each job's
 // kind (the tool name), keeps the job's lease alive while the handler runs,
 // and commits exactly one fenced outcome per claim.
@@ -15,8 +15,8 @@
 //
 // AddHandler decodes the tool arguments into In and encodes Out as the result's
 // structuredContent with a text mirror; AddRawHandler gives the handler the raw
-// arguments (Job.Arguments) and takes a complete *mcp.CallToolResult.
-// Every result is checked with task.Validator.Result against the task's
+// arguments ([Job.Arguments]) and takes a complete *[mcp.CallToolResult].
+// Every result is checked with [task.Validator.Result] against the task's
 // origin before it is committed: a task never completes with a value the
 // server would refuse to deliver.
 //
@@ -39,12 +39,12 @@
 //
 // Retries are bounded by count and, for infrastructure faults, by time.
 // DefaultBackoff waits exponentially from 1 s to 5 min, each wait between
-// half its ceiling and the ceiling, so backend.DefaultMaxAttempts (10)
+// half its ceiling and the ceiling, so [backend.DefaultMaxAttempts] (10)
 // ordinary failures take 255–511 s in all before the final one. A handler
 // that returns Unavailable(err) says that a database, a service or the
 // network it needs is down: its job goes on being retried, every 2.5–5 min
 // once the count is used up, and fails only at the first failure at least
-// Options.RetryWindow (default 30 min) after its first, so a fault shorter
+// [Options.RetryWindow] (default 30 min) after its first, so a fault shorter
 // than the window delays tasks without failing them, whatever MaxAttempts
 // is. A run lost to a crash, a kill or a lost lease is an interrupted run,
 // counted apart from handler failures, so crashes never use up
@@ -52,10 +52,10 @@
 // process down every time. A rescued job keeps its place in the queue.
 //
 // The handler's context carries the reason it was cancelled, for
-// context.Cause: ErrCancelRequested (the client asked to cancel: an error
+// [context.Cause]: [ErrCancelRequested] (the client asked to cancel: an error
 // return then cancels the task), ErrShuttingDown (the process is stopping:
 // an error return releases the job to run again, never failing or cancelling
-// it) or backend.ErrLeaseLost (another claim may own the job now: nothing is
+// it) or [backend.ErrLeaseLost] (another claim may own the job now: nothing is
 // written for this run). A result returned without an error completes the
 // task even after a cancel request: completion may win that race.
 //
@@ -64,7 +64,7 @@
 //
 // # Input and replay
 //
-// Job.Ask returns a stored answer or records a pending request and
+// [Job.Ask] returns a stored answer or records a pending request and
 // returns ErrInputPending. When the handler returns it, every request asked
 // in the run without an answer is committed at once, the task becomes
 // input_required and the job is parked. When the client has answered all of
@@ -74,7 +74,7 @@
 // and any side effect before an Ask must be idempotent. An input round is
 // not an attempt: the resumed run has the same Job.Attempt as the run that
 // asked, uses up nothing of MaxAttempts, and is counted in
-// Job.InputRounds; its claim still gets a new fencing token
+// [Job.InputRounds]; its claim still gets a new fencing token
 // (backend.Lease.Attempt), so the asking run can write nothing more.
 //
 // # Progress

@@ -139,8 +139,8 @@ func durableTools(reportsDir string) *durable.Set {
 		Run: func(ctx context.Context, job *worker.Job, in ReportInput) (Report, error) {
 			return generateReport(ctx, job, in, reportsDir)
 		},
-		Validate:       ReportInput.validate,
-		IdempotencyKey: "idempotencyKey",
+		Validate:    ReportInput.validate,
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "idempotencyKey"},
 	})
 	durable.Add(&s, durable.Tool[ApprovalInput, Approval]{
 		Tool: &mcp.Tool{
@@ -149,10 +149,9 @@ func durableTools(reportsDir string) *durable.Set {
 			Description: "Ask the user to approve something, as a durable task: the task asks through a form " +
 				"(input_required) and completes with the decision.",
 		},
-		Run:            requestApproval,
-		Validate:       ApprovalInput.validate,
-		IdempotencyKey: "idempotencyKey",
-		TaskInput:      []string{task.InputElicitationForm},
+		Run:         requestApproval,
+		Validate:    ApprovalInput.validate,
+		TaskOptions: durable.TaskOptions{IdempotencyKey: "idempotencyKey", TaskInput: []string{task.InputElicitationForm}},
 	})
 	return &s
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/store"
-	"github.com/taskwire/taskwire/worker"
 )
 
 // waitFor bounds every wait of these tests.
@@ -216,57 +214,6 @@ func toolErrorText(t *testing.T, r *mcptest.Response) string {
 		t.Fatalf("want text content, got %T", res.Content[0])
 	}
 	return tc.Text
-}
-
-// transitions records the worker runtime's job transitions and lets a test
-// wait for one. It is a real worker.Metrics sink, not a stand-in.
-type transitions struct {
-	mu     sync.Mutex
-	counts map[worker.Transition]int
-	change chan struct{}
-}
-
-func newTransitions() *transitions {
-	return &transitions{counts: map[worker.Transition]int{}, change: make(chan struct{}, 1)}
-}
-
-func (m *transitions) JobTransition(_ string, tr worker.Transition) {
-	m.mu.Lock()
-	m.counts[tr]++
-	m.mu.Unlock()
-	select {
-	case m.change <- struct{}{}:
-	default:
-	}
-}
-
-func (m *transitions) JobFailure(string, worker.FailureCategory) {}
-func (m *transitions) HandlerDuration(string, time.Duration)     {}
-func (m *transitions) Maintenance(worker.Transition, int)        {}
-
-func (m *transitions) count(tr worker.Transition) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.counts[tr]
-}
-
-func (m *transitions) snapshot() map[worker.Transition]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.counts)
-}
-
-// await waits until tr has been counted at least n times.
-func (m *transitions) await(t *testing.T, tr worker.Transition, n int) {
-	t.Helper()
-	timeout := time.After(waitFor)
-	for m.count(tr) < n {
-		select {
-		case <-m.change:
-		case <-timeout:
-			t.Fatalf("transition %q counted %d times, want %d (all: %v)", tr, m.count(tr), n, m.snapshot())
-		}
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers, for logs and

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
 	"github.com/taskwire/taskwire/node"
@@ -41,19 +42,19 @@ func TestRestartKeepsTasks(t *testing.T) {
 	db := filepath.Join(dir, "tasks.db")
 
 	// Node A: serve with one worker, stopped in the middle of the job.
-	m := newTransitions()
+	m := jobmetrics.New()
 	cfgA := testConfig(db, 1)
 	cfgA.WorkerMetrics = m
 	cfgA.ShutdownGrace = 50 * time.Millisecond
 	a := start(t, cfgA)
 	ca := newClient(t, a.URL())
 	id := createTask(t, ca, toolReports, map[string]any{"accountId": "restart", "rows": 7, "seconds": 1.5})
-	m.await(t, worker.TransitionClaimed, 1)
+	m.Await(t, worker.TransitionClaimed, 1)
 	if err := a.Shutdown(); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	// The drain gave the job back: not completed, failed or cancelled.
-	got := m.snapshot()
+	got := m.Snapshot()
 	if got[worker.TransitionReleased] != 1 || got[worker.TransitionCompleted]+got[worker.TransitionFailed]+got[worker.TransitionCancelled] != 0 {
 		t.Fatalf("transitions after shutdown = %v, want one release", got)
 	}

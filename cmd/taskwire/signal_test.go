@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/jobmetrics"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -41,7 +42,7 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	cfg := testConfig(db, 1)
 	cfg.ShutdownGrace = time.Hour // a drain that would outlast the test
 	cfg.BodyTimeout = time.Hour
-	metrics := newTransitions()
+	metrics := jobmetrics.New()
 	cfg.WorkerMetrics = metrics
 	signals := make(chan os.Signal, 2)
 	cfg.Signals = signals
@@ -81,7 +82,7 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	url := strings.TrimPrefix(next("taskwire: serving MCP at "), "taskwire: serving MCP at ")
 	c := newClient(t, url)
 	id := createTask(t, c, toolReports, map[string]any{"accountId": "sig", "rows": 1, "seconds": 3600})
-	metrics.await(t, worker.TransitionClaimed, 1)
+	metrics.Await(t, worker.TransitionClaimed, 1)
 	if inFlight {
 		// A request whose body never ends: the HTTP drain waits for it
 		// until the grace period or the body timeout (an hour each), or
@@ -112,8 +113,8 @@ func testInterruptDrainsThenStops(t *testing.T, inFlight bool) {
 	case <-time.After(waitFor):
 		t.Fatal("the second interrupt did not stop the node")
 	}
-	if n := metrics.count(worker.TransitionReleased); n != 1 {
-		t.Errorf("released %d jobs, want 1 (all: %v)", n, metrics.snapshot())
+	if n := metrics.Count(worker.TransitionReleased); n != 1 {
+		t.Errorf("released %d jobs, want 1 (all: %v)", n, metrics.Snapshot())
 	}
 
 	// The task is still working in the store: it runs again on restart.

@@ -66,113 +66,159 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 	return spec, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
+// serveFlags are the flags of `NAME serve`.
+type serveFlags struct {
+	common                                 commonFlags
+	addr, hostList                         *string
+	workers, maxConns, maxConnsPerAddr     *int
+	taskBurst, maxActive                   *int
+	sessionsPerCaller, sessionsMax         *int
+	taskRate                               *float64
+	lease, grace, bodyTimeout, idleTimeout *time.Duration
+	sessionIdle, sessionLifetime           *time.Duration
+	noMigrate, insecureDevAuth             *bool
+	configure                              func(*node.Config) error
+	auth                                   authFlags
+	stdio                                  stdioFlags
+	admin                                  *adminAddrFlag
+	console                                consoleFlags
+}
+
+// addServeFlags defines the flags of `NAME serve` on fs, the program's own
+// included. Their defaults are the library's.
+func (p *Program) addServeFlags(fs *flag.FlagSet) *serveFlags {
+	f := &serveFlags{common: p.addCommonFlags(fs)}
+	f.addr = fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	f.workers = fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
+	f.lease = fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
+	f.noMigrate = fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
+	f.configure = p.flags("serve", fs)
+	f.grace = fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
+	f.maxConns = fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection, once idle 1s, is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
+	f.maxConnsPerAddr = fs.Int("max-conns-per-addr", 0, "HTTP connections open at once from one client address (IPv4 address or IPv6 /64); beyond them a connection is closed at once "+
+		"(default: an eighth of --max-conns, at least 16); -1 for no limit, behind a reverse proxy")
+	f.bodyTimeout = fs.Duration("body-timeout", server.DefaultBodyReadTimeout, "how long a request body may take to arrive")
+	f.idleTimeout = fs.Duration("idle-timeout", node.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
+	f.insecureDevAuth = fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
+	f.auth = addAuthFlags(fs)
+	f.hostList = fs.String("allowed-hosts", "", "more `hosts` whose name a request's Host header may carry, comma-separated, without port "+
+		"(a proxy's public name; * for any, only behind a proxy that checks Host); the loopback names and, with "+
+		"--auth-audience, the audience's host are always accepted")
+	f.taskRate = fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
+	f.taskBurst = fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
+	f.maxActive = fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
+	f.sessionIdle = fs.Duration("session-idle", server.DefaultSessionIdleTimeout, "how long a 2025-era session lives without a request")
+	f.sessionLifetime = fs.Duration("session-lifetime", server.DefaultSessionLifetime, "how long a 2025-era session lives at most")
+	f.sessionsPerCaller = fs.Int("sessions-per-caller", server.DefaultSessionsPerPrincipal, "2025-era sessions one caller may hold at once")
+	f.sessionsMax = fs.Int("sessions-max", server.DefaultMaxStoredSessions, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
+	f.stdio = addStdioFlags(fs, p.Name)
+	f.admin = addAdminFlag(fs)
+	f.console = addConsoleFlags(fs)
+	return f
+}
+
+// checkTransport refuses, as usage errors, the HTTP-only flags given with
+// --stdio and a malformed --admin-addr.
+func (f *serveFlags) checkTransport() error {
+	if *f.stdio.on && f.admin.addr != "" {
+		return usageErrorf("serve: --admin-addr does not apply to --stdio")
+	}
+	if err := f.admin.check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *f.stdio.on && f.auth.given() {
+		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+	}
+	if *f.stdio.on && *f.hostList != "" {
+		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
+	}
+	return nil
+}
+
 // serve runs `NAME serve`: the endpoint over HTTP and, unless --workers is
 // 0, the workers, over one store.
 func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := cliflags.New("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
 		"Serves "+p.what()+" at http://ADDR"+p.path()+", or to one client over stdin and stdout\n"+
 		"with --stdio, and runs --workers in-process workers on the store.")
-	common := p.addCommonFlags(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
-	workers := fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
-	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
-	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
-	configure := p.flags("serve", fs)
-	grace := fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
-	maxConns := fs.Int("max-conns", 0, "HTTP connections open at once; at the cap the longest idle keep-alive connection, once idle 1s, is closed to admit a new client, else new clients wait (default: the descriptor limit less 128, between 64 and 10000)")
-	maxConnsPerAddr := fs.Int("max-conns-per-addr", 0, "HTTP connections open at once from one client address (IPv4 address or IPv6 /64); beyond them a connection is closed at once "+
-		"(default: an eighth of --max-conns, at least 16); -1 for no limit, behind a reverse proxy")
-	bodyTimeout := fs.Duration("body-timeout", 10*time.Second, "how long a request body may take to arrive")
-	idleTimeout := fs.Duration("idle-timeout", node.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request")
-	insecureDevAuth := fs.Bool("insecure-dev-auth", false, "allow a non-loopback --addr without --auth-issuer, although every caller is then admitted with a development identity")
-	auth := addAuthFlags(fs)
-	hostList := fs.String("allowed-hosts", "", "more `hosts` whose name a request's Host header may carry, comma-separated, without port "+
-		"(a proxy's public name; * for any, only behind a proxy that checks Host); the loopback names and, with "+
-		"--auth-audience, the audience's host are always accepted")
-	taskRate := fs.Float64("task-rate", server.DefaultTaskCreateRate, "task-creating calls per second one caller may make; -1 for no limit")
-	taskBurst := fs.Int("task-burst", server.DefaultTaskCreateBurst, "task-creating calls one caller may make at once")
-	maxActive := fs.Int("max-active-tasks", server.DefaultMaxActiveTasks, "working and input_required tasks one caller may have; -1 for no limit")
-	sessionIdle := fs.Duration("session-idle", 30*time.Minute, "how long a 2025-era session lives without a request")
-	sessionLifetime := fs.Duration("session-lifetime", 24*time.Hour, "how long a 2025-era session lives at most")
-	sessionsPerCaller := fs.Int("sessions-per-caller", 100, "2025-era sessions one caller may hold at once")
-	sessionsMax := fs.Int("sessions-max", 100_000, "2025-era sessions the store may hold at once, all callers and nodes together; initialize beyond it gets 503")
-	stdio := addStdioFlags(fs, p.Name)
-	adminAddr := addAdminFlag(fs)
-	consoleOpts := addConsoleFlags(fs)
+	f := p.addServeFlags(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if *stdio.on && adminAddr.addr != "" {
-		return usageErrorf("serve: --admin-addr does not apply to --stdio")
+	if err := f.checkTransport(); err != nil {
+		return err
 	}
-	if err := adminAddr.check(); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if *stdio.on && auth.given() {
-		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
-	}
-	if *stdio.on && *hostList != "" {
-		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
-	}
-	hosts, err := allowedHosts(*hostList, *auth.audience)
+	hosts, err := allowedHosts(*f.hostList, *f.auth.audience)
 	if err != nil {
 		return usageErrorf("serve: %v", err)
 	}
-	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
+	limits, err := taskLimitFlags(*f.taskRate, *f.taskBurst, *f.maxActive)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller, *sessionsMax)
+	sessions, err := sessionFlags(*f.sessionIdle, *f.sessionLifetime, *f.sessionsPerCaller, *f.sessionsMax)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if *stdio.on {
-		if err := stdio.defaultStore(p.Name, common, getenv); err != nil {
+	if *f.stdio.on {
+		if err := f.stdio.defaultStore(p.Name, f.common, getenv); err != nil {
 			return fmt.Errorf("serve --stdio: %w", err)
 		}
 	}
-	spec, logger, err := common.resolve(p.Name, getenv, stderr)
+	spec, logger, err := f.common.resolve(p.Name, getenv, stderr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if *stdio.on {
-		cfg := p.config(node.Config{
-			StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
-			ShutdownGrace: *grace, Logger: logger, TaskLimits: limits, Sessions: sessions,
-		})
-		if err := checkFlags(cfg, *grace, false, configure); err != nil {
-			return fmt.Errorf("serve --stdio: %w", err)
-		}
-		if *stdio.principal == "" { // the library would default it
-			return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
-		}
-		cfg.Stdio = stdio.config()
-		cfg.Stdio.Out = stdout
-		return p.run(ctx, cfg, "serve --stdio")
+	base := node.Config{
+		StoreSpec: spec, NoMigrate: *f.noMigrate, Workers: *f.workers, Lease: *f.lease,
+		ShutdownGrace: *f.grace, Logger: logger, TaskLimits: limits, Sessions: sessions,
 	}
-	if *addr == "" {
+	if *f.stdio.on {
+		return p.serveStdio(ctx, f, base, stdout)
+	}
+	base.AllowedHosts = hosts
+	return p.serveHTTP(ctx, f, base, stdout, getenv)
+}
+
+// serveStdio runs `NAME serve --stdio` on the node base describes.
+func (p *Program) serveStdio(ctx context.Context, f *serveFlags, base node.Config, stdout io.Writer) error {
+	cfg := p.config(base)
+	if err := checkFlags(cfg, *f.grace, false, f.configure); err != nil {
+		return fmt.Errorf("serve --stdio: %w", err)
+	}
+	if *f.stdio.principal == "" { // the library would default it
+		return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
+	}
+	cfg.Stdio = f.stdio.config()
+	cfg.Stdio.Out = stdout
+	return p.run(ctx, cfg, "serve --stdio")
+}
+
+// serveHTTP runs `NAME serve` over HTTP on the node base describes, with
+// the resource server of the --auth-* flags and the console.
+func (p *Program) serveHTTP(ctx context.Context, f *serveFlags, base node.Config, stdout io.Writer, getenv func(string) string) error {
+	if *f.addr == "" {
 		return usageErrorf("serve: --addr must not be empty")
 	}
-	cfg := p.config(node.Config{
-		AllowedHosts: hosts,
-		Addr:         *addr, StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
-		ShutdownGrace: *grace, Logger: logger, Messages: stdout,
-		MaxConns: *maxConns, MaxConnsPerAddr: *maxConnsPerAddr, BodyTimeout: *bodyTimeout, IdleTimeout: *idleTimeout, InsecureDevAuth: *insecureDevAuth,
-		TaskLimits: limits, Sessions: sessions, AdminAddr: adminAddr.addr, AdminAllowedHosts: adminAddr.hosts,
-	})
+	base.Addr, base.Messages = *f.addr, stdout
+	base.MaxConns, base.MaxConnsPerAddr = *f.maxConns, *f.maxConnsPerAddr
+	base.BodyTimeout, base.IdleTimeout = *f.bodyTimeout, *f.idleTimeout
+	base.InsecureDevAuth = *f.insecureDevAuth
+	base.AdminAddr, base.AdminAllowedHosts = f.admin.addr, f.admin.hosts
+	cfg := p.config(base)
 	// The non-loopback --addr check needs the resource server: with
 	// --auth-issuer it runs when the node starts.
-	if err := checkFlags(cfg, *grace, auth.given(), configure); err != nil {
+	if err := checkFlags(cfg, *f.grace, f.auth.given(), f.configure); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	rs, err := auth.resolve(ctx, endpointPath(cfg), logger)
+	rs, err := f.auth.resolve(ctx, endpointPath(cfg), cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if rs != nil {
 		defer rs.Close() // after the node has stopped admitting
 	}
-	cons, err := consoleOpts.config(getenv, adminAddr.addr, rs)
+	cons, err := f.console.config(getenv, f.admin.addr, rs)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

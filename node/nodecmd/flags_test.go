@@ -1,7 +1,9 @@
 package nodecmd
 
 import (
+	"flag"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +210,33 @@ func TestSchemaFlagOnlyForPostgres(t *testing.T) {
 	p := node.StoreSpec{Spec: store.Spec{Kind: store.Postgres, URL: "postgres://db/x"}}
 	if err := withSchema(&p, "tw"); err != nil || p.Schema != "tw" {
 		t.Errorf("withSchema: %v, %q", err, p.Schema)
+	}
+}
+
+// TestServeFlagDefaults: the defaults serve's flags print and use are the
+// library's, so that leaving a flag out means what leaving the option out
+// of server.Options means.
+func TestServeFlagDefaults(t *testing.T) {
+	p := &Program{Name: "taskwire"}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	p.addServeFlags(fs)
+	got := map[string]string{}
+	want := map[string]string{
+		"body-timeout":        server.DefaultBodyReadTimeout.String(),
+		"session-idle":        server.DefaultSessionIdleTimeout.String(),
+		"session-lifetime":    server.DefaultSessionLifetime.String(),
+		"sessions-per-caller": strconv.Itoa(server.DefaultSessionsPerPrincipal),
+		"sessions-max":        strconv.Itoa(server.DefaultMaxStoredSessions),
+		"task-rate":           strconv.Itoa(server.DefaultTaskCreateRate),
+		"task-burst":          strconv.Itoa(server.DefaultTaskCreateBurst),
+		"max-active-tasks":    strconv.Itoa(server.DefaultMaxActiveTasks),
+	}
+	for name := range want {
+		if f := fs.Lookup(name); f != nil {
+			got[name] = f.DefValue
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("serve flag defaults (-library +flags):\n%s", diff)
 	}
 }

@@ -99,6 +99,6 @@
 // bounded number), so a hint lost in an outage arrives late rather than
 // never. Creations have no outbox row: their hint only wakes workers
 // early, and a worker that missed it claims the job on its next poll. Hints may be duplicated or lost (beyond the bounds, or when a node
-// dies between a commit and its NOTIFY); tasks/get stays the truth. Call
-// PruneOutbox periodically.
+// dies between a commit and its NOTIFY); tasks/get stays the truth. Every
+// worker runtime on the store prunes the outbox (worker.Options.OutboxRetention).
 package postgres

@@ -62,8 +62,9 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 // that deletes fewer than limit rows may leave a few rows created before the
 // horizon behind a newer one, for a later call. The outbox records every
 // observable change; listeners read it to catch up on the notifications
-// they missed while disconnected. Call PruneOutbox periodically with a
-// horizon longer than any outage the listeners should bridge. It also
+// they missed while disconnected. Every worker runtime calls it with a
+// horizon of worker.Options.OutboxRetention, which should be longer than
+// any outage the listeners should bridge. It also
 // deletes the console chart's completion counts older than the chart's
 // window (backend.MaxActivityWindow).
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {

@@ -33,6 +33,16 @@ const fence = `task_id = $2 AND attempt = $3 AND state = 'running' AND lease_exp
 // live restricts a tasks statement to unexpired tasks.
 const live = `(expires_at IS NULL OR expires_at > {{now}})`
 
+// boundTask finds one task by its primary key, $2, and checks that the
+// request's endpoint ($3) and tenant ($4) are the task's binding. The
+// binding is compared with IS NOT DISTINCT FROM (the same as = for these
+// NOT NULL columns and non-NULL parameters) because no index can serve that
+// comparison: with =, the planner may pick tasks_list (endpoint, tenant,
+// created_at, id) whenever it believes a tenant to be small, as it does
+// before a table's first ANALYZE, and then reads every index entry of the
+// tenant to find one task (TestFindTaskPlan).
+const boundTask = `id = $2 AND (endpoint, tenant) IS NOT DISTINCT FROM ($3::text, $4::text)`
+
 // recordEvents ends a statement whose CTE t returns the changed tasks' IDs:
 // one outbox row each, returned as (outbox ID, task ID).
 const recordEvents = `INSERT INTO {{schema}}.outbox (task_id, created_at) SELECT id, {{now}} FROM t
@@ -53,10 +63,10 @@ const taskColumns = `id, status, status_message, origin, created_at, updated_at,
 
 const (
 	sqlFindTask = `SELECT ` + taskColumns + ` FROM {{schema}}.tasks
-		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live
+		WHERE ` + boundTask + ` AND ` + live
 
 	sqlLockForUpdate = `SELECT status, input_requests, input_responses FROM {{schema}}.tasks
-		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
+		WHERE ` + boundTask + ` AND ` + live + ` FOR UPDATE`
 
 	// $2 task, $3 status, $4 outstanding requests, $5 accepted responses,
 	// $6 whether the job waiting for them wakes. The job keeps its run_at
@@ -74,7 +84,7 @@ const (
 		` + recordEvents
 
 	sqlLockForCancel = `SELECT status, cancel_requested FROM {{schema}}.tasks
-		WHERE id = $2 AND endpoint = $3 AND tenant = $4 AND ` + live + ` FOR UPDATE`
+		WHERE ` + boundTask + ` AND ` + live + ` FOR UPDATE`
 
 	// $2 task. A job awaiting input becomes available, keeping
 	// its run-at time, so that a worker sees the intent.

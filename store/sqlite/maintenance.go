@@ -132,8 +132,9 @@ func (j jobStore) DeleteExpired(ctx context.Context, now time.Time, limit int) (
 // It reads at most limit rows: rows are written in time order, so the
 // oldest ones are the first to pass the horizon, and the outbox needs no
 // index on its time (migration 011). The outbox records every observable
-// change for consumers that poll it; call PruneOutbox periodically with a
-// horizon longer than any consumer's lag.
+// change for consumers that poll it; every worker runtime calls PruneOutbox
+// with a horizon of worker.Options.OutboxRetention, which should be longer
+// than any consumer's lag.
 func (j jobStore) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	s := j.s
 	if limit < 1 {

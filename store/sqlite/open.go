@@ -269,6 +269,11 @@ func (s *Store) params(readOnly bool) string {
 	if s.opts.Path != MemoryPath {
 		q.Add("_pragma", "journal_mode(WAL)")
 	}
+	// The group commit's savepoints (group.go) keep the pages they may
+	// roll back in a sub-journal, a temporary file by default: in memory
+	// it costs no write system call per page. The writer's other
+	// temporary structures are bounded by its statements' limits.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	return q.Encode()
 }

@@ -153,15 +153,19 @@ func TestPragmas(t *testing.T) {
 	}{{"", 1}, {"NORMAL", 1}, {"full", 2}} {
 		path := filepath.Join(t.TempDir(), "tasks.db")
 		s := open(t, sqlite.Options{Path: path, Synchronous: tc.opt, BusyTimeout: 1234 * time.Millisecond})
-		var sync, busy, fk int
+		var sync, busy, fk, temp int
 		var mode string
 		err := s.DebugQueryRow(`SELECT (SELECT synchronous FROM pragma_synchronous), (SELECT timeout FROM pragma_busy_timeout),
-			(SELECT foreign_keys FROM pragma_foreign_keys), (SELECT journal_mode FROM pragma_journal_mode)`).Scan(&sync, &busy, &fk, &mode)
+			(SELECT foreign_keys FROM pragma_foreign_keys), (SELECT journal_mode FROM pragma_journal_mode),
+			(SELECT temp_store FROM pragma_temp_store)`).Scan(&sync, &busy, &fk, &mode, &temp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sync != tc.want || busy != 1234 || fk != 1 || mode != "wal" {
-			t.Fatalf("Synchronous %q: synchronous=%d busy_timeout=%d foreign_keys=%d journal_mode=%s", tc.opt, sync, busy, fk, mode)
+		// temp_store 2 (MEMORY): the savepoints of a group commit keep
+		// their sub-journal in memory instead of writing it to a file.
+		if sync != tc.want || busy != 1234 || fk != 1 || mode != "wal" || temp != 2 {
+			t.Fatalf("Synchronous %q: synchronous=%d busy_timeout=%d foreign_keys=%d journal_mode=%s temp_store=%d",
+				tc.opt, sync, busy, fk, mode, temp)
 		}
 	}
 	// The read pool is read-only.

@@ -54,15 +54,15 @@ func decodeClientInfo(raw []byte) *mcp.Implementation {
 	return &info
 }
 
-// liveSession is the node-local state of a session: its GET stream, its
+// nodeSession is the node-local state of a session: its GET stream, its
 // resource subscriptions and its requests in flight. It exists only on the
-// node that holds them and only while it holds any (see liveSessions); it
+// node that holds them and only while it holds any (see nodeSessions); it
 // ends when the store no longer has the session, and state held by
 // subscriptions alone is swept once idle. The session itself lives in the
 // store. In a fleet, a client's GET stream,
 // subscriptions and cancellations therefore reach only the node that
 // received them; NotifyResourceUpdated must be called on every node.
-type liveSession struct {
+type nodeSession struct {
 	key string
 
 	mu       sync.Mutex
@@ -81,7 +81,7 @@ type liveSession struct {
 // an ID once it has read the response, before the call has deregistered),
 // so every call counts against maxInflightPerSession and stays reachable
 // by notifications/cancelled and DELETE.
-func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
+func (ls *nodeSession) addInflightLocked(id string, ic *inflightCall) {
 	if ls.inflight == nil {
 		ls.inflight = map[string][]*inflightCall{}
 	}
@@ -92,7 +92,7 @@ func (ls *liveSession) addInflightLocked(id string, ic *inflightCall) {
 // removeInflightLocked deregisters a request added by addInflightLocked,
 // under ls.mu; it does nothing when ic is no longer registered (the
 // session ended).
-func (ls *liveSession) removeInflightLocked(id string, ic *inflightCall) {
+func (ls *nodeSession) removeInflightLocked(id string, ic *inflightCall) {
 	calls := ls.inflight[id]
 	i := slices.Index(calls, ic)
 	if i < 0 {
@@ -107,14 +107,14 @@ func (ls *liveSession) removeInflightLocked(id string, ic *inflightCall) {
 }
 
 // cancelInflightLocked cancels every call registered under id, under ls.mu.
-func (ls *liveSession) cancelInflightLocked(id string) {
+func (ls *nodeSession) cancelInflightLocked(id string) {
 	for _, ic := range ls.inflight[id] {
 		ic.cancel()
 	}
 }
 
 // addSubLocked records a resource subscription, under ls.mu.
-func (ls *liveSession) addSubLocked(uri string) {
+func (ls *nodeSession) addSubLocked(uri string) {
 	if ls.subs == nil {
 		ls.subs = map[string]bool{}
 	}
@@ -136,14 +136,14 @@ type getStream struct {
 }
 
 // empty reports whether ls holds nothing, under ls.mu.
-func (ls *liveSession) emptyLocked() bool {
+func (ls *nodeSession) emptyLocked() bool {
 	return ls.get == nil && len(ls.subs) == 0 && len(ls.inflight) == 0 &&
 		(ls.replay == nil || ls.replay.empty(ls.replay.l.now()))
 }
 
 // enqueue offers an encoded notification to the GET stream; it reports
 // whether the stream took it.
-func (ls *liveSession) enqueue(msg []byte) bool {
+func (ls *nodeSession) enqueue(msg []byte) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.get == nil {
@@ -157,25 +157,26 @@ func (ls *liveSession) enqueue(msg []byte) bool {
 	}
 }
 
-// liveSessions is the node's table of live session state, bounded by
-// SessionOptions.MaxSessions.
-type liveSessions struct {
+// nodeSessions is the node's table of live session state, bounded by
+// SessionOptions.MaxSessions. It holds no session records: those are in
+// sessionRecords, which decides whether a session exists.
+type nodeSessions struct {
 	max int
 	now func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]*liveSession
+	sessions map[string]*nodeSession
 	closed   bool
 }
 
-func newLiveSessions(max int, now func() time.Time) *liveSessions {
-	return &liveSessions{max: max, now: now, sessions: map[string]*liveSession{}}
+func newNodeSessions(max int, now func() time.Time) *nodeSessions {
+	return &nodeSessions{max: max, now: now, sessions: map[string]*nodeSession{}}
 }
 
 // with returns the live state of key, creating it, and runs fn on it
 // under its lock; fn's error is returned. It fails with errSessionsFull
 // when the table is full.
-func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError) *protocolError {
+func (t *nodeSessions) with(key string, fn func(ls *nodeSession) *protocolError) *protocolError {
 	t.mu.Lock()
 	ls := t.sessions[key]
 	if ls == nil {
@@ -183,7 +184,7 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 			t.mu.Unlock()
 			return errSessionsFull
 		}
-		ls = &liveSession{key: key}
+		ls = &nodeSession{key: key}
 		t.sessions[key] = ls
 	}
 	ls.mu.Lock()
@@ -201,14 +202,14 @@ func (t *liveSessions) with(key string, fn func(ls *liveSession) *protocolError)
 // openStream registers gs as the GET stream of key: errStreamOpen when the
 // session has one on this node, errSessionsFull once the server is closed
 // (Close ends GET streams; requests keep being served).
-func (t *liveSessions) openStream(key, endpoint string, gs *getStream) *protocolError {
+func (t *nodeSessions) openStream(key, endpoint string, gs *getStream) *protocolError {
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()
 	if closed {
 		return errSessionsFull
 	}
-	return t.with(key, func(ls *liveSession) *protocolError {
+	return t.with(key, func(ls *nodeSession) *protocolError {
 		if ls.get != nil {
 			return errStreamOpen
 		}
@@ -219,7 +220,7 @@ func (t *liveSessions) openStream(key, endpoint string, gs *getStream) *protocol
 
 // release runs fn on the live state of key, if any, and drops the state
 // once it holds nothing.
-func (t *liveSessions) release(key string, fn func(ls *liveSession)) {
+func (t *nodeSessions) release(key string, fn func(ls *nodeSession)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ls := t.sessions[key]
@@ -236,7 +237,7 @@ func (t *liveSessions) release(key string, fn func(ls *liveSession)) {
 }
 
 // lookup returns the live state of key or nil.
-func (t *liveSessions) lookup(key string) *liveSession {
+func (t *nodeSessions) lookup(key string) *nodeSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sessions[key]
@@ -246,7 +247,7 @@ func (t *liveSessions) lookup(key string) *liveSession {
 // its requests in flight are canceled. It returns the done channels of the
 // canceled calls that run on goroutines of their own (see
 // awaitCalls).
-func (t *liveSessions) end(key string) []<-chan struct{} {
+func (t *nodeSessions) end(key string) []<-chan struct{} {
 	t.mu.Lock()
 	ls := t.sessions[key]
 	delete(t.sessions, key)
@@ -264,7 +265,7 @@ func (t *liveSessions) end(key string) []<-chan struct{} {
 // endAll ends the session's GET stream and requests in flight and returns
 // its replay buffer, which the caller closes, and the done channels of the
 // asynchronous calls it canceled.
-func (ls *liveSession) endAll() (*sessionReplay, []<-chan struct{}) {
+func (ls *nodeSession) endAll() (*sessionReplay, []<-chan struct{}) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.ended = true
@@ -291,11 +292,11 @@ func (ls *liveSession) endAll() (*sessionReplay, []<-chan struct{}) {
 
 // close ends every GET stream (Server.Close); later GETs are refused.
 // Requests in flight and subscriptions are left alone.
-func (t *liveSessions) close() {
+func (t *nodeSessions) close() {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
-	t.each(func(ls *liveSession) {
+	t.each(func(ls *nodeSession) {
 		ls.mu.Lock()
 		if ls.get != nil {
 			close(ls.get.done)
@@ -308,7 +309,7 @@ func (t *liveSessions) close() {
 // sweep drops the state that only subscriptions hold (no GET stream, no
 // request in flight) and that no request has used for idle: its session
 // has expired idle by then, whether or not this node has noticed.
-func (t *liveSessions) sweep(now time.Time, idle time.Duration) {
+func (t *nodeSessions) sweep(now time.Time, idle time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for key, ls := range t.sessions {
@@ -323,9 +324,9 @@ func (t *liveSessions) sweep(now time.Time, idle time.Duration) {
 }
 
 // each calls fn for every live session (a snapshot).
-func (t *liveSessions) each(fn func(ls *liveSession)) {
+func (t *nodeSessions) each(fn func(ls *nodeSession)) {
 	t.mu.Lock()
-	all := make([]*liveSession, 0, len(t.sessions))
+	all := make([]*nodeSession, 0, len(t.sessions))
 	for _, ls := range t.sessions {
 		all = append(all, ls)
 	}
@@ -350,7 +351,7 @@ func (s *Server) NotifyResourceUpdated(uri string) {
 		return
 	}
 	msg := mcp.AppendNotification(nil, mcp.NotificationResourcesUpdated, params)
-	s.legacy.live.each(func(ls *liveSession) {
+	s.legacy.live.each(func(ls *nodeSession) {
 		ls.mu.Lock()
 		sub := ls.subs[uri]
 		ls.mu.Unlock()
@@ -393,7 +394,7 @@ func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
 		return
 	}
 	msg := mcp.AppendNotification(nil, method, nil)
-	s.legacy.live.each(func(ls *liveSession) {
+	s.legacy.live.each(func(ls *nodeSession) {
 		ls.mu.Lock()
 		match := ls.get != nil && ls.endpoint == endpoint
 		ls.mu.Unlock()

@@ -16,7 +16,7 @@ const unusedSessionTTL = time.Minute
 // names the session and touches it, it ends unusedSessionTTL after now
 // instead of IdleTimeout after now. The first such request always touches
 // the record: it finds LastUsedAt more than touchInterval old.
-func (m *sessionManager) backdateUnused(rec *session.Record, now time.Time) {
+func (m *sessionRecords) backdateUnused(rec *session.Record, now time.Time) {
 	if m.opts.IdleTimeout > unusedSessionTTL {
 		rec.LastUsedAt = now.Add(unusedSessionTTL - m.opts.IdleTimeout)
 	}
@@ -38,7 +38,7 @@ type sourceSessions struct {
 // under way, under m.mu. It reports errSessionLimit when source holds
 // MaxPerPrincipal live sessions (with those being created) already, and
 // errSessionsFull when the node tracks MaxSessions sessions of sources.
-func (m *sessionManager) reserveSourceLocked(source string, now time.Time) *protocolError {
+func (m *sessionRecords) reserveSourceLocked(source string, now time.Time) *protocolError {
 	ss := &m.sources
 	if ss.bySource == nil {
 		ss.bySource, ss.sourceOf, ss.pending = map[string]map[string]session.Record{}, map[string]string{}, map[string]int{}
@@ -61,7 +61,7 @@ func (m *sessionManager) reserveSourceLocked(source string, now time.Time) *prot
 
 // settleSourceLocked ends a create reserved by reserveSourceLocked, under
 // m.mu, counting rec when it was stored.
-func (m *sessionManager) settleSourceLocked(source string, rec *session.Record) {
+func (m *sessionRecords) settleSourceLocked(source string, rec *session.Record) {
 	ss := &m.sources
 	if ss.pending[source]--; ss.pending[source] <= 0 {
 		delete(ss.pending, source)
@@ -83,7 +83,7 @@ func (m *sessionManager) settleSourceLocked(source string, rec *session.Record) 
 // live, under m.mu. A session's freshest record is the cached one, which
 // find updates when it touches it; a session the cache dropped is judged
 // by its record as last seen.
-func (m *sessionManager) pruneSourceLocked(source string, now time.Time) {
+func (m *sessionRecords) pruneSourceLocked(source string, now time.Time) {
 	for key, rec := range m.sources.bySource[source] {
 		if cs := m.cache[key]; cs != nil {
 			rec = cs.rec
@@ -96,7 +96,7 @@ func (m *sessionManager) pruneSourceLocked(source string, now time.Time) {
 }
 
 // dropSourceLocked stops counting the session key, under m.mu.
-func (m *sessionManager) dropSourceLocked(key string) {
+func (m *sessionRecords) dropSourceLocked(key string) {
 	ss := &m.sources
 	source, ok := ss.sourceOf[key]
 	if !ok {
@@ -112,7 +112,7 @@ func (m *sessionManager) dropSourceLocked(key string) {
 
 // pruneSourcesLocked forgets every counted session that is no longer live,
 // under m.mu; the periodic sweep calls it.
-func (m *sessionManager) pruneSourcesLocked(now time.Time) {
+func (m *sessionRecords) pruneSourcesLocked(now time.Time) {
 	for source := range m.sources.bySource {
 		m.pruneSourceLocked(source, now)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +19,23 @@ import (
 	"github.com/taskwire/taskwire/session/memory"
 )
 
+// Defaults of SessionOptions, which taskwire serve's flags share.
+const (
+	// DefaultMaxSessions bounds a node's in-process session store and its
+	// cache and live state.
+	DefaultMaxSessions = 10_000
+	// DefaultSessionsPerPrincipal bounds the live sessions of one identity.
+	DefaultSessionsPerPrincipal = 100
+	// DefaultMaxStoredSessions bounds the live sessions of a store as a
+	// whole.
+	DefaultMaxStoredSessions = 100_000
+	// DefaultSessionIdleTimeout ends a session no request names for that
+	// long.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultSessionLifetime ends a session that long after initialize.
+	DefaultSessionLifetime = 24 * time.Hour
+)
+
 // SessionOptions configure the sessions of 2025-era clients (revisions
 // 2025-06-18 and 2025-11-25), which an endpoint serves when its
 // ProtocolVersions name them. The 2026-07-28 revision has no sessions and
@@ -30,10 +48,10 @@ type SessionOptions struct {
 	Store session.Store
 	// MaxSessions bounds the sessions of the in-process store and the
 	// records this node keeps in its cache and live state (GET streams,
-	// subscriptions, requests in flight). Zero means 10,000.
+	// subscriptions, requests in flight). Zero means DefaultMaxSessions.
 	MaxSessions int
 	// MaxPerPrincipal bounds the live sessions of one identity (endpoint,
-	// tenant and principal) across the fleet. Zero means 100. An
+	// tenant and principal) across the fleet. Zero means DefaultSessionsPerPrincipal. An
 	// initialize beyond it is refused with HTTP 429. Anonymous callers
 	// (an empty Identity.Principal, as with the default admission) are
 	// indistinguishable from each other and bounded by MaxStored alone,
@@ -43,18 +61,19 @@ type SessionOptions struct {
 	MaxPerPrincipal int
 	// MaxStored bounds the live sessions of the store as a whole, every
 	// identity and every node sharing it together: what bounds a durable
-	// store's table (anonymous callers included). Zero means 100,000. An
+	// store's table (anonymous callers included). Zero means
+	// DefaultMaxStoredSessions. An
 	// initialize beyond it is refused with HTTP 503 (-32603 "Server
 	// busy") until sessions end.
 	MaxStored int
 	// IdleTimeout ends a session that no request names for that long. Zero
-	// means 30 min. A session that no request names after initialize
+	// means DefaultSessionIdleTimeout. A session that no request names after initialize
 	// (clients send notifications/initialized at once) ends after one
 	// minute, or IdleTimeout if shorter, so that a flood of bare
 	// initializes leaves the store within a minute.
 	IdleTimeout time.Duration
 	// MaxLifetime ends a session that long after initialize, however busy.
-	// Zero means 24 h.
+	// Zero means DefaultSessionLifetime.
 	MaxLifetime time.Duration
 	// Resume configures the resumable response streams of 2025-11-25
 	// sessions (event IDs, closing a stream mid-call, resumption by GET
@@ -88,21 +107,11 @@ func (o *SessionOptions) validate() error {
 }
 
 func (o *SessionOptions) setDefaults() {
-	if o.MaxSessions == 0 {
-		o.MaxSessions = 10_000
-	}
-	if o.MaxPerPrincipal == 0 {
-		o.MaxPerPrincipal = 100
-	}
-	if o.MaxStored == 0 {
-		o.MaxStored = 100_000
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 30 * time.Minute
-	}
-	if o.MaxLifetime == 0 {
-		o.MaxLifetime = 24 * time.Hour
-	}
+	o.MaxSessions = cmp.Or(o.MaxSessions, DefaultMaxSessions)
+	o.MaxPerPrincipal = cmp.Or(o.MaxPerPrincipal, DefaultSessionsPerPrincipal)
+	o.MaxStored = cmp.Or(o.MaxStored, DefaultMaxStoredSessions)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, DefaultSessionIdleTimeout)
+	o.MaxLifetime = cmp.Or(o.MaxLifetime, DefaultSessionLifetime)
 }
 
 // Bounds of session handling.
@@ -117,15 +126,17 @@ const (
 	maxCapabilityJSON = 64 << 10
 )
 
-// sessionManager mints, finds and ends sessions. It keeps a bounded
-// node-local cache of records so that most requests read no store: a
-// record is trusted for sessionCacheTTL after it was read, so a session
-// deleted (or whose log level was set) through another node may still be
-// served as before here for up to that long. A cached record that looks
-// expired is always read again before a request is refused. LastUsedAt is
-// written coarsely (see touchInterval), so a session's idle expiry may
-// come up to that interval early.
-type sessionManager struct {
+// sessionRecords is the sessions as SessionOptions.Store records them,
+// shared by every node: it mints, finds and ends sessions. (What only this
+// node holds for a session, its streams and calls, is in nodeSessions.) It
+// keeps a bounded node-local cache of records so that most requests read no
+// store: a record is trusted for sessionCacheTTL after it was read, so a
+// session deleted (or whose log level was set) through another node may
+// still be served as before here for up to that long. A cached record that
+// looks expired is always read again before a request is refused.
+// LastUsedAt is written coarsely (see touchInterval), so a session's idle
+// expiry may come up to that interval early.
+type sessionRecords struct {
 	store  session.Store
 	opts   SessionOptions
 	now    func() time.Time
@@ -140,7 +151,7 @@ type sessionManager struct {
 	mu        sync.Mutex
 	cache     map[string]*cachedSession // by key; at most opts.MaxSessions
 	lastSweep time.Time
-	sources   sourceSessions // live sessions per Identity.Source (session_source.go)
+	sources   sourceSessions // live sessions per Identity.Source (legacy_sessions_source.go)
 }
 
 // cachedSession is a record as this node last read it, with its
@@ -153,7 +164,7 @@ type cachedSession struct {
 	read       time.Time           // when rec was read from (or written to) the store
 }
 
-func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionManager, error) {
+func newSessionRecords(o *SessionOptions, now func() time.Time, logger *slog.Logger) (*sessionRecords, error) {
 	c := SessionOptions{}
 	if o != nil {
 		c = *o
@@ -166,11 +177,11 @@ func newSessionManager(o *SessionOptions, now func() time.Time, logger *slog.Log
 		}
 		c.Store = st
 	}
-	return &sessionManager{store: c.Store, opts: c, now: now, logger: logger, cache: map[string]*cachedSession{}}, nil
+	return &sessionRecords{store: c.Store, opts: c, now: now, logger: logger, cache: map[string]*cachedSession{}}, nil
 }
 
 // touchInterval is how often LastUsedAt is written for a busy session.
-func (m *sessionManager) touchInterval() time.Duration {
+func (m *sessionRecords) touchInterval() time.Duration {
 	return min(m.opts.IdleTimeout/8, maxTouchInterval)
 }
 
@@ -223,7 +234,7 @@ func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 // non-empty source (Identity.Source) is also held to MaxPerPrincipal live
 // sessions, counted on this node. The session ends unusedSessionTTL after
 // now unless a request names it (backdateUnused).
-func (m *sessionManager) create(ctx context.Context, rec session.Record, source string, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
+func (m *sessionRecords) create(ctx context.Context, rec session.Record, source string, caps *mcp.LegacyClientCapabilities, info *mcp.Implementation) (string, *protocolError) {
 	now := m.now()
 	m.sweepMaybe(ctx, now)
 	id, key := mintSessionID()
@@ -271,14 +282,14 @@ func (m *sessionManager) create(ctx context.Context, rec session.Record, source 
 // errStore logs a failed store call (never the key or the record) and
 // maps it: a store out of reach is errStoreUnavailable (503 with
 // Retry-After), the rest the fixed internal error.
-func (m *sessionManager) errStore(op string, err error) *protocolError {
+func (m *sessionRecords) errStore(op string, err error) *protocolError {
 	m.logger.Error("session store failed", "op", op, "err", redactErr(err))
 	return storeFailure(err)
 }
 
 // sweepMaybe removes a batch of expired records at most once per
 // sweepEvery, on the initialize that comes along (no goroutine of its own).
-func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
+func (m *sessionRecords) sweepMaybe(ctx context.Context, now time.Time) {
 	m.mu.Lock()
 	due := now.Sub(m.lastSweep) >= sweepEvery
 	if due {
@@ -304,7 +315,7 @@ func (m *sessionManager) sweepMaybe(ctx context.Context, now time.Time) {
 }
 
 // put caches cs, dropping an arbitrary entry when the cache is full.
-func (m *sessionManager) put(cs *cachedSession) {
+func (m *sessionRecords) put(cs *cachedSession) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.cache[cs.rec.Key]; !ok && len(m.cache) >= m.opts.MaxSessions {
@@ -317,7 +328,7 @@ func (m *sessionManager) put(cs *cachedSession) {
 }
 
 // forget drops the session key from the cache and from its source's count.
-func (m *sessionManager) forget(key string) {
+func (m *sessionRecords) forget(key string) {
 	m.mu.Lock()
 	delete(m.cache, key)
 	m.dropSourceLocked(key)
@@ -326,7 +337,7 @@ func (m *sessionManager) forget(key string) {
 
 // lost forgets a session the store no longer has and ends its node-local
 // state.
-func (m *sessionManager) lost(key string) {
+func (m *sessionRecords) lost(key string) {
 	m.forget(key)
 	if m.gone != nil {
 		m.gone(key)
@@ -336,7 +347,7 @@ func (m *sessionManager) lost(key string) {
 // find returns the live session key names if it belongs to the identity on
 // endpoint; any other case (unknown, expired, another identity's) is
 // errSessionNotFound, the same bytes every time.
-func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Identity) (*cachedSession, *protocolError) {
+func (m *sessionRecords) find(ctx context.Context, key, endpoint string, id Identity) (*cachedSession, *protocolError) {
 	now := m.now()
 	m.mu.Lock()
 	cs := m.cache[key]
@@ -381,7 +392,7 @@ func (m *sessionManager) find(ctx context.Context, key, endpoint string, id Iden
 }
 
 // setLogLevel records the session's log level in the store and the cache.
-func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, level string) *protocolError {
+func (m *sessionRecords) setLogLevel(ctx context.Context, cs *cachedSession, level string) *protocolError {
 	now := m.now()
 	sctx, cancel := storeCtx(ctx)
 	err := m.store.SetLogLevel(sctx, cs.rec.Key, level, now)
@@ -400,7 +411,7 @@ func (m *sessionManager) setLogLevel(ctx context.Context, cs *cachedSession, lev
 }
 
 // delete ends the session key names.
-func (m *sessionManager) delete(ctx context.Context, key string) *protocolError {
+func (m *sessionRecords) delete(ctx context.Context, key string) *protocolError {
 	m.forget(key)
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()

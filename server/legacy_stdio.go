@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/taskwire/taskwire/internal/stdioframe"
 	"github.com/taskwire/taskwire/mcp"
 )
 
@@ -120,7 +121,7 @@ func (sc *stdioConn) initialize(req *mcp.Request) {
 func (sc *stdioConn) pump(ls *stdioSession, gs *getStream) {
 	defer close(ls.done)
 	s := sc.srv
-	defer s.legacy.live.release(ls.key, func(l *liveSession) {
+	defer s.legacy.live.release(ls.key, func(l *nodeSession) {
 		if l.get == gs {
 			l.get = nil
 		}
@@ -135,7 +136,7 @@ func (sc *stdioConn) pump(ls *stdioSession, gs *getStream) {
 			return
 		case msg := <-gs.ch:
 			// closeSession must not wait on a full queue.
-			if !sc.w.enqueue(frame(msg), ls.stop, sc.ctx.Done()) {
+			if !sc.w.Enqueue(stdioframe.Frame(msg), ls.stop, sc.ctx.Done()) {
 				return
 			}
 		case <-touch.C:
@@ -186,18 +187,4 @@ func (sc *stdioConn) answer(body []byte, id mcp.ID) {
 	if a, ok, _ := decodeAnswer(body); ok {
 		sc.srv.deliverAnswer(sid, ls.key, a)
 	}
-}
-
-// cancelledID returns the request a notifications/cancelled names.
-func cancelledID(req *mcp.Request) (mcp.ID, bool) {
-	if req.Params == nil {
-		return mcp.ID{}, false
-	}
-	var cp struct {
-		RequestID mcp.ID `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &cp) != nil || cp.RequestID.IsZero() {
-		return mcp.ID{}, false
-	}
-	return cp.RequestID, true
 }

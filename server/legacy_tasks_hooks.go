@@ -47,17 +47,6 @@ func (ep *Endpoint) sessionHasTasks(lc *legacyCall) bool {
 	return ep.servesLegacyTasks(lc.version(), lc.session.legacyCaps)
 }
 
-// servesTasksFor reports whether a call may be offered a creation context:
-// the endpoint serves Tasks for the request's version, or the call is one
-// of a legacy session that the tasks layer lets create tasks (it then adds
-// the Tasks extension to the call's capabilities, see withTaskCreation).
-func (c *call) servesTasksFor(version string) bool {
-	if c.legacy != nil {
-		return c.ep.tasks
-	}
-	return c.ep.servesTasks(version)
-}
-
 // withTaskCreation makes the call one that may create a task: the legacy
 // session's request capabilities gain the Tasks extension, which the
 // task-required tool's capability check and creationContext look for.
