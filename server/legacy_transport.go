@@ -260,7 +260,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if lastID, ok := r.Header["Last-Event-Id"]; ok {
+	if lastID, ok := r.Header[mcp.HeaderLastEventID]; ok {
 		s.serveResume(ep, w, r, cs, lastID)
 		return
 	}
