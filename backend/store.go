@@ -158,6 +158,15 @@ type ClaimParams struct {
 	Now time.Time
 }
 
+// ExhaustedError returns the error a task fails with when its job used all
+// its attempts (the runtime, after the last failed one) or its interrupted
+// runs (RescueExpired): {-32603, "The task failed after repeated
+// attempts."}. It is client-safe: it reveals no cause. Each call returns a
+// new value.
+func ExhaustedError() *mcp.Error {
+	return mcp.NewError(mcp.CodeInternalError, "The task failed after repeated attempts.")
+}
+
 // RescueParams describe one RescueExpired pass.
 type RescueParams struct {
 	// Now is the rescue time: leases that expired at or before it are

@@ -241,8 +241,8 @@ func (c *Client) withProgressToken(version string, p *mcp.CallToolParams, header
 	for k, v := range header {
 		cl.header[k] = v
 	}
-	cl.header.Set("MCP-Protocol-Version", version)
-	cl.header.Set("Mcp-Method", mcp.MethodToolsCall)
+	cl.header.Set(mcp.HeaderProtocolVersion, version)
+	cl.header.Set(mcp.HeaderMethod, mcp.MethodToolsCall)
 	return cl, nil
 }
 

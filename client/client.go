@@ -236,8 +236,8 @@ func (c *Client) modernCall(version, method string, params any, header http.Head
 	for k, v := range header {
 		cl.header[k] = v
 	}
-	cl.header.Set("MCP-Protocol-Version", version)
-	cl.header.Set("Mcp-Method", method)
+	cl.header.Set(mcp.HeaderProtocolVersion, version)
+	cl.header.Set(mcp.HeaderMethod, method)
 	return cl, nil
 }
 

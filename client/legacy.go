@@ -258,7 +258,7 @@ func (c *Client) openSessionStream(streamCtx context.Context, lastID string) *se
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		req.Header.Set(mcp.HeaderLastEventID, lastID)
 	}
 	if c.commonHeaders(ctx, req.Header) != nil {
 		cancel()

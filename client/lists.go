@@ -55,7 +55,7 @@ func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 			if t == nil || t.Name == "" {
 				continue
 			}
-			hs, err := toolHeaders(t.InputSchema)
+			hs, err := mcp.ParseParamHeaders(t.InputSchema)
 			if err != nil {
 				c.opts.Logger.Warn("client: ignoring a tool with invalid x-mcp-header declarations", "tool", t.Name, "err", err)
 				out = append(out, &toolEntry{tool: &t.Tool, invalid: err})
@@ -188,12 +188,6 @@ func (c *Client) requestInto(ctx context.Context, method string, params any, hea
 		return err
 	}
 	return decodeResult(method, raw, out)
-}
-
-func nameHeader(v string) http.Header {
-	h := http.Header{}
-	h.Set("Mcp-Name", encodeHeaderValue(v))
-	return h
 }
 
 // peekResultType returns the resultType of a raw result ("complete" when

@@ -137,7 +137,7 @@ func DefaultProtocolVersions() []string {
 // protocolHeaders are owned by the client and may not be set in
 // Options.Header.
 var protocolHeaders = []string{
-	"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version", "Content-Type", "Accept", "Last-Event-Id",
+	mcp.HeaderMethod, mcp.HeaderName, mcp.HeaderSessionID, mcp.HeaderProtocolVersion, "Content-Type", "Accept", mcp.HeaderLastEventID,
 }
 
 // validHeaderName reports whether name is an HTTP field name: one or more
@@ -235,7 +235,7 @@ func (o *Options) checkHTTP(bad func(string, ...any)) {
 			}
 		}
 		for _, p := range protocolHeaders {
-			if strings.EqualFold(name, p) || strings.HasPrefix(strings.ToLower(name), "mcp-param-") {
+			if strings.EqualFold(name, p) || strings.HasPrefix(strings.ToLower(name), strings.ToLower(mcp.HeaderParamPrefix)) {
 				bad("Header must not set %s", name)
 				break
 			}

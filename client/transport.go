@@ -69,7 +69,7 @@ func (c *Client) post(ctx context.Context, cl *call) (*http.Response, string, er
 	}
 	if cl.method == mcp.MethodInitialize {
 		req.Header.Del(mcp.HeaderSessionID)
-		req.Header.Del("MCP-Protocol-Version")
+		req.Header.Del(mcp.HeaderProtocolVersion)
 	}
 	for k, v := range cl.header {
 		req.Header[k] = v
@@ -100,7 +100,7 @@ func (c *Client) commonHeaders(ctx context.Context, h http.Header) error {
 			h.Set(mcp.HeaderSessionID, sid)
 		}
 		if version != "" {
-			h.Set("MCP-Protocol-Version", version)
+			h.Set(mcp.HeaderProtocolVersion, version)
 		}
 	}
 	return nil
@@ -364,7 +364,7 @@ func (c *Client) resume(ctx context.Context, method, lastID string, retry time.D
 		return nil, &ConnectionError{Op: method, Err: err}
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", lastID)
+	req.Header.Set(mcp.HeaderLastEventID, lastID)
 	if err := c.commonHeaders(ctx, req.Header); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ type CompleteParams struct {
 	Argument CompleteArgument   `json:"argument"`
 	// Context carries arguments the user has already filled in.
 	Context *CompleteContext `json:"context,omitempty"`
-	Meta    *RequestMeta     `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // CompleteReference is a PromptReference (Type RefPrompt, with Name) or a
@@ -44,7 +44,7 @@ type CompleteContext struct {
 type CompleteResult struct {
 	ResultType ResultType       `json:"resultType"`
 	Completion CompletionValues `json:"completion"`
-	Meta       Meta             `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults.

@@ -5,7 +5,7 @@ import "encoding/json"
 // DiscoverParams are the params of server/discover, which carry only the
 // request _meta.
 type DiscoverParams struct {
-	Meta *RequestMeta `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // DiscoverResult is the result of server/discover, a cacheable result. The
@@ -24,7 +24,7 @@ type DiscoverResult struct {
 	// 0 means it must not be reused.
 	TTLMs      int64      `json:"ttlMs"`
 	CacheScope CacheScope `json:"cacheScope"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above.

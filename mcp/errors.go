@@ -26,6 +26,18 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
+// JSON-RPC error codes of the 2025 era (2025-06-18 and 2025-11-25), which
+// the 2026-07-28 revision does not use.
+const (
+	// CodeSessionNotFound: the request names an Mcp-Session-Id the server
+	// does not know (never issued, ended or expired); the client starts a
+	// new session with initialize. Sent with HTTP 404.
+	CodeSessionNotFound = -32001
+	// CodeRequestCancelled: the error of a 2025-11-25 task that was
+	// cancelled, as tasks/result reports it.
+	CodeRequestCancelled = -32800
+)
+
 // Error is a JSON-RPC error object. It implements the error interface so that
 // handlers can return protocol errors directly.
 type Error struct {

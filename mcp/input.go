@@ -37,7 +37,7 @@ type InputRequiredResult struct {
 	// RequestState is opaque to the client, which echoes it verbatim. It is
 	// attacker-controlled on the way back; integrity-protect what matters.
 	RequestState string `json:"requestState,omitempty"`
-	Meta         Meta   `json:"_meta,omitzero"`
+	Meta         `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the default ResultType.

@@ -46,9 +46,6 @@ func IsModernVersion(v string) bool {
 	return true
 }
 
-// HeaderSessionID is the HTTP header that carries a 2025-era session ID.
-const HeaderSessionID = "Mcp-Session-Id"
-
 // Methods of the 2025 era that the 2026-07-28 revision removed.
 const (
 	MethodInitialize           = "initialize"

@@ -25,7 +25,49 @@ const (
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
 // Meta is an open _meta object.
+//
+// The result types embed it under the name _meta (a field named Meta that
+// keeps its place in the encoding), which gives them GetMeta and SetMeta:
+// code that adds to the _meta of any result, such as the server adding its
+// MetaServerInfo, needs no type switch (see MetaCarrier).
 type Meta map[string]any
+
+// GetMeta returns m.
+func (m Meta) GetMeta() Meta { return m }
+
+// SetMeta replaces the _meta object with v; nil removes it.
+func (m *Meta) SetMeta(v Meta) { *m = v }
+
+// MetaCarrier is implemented by a pointer to every result type of the
+// 2026-07-28 revision and the Tasks extension (CallToolResult,
+// DiscoverResult, the list results, CreateTaskResult, GetTaskResult and
+// the others), through their embedded Meta.
+type MetaCarrier interface {
+	GetMeta() Meta
+	SetMeta(Meta)
+}
+
+// RequestParams are the members every 2026-07-28 request's params share:
+// the request _meta. Each params type embeds it as its last member, which
+// gives it GetMeta and SetMeta (see RequestMetaCarrier).
+type RequestParams struct {
+	Meta *RequestMeta `json:"_meta,omitempty"`
+}
+
+// GetMeta returns the request _meta (nil when absent).
+func (p *RequestParams) GetMeta() *RequestMeta { return p.Meta }
+
+// SetMeta replaces the request _meta with m; nil removes it (a 2025-era
+// request carries none).
+func (p *RequestParams) SetMeta(m *RequestMeta) { p.Meta = m }
+
+// RequestMetaCarrier is implemented by a pointer to every params type of a
+// 2026-07-28 request (CallToolParams, DiscoverParams, TaskParams and the
+// others), through their embedded RequestParams.
+type RequestMetaCarrier interface {
+	GetMeta() *RequestMeta
+	SetMeta(*RequestMeta)
+}
 
 // RequestMeta is the _meta object of a client request. Required members are
 // pointers or strings whose absence the server can detect.

@@ -24,8 +24,8 @@ type PromptArgument struct {
 // ListPromptsParams are the params of prompts/list.
 type ListPromptsParams struct {
 	// Cursor is an opaque pagination cursor from a previous NextCursor.
-	Cursor string       `json:"cursor,omitempty"`
-	Meta   *RequestMeta `json:"_meta,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	RequestParams
 }
 
 // ListPromptsResult is the result of prompts/list, a cacheable result. The
@@ -40,7 +40,7 @@ type ListPromptsResult struct {
 	// 0 means it must not be reused.
 	TTLMs      int64      `json:"ttlMs"`
 	CacheScope CacheScope `json:"cacheScope"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above.
@@ -60,7 +60,7 @@ type GetPromptParams struct {
 	Arguments      map[string]string `json:"arguments,omitzero"`
 	InputResponses InputResponses    `json:"inputResponses,omitzero"`
 	RequestState   string            `json:"requestState,omitempty"`
-	Meta           *RequestMeta      `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // GetPromptResult is the complete result of prompts/get. The zero
@@ -69,7 +69,7 @@ type GetPromptResult struct {
 	ResultType  ResultType       `json:"resultType"`
 	Description string           `json:"description,omitempty"`
 	Messages    []*PromptMessage `json:"messages"`
-	Meta        Meta             `json:"_meta,omitzero"`
+	Meta        `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above.

@@ -38,8 +38,8 @@ type ResourceTemplate struct {
 // ListResourcesParams are the params of resources/list.
 type ListResourcesParams struct {
 	// Cursor is an opaque pagination cursor from a previous NextCursor.
-	Cursor string       `json:"cursor,omitempty"`
-	Meta   *RequestMeta `json:"_meta,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	RequestParams
 }
 
 // ListResourcesResult is the result of resources/list, a cacheable result.
@@ -54,7 +54,7 @@ type ListResourcesResult struct {
 	// 0 means it must not be reused.
 	TTLMs      int64      `json:"ttlMs"`
 	CacheScope CacheScope `json:"cacheScope"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above.
@@ -68,8 +68,8 @@ func (r ListResourcesResult) MarshalJSON() ([]byte, error) {
 
 // ListResourceTemplatesParams are the params of resources/templates/list.
 type ListResourceTemplatesParams struct {
-	Cursor string       `json:"cursor,omitempty"`
-	Meta   *RequestMeta `json:"_meta,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	RequestParams
 }
 
 // ListResourceTemplatesResult is the result of resources/templates/list, a
@@ -80,7 +80,7 @@ type ListResourceTemplatesResult struct {
 	NextCursor        string              `json:"nextCursor,omitempty"`
 	TTLMs             int64               `json:"ttlMs"`
 	CacheScope        CacheScope          `json:"cacheScope"`
-	Meta              Meta                `json:"_meta,omitzero"`
+	Meta              `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults.
@@ -99,7 +99,7 @@ type ReadResourceParams struct {
 	URI            string         `json:"uri"`
 	InputResponses InputResponses `json:"inputResponses,omitzero"`
 	RequestState   string         `json:"requestState,omitempty"`
-	Meta           *RequestMeta   `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // ReadResourceResult is the complete result of resources/read. It is a
@@ -111,7 +111,7 @@ type ReadResourceResult struct {
 	Contents   []*ResourceContents `json:"contents"`
 	TTLMs      int64               `json:"ttlMs"`
 	CacheScope CacheScope          `json:"cacheScope"`
-	Meta       Meta                `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults.

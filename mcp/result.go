@@ -29,7 +29,7 @@ const (
 // encodes as {"resultType":"complete"}.
 type EmptyResult struct {
 	ResultType ResultType `json:"resultType"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, encoding a zero ResultType as

@@ -129,15 +129,15 @@ func TestRequestsValidate(t *testing.T) {
 		method string
 		params any
 	}{
-		{"CallToolRequest", false, MethodToolsCall, CallToolParams{Name: "x", Arguments: json.RawMessage(`{"a":1}`), Meta: meta}},
-		{"DiscoverRequest", false, MethodServerDiscover, DiscoverParams{Meta: meta}},
-		{"SubscriptionsListenRequest", false, MethodSubscriptionsListen, ListenParams{Meta: meta}},
-		{"SubscriptionsListenRequest", false, MethodSubscriptionsListen, ListenParams{Meta: meta, Notifications: &SubscriptionFilter{TaskIDs: []string{"t-1"}, ToolsListChanged: true}}},
-		{"CompleteRequest", false, MethodCompletionComplete, CompleteParams{Ref: &CompleteReference{Type: RefResource, URI: "file:///{p}"}, Argument: CompleteArgument{Name: "p", Value: "a"}, Meta: meta}},
-		{"GetTaskRequest", true, MethodTasksGet, TaskParams{TaskID: "t-1", Meta: meta}},
-		{"CancelTaskRequest", true, MethodTasksCancel, TaskParams{TaskID: "t-1", Meta: meta}},
-		{"UpdateTaskRequest", true, MethodTasksUpdate, UpdateTaskParams{TaskID: "t-1", Meta: meta}},
-		{"UpdateTaskRequest", true, MethodTasksUpdate, UpdateTaskParams{TaskID: "t-1", Meta: meta, InputResponses: InputResponses{
+		{"CallToolRequest", false, MethodToolsCall, CallToolParams{Name: "x", Arguments: json.RawMessage(`{"a":1}`), RequestParams: RequestParams{Meta: meta}}},
+		{"DiscoverRequest", false, MethodServerDiscover, DiscoverParams{RequestParams: RequestParams{Meta: meta}}},
+		{"SubscriptionsListenRequest", false, MethodSubscriptionsListen, ListenParams{RequestParams: RequestParams{Meta: meta}}},
+		{"SubscriptionsListenRequest", false, MethodSubscriptionsListen, ListenParams{RequestParams: RequestParams{Meta: meta}, Notifications: &SubscriptionFilter{TaskIDs: []string{"t-1"}, ToolsListChanged: true}}},
+		{"CompleteRequest", false, MethodCompletionComplete, CompleteParams{Ref: &CompleteReference{Type: RefResource, URI: "file:///{p}"}, Argument: CompleteArgument{Name: "p", Value: "a"}, RequestParams: RequestParams{Meta: meta}}},
+		{"GetTaskRequest", true, MethodTasksGet, TaskParams{TaskID: "t-1", RequestParams: RequestParams{Meta: meta}}},
+		{"CancelTaskRequest", true, MethodTasksCancel, TaskParams{TaskID: "t-1", RequestParams: RequestParams{Meta: meta}}},
+		{"UpdateTaskRequest", true, MethodTasksUpdate, UpdateTaskParams{TaskID: "t-1", RequestParams: RequestParams{Meta: meta}}},
+		{"UpdateTaskRequest", true, MethodTasksUpdate, UpdateTaskParams{TaskID: "t-1", RequestParams: RequestParams{Meta: meta}, InputResponses: InputResponses{
 			"k": mustMarshal(t, ElicitResult{Action: ElicitActionCancel}),
 		}}},
 	}

@@ -20,7 +20,7 @@ type SubscriptionFilter struct {
 // encodes as {} (the schema requires the member).
 type ListenParams struct {
 	Notifications *SubscriptionFilter `json:"notifications"`
-	Meta          *RequestMeta        `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -54,7 +54,7 @@ func (p AcknowledgedParams) MarshalJSON() ([]byte, error) {
 // listen request's id. The zero ResultType encodes as "complete".
 type ListenResult struct {
 	ResultType ResultType `json:"resultType"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the default ResultType.

@@ -43,7 +43,7 @@ type TaskInfo struct {
 	TTLMs *int64 `json:"ttlMs"`
 	// PollIntervalMs is the suggested polling interval in milliseconds.
 	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
-	Meta           Meta   `json:"_meta,omitzero"`
+	Meta           `json:"_meta,omitzero"`
 }
 
 // DetailedTask is a task with its status-specific members, as returned by
@@ -106,8 +106,8 @@ func (r GetTaskResult) MarshalJSON() ([]byte, error) {
 
 // TaskParams are the params of tasks/get and tasks/cancel.
 type TaskParams struct {
-	TaskID string       `json:"taskId"`
-	Meta   *RequestMeta `json:"_meta,omitempty"`
+	TaskID string `json:"taskId"`
+	RequestParams
 }
 
 // UpdateTaskParams are the params of tasks/update, which answers some or all
@@ -115,7 +115,7 @@ type TaskParams struct {
 type UpdateTaskParams struct {
 	TaskID         string         `json:"taskId"`
 	InputResponses InputResponses `json:"inputResponses"`
-	Meta           *RequestMeta   `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // MarshalJSON implements json.Marshaler.

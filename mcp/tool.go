@@ -47,8 +47,8 @@ type ToolAnnotations struct {
 // ListToolsParams are the params of tools/list.
 type ListToolsParams struct {
 	// Cursor is an opaque pagination cursor from a previous NextCursor.
-	Cursor string       `json:"cursor,omitempty"`
-	Meta   *RequestMeta `json:"_meta,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	RequestParams
 }
 
 // ListToolsResult is the result of tools/list, a cacheable result. The zero
@@ -63,7 +63,7 @@ type ListToolsResult struct {
 	// 0 means it must not be reused.
 	TTLMs      int64      `json:"ttlMs"`
 	CacheScope CacheScope `json:"cacheScope"`
-	Meta       Meta       `json:"_meta,omitzero"`
+	Meta       `json:"_meta,omitzero"`
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above.
@@ -84,7 +84,7 @@ type CallToolParams struct {
 	Arguments      json.RawMessage `json:"arguments,omitempty"`
 	InputResponses InputResponses  `json:"inputResponses,omitzero"`
 	RequestState   string          `json:"requestState,omitempty"`
-	Meta           *RequestMeta    `json:"_meta,omitempty"`
+	RequestParams
 }
 
 // CallToolResult is the complete result of tools/call. A tool that ran and
@@ -100,7 +100,28 @@ type CallToolResult struct {
 	// OutputSchema when the tool declares one.
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
-	Meta              Meta            `json:"_meta,omitzero"`
+	Meta              `json:"_meta,omitzero"`
+}
+
+// StructuredResult returns a result whose structured content is structured
+// and whose content is one text block holding the same JSON, for clients
+// that read only content (see WithStructuredText).
+func StructuredResult(structured json.RawMessage) *CallToolResult {
+	return &CallToolResult{StructuredContent: structured, Content: []Content{&TextContent{Text: string(structured)}}}
+}
+
+// WithStructuredText returns r, or, when r has structured content and no
+// content blocks, a copy of r whose content is one text block holding the
+// structured content's JSON: the text rendering the revision asks of a tool
+// that returns structured content, for clients that read only content.
+// r itself is never modified.
+func (r *CallToolResult) WithStructuredText() *CallToolResult {
+	if len(r.Content) > 0 || len(r.StructuredContent) == 0 {
+		return r
+	}
+	c := *r
+	c.Content = []Content{&TextContent{Text: string(r.StructuredContent)}}
+	return &c
 }
 
 // MarshalJSON implements json.Marshaler, filling in the defaults above. The

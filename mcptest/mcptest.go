@@ -11,13 +11,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"unicode"
 
 	"github.com/taskwire/taskwire/mcp"
 )
@@ -89,10 +87,10 @@ func (c *Client) Call(ctx context.Context, method string, params any) (*Response
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost"+c.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", c.version())
-	req.Header.Set("Mcp-Method", method)
+	req.Header.Set(mcp.HeaderProtocolVersion, c.version())
+	req.Header.Set(mcp.HeaderMethod, method)
 	if name != "" {
-		req.Header.Set("Mcp-Name", EncodeHeaderValue(name))
+		req.Header.Set(mcp.HeaderName, mcp.EncodeHeaderValue(name))
 	}
 	for k, vs := range c.Header {
 		req.Header[k] = vs
@@ -143,37 +141,12 @@ func (c *Client) buildBody(id int64, method string, params any) ([]byte, string,
 	meta[mcp.MetaClientCapabilities] = caps
 	meta[mcp.MetaClientInfo] = mcp.Implementation{Name: "mcptest", Version: "1.0.0"}
 	p["_meta"] = meta
-	var name string
-	switch method {
-	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-		name, _ = p["name"].(string)
-	case mcp.MethodResourcesRead:
-		name, _ = p["uri"].(string)
-	case mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel:
-		name, _ = p["taskId"].(string)
-	}
+	pname, _ := p["name"].(string)
+	uri, _ := p["uri"].(string)
+	taskID, _ := p["taskId"].(string)
+	name, _ := mcp.TargetName(method, pname, uri, taskID)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
 	return body, name, err
-}
-
-// EncodeHeaderValue encodes a mirrored header value as the transport
-// requires: plain visible ASCII is sent as is; anything else, and anything
-// that looks like the sentinel, as =?base64?...?=.
-func EncodeHeaderValue(v string) string {
-	plain := v != "" && !strings.HasPrefix(v, "=?base64?")
-	for _, r := range v {
-		if r > unicode.MaxASCII || r < 0x20 || r == 0x7f {
-			plain = false
-			break
-		}
-	}
-	if plain && strings.TrimSpace(v) == v {
-		return v
-	}
-	if v == "" {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // ParseResponse parses an HTTP response of an MCP endpoint.

@@ -40,8 +40,8 @@ func (c *Client) Listen(ctx context.Context, filter *mcp.SubscriptionFilter) (*S
 	req := httptest.NewRequestWithContext(sctx, http.MethodPost, "http://localhost"+c.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", c.version())
-	req.Header.Set("Mcp-Method", mcp.MethodSubscriptionsListen)
+	req.Header.Set(mcp.HeaderProtocolVersion, c.version())
+	req.Header.Set(mcp.HeaderMethod, mcp.MethodSubscriptionsListen)
 	for k, vs := range c.Header {
 		req.Header[k] = vs
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // WellKnownPath is the RFC 9728 well-known path of protected resource
@@ -87,7 +89,7 @@ func (rs *ResourceServer) serveMetadata(w http.ResponseWriter, r *http.Request) 
 		}
 	case http.MethodOptions:
 		h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "MCP-Protocol-Version")
+		h.Set("Access-Control-Allow-Headers", mcp.HeaderProtocolVersion)
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		h.Set("Allow", "GET, HEAD, OPTIONS")

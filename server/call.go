@@ -157,55 +157,79 @@ func (c *call) run(ctx context.Context, method methodFunc) Outcome {
 	if c.detached {
 		return outcome // the method answers and calls c.finish itself
 	}
-	return c.respond(ctx, res, outcome, perr)
+	return c.respond(res, outcome, perr)
 }
 
 // respond writes the response of a method that returned res, outcome and
-// perr, and returns the request's outcome.
-func (c *call) respond(ctx context.Context, res any, outcome Outcome, perr *protocolError) Outcome {
+// perr, and returns the request's outcome (see settle). A call of a
+// 2025-era session the client canceled (notifications/cancelled, DELETE
+// of its session, or leaving) gets no response: the 2025 transport sends
+// none to a canceled request. Its errors have their session status
+// (legacyStatus).
+func (c *call) respond(res any, outcome Outcome, perr *protocolError) Outcome {
+	if c.legacy != nil {
+		if c.r.Context().Err() != nil {
+			c.stream.abandon()
+			return c.settle(outcome, perr, false)
+		}
+		perr = legacyStatus(perr)
+	}
 	if perr == nil {
 		var body []byte
 		body, perr = c.encode(res)
 		if perr == nil {
-			if c.stream.finishResult(c.req.ID, body) {
-				return outcome
-			}
-			return c.lateOutcome(ctx)
+			return c.settle(outcome, nil, c.stream.finishResult(c.req.ID, body))
 		}
 		outcome = OutcomeInternalError
 	}
-	switch perr {
-	case errDeadline:
-		outcome = OutcomeTimeout
-	case errQueueFull:
-		outcome = OutcomeBusy
-	case errInternal, errStoreUnavailable:
-		outcome = OutcomeInternalError
-	default:
-		if perr.status == http.StatusTooManyRequests {
-			outcome = OutcomeRateLimited
-		} else if perr.status == http.StatusServiceUnavailable {
-			outcome = OutcomeBusy
-		} else if outcome != OutcomeInternalError {
-			outcome = OutcomeProtocolError
-		}
-	}
-	if c.stream.finishError(c.req.ID, perr) {
-		return outcome
-	}
-	if perr == errStreamGone || (perr == errQueueFull && !c.detached && c.r.Context().Err() != nil) {
-		return OutcomeCanceled
-	}
-	return c.lateOutcome(ctx)
+	return c.settle(outcome, perr, c.stream.finishError(c.req.ID, perr))
 }
 
-// lateOutcome classifies a request whose response was already written by the
-// deadline watcher or abandoned because the client left.
-func (c *call) lateOutcome(ctx context.Context) Outcome {
-	if c.detached || c.r.Context().Err() != nil {
+// settle decides the outcome of a request, in one place for both eras: the
+// method reported outcome, and perr when it failed; written says whether
+// this response reached the stream.
+//
+//   - A response that was not written went to a client that left (or a
+//     detached call, or a stream that closed): canceled; otherwise the
+//     deadline watcher answered first: timeout.
+//   - A written result keeps the method's outcome.
+//   - A written error has the outcome of its kind (outcomeOf), except
+//     that a method's internal error stays one when the error is a plain
+//     JSON-RPC error.
+func (c *call) settle(outcome Outcome, perr *protocolError, written bool) Outcome {
+	switch {
+	case !written && (perr == errStreamGone || c.detached || c.r.Context().Err() != nil):
 		return OutcomeCanceled
+	case !written:
+		return OutcomeTimeout
+	case perr == nil:
+		return outcome
 	}
-	return OutcomeTimeout
+	if o := outcomeOf(perr); o != OutcomeProtocolError || outcome != OutcomeInternalError {
+		return o
+	}
+	return OutcomeInternalError
+}
+
+// outcomeOf is the outcome of a request that fails with perr: the server's
+// own errors by identity (deadline, busy, internal), then by HTTP status
+// (429 rate limited, 503 busy); any other error is a protocol error.
+func outcomeOf(perr *protocolError) Outcome {
+	switch perr {
+	case errDeadline:
+		return OutcomeTimeout
+	case errQueueFull, errTaskQueueTimeout:
+		return OutcomeBusy
+	case errInternal, errStoreUnavailable:
+		return OutcomeInternalError
+	}
+	switch perr.status {
+	case http.StatusTooManyRequests:
+		return OutcomeRateLimited
+	case http.StatusServiceUnavailable:
+		return OutcomeBusy
+	}
+	return OutcomeProtocolError
 }
 
 // encode renders a result with the server info and checks the result limits.

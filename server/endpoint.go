@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,76 +302,29 @@ func (ep *Endpoint) discover(context.Context, *call) (any, Outcome, *protocolErr
 	return json.RawMessage(ep.discoverJSON), OutcomeComplete, nil
 }
 
-// withMeta returns the result with the server info added to its _meta and
-// resultType defaulted to "complete". It copies rather than modifies the
-// application's value, which may be shared.
+// withMeta returns the result with the server info added to its _meta
+// (every 2026-07-28 result is an mcp.MetaCarrier; resultType defaults are
+// each result type's own MarshalJSON). It copies rather than modifies the
+// value, which may be an application's and shared; any other value is
+// returned as is.
 func (ep *Endpoint) withMeta(res any) any {
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		c := *r
-		c.ResultType = orComplete(c.ResultType)
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.DiscoverResult:
-		c := *r
-		c.ResultType = orComplete(c.ResultType)
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.ListToolsResult:
-		r.ResultType = orComplete(r.ResultType)
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.ListResourcesResult:
-		r.ResultType = orComplete(r.ResultType)
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.ListResourceTemplatesResult:
-		r.ResultType = orComplete(r.ResultType)
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.ListPromptsResult:
-		r.ResultType = orComplete(r.ResultType)
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.ReadResourceResult:
-		c := *r
-		c.ResultType = orComplete(c.ResultType)
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.GetPromptResult:
-		c := *r
-		c.ResultType = orComplete(c.ResultType)
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.CompleteResult:
-		c := *r
-		c.ResultType = orComplete(c.ResultType)
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.CreateTaskResult:
-		c := *r
-		c.ResultType = mcp.ResultTask
-		c.Meta = ep.metaWithServerInfo(c.Meta)
-		return &c
-	case *mcp.GetTaskResult:
-		r.ResultType = mcp.ResultComplete
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.EmptyResult:
-		r.ResultType = mcp.ResultComplete
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.ListenResult:
-		r.ResultType = mcp.ResultComplete
-		r.Meta = ep.metaWithServerInfo(r.Meta)
-	case *mcp.InputRequiredResult:
-		r.ResultType = mcp.ResultInputRequired
-		r.Meta = ep.metaWithServerInfo(r.Meta)
+	if _, ok := res.(mcp.MetaCarrier); !ok {
+		return res
 	}
-	return res
+	v := reflect.ValueOf(res)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return res
+	}
+	c := reflect.New(v.Type().Elem())
+	c.Elem().Set(v.Elem())
+	mc := c.Interface().(mcp.MetaCarrier)
+	mc.SetMeta(ep.metaWithServerInfo(mc.GetMeta()))
+	return mc
 }
 
-func orComplete(t mcp.ResultType) mcp.ResultType {
-	if t == "" {
-		return mcp.ResultComplete
-	}
-	return t
-}
-
+// metaWithServerInfo returns m with MetaServerInfo added, copying m when it
+// has members (an application's _meta stays unmodified) and keeping a
+// server info the result already carries.
 func (ep *Endpoint) metaWithServerInfo(m mcp.Meta) mcp.Meta {
 	if m == nil {
 		return ep.serverMeta

@@ -315,12 +315,12 @@ func FuzzEnvelope(f *testing.F) {
 				} `json:"params"`
 			}
 			json.Unmarshal(body, &env)
-			headers["Mcp-Method"] = mcptest.EncodeHeaderValue(env.Method)
+			headers["Mcp-Method"] = mcp.EncodeHeaderValue(env.Method)
 			switch env.Method {
 			case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-				headers["Mcp-Name"] = mcptest.EncodeHeaderValue(env.Params.Name)
+				headers["Mcp-Name"] = mcp.EncodeHeaderValue(env.Params.Name)
 			case mcp.MethodResourcesRead:
-				headers["Mcp-Name"] = mcptest.EncodeHeaderValue(env.Params.URI)
+				headers["Mcp-Name"] = mcp.EncodeHeaderValue(env.Params.URI)
 			default:
 				headers["Mcp-Name"] = ""
 			}

@@ -422,31 +422,20 @@ func (lc *legacyCall) run(ctx context.Context, method methodFunc) Outcome {
 		res, outcome, perr := method(ctx, c)
 		ir, ok := res.(*mcp.InputRequiredResult)
 		if !ok || perr != nil {
-			return lc.respond(ctx, res, outcome, perr)
+			return c.respond(res, outcome, perr)
 		}
 		if round >= maxStateRounds || ir.RequestState == "" {
-			return lc.respond(ctx, nil, OutcomeInternalError, errInternal)
+			return c.respond(nil, OutcomeInternalError, errInternal)
 		}
 		answers, charged, perr := lc.ask(ctx, ir.InputRequests)
 		if perr != nil {
-			return lc.respond(ctx, nil, outcomeOf(perr), perr)
+			return c.respond(nil, outcomeOf(perr), perr)
 		}
 		c.srv.budget.give(held) // the previous round's answers, replaced below
 		held = charged
 		state := ir.RequestState
 		c.params.InputResponses, c.params.RequestState = answers, &state
 	}
-}
-
-// respond writes the call's response, or nothing for a call the client
-// canceled (notifications/cancelled, DELETE of its session, or leaving):
-// the 2025 transport sends no response to a canceled request.
-func (lc *legacyCall) respond(ctx context.Context, res any, outcome Outcome, perr *protocolError) Outcome {
-	if lc.c.r.Context().Err() != nil {
-		lc.c.stream.abandon()
-		return OutcomeCanceled
-	}
-	return lc.c.respond(ctx, res, outcome, legacyStatus(perr))
 }
 
 // legacyStatus is the HTTP status a JSON-RPC error of a method has in a

@@ -22,7 +22,7 @@ const (
 var (
 	// errSessionNotFound is the one answer for an unknown, expired,
 	// malformed or another identity's session ID: the same bytes always.
-	errSessionNotFound = newProtocolError(http.StatusNotFound, mcp.NewError(-32001, "Session not found"))
+	errSessionNotFound = newProtocolError(http.StatusNotFound, mcp.NewError(mcp.CodeSessionNotFound, "Session not found"))
 	errSessionRequired = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required"))
 	errBatch           = newProtocolError(http.StatusBadRequest, mcp.NewError(mcp.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported"))
 	errStreamOpen      = newProtocolError(http.StatusConflict, mcp.NewError(mcp.CodeInvalidRequest, "Conflict: the session already has a GET stream"))

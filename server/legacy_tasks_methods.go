@@ -35,7 +35,7 @@ const (
 
 // errTaskCancelled is what tasks/result answers for a cancelled task: the
 // underlying request has no result.
-var errTaskCancelled = newProtocolError(http.StatusOK, mcp.NewError(-32800, "Request cancelled: the task was cancelled"))
+var errTaskCancelled = newProtocolError(http.StatusOK, mcp.NewError(mcp.CodeRequestCancelled, "Request cancelled: the task was cancelled"))
 
 // errNoLister is tasks/list on a manager that cannot list.
 var errNoLister = errMethodNotFound

@@ -24,7 +24,7 @@ import (
 // modernByHeader reports whether the header half of the classifier names
 // the modern era.
 func modernByHeader(h http.Header) bool {
-	vs := h[headerProtocolVersion]
+	vs := h[mcp.HeaderProtocolVersion]
 	return len(vs) == 1 && mcp.IsModernVersion(strings.Trim(vs[0], " \t"))
 }
 
@@ -117,19 +117,19 @@ func (pe *protocolError) asStatus(status int) *protocolError {
 // the negotiated one), and the 2026 mirrored headers, when a client sends
 // them anyway, must agree with the body.
 func checkLegacyHeaders(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawParams) *protocolError {
-	if hv, present, err := singleHeader(r.Header, headerProtocolVersion); err != nil {
+	if hv, present, err := singleHeader(r.Header, mcp.HeaderProtocolVersion); err != nil {
 		return headerMismatch("Header mismatch: invalid MCP-Protocol-Version header")
 	} else if present && !mcp.IsLegacyVersion(hv) {
 		return newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv))
 	}
-	if hm, present, err := singleHeader(r.Header, headerMethod); err != nil || present && hm != req.Method {
+	if hm, present, err := singleHeader(r.Header, mcp.HeaderMethod); err != nil || present && hm != req.Method {
 		return headerMismatch("Header mismatch: Mcp-Method does not match the request method")
 	}
 	if want, ok := expectedName(req.Method, p); ok {
-		if hn, present, err := singleHeader(r.Header, headerName); err != nil {
+		if hn, present, err := singleHeader(r.Header, mcp.HeaderName); err != nil {
 			return headerMismatch("Header mismatch: invalid Mcp-Name header")
 		} else if present {
-			if got, err := decodeHeaderValue(hn); err != nil || got != want {
+			if got, err := mcp.DecodeHeaderValue(hn); err != nil || got != want {
 				return headerMismatch("Header mismatch: Mcp-Name does not match the request")
 			}
 		}
@@ -225,7 +225,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		s.reject(ep, w, mcp.ID{}, newProtocolError(http.StatusNotAcceptable, mcp.NewError(mcp.CodeInvalidRequest, "Not acceptable: Accept must list text/event-stream")))
 		return
 	}
-	if hv, present, err := singleHeader(r.Header, headerProtocolVersion); err != nil || present && !mcp.IsLegacyVersion(hv) {
+	if hv, present, err := singleHeader(r.Header, mcp.HeaderProtocolVersion); err != nil || present && !mcp.IsLegacyVersion(hv) {
 		s.reject(ep, w, mcp.ID{}, newProtocolError(http.StatusBadRequest, mcp.UnsupportedVersion(ep.opts.ProtocolVersions, hv)))
 		return
 	}
@@ -260,7 +260,7 @@ func (s *Server) serveLegacyStream(ep *Endpoint, w http.ResponseWriter, r *http.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if lastID, ok := r.Header["Last-Event-Id"]; ok {
+	if lastID, ok := r.Header[mcp.HeaderLastEventID]; ok {
 		s.serveResume(ep, w, r, cs, lastID)
 		return
 	}
@@ -294,10 +294,10 @@ func acceptsSSE(values []string) bool {
 // checkLegacyParamHeaders is checkParamHeaders for a 2025-era request:
 // 2025 clients send no Mcp-Param headers, so a missing one is fine, but one
 // that is sent must agree with the arguments like on the modern path.
-func checkLegacyParamHeaders(h http.Header, decls []mirroredHeader, args map[string]any) *protocolError {
-	var present []mirroredHeader
+func checkLegacyParamHeaders(h http.Header, decls []mcp.ParamHeader, args json.RawMessage) *protocolError {
+	var present []mcp.ParamHeader
 	for _, d := range decls {
-		if _, ok := h[d.header]; ok {
+		if _, ok := h[d.Key]; ok {
 			present = append(present, d)
 		}
 	}

@@ -256,7 +256,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	if dctx, ok := ep.detach(ctx, s); ok {
 		go func() { // owned by the listen's stream; ends with the listen
 			res, outcome, perr := ep.serveListen(dctx, s, grant)
-			c.finish(c.respond(dctx, res, outcome, perr))
+			c.finish(c.respond(res, outcome, perr))
 		}()
 		return nil, OutcomeComplete, nil
 	}

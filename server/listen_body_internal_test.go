@@ -55,8 +55,8 @@ func TestListenGivesBodyBack(t *testing.T) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, mcp.LatestProtocolVersion)
-	req.Header.Set(headerMethod, mcp.MethodSubscriptionsListen)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.LatestProtocolVersion)
+	req.Header.Set(mcp.HeaderMethod, mcp.MethodSubscriptionsListen)
 	resp, err := hs.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

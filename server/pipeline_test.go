@@ -429,6 +429,11 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			ep.AddRawTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}`)}, noop)
 			return server.Options{Endpoints: []*server.Endpoint{ep}}
 		}},
+		{"x-mcp-header on the root schema", func() server.Options {
+			ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "a", Version: "1"})
+			ep.AddRawTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","x-mcp-header":"Root","properties":{}}`)}, noop)
+			return server.Options{Endpoints: []*server.Endpoint{ep}}
+		}},
 		{"short request state key", func() server.Options {
 			ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "a", Version: "1"})
 			return server.Options{Endpoints: []*server.Endpoint{ep}, RequestStateKey: []byte("short")}

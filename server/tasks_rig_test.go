@@ -382,7 +382,7 @@ func taskCallReq(tool, args, caps string, hdr map[string]string) *http.Request {
 // (",\"inputResponses\":{...}").
 func taskReq(method, id, caps, extra string, hdr map[string]string) *http.Request {
 	idJSON, _ := json.Marshal(id)
-	h := map[string]string{"Mcp-Name": mcptest.EncodeHeaderValue(id)}
+	h := map[string]string{"Mcp-Name": mcp.EncodeHeaderValue(id)}
 	maps.Copy(h, hdr)
 	body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":{"taskId":` + string(idJSON) + extra + `,"_meta":` + taskMeta(caps) + `}}`
 	return rawPost(body, method, h)

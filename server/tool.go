@@ -83,8 +83,8 @@ type toolEntry struct {
 	input        *jsonschema.Resolved
 	inputIsOpen  bool // the schema accepts any object: skip validation
 	output       *jsonschema.Resolved
-	headers      []mirroredHeader
-	decodeInputs bool // arguments are decoded for validation or headers
+	headers      []mcp.ParamHeader
+	decodeInputs bool // arguments are decoded for validation
 }
 
 // AddTool registers a typed tool on ep. When t.InputSchema is empty it is
@@ -121,19 +121,15 @@ func AddTool[In, Out any](ep *Endpoint, t *mcp.Tool, h ToolHandlerFor[In, Out], 
 		if err != nil {
 			return nil, fmt.Errorf("server: tool output could not be encoded: %w", errContract)
 		}
-		if res == nil {
-			res = &mcp.CallToolResult{}
-		} else {
+		switch {
+		case res == nil:
+			return mcp.StructuredResult(b), nil
+		case len(res.StructuredContent) == 0:
 			c := *res
+			c.StructuredContent = b
 			res = &c
 		}
-		if len(res.StructuredContent) == 0 {
-			res.StructuredContent = b
-		}
-		if len(res.Content) == 0 {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
-		}
-		return res, nil
+		return res.WithStructuredText(), nil
 	}
 	ep.addTool(&tt, raw, opts)
 }
@@ -306,7 +302,7 @@ func (e *toolEntry) compile() error {
 	if in["type"] != "object" {
 		return errors.New(`input schema must have "type": "object"`)
 	}
-	headers, err := parseMirroredHeaders(in)
+	headers, err := mcp.ParseParamHeaders(e.tool.InputSchema)
 	if err != nil {
 		return err
 	}
@@ -324,7 +320,7 @@ func (e *toolEntry) compile() error {
 			return fmt.Errorf("output schema: %w", err)
 		}
 	}
-	e.decodeInputs = !e.inputIsOpen || len(e.headers) > 0
+	e.decodeInputs = !e.inputIsOpen
 	return nil
 }
 
@@ -426,7 +422,7 @@ func (ep *Endpoint) callTool(ctx context.Context, c *call) (any, Outcome, *proto
 		if c.legacy != nil {
 			check = checkLegacyParamHeaders // 2025 clients mirror nothing
 		}
-		if perr := check(c.r.Header, t.headers, decoded); perr != nil {
+		if perr := check(c.r.Header, t.headers, args); perr != nil {
 			return nil, OutcomeProtocolError, perr
 		}
 	}
@@ -580,16 +576,4 @@ func missingCapabilitiesOf(caps, required *mcp.ClientCapabilities) *mcp.ClientCa
 		return nil
 	}
 	return &m
-}
-
-func outcomeOf(perr *protocolError) Outcome {
-	switch perr {
-	case errDeadline:
-		return OutcomeTimeout
-	case errQueueFull, errTaskQueueTimeout:
-		return OutcomeBusy
-	case errInternal, errStoreUnavailable:
-		return OutcomeInternalError
-	}
-	return OutcomeProtocolError
 }

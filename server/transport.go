@@ -267,14 +267,14 @@ func (s *Server) originAllowed(origin string) bool {
 // checkRequest validates mirrored headers, the protocol version and the
 // required _meta, decoding params into p.
 func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p *rawParams) *protocolError {
-	hm, present, err := singleHeader(r.Header, headerMethod)
+	hm, present, err := singleHeader(r.Header, mcp.HeaderMethod)
 	if err != nil || !present {
 		return headerMismatch("Header mismatch: missing or invalid Mcp-Method header")
 	}
 	if hm != req.Method {
 		return headerMismatch("Header mismatch: Mcp-Method does not match the request method")
 	}
-	hv, present, err := singleHeader(r.Header, headerProtocolVersion)
+	hv, present, err := singleHeader(r.Header, mcp.HeaderProtocolVersion)
 	if err != nil || !present || hv == "" {
 		return headerMismatch("Header mismatch: missing or invalid MCP-Protocol-Version header")
 	}
@@ -288,11 +288,11 @@ func (s *Server) checkRequest(ep *Endpoint, r *http.Request, req *mcp.Request, p
 		return perr
 	}
 	if want, ok := expectedName(req.Method, p); ok {
-		hn, present, err := singleHeader(r.Header, headerName)
+		hn, present, err := singleHeader(r.Header, mcp.HeaderName)
 		if err != nil || !present {
 			return headerMismatch("Header mismatch: missing or invalid Mcp-Name header")
 		}
-		got, err := decodeHeaderValue(hn)
+		got, err := mcp.DecodeHeaderValue(hn)
 		if err != nil || got != want {
 			return headerMismatch("Header mismatch: Mcp-Name does not match the request")
 		}

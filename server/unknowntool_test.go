@@ -44,7 +44,7 @@ func TestUnknownToolNamesTheTool(t *testing.T) {
 	call := func(h http.Handler, name string) *mcptest.Response {
 		n, _ := json.Marshal(name)
 		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":` + string(n) + `,"arguments":{},"_meta":` + metaJSON + `}}`
-		return do(t, h, rawPost(body, "tools/call", map[string]string{"Mcp-Name": mcptest.EncodeHeaderValue(name)}))
+		return do(t, h, rawPost(body, "tools/call", map[string]string{"Mcp-Name": mcp.EncodeHeaderValue(name)}))
 	}
 	for _, tc := range unknownToolNames {
 		res := call(hiding, tc.name)

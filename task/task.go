@@ -167,7 +167,9 @@ func reservedMetaKey(k string) bool {
 }
 
 // ValidID reports whether id can name a task: 1 to MaxIDLength visible ASCII
-// characters, so that it travels unchanged in the Mcp-Name header.
+// characters that do not begin with the =?base64? sentinel, so that it
+// travels unchanged in the Mcp-Name header ([mcp.EncodeHeaderValue] returns
+// it as is) and never even looks encoded.
 func ValidID(id string) error {
 	if id == "" || len(id) > MaxIDLength {
 		return errors.New("task: ID must have 1 to 128 characters")

@@ -88,10 +88,8 @@ func (v *Validator) EncodeResult(o Origin, res *mcp.CallToolResult) (*mcp.CallTo
 	if err := outputcheck.Structured(schema, res); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errInvalid, err)
 	}
-	if o.fields().MirrorStructured && len(res.Content) == 0 && len(res.StructuredContent) > 0 {
-		c := *res
-		c.Content = []mcp.Content{&mcp.TextContent{Text: string(res.StructuredContent)}}
-		res = &c
+	if o.fields().MirrorStructured {
+		res = res.WithStructuredText()
 	}
 	// MarshalJSON directly: json.Marshal would compact its output again.
 	b, err := res.MarshalJSON()

@@ -83,10 +83,7 @@ func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Contex
 		if err != nil {
 			return nil, errUnencodableOutput
 		}
-		return &mcp.CallToolResult{
-			StructuredContent: b,
-			Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-		}, nil
+		return mcp.StructuredResult(b), nil
 	})
 }
 
@@ -182,12 +179,11 @@ var (
 
 // Client-facing texts.
 const (
-	msgTaskFailed     = "The task failed."
-	msgRepeatedFailed = "The task failed after repeated attempts."
-	msgInvalidResult  = "The task produced an invalid result."
-	msgCancelled      = "Cancelled at the client's request."
-	msgRetrying       = "Retrying after a failed attempt."
-	msgWaitingInput   = "Waiting for input."
+	msgTaskFailed    = "The task failed."
+	msgInvalidResult = "The task produced an invalid result."
+	msgCancelled     = "Cancelled at the client's request."
+	msgRetrying      = "Retrying after a failed attempt."
+	msgWaitingInput  = "Waiting for input."
 )
 
 func internalError(msg string) *mcp.Error { return mcp.NewError(mcp.CodeInternalError, msg) }
@@ -407,7 +403,7 @@ func (rt *Runtime) retryOrFail(base context.Context, j backend.JobRow, kind stri
 	if rt.exhausted(j, failures, c) {
 		rt.log.Warn("worker: handler failed; no attempts left", "kind", kind, "attempt", j.AttemptNumber(),
 			"failures", failures, "category", string(c), "err", jobErrText(&j, err))
-		rt.fail(base, j, kind, expires, c, internalError(msgRepeatedFailed))
+		rt.fail(base, j, kind, expires, c, backend.ExhaustedError())
 		return
 	}
 	if rt.cancelRequested(base, j.TaskID, kind) {

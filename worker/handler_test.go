@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
@@ -327,7 +328,7 @@ func TestPanicIsRecoveredAndRetried(t *testing.T) {
 		h.start()
 		j := h.waitStatus(t, id, task.Failed)
 		h.stop(t)
-		if j.attempt != 2 || j.rpcErr.Message != msgRepeatedFailed {
+		if j.attempt != 2 || j.rpcErr.Message != backend.ExhaustedError().Message {
 			t.Errorf("attempt %d error %v", j.attempt, j.rpcErr)
 		}
 		if n := h.metrics.failure("boom", FailurePanic); n != 2 {

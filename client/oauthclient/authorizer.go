@@ -121,8 +121,8 @@ func (a *Authorizer) probe(ctx context.Context) Challenge {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
-	req.Header.Set("Mcp-Method", mcp.MethodServerDiscover)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.LatestProtocolVersion)
+	req.Header.Set(mcp.HeaderMethod, mcp.MethodServerDiscover)
 	resp, err := a.base.RoundTrip(req)
 	if err != nil {
 		return Challenge{}

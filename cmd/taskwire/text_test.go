@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/mcptest"
 )
 
 // TestUnstorableText sends idempotency keys that no store can keep as text
@@ -39,7 +38,7 @@ func TestUnstorableText(t *testing.T) {
 				req.Header.Set("Accept", "application/json, text/event-stream")
 				req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
 				req.Header.Set("Mcp-Method", "tools/call")
-				req.Header.Set("Mcp-Name", mcptest.EncodeHeaderValue(toolReports))
+				req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(toolReports))
 				r, err := c.Do(req)
 				if err != nil {
 					t.Fatal(err)

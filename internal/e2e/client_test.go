@@ -71,7 +71,7 @@ func (c *client) request(ctx context.Context, id int64, method, name string, par
 	req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
 	req.Header.Set("Mcp-Method", method)
 	if name != "" {
-		req.Header.Set("Mcp-Name", mcptest.EncodeHeaderValue(name))
+		req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(name))
 	}
 	req.Header.Set("Authorization", "Bearer "+c.tenant)
 	return req, nil

@@ -357,7 +357,7 @@ func (s jobStore) Retry(ctx context.Context, l backend.Lease, runAt time.Time, m
 			}
 		}
 		if j.failures+1 >= j.maxAttempts && c != backend.FailureUnavailable {
-			p, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
+			p, apply := end(e, task.Failed, "", nil, backend.ExhaustedError())
 			return p, func() { count(); apply() }, nil
 		}
 		if runAt.IsZero() {
@@ -436,7 +436,7 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			e.observe(b, now)
 			continue
 		}
-		q, apply := end(e, task.Failed, "", nil, storerules.ExhaustedError())
+		q, apply := end(e, task.Failed, "", nil, backend.ExhaustedError())
 		if now.After(q.LastUpdatedAt) { // stamped at the rescue's time, as the durable stores do
 			q.LastUpdatedAt = now
 		}

@@ -176,7 +176,7 @@ func TestRetryExhaustion(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := mustFind(t, s, snap.ID(), "acme")
-	if got.Status() != task.Failed || got.Error().Message != storerules.ExhaustedMessage {
+	if got.Status() != task.Failed || got.Error().Message != backend.ExhaustedError().Message {
 		t.Fatalf("after exhausting retries: %v %v", got.Status(), got.Error())
 	}
 }

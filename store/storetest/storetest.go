@@ -270,7 +270,7 @@ var textResult = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Tex
 var toolError = mcp.NewError(mcp.CodeInternalError, "The tool failed.")
 
 // exhausted is the error of a task whose job used its attempts.
-var exhausted = mcp.NewError(mcp.CodeInternalError, "The task failed after repeated attempts.")
+var exhausted = backend.ExhaustedError()
 
 // errClass names the class of a store error for comparisons.
 func errClass(err error) string {

@@ -303,9 +303,9 @@ func (c *e2eClient) post(ctx context.Context, method, name, body string, v any) 
 	h := req.Header
 	h["Content-Type"] = []string{"application/json"}
 	h["Accept"] = []string{"application/json, text/event-stream"}
-	h["Mcp-Protocol-Version"] = []string{mcp.LatestProtocolVersion}
-	h["Mcp-Method"] = []string{method}
-	h["Mcp-Name"] = []string{name}
+	h[mcp.HeaderProtocolVersion] = []string{mcp.LatestProtocolVersion}
+	h[mcp.HeaderMethod] = []string{method}
+	h[mcp.HeaderName] = []string{name}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // listener is one client's subscriptions/listen stream over real HTTP. After
@@ -119,8 +121,8 @@ func openListener(ctx context.Context, hc *http.Client, addr string, rpcID, clie
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2026-07-28")
+	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
 	req.Header.Set("Authorization", "Bearer "+tenant(client))
 	resp, closer, err := send(ctx, hc, addr, req)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // creationLoad creates tasks over HTTP (tools/call of the "job" tool) at a
@@ -112,9 +114,9 @@ func (l *creationLoad) createOne(hc *http.Client, addr string, worker int) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "job")
+	req.Header.Set(mcp.HeaderProtocolVersion, "2026-07-28")
+	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderName, "job")
 	req.Header.Set("Authorization", fmt.Sprintf("Bearer creator%02d", worker))
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -202,7 +202,7 @@ func TestWrkScriptReplaysTheRequest(t *testing.T) {
 	for _, want := range []string{
 		`wrk.method = "POST"`,
 		`wrk.path = "/mcp"`,
-		`wrk.headers["MCP-Protocol-Version"] = "2026-07-28"`,
+		`wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"`,
 		`wrk.headers["Mcp-Name"] = "test_simple_text"`,
 		`wrk.body = ` + luaString(req.Body),
 		resultMarker,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 const (
@@ -55,9 +57,9 @@ func toolsCallRequest() request {
 		Headers: []header{
 			{"Content-Type", "application/json"},
 			{"Accept", "application/json, text/event-stream"},
-			{"MCP-Protocol-Version", protocolVersion},
-			{"Mcp-Method", "tools/call"},
-			{"Mcp-Name", toolName},
+			{mcp.HeaderProtocolVersion, protocolVersion},
+			{mcp.HeaderMethod, "tools/call"},
+			{mcp.HeaderName, toolName},
 		},
 		Body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + toolName + `","arguments":{},` +
 			`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocolVersion + `",` +

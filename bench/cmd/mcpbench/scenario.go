@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -12,7 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // Scenarios: the request every target of a run answers.
@@ -165,9 +165,9 @@ func postRequest(method, name, body string) request {
 		Headers: []header{
 			{"Content-Type", "application/json"},
 			{"Accept", "application/json, text/event-stream"},
-			{"MCP-Protocol-Version", protocolVersion},
-			{"Mcp-Method", method},
-			{"Mcp-Name", encodeHeaderValue(name)},
+			{mcp.HeaderProtocolVersion, protocolVersion},
+			{mcp.HeaderMethod, method},
+			{mcp.HeaderName, mcp.EncodeHeaderValue(name)},
 		},
 		Body: body,
 	}
@@ -187,23 +187,6 @@ func tasksGetRequest(taskID string) request {
 	return postRequest("tasks/get", taskID,
 		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":`+string(id)+`,`+
 			requestMeta(tasksCapabilities)+`}}`)
-}
-
-// encodeHeaderValue encodes a value for an Mcp-Name header the way MCP
-// clients do: as is when it is printable ASCII without surrounding space,
-// otherwise as =?base64?...?=.
-func encodeHeaderValue(v string) string {
-	plain := v != "" && !strings.HasPrefix(v, "=?base64?") && strings.TrimSpace(v) == v
-	for _, r := range v {
-		if r > unicode.MaxASCII || r < 0x20 || r == 0x7f {
-			plain = false
-			break
-		}
-	}
-	if plain || v == "" {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }
 
 // tasksGetExpectation is the expectation of the tasks-get scenario: the

@@ -75,10 +75,10 @@ func post(ctx context.Context, hc *http.Client, addr, bearer, method, name strin
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.LatestProtocolVersion)
-	req.Header.Set("Mcp-Method", method)
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.LatestProtocolVersion)
+	req.Header.Set(mcp.HeaderMethod, method)
 	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+		req.Header.Set(mcp.HeaderName, name)
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)

@@ -4,9 +4,9 @@
 // store keeps (CheckText), progress reports (CheckProgress), input
 // requests (CheckRequests), completions (CheckCompletion), the options of
 // a creation resolved against a backend's defaults (ResolveEnqueue,
-// ResolveBatch), the idempotency comparison of origins (SameArguments),
-// and the client-safe error of a task whose job used its attempts
-// (ExhaustedError).
+// ResolveBatch) and the idempotency comparison of origins (SameArguments).
+// The error of a task whose job used its attempts is
+// backend.ExhaustedError.
 //
 // The errors carry no prefix: each backend wraps them with its own name.
 // They name the field or option at fault, never the bytes, which may be a
@@ -20,17 +20,6 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/task"
 )
-
-// ExhaustedMessage is the message of the error a task fails with when its
-// job used all its attempts or interrupted runs. It is client-safe: it
-// reveals no cause.
-const ExhaustedMessage = "The task failed after repeated attempts."
-
-// ExhaustedError returns the client-safe error of a task whose job used
-// all its attempts or interrupted runs.
-func ExhaustedError() *mcp.Error {
-	return mcp.NewError(mcp.CodeInternalError, ExhaustedMessage)
-}
 
 // SameArguments reports whether two origins carry the same tool arguments
 // for idempotency purposes: the same JSON value, whatever the white space,

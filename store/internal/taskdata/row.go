@@ -145,12 +145,12 @@ func DecodeClaim(j *backend.JobRow, origin, responses []byte) error {
 
 // Stored errors of the tasks a store fails by itself.
 var (
-	exhaustedJSON = mustJSON(storerules.ExhaustedError())
+	exhaustedJSON = mustJSON(backend.ExhaustedError())
 	internalJSON  = mustJSON(mcp.InternalError())
 )
 
 // ExhaustedJSON returns the error column of a task whose job used all its
-// attempts or interrupted runs: storerules.ExhaustedError, encoded.
+// attempts or interrupted runs: backend.ExhaustedError, encoded.
 func ExhaustedJSON() []byte { return append([]byte(nil), exhaustedJSON...) }
 
 // InternalErrorJSON returns the error column of a task whose stored data

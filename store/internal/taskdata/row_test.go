@@ -203,7 +203,7 @@ func TestStoredErrors(t *testing.T) {
 		got  []byte
 		want *mcp.Error
 	}{
-		{ExhaustedJSON(), storerules.ExhaustedError()},
+		{ExhaustedJSON(), backend.ExhaustedError()},
 		{InternalErrorJSON(), mcp.InternalError()},
 	} {
 		e, err := DecodeError(tc.got)
