@@ -12,7 +12,6 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/task"
 )
 
