@@ -69,7 +69,8 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 // serve runs `NAME serve`: the endpoint over HTTP and, unless --workers is
 // 0, the workers, over one store.
 func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := cliflags.New("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
+	cmd := p.serveName()
+	fs := cliflags.New(cmd, "usage: "+p.Name+" "+cmd+" [flags]\n       "+p.Name+" "+cmd+" --stdio [flags]\n\n"+
 		"Serves "+p.what()+" at http://ADDR"+p.path()+", or to one client over stdin and stdout\n"+
 		"with --stdio, and runs --workers in-process workers on the store.")
 	common := p.addCommonFlags(fs)
@@ -103,37 +104,37 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if *stdio.on && adminAddr.addr != "" {
-		return usageErrorf("serve: --admin-addr does not apply to --stdio")
+		return usageErrorf("%s: --admin-addr does not apply to --stdio", cmd)
 	}
 	if err := adminAddr.check(); err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *stdio.on && auth.given() {
-		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+		return usageErrorf("%s: the --auth-* flags do not apply to --stdio, whose caller is --principal", cmd)
 	}
 	if *stdio.on && *hostList != "" {
-		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
+		return usageErrorf("%s: --allowed-hosts does not apply to --stdio", cmd)
 	}
 	hosts, err := allowedHosts(*hostList, *auth.audience)
 	if err != nil {
-		return usageErrorf("serve: %v", err)
+		return usageErrorf("%s: %v", cmd, err)
 	}
 	limits, err := taskLimitFlags(*taskRate, *taskBurst, *maxActive)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	sessions, err := sessionFlags(*sessionIdle, *sessionLifetime, *sessionsPerCaller, *sessionsMax)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *stdio.on {
 		if err := stdio.defaultStore(p.Name, common, getenv); err != nil {
-			return fmt.Errorf("serve --stdio: %w", err)
+			return fmt.Errorf("%s --stdio: %w", cmd, err)
 		}
 	}
 	spec, logger, err := common.resolve(p.Name, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *stdio.on {
 		cfg := p.config(node.Config{
@@ -141,17 +142,17 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 			ShutdownGrace: *grace, Logger: logger, TaskLimits: limits, Sessions: sessions,
 		})
 		if err := checkFlags(cfg, *grace, false, configure); err != nil {
-			return fmt.Errorf("serve --stdio: %w", err)
+			return fmt.Errorf("%s --stdio: %w", cmd, err)
 		}
 		if *stdio.principal == "" { // the library would default it
-			return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
+			return fmt.Errorf("%s --stdio: --principal must be 1 to %d bytes", cmd, server.MaxDevPrincipalBytes)
 		}
 		cfg.Stdio = stdio.config()
 		cfg.Stdio.Out = stdout
-		return p.run(ctx, cfg, "serve --stdio")
+		return p.run(ctx, cfg, cmd+" --stdio")
 	}
 	if *addr == "" {
-		return usageErrorf("serve: --addr must not be empty")
+		return usageErrorf("%s: --addr must not be empty", cmd)
 	}
 	cfg := p.config(node.Config{
 		AllowedHosts: hosts,
@@ -163,21 +164,21 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 	// The non-loopback --addr check needs the resource server: with
 	// --auth-issuer it runs when the node starts.
 	if err := checkFlags(cfg, *grace, auth.given(), configure); err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	rs, err := auth.resolve(ctx, endpointPath(cfg), logger)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if rs != nil {
 		defer rs.Close() // after the node has stopped admitting
 	}
 	cons, err := consoleOpts.config(getenv, adminAddr.addr, rs)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	cfg.Console, cfg.Auth = cons, rs
-	return p.run(ctx, cfg, "serve")
+	return p.run(ctx, cfg, cmd)
 }
 
 // checkFlags completes cfg with the program's own flags (configure), then
