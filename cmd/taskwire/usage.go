@@ -18,6 +18,8 @@ Usage: taskwire COMMAND [flags] [arguments]
 
 Commands:
   serve     serve the demo MCP endpoint over HTTP (or --stdio), with in-process workers
+  gateway   serve the tools of an --upstream MCP server, the --task-tools as
+            durable task tools, with every flag of serve
   worker    run workers only, against a shared store
   migrate   apply the store's schema migrations and exit
   version   print the version
@@ -54,6 +56,8 @@ func command(name string) commandFunc {
 	switch name {
 	case "serve", "worker", "migrate":
 		return commandFunc(program().Command(name))
+	case "gateway":
+		return gatewayCmd
 	case "tools", "call", "task":
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 			return runClientCommand(ctx, name, args, stdout, stderr, getenv)

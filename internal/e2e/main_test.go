@@ -11,6 +11,9 @@
 //     finished by another node after the lease expires, tenant isolation,
 //     and task notifications across nodes.
 //   - TestPostgresRestart restarts a PostgreSQL server under load.
+//   - TestGatewayCrashMidCall SIGKILLs `taskwire gateway` while two upstream
+//     calls are under way and restarts it: the retry tool's task completes
+//     with a second call, the other's fails as interrupted, not repeated.
 //   - TestCLI drives `taskwire serve` with the client commands of the
 //     binary (call, task, tools): progress, forms on a pseudo-terminal,
 //     exit codes, Ctrl-C, --detach and --timeout.

@@ -68,6 +68,7 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 
 // serveFlags are the flags of `NAME serve`.
 type serveFlags struct {
+	cmd                                    string // the command's name (Program.ServeName), for messages
 	common                                 commonFlags
 	addr, hostList                         *string
 	workers, maxConns, maxConnsPerAddr     *int
@@ -121,16 +122,16 @@ func (p *Program) addServeFlags(fs *flag.FlagSet) *serveFlags {
 // --stdio and a malformed --admin-addr.
 func (f *serveFlags) checkTransport() error {
 	if *f.stdio.on && f.admin.addr != "" {
-		return usageErrorf("serve: --admin-addr does not apply to --stdio")
+		return usageErrorf("%s: --admin-addr does not apply to --stdio", f.cmd)
 	}
 	if err := f.admin.check(); err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", f.cmd, err)
 	}
 	if *f.stdio.on && f.auth.given() {
-		return usageErrorf("serve: the --auth-* flags do not apply to --stdio, whose caller is --principal")
+		return usageErrorf("%s: the --auth-* flags do not apply to --stdio, whose caller is --principal", f.cmd)
 	}
 	if *f.stdio.on && *f.hostList != "" {
-		return usageErrorf("serve: --allowed-hosts does not apply to --stdio")
+		return usageErrorf("%s: --allowed-hosts does not apply to --stdio", f.cmd)
 	}
 	return nil
 }
@@ -138,10 +139,12 @@ func (f *serveFlags) checkTransport() error {
 // serve runs `NAME serve`: the endpoint over HTTP and, unless --workers is
 // 0, the workers, over one store.
 func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := cliflags.New("serve", "usage: "+p.Name+" serve [flags]\n       "+p.Name+" serve --stdio [flags]\n\n"+
+	cmd := p.serveName()
+	fs := cliflags.New(cmd, "usage: "+p.Name+" "+cmd+" [flags]\n       "+p.Name+" "+cmd+" --stdio [flags]\n\n"+
 		"Serves "+p.what()+" at http://ADDR"+p.path()+", or to one client over stdin and stdout\n"+
 		"with --stdio, and runs --workers in-process workers on the store.")
 	f := p.addServeFlags(fs)
+	f.cmd = cmd
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -150,24 +153,24 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	hosts, err := allowedHosts(*f.hostList, *f.auth.audience)
 	if err != nil {
-		return usageErrorf("serve: %v", err)
+		return usageErrorf("%s: %v", cmd, err)
 	}
 	limits, err := taskLimitFlags(*f.taskRate, *f.taskBurst, *f.maxActive)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	sessions, err := sessionFlags(*f.sessionIdle, *f.sessionLifetime, *f.sessionsPerCaller, *f.sessionsMax)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *f.stdio.on {
 		if err := f.stdio.defaultStore(p.Name, f.common, getenv); err != nil {
-			return fmt.Errorf("serve --stdio: %w", err)
+			return fmt.Errorf("%s --stdio: %w", f.cmd, err)
 		}
 	}
 	spec, logger, err := f.common.resolve(p.Name, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	base := node.Config{
 		StoreSpec: spec, NoMigrate: *f.noMigrate, Workers: *f.workers, Lease: *f.lease,
@@ -184,21 +187,21 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 func (p *Program) serveStdio(ctx context.Context, f *serveFlags, base node.Config, stdout io.Writer) error {
 	cfg := p.config(base)
 	if err := checkFlags(cfg, *f.grace, false, f.configure); err != nil {
-		return fmt.Errorf("serve --stdio: %w", err)
+		return fmt.Errorf("%s --stdio: %w", f.cmd, err)
 	}
 	if *f.stdio.principal == "" { // the library would default it
-		return fmt.Errorf("serve --stdio: --principal must be 1 to %d bytes", server.MaxDevPrincipalBytes)
+		return fmt.Errorf("%s --stdio: --principal must be 1 to %d bytes", f.cmd, server.MaxDevPrincipalBytes)
 	}
 	cfg.Stdio = f.stdio.config()
 	cfg.Stdio.Out = stdout
-	return p.run(ctx, cfg, "serve --stdio")
+	return p.run(ctx, cfg, f.cmd+" --stdio")
 }
 
 // serveHTTP runs `NAME serve` over HTTP on the node base describes, with
 // the resource server of the --auth-* flags and the console.
 func (p *Program) serveHTTP(ctx context.Context, f *serveFlags, base node.Config, stdout io.Writer, getenv func(string) string) error {
 	if *f.addr == "" {
-		return usageErrorf("serve: --addr must not be empty")
+		return usageErrorf("%s: --addr must not be empty", f.cmd)
 	}
 	base.Addr, base.Messages = *f.addr, stdout
 	base.MaxConns, base.MaxConnsPerAddr = *f.maxConns, *f.maxConnsPerAddr
@@ -209,21 +212,21 @@ func (p *Program) serveHTTP(ctx context.Context, f *serveFlags, base node.Config
 	// The non-loopback --addr check needs the resource server: with
 	// --auth-issuer it runs when the node starts.
 	if err := checkFlags(cfg, *f.grace, f.auth.given(), f.configure); err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", f.cmd, err)
 	}
 	rs, err := f.auth.resolve(ctx, endpointPath(cfg), cfg.Logger)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", f.cmd, err)
 	}
 	if rs != nil {
 		defer rs.Close() // after the node has stopped admitting
 	}
 	cons, err := f.console.config(getenv, f.admin.addr, rs)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("%s: %w", f.cmd, err)
 	}
 	cfg.Console, cfg.Auth = cons, rs
-	return p.run(ctx, cfg, "serve")
+	return p.run(ctx, cfg, f.cmd)
 }
 
 // checkFlags completes cfg with the program's own flags (configure), then

@@ -60,6 +60,11 @@ type Program struct {
 	// Subscriptions configure task listen streams
 	// (node.Config.Subscriptions). Nil: the server's default.
 	Subscriptions *server.SubscriptionOptions
+	// ServeName is the name the serve command has in its usage and its
+	// messages, for a program that runs it under another name (taskwire
+	// gateway). Empty: "serve". The Flags hook is still called with
+	// "serve".
+	ServeName string
 }
 
 // CommandFunc runs one command with the arguments after its name. Its
@@ -229,6 +234,14 @@ func (p *Program) help(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usageErrorf("help: unknown command %q", cliflags.OneLine(args[0], 100))
 	}
 	return p.command(args[0])(ctx, []string{"-h"}, stdout, stderr, getenv)
+}
+
+// serveName is the serve command's name in its usage and messages.
+func (p *Program) serveName() string {
+	if p.ServeName == "" {
+		return "serve"
+	}
+	return p.ServeName
 }
 
 // what is what serve serves, for its help.

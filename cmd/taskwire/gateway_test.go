@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// TestGatewayUsageErrors: a mistake in the gateway's own flags is one line
+// naming the flag, a hint at gateway -h, and exit 2, before anything is
+// opened or connected.
+func TestGatewayUsageErrors(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"gateway", "--store", db}, "gateway: --upstream is required"},
+		{[]string{"gateway", "--store", db, "--upstream", "ftp://h/mcp"}, `gateway: --upstream: scheme "ftp" is not http or https`},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--task-tools", "slow.*,["},
+			`gateway: --task-tools: pattern "[": syntax error in pattern`},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--retry-tools", "a,,b"},
+			"gateway: --retry-tools: an empty pattern"},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--upstream-header", "no colon"},
+			`gateway: --upstream-header "no colon": want 'Name: value'`},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--upstream-header", "Mcp-Session-Id: 1"},
+			"gateway: --upstream-header: Mcp-Session-Id is set by the gateway's client and cannot be configured"},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--call-timeout", "0s"},
+			"gateway: --call-timeout must be positive"},
+		{[]string{"gateway", "--frobnicate"}, "gateway: flag provided but not defined: -frobnicate"},
+		{[]string{"gateway", "extra"}, `gateway: unexpected arguments ["extra"]`},
+	} {
+		t.Run(tc.msg, func(t *testing.T) {
+			code, stdout, stderr := runMainOut(t, tc.args...)
+			want := "taskwire: " + tc.msg + "\nRun 'taskwire gateway -h' for usage.\n"
+			if code != 2 || stdout != "" || stderr != want {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 2 and:\n%s", code, stdout, stderr, want)
+			}
+		})
+	}
+}
+
+// TestGatewayUnreachableUpstream: an upstream that does not answer fails
+// the command (exit 1), saying what it tried.
+func TestGatewayUnreachableUpstream(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	url := hs.URL + "/mcp"
+	hs.Close()
+	code, _, stderr := runMainOut(t, "gateway", "--store", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--upstream", url)
+	if code != 1 || !strings.Contains(stderr, "gateway: listing the upstream's tools") {
+		t.Errorf("exit %d, stderr %q; want 1 and the listing failure", code, stderr)
+	}
+}
+
+// TestGatewayServesUpstream runs `taskwire gateway` as main does in front
+// of a taskwire endpoint on httptest: slow.build becomes a durable task
+// that completes with the upstream's result, text.echo answers inline.
+func TestGatewayServesUpstream(t *testing.T) {
+	type buildIn struct {
+		Steps int `json:"steps"`
+	}
+	type buildOut struct {
+		Built int `json:"built"`
+	}
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "upstream", Version: "1.0.0"})
+	server.AddTool(ep, &mcp.Tool{Name: "slow.build"}, func(ctx context.Context, req *server.Request, in buildIn) (*mcp.CallToolResult, buildOut, error) {
+		for i := 1; i <= in.Steps; i++ {
+			_ = req.ReportProgress(ctx, float64(i), float64(in.Steps), fmt.Sprintf("step %d of %d", i, in.Steps))
+		}
+		return nil, buildOut{Built: in.Steps}, nil
+	})
+	server.AddTool(ep, &mcp.Tool{Name: "text.echo"}, func(_ context.Context, _ *server.Request, in buildIn) (*mcp.CallToolResult, buildIn, error) {
+		return nil, in, nil
+	})
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"gateway", "--upstream", hs.URL + "/mcp", "--task-tools", "slow.*",
+			"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"), "--workers", "1",
+			"--shutdown-grace", "1s", "--log-level", "warn"}, out, out, noEnv)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway: %v\n%s", err, out)
+		}
+	}()
+	var url string
+	deadline := time.After(waitFor)
+	for url == "" {
+		if m := servingLine.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("gateway ended early: %v\n%s", err, out)
+		case <-deadline:
+			t.Fatalf("gateway printed no address:\n%s", out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	c := newClient(t, url)
+	id := createTask(t, c, "slow.build", map[string]any{"steps": 3})
+	if diff := cmp.Diff(buildOut{Built: 3}, structured[buildOut](t, waitStatus(t, c, id, mcp.TaskCompleted))); diff != "" {
+		t.Errorf("slow.build (-want +got):\n%s", diff)
+	}
+	r := callTool(t, c, "text.echo", map[string]any{"steps": 7})
+	var res struct {
+		StructuredContent buildIn `json:"structuredContent"`
+	}
+	if err := r.DecodeResult(&res); err != nil || res.StructuredContent.Steps != 7 {
+		t.Errorf("text.echo = %+v, %v", res, err)
+	}
+}

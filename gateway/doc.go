@@ -1,0 +1,95 @@
+// Package gateway serves the tools of an existing MCP server (the
+// upstream) from a taskwire node: the slow ones as durable task tools,
+// the others inline, so that a host with a short request timeout gets
+// tasks that survive its timeouts, disconnects and the gateway's
+// restarts, for a server that implements no tasks at all.
+//
+//	g, err := gateway.New(ctx, gateway.Options{
+//		Upstream:   "http://127.0.0.1:9000/mcp",
+//		TaskTools:  []string{"slow.*"},
+//		RetryTools: []string{"slow.build"},
+//	})
+//	if err != nil { ... }
+//	defer g.Close() // after the node has stopped
+//	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "gateway", Version: "1.0.0"})
+//	var tools durable.Set
+//	if err := g.Register(ep, &tools); err != nil { ... }
+//	// then node.Config{Endpoint: ep, Tools: &tools, ...}, as for native tools
+//
+// A Go program may register its own inline and durable tools on the same
+// endpoint and set; the command `taskwire gateway` is this package behind
+// the flags of `taskwire serve`.
+//
+// # The mirror
+//
+// New connects with the project's client (package client), negotiating
+// 2026-07-28 or a 2025-era session as it does, declaring neither tasks nor
+// any client capability, and lists the upstream's tools once. Each tool is
+// served under its upstream name with its title, description, input and
+// output schemas, annotations and icons; its _meta and execution members
+// are not copied. A tool the gateway cannot serve (a name or schema
+// server.CheckTool refuses, or one larger than Options.MaxToolBytes) is
+// left out and logged by name. The list is not refreshed yet: a tool the
+// upstream adds later is served after the gateway restarts.
+//
+// # Task tools
+//
+// A tool matching Options.TaskTools is a durable raw tool (durable.AddRaw):
+// the API node validates the arguments against the mirrored input schema
+// and creates the task and its job in one transaction; a worker calls the
+// upstream tool within Options.TaskCallTimeout, and each upstream
+// notifications/progress becomes the task's status message and progress
+// (worker.Job.ReportProgress), which 2026-07-28 clients read as
+// statusMessage and 2025-era clients waiting inline receive as progress.
+// The outcome of a run:
+//
+//	upstream result (isError or not)  → the task completes with it (checked
+//	                                    against the output schema)
+//	upstream input request            → the task completes with an isError
+//	                                    result saying input is not relayed yet
+//	credentials refused (HTTP 401/403) → the task fails, saying so
+//	retry tool (Options.RetryTools):
+//	  connection failure, HTTP error  → retried (worker.Unavailable)
+//	  JSON-RPC error, timeout, other  → retried, within MaxAttempts
+//	  interrupted (crash, lost lease) → run again: a second upstream call
+//	other task tool:
+//	  JSON-RPC error                  → the task fails with it (see below)
+//	  any other failure               → the task fails with a text naming
+//	                                    its category, not repeated
+//	  interrupted (InterruptedRuns>0) → the task fails saying the call was
+//	                                    interrupted and is not repeated
+//	  stopped by a shutdown mid-call  → the task completes with an isError
+//	                                    result saying so (an error would
+//	                                    release the job to run again)
+//
+// A client's cancellation cancels the upstream call's context and the task.
+//
+// # Inline tools
+//
+// Every other tool is an inline tool that forwards the call within
+// Options.CallTimeout and the upstream's progress notifications to the
+// downstream caller when it asked for progress. An upstream JSON-RPC error
+// -32602 is passed on as -32602 with the upstream's message; any other as
+// -32603 naming the upstream's code and message (clipped to 512 bytes).
+// A timeout, a connection failure or another failure is an isError result
+// naming its category.
+//
+// # Bounds and secrets
+//
+// At most Options.MaxInFlight upstream calls run at once in a process
+// (pass-through and task runs together); a call beyond them waits for a
+// slot within its own deadline. The upstream may list at most
+// Options.MaxTools tools; the client bounds every response by size.
+// The downstream caller's credentials are never forwarded: the upstream
+// sees Options.UpstreamHeaders only. Log lines carry the tool name and the
+// category of a failure, never arguments, results, upstream messages or
+// tokens.
+//
+// # Not yet
+//
+// A stdio upstream (a command the gateway starts), upstream tasks that a
+// run after a crash resumes, relaying upstream elicitation and sampling
+// requests as input rounds, refreshing the mirror on
+// notifications/tools/list_changed, passing resources, prompts and
+// completion through, and a configuration file for per-tool settings.
+package gateway

@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/durable"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// Gateway is a connection to one upstream MCP server and the mirror of its
+// tools, ready to be registered on an endpoint and a durable set. Build it
+// with New; it is safe for concurrent use once registered. Close releases
+// it after the node that serves it has stopped.
+type Gateway struct {
+	opts     Options
+	upstream *client.Client
+	tools    []*mcp.Tool // mirrored, sorted by name
+	slots    chan struct{}
+	log      *slog.Logger
+}
+
+// New validates opts (every problem in one error, see Options.Validate),
+// connects to the upstream, negotiates the protocol revision and lists its
+// tools, within ctx and Options.ListTimeout. It fails when the upstream
+// cannot be reached, refuses the gateway's credentials (a *client.AuthError
+// in the chain), or lists more than Options.MaxTools tools. A tool the
+// gateway cannot serve (a name or schema server.CheckTool refuses, or one
+// larger than Options.MaxToolBytes) is left out and logged by name, so that
+// one exotic tool does not take the others down.
+func New(ctx context.Context, opts Options) (*Gateway, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	opts = opts.withDefaults()
+	c, err := client.New(opts.Upstream, client.Options{
+		Transport:        opts.Transport,
+		Header:           opts.UpstreamHeaders.Clone(),
+		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
+		ProtocolVersions: opts.ProtocolVersions,
+		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
+		// The gateway runs the upstream's calls itself: it declares no
+		// tasks, so that the upstream answers every call inline.
+		DisableTasks: true,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: upstream client: %w", err)
+	}
+	g := &Gateway{opts: opts, upstream: c, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
+	defer cancel()
+	listed, err := c.ListTools(lctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("gateway: listing the upstream's tools: %w", err)
+	}
+	if len(listed) > opts.MaxTools {
+		c.Close()
+		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
+	}
+	g.tools = g.mirror(listed)
+	return g, nil
+}
+
+// mirror copies what downstream clients see of each upstream tool, leaving
+// out (and logging) those the gateway cannot serve.
+func (g *Gateway) mirror(listed []*mcp.Tool) []*mcp.Tool {
+	var out []*mcp.Tool
+	seen := map[string]bool{}
+	for _, t := range listed {
+		if t == nil {
+			continue
+		}
+		m := &mcp.Tool{
+			Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+			Annotations: t.Annotations, Icons: t.Icons,
+		}
+		if len(m.InputSchema) == 0 {
+			m.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		b, err := json.Marshal(m)
+		switch {
+		case err != nil:
+			g.log.Warn("gateway: upstream tool left out: it does not encode", "tool", clip(t.Name))
+			continue
+		case len(b) > g.opts.MaxToolBytes:
+			g.log.Warn("gateway: upstream tool left out: larger than MaxToolBytes", "tool", clip(t.Name), "bytes", len(b))
+			continue
+		case seen[t.Name]:
+			g.log.Warn("gateway: upstream tool left out: listed twice", "tool", clip(t.Name))
+			continue
+		}
+		if err := server.CheckTool(m); err != nil {
+			g.log.Warn("gateway: upstream tool left out: the gateway cannot serve it", "tool", clip(t.Name), "reason", err.Error())
+			continue
+		}
+		seen[t.Name] = true
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *mcp.Tool) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	for _, p := range g.opts.TaskTools {
+		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return matchAny([]string{p}, t.Name) }) {
+			g.log.Warn("gateway: a TaskTools pattern matches no upstream tool", "pattern", p)
+		}
+	}
+	for _, p := range g.opts.RetryTools {
+		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return g.isTask(t.Name) && matchAny([]string{p}, t.Name) }) {
+			g.log.Warn("gateway: a RetryTools pattern matches no task tool", "pattern", p)
+		}
+	}
+	return out
+}
+
+// clip bounds an upstream-chosen string in a log line.
+func clip(s string) string {
+	const maxLog = 128
+	if len(s) > maxLog {
+		return s[:maxLog] + "…"
+	}
+	return s
+}
+
+// Tools returns copies of the mirrored upstream tools, sorted by name.
+func (g *Gateway) Tools() []*mcp.Tool {
+	out := make([]*mcp.Tool, len(g.tools))
+	for i, t := range g.tools {
+		c := *t
+		out[i] = &c
+	}
+	return out
+}
+
+// IsTaskTool reports whether the upstream tool name is served as a durable
+// task tool (it matches Options.TaskTools).
+func (g *Gateway) IsTaskTool(name string) bool { return g.isTask(name) }
+
+// IsRetryTool reports whether the task tool name is called again after a
+// failed or interrupted run (it matches Options.TaskTools and
+// Options.RetryTools).
+func (g *Gateway) IsRetryTool(name string) bool { return g.isRetry(name) }
+
+func (g *Gateway) isTask(name string) bool { return matchAny(g.opts.TaskTools, name) }
+
+func (g *Gateway) isRetry(name string) bool {
+	return g.isTask(name) && matchAny(g.opts.RetryTools, name)
+}
+
+// Register adds the mirrored tools: the task tools to tools (as durable raw
+// tools whose worker handler calls the upstream, see durable.AddRaw) and
+// the others to ep as inline tools that forward each call within
+// Options.CallTimeout. An API node and its workers both register (the
+// worker side needs only tools; ep may then be nil). Problems of the
+// registrations themselves (a name ep or tools already holds) are reported
+// by server.New and durable.Set.Check, as for any tool. Register fails only
+// when it is given nothing to register on.
+func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
+	if tools == nil {
+		return errors.New("gateway: Register needs a durable.Set")
+	}
+	for _, t := range g.tools {
+		if g.isTask(t.Name) {
+			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
+			if g.isRetry(t.Name) {
+				rt.MaxAttempts = g.opts.MaxAttempts
+			}
+			durable.AddRaw(tools, rt)
+			continue
+		}
+		if ep != nil {
+			ep.AddRawTool(t, g.passThrough(t.Name))
+		}
+	}
+	return nil
+}
+
+// Close closes the upstream connection (ending a 2025-era session). Calls
+// still running fail; close the gateway after the node serving it has
+// stopped. Close is idempotent.
+func (g *Gateway) Close() error {
+	if err := g.upstream.Close(); err != nil {
+		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
+	}
+	return nil
+}
+
+// ProtocolVersion returns the revision negotiated with the upstream.
+func (g *Gateway) ProtocolVersion() string { return g.upstream.ProtocolVersion() }

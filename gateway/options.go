@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// Defaults and bounds of Options.
+const (
+	// DefaultCallTimeout is Options.CallTimeout when it is zero: the
+	// deadline of one pass-through (inline) call toward the upstream.
+	DefaultCallTimeout = 30 * time.Second
+	// MaxCallTimeout bounds Options.CallTimeout: a pass-through call holds
+	// a downstream request open for as long, and a call that takes longer
+	// belongs in a task tool.
+	MaxCallTimeout = 10 * time.Minute
+	// DefaultTaskCallTimeout is Options.TaskCallTimeout when it is zero:
+	// the deadline of the upstream call one run of a task tool makes.
+	DefaultTaskCallTimeout = time.Hour
+	// MaxTaskCallTimeout bounds Options.TaskCallTimeout.
+	MaxTaskCallTimeout = 24 * time.Hour
+	// DefaultMaxInFlight is Options.MaxInFlight when it is zero: the
+	// upstream calls the gateway makes at once, pass-through and task runs
+	// together.
+	DefaultMaxInFlight = 64
+	// MaxMaxInFlight bounds Options.MaxInFlight.
+	MaxMaxInFlight = 10_000
+	// DefaultMaxTools is Options.MaxTools when it is zero: an upstream
+	// that lists more tools is refused.
+	DefaultMaxTools = 1000
+	// DefaultMaxToolBytes is Options.MaxToolBytes when it is zero: a
+	// mirrored tool whose JSON (name, description, schemas, annotations)
+	// is larger is left out and logged by name.
+	DefaultMaxToolBytes = 64 << 10
+	// DefaultListTimeout is Options.ListTimeout when it is zero: the
+	// deadline of connecting to the upstream and listing its tools.
+	DefaultListTimeout = 30 * time.Second
+	// MaxGlobs bounds the patterns of Options.TaskTools and
+	// Options.RetryTools, each.
+	MaxGlobs = 256
+)
+
+// Options configure New. Only Upstream is required; zero values mean the
+// defaults above.
+type Options struct {
+	// Upstream is the URL of the upstream MCP server's Streamable HTTP
+	// endpoint (http or https, with a host). The gateway negotiates the
+	// protocol revision with it as the Go client does: 2026-07-28, else a
+	// 2025-11-25 or 2025-06-18 session.
+	Upstream string
+	// UpstreamHeaders are sent with every upstream request: static
+	// credentials such as an API key or "Authorization: Bearer ...".
+	// The downstream caller's own token is never forwarded. The headers
+	// the protocol owns (Mcp-*, MCP-Protocol-Version, Content-Type,
+	// Accept, Last-Event-ID) are refused.
+	UpstreamHeaders http.Header
+	// TaskTools are path.Match patterns of the upstream tool names served
+	// as durable task tools; the other tools pass through inline. A
+	// pattern matches a whole name: "slow.*", "build", "*".
+	TaskTools []string
+	// RetryTools are patterns of the task tools that are safe to call
+	// again: a run that failed on a transport or JSON-RPC error, or that a
+	// crash or a lost lease interrupted, calls the upstream once more.
+	// A task tool that matches none of them is called at most once per
+	// task, as far as the gateway can tell: such a failure fails its task.
+	// A pattern that matches a tool TaskTools does not match is no error
+	// (it names nothing) and is logged.
+	RetryTools []string
+	// CallTimeout is the deadline of a pass-through call, at most
+	// MaxCallTimeout. Zero: DefaultCallTimeout.
+	CallTimeout time.Duration
+	// TaskCallTimeout is the deadline of the upstream call one run of a
+	// task tool makes, at most MaxTaskCallTimeout. Zero:
+	// DefaultTaskCallTimeout.
+	TaskCallTimeout time.Duration
+	// ListTimeout bounds connecting to the upstream and listing its tools
+	// in New (besides New's context). Zero: DefaultListTimeout.
+	ListTimeout time.Duration
+	// MaxInFlight bounds the upstream calls made at once by this process,
+	// at most MaxMaxInFlight; a call beyond it waits for a slot within its
+	// deadline. Zero: DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxTools bounds the tools the upstream may list. Zero:
+	// DefaultMaxTools.
+	MaxTools int
+	// MaxToolBytes bounds the JSON of one mirrored tool. Zero:
+	// DefaultMaxToolBytes.
+	MaxToolBytes int
+	// MaxAttempts is the job option of every retry tool (see
+	// durable.RawTool): how many failed runs the task is given. Zero: the
+	// store's default.
+	MaxAttempts int
+	// ProtocolVersions pins the revisions the gateway may negotiate with
+	// the upstream (client.Options.ProtocolVersions). Nil: the client's
+	// defaults.
+	ProtocolVersions []string
+	// Transport, when set, carries the upstream requests (for example to
+	// add mutual TLS). Nil: a transport of the gateway's own.
+	Transport http.RoundTripper
+	// Logger receives the gateway's diagnostics: categories of upstream
+	// failures, tool names left out, never arguments, results or tokens.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// protocolHeaders are the headers the client owns; UpstreamHeaders may not
+// set them.
+var protocolHeaders = []string{"Mcp-", "Mcp-Protocol-Version", "Content-Type", "Accept", "Last-Event-Id"}
+
+// Validate reports every problem of o in one error, one line per problem,
+// each naming its field; it changes nothing and sends nothing.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch u, err := url.Parse(o.Upstream); {
+	case o.Upstream == "":
+		bad("Upstream is required")
+	case err != nil:
+		bad("Upstream: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		bad("Upstream: scheme %q is not http or https", u.Scheme)
+	case u.Host == "":
+		bad("Upstream: %q has no host", o.Upstream)
+	case u.User != nil:
+		bad("Upstream: credentials in the URL are refused; send them with UpstreamHeaders")
+	}
+	for name, values := range o.UpstreamHeaders {
+		if err := checkHeader(name, values); err != nil {
+			bad("UpstreamHeaders: %v", err)
+		}
+	}
+	errs = append(errs, checkGlobs("TaskTools", o.TaskTools)...)
+	errs = append(errs, checkGlobs("RetryTools", o.RetryTools)...)
+	between := func(field string, d, maxD time.Duration) {
+		if d < 0 || d > maxD {
+			bad("%s must be between 0 (the default) and %v, not %v", field, maxD, d)
+		}
+	}
+	between("CallTimeout", o.CallTimeout, MaxCallTimeout)
+	between("TaskCallTimeout", o.TaskCallTimeout, MaxTaskCallTimeout)
+	between("ListTimeout", o.ListTimeout, MaxCallTimeout)
+	if o.MaxInFlight < 0 || o.MaxInFlight > MaxMaxInFlight {
+		bad("MaxInFlight must be between 0 (the default) and %d, not %d", MaxMaxInFlight, o.MaxInFlight)
+	}
+	if o.MaxTools < 0 {
+		bad("MaxTools must not be negative")
+	}
+	if o.MaxToolBytes < 0 {
+		bad("MaxToolBytes must not be negative")
+	}
+	if o.MaxAttempts < 0 {
+		bad("MaxAttempts must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// checkHeader refuses a header name that is not an HTTP token or that the
+// protocol owns, and a value with control characters.
+func checkHeader(name string, values []string) error {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+		return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+	}) {
+		return fmt.Errorf("%q is not a valid header name", name)
+	}
+	canon := http.CanonicalHeaderKey(name)
+	for _, p := range protocolHeaders {
+		if canon == p || strings.HasSuffix(p, "-") && strings.HasPrefix(canon, p) {
+			return fmt.Errorf("%s is set by the gateway's client and cannot be configured", canon)
+		}
+	}
+	for _, v := range values {
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return fmt.Errorf("the value of %s holds a control character", canon)
+		}
+	}
+	return nil
+}
+
+// checkGlobs refuses empty and malformed patterns, and more than MaxGlobs.
+func checkGlobs(field string, globs []string) []error {
+	var errs []error
+	if len(globs) > MaxGlobs {
+		errs = append(errs, fmt.Errorf("%s: %d patterns, more than %d", field, len(globs), MaxGlobs))
+	}
+	for _, g := range globs {
+		if g == "" {
+			errs = append(errs, fmt.Errorf("%s: an empty pattern", field))
+			continue
+		}
+		if _, err := path.Match(g, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s: pattern %q: %v", field, g, err))
+		}
+	}
+	return errs
+}
+
+// matchAny reports whether name matches one of globs (already checked).
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withDefaults returns o with its zero values replaced by the defaults.
+func (o Options) withDefaults() Options {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.CallTimeout, DefaultCallTimeout)
+	def(&o.TaskCallTimeout, DefaultTaskCallTimeout)
+	def(&o.ListTimeout, DefaultListTimeout)
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.MaxTools == 0 {
+		o.MaxTools = DefaultMaxTools
+	}
+	if o.MaxToolBytes == 0 {
+		o.MaxToolBytes = DefaultMaxToolBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

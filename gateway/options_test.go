@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/gateway"
+)
+
+// TestValidateNamesEveryField: Validate reports every problem, one line
+// each, naming its field.
+func TestValidateNamesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts gateway.Options
+		want []string
+	}{
+		{"sound", gateway.Options{Upstream: "http://127.0.0.1:9/mcp", TaskTools: []string{"slow.*"}}, nil},
+		{"no upstream", gateway.Options{}, []string{"Upstream is required"}},
+		{"scheme", gateway.Options{Upstream: "ftp://h/mcp"}, []string{`Upstream: scheme "ftp" is not http or https`}},
+		{"credentials in URL", gateway.Options{Upstream: "http://u:p@h/mcp"},
+			[]string{"Upstream: credentials in the URL are refused; send them with UpstreamHeaders"}},
+		{"everything at once", gateway.Options{
+			Upstream:        "http://h/mcp",
+			UpstreamHeaders: http.Header{"Mcp-Session-Id": {"x"}, "X-Key": {"a\nb"}},
+			TaskTools:       []string{"[", ""},
+			RetryTools:      []string{"a[b"},
+			CallTimeout:     -time.Second,
+			TaskCallTimeout: 48 * time.Hour,
+			MaxInFlight:     -1,
+			MaxAttempts:     -1,
+		}, []string{
+			"UpstreamHeaders: Mcp-Session-Id is set by the gateway's client and cannot be configured",
+			"UpstreamHeaders: the value of X-Key holds a control character",
+			`TaskTools: pattern "[": syntax error in pattern`,
+			"TaskTools: an empty pattern",
+			`RetryTools: pattern "a[b": syntax error in pattern`,
+			"CallTimeout must be between 0 (the default) and 10m0s, not -1s",
+			"TaskCallTimeout must be between 0 (the default) and 24h0m0s, not 48h0m0s",
+			"MaxInFlight must be between 0 (the default) and 10000, not -1",
+			"MaxAttempts must not be negative",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			if err := tc.opts.Validate(); err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			// Header order follows the map's: compare as sets.
+			if diff := cmp.Diff(tc.want, got, cmpSorted); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var cmpSorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+// TestNewFailsOnUnreachableUpstream: New checks the options before it
+// sends anything, and reports an upstream that does not answer.
+func TestNewFailsOnUnreachableUpstream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := gateway.New(ctx, gateway.Options{Upstream: "http://127.0.0.1:9/mcp", TaskTools: []string{"["}}); err == nil ||
+		!strings.Contains(err.Error(), "TaskTools") {
+		t.Errorf("New with a bad pattern: %v, want the TaskTools problem", err)
+	}
+	up := newUpstream(t)
+	url := up.url
+	up.srvClose()
+	_, err := gateway.New(ctx, gateway.Options{Upstream: url})
+	var ce *client.ConnectionError
+	if !errors.As(err, &ce) {
+		t.Errorf("New against a closed upstream: %v, want a *client.ConnectionError", err)
+	}
+}
