@@ -216,7 +216,10 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 	lines := make(chan []byte, 16)
 	readErr := make(chan error, 1)
 	readerDone := make(chan struct{})
-	c.tasks.Go(func() { readErr <- stdioframe.ReadLines(stdout, int64(opts.MaxMessageBytes), lines, c.stop); close(lines) })
+	c.tasks.Go(func() {
+		readErr <- stdioframe.ReadLines(stdout, int64(opts.MaxMessageBytes), lines, c.stop)
+		close(lines)
+	})
 	c.tasks.Go(func() { c.read(lines); close(readerDone) })
 	c.tasks.Go(func() {
 		// The reader has dispatched its last message (so no handler
