@@ -266,26 +266,7 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 		s.rejectOn(ep, in.stream, req.ID, errMethodNotFound.asStatus(http.StatusOK))
 		return
 	}
-	// Until logging/setLevel, a session receives every log message, as
-	// 2025 clients expect (the suite's tools-call-with-logging sets none).
-	level := mcp.LoggingLevel(cs.rec.LogLevel)
-	if level == "" {
-		level = mcp.LevelDebug
-	}
-	meta := &mcp.RequestMeta{
-		ProtocolVersion:    cs.rec.ProtocolVersion,
-		ClientCapabilities: cs.caps,
-		ClientInfo:         cs.clientInfo,
-		LogLevel:           level,
-	}
-	if p.Meta != nil {
-		meta.ProgressToken = p.Meta.ProgressToken
-		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
-	}
-	p.Meta = meta
-	// Input answers come only as responses to this server's own requests
-	// (legacyCall.run), never from the params of a 2025 request.
-	p.InputResponses, p.RequestState = nil, nil
+	sessionParams(cs, p)
 	// A request with a resumable stream over HTTP/2 (2025-11-25) runs on
 	// a goroutine of its own (owned by the call, ended by its deadline), so
 	// that the server can end the POST's response while it goes on; over
@@ -373,6 +354,32 @@ func (ep *Endpoint) dispatchLegacy(s *Server, in inbound, req *mcp.Request, p *r
 	// The client left the POST while it carried the stream.
 	cancelCall()
 	<-done
+}
+
+// sessionParams gives the params of a session's request the _meta its
+// session implies: the session's revision, capabilities, client and log
+// level, with the request's own progress token and trace context.
+func sessionParams(cs *cachedSession, p *rawParams) {
+	// Until logging/setLevel, a session receives every log message, as
+	// 2025 clients expect (the suite's tools-call-with-logging sets none).
+	level := mcp.LoggingLevel(cs.rec.LogLevel)
+	if level == "" {
+		level = mcp.LevelDebug
+	}
+	meta := &mcp.RequestMeta{
+		ProtocolVersion:    cs.rec.ProtocolVersion,
+		ClientCapabilities: cs.caps,
+		ClientInfo:         cs.clientInfo,
+		LogLevel:           level,
+	}
+	if p.Meta != nil {
+		meta.ProgressToken = p.Meta.ProgressToken
+		meta.TraceParent, meta.TraceState, meta.Baggage = p.Meta.TraceParent, p.Meta.TraceState, p.Meta.Baggage
+	}
+	p.Meta = meta
+	// Input answers come only as responses to this server's own requests
+	// (legacyCall.run), never from the params of a 2025 request.
+	p.InputResponses, p.RequestState = nil, nil
 }
 
 // runLegacy runs an admitted call of a session under the request limiter

@@ -228,20 +228,7 @@ func New(opts Options) (*Server, error) {
 		pool:      newHandlerPool(opts.HandlerConcurrency, opts.TaskConcurrency, opts.HandlerQueue, opts.TaskQueueTimeout),
 		budget:    bodyBudget{max: opts.MaxBufferedBodyBytes},
 	}
-	if opts.AllowedHosts != nil {
-		hosts := make([]string, len(opts.AllowedHosts))
-		for i, h := range opts.AllowedHosts {
-			hosts[i] = strings.ToLower(h)
-		}
-		s.hosts = setOf(hosts)
-	}
-	if opts.AllowedOrigins != nil {
-		s.origins = make(map[string]bool, len(opts.AllowedOrigins))
-		for _, o := range opts.AllowedOrigins {
-			n, _ := normalOrigin(o) // validated above
-			s.origins[n] = true
-		}
-	}
+	s.hosts, s.origins = hostRules(opts)
 	key := opts.RequestStateKey
 	if key == nil {
 		key = make([]byte, 32)
@@ -308,6 +295,26 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// hostRules returns the allowed Host and Origin sets of validated
+// options, lower-cased and normalised; nil where the option is nil.
+func hostRules(opts Options) (hosts, origins map[string]bool) {
+	if opts.AllowedHosts != nil {
+		lower := make([]string, len(opts.AllowedHosts))
+		for i, h := range opts.AllowedHosts {
+			lower[i] = strings.ToLower(h)
+		}
+		hosts = setOf(lower)
+	}
+	if opts.AllowedOrigins != nil {
+		origins = make(map[string]bool, len(opts.AllowedOrigins))
+		for _, o := range opts.AllowedOrigins {
+			n, _ := normalOrigin(o) // validated by Options.validate
+			origins[n] = true
+		}
+	}
+	return hosts, origins
 }
 
 // SessionKeeper is a task manager that can also keep the sessions of
