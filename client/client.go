@@ -65,6 +65,9 @@ func New(url string, opts Options) (*Client, error) {
 		c.hc = &http.Client{Transport: o.Transport}
 	default:
 		c.own = http.DefaultTransport.(*http.Transport).Clone()
+		// A client talks to one host: keep the connections of calls made
+		// at once for the next ones, rather than net/http's two.
+		c.own.MaxIdleConnsPerHost = ownIdleConns
 		c.hc = &http.Client{Transport: c.own}
 	}
 	c.closeCtx, c.closeFn = context.WithCancel(context.Background())

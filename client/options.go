@@ -57,10 +57,15 @@ type Handlers struct {
 	Declare *mcp.ClientCapabilities
 }
 
+// ownIdleConns bounds the idle connections the client's own transport
+// keeps to its server (net/http keeps two per host by default).
+const ownIdleConns = 100
+
 // Options configure New. Zero values mean the defaults.
 type Options struct {
 	// HTTPClient sends every request. Nil: a client of its own whose idle
-	// connections Close releases. Its Timeout must be zero (streams are
+	// connections Close releases; it keeps up to 100 idle connections to
+	// the server, so that calls made at once reuse theirs. Its Timeout must be zero (streams are
 	// long-lived; the client bounds requests with RequestTimeout instead).
 	HTTPClient *http.Client
 	// Transport, when set, is the RoundTripper of the client's own
