@@ -59,7 +59,9 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		case "river":
 			fs, err = runRiverPhase(ctx, cfg, stdout)
 		case "pg-e2e":
-			fs, err = runE2EPhase(ctx, cfg, "postgres", stdout, stderr)
+			fs, err = runE2EPhase(ctx, cfg, "postgres", false, stdout, stderr)
+		case "pg-gateway-e2e":
+			fs, err = runE2EPhase(ctx, cfg, "postgres", true, stdout, stderr)
 		case "river-e2e":
 			fs, err = runRiverE2EPhase(ctx, cfg, stdout, stderr)
 		case "sqlite-insert":
@@ -67,7 +69,9 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		case "sqlite-worker":
 			fs, err = runWorkerPhase(ctx, cfg, "sqlite", stdout)
 		case "sqlite-e2e":
-			fs, err = runE2EPhase(ctx, cfg, "sqlite", stdout, stderr)
+			fs, err = runE2EPhase(ctx, cfg, "sqlite", false, stdout, stderr)
+		case "sqlite-gateway-e2e":
+			fs, err = runE2EPhase(ctx, cfg, "sqlite", true, stdout, stderr)
 		}
 		if err != nil {
 			fmt.Fprintf(stdout, "   FAILED: %v\n", err)

@@ -12,7 +12,8 @@ import (
 )
 
 // allPhases are the phases in their run order.
-var allPhases = []string{"pg-insert", "pg-worker", "river", "pg-e2e", "river-e2e", "sqlite-insert", "sqlite-worker", "sqlite-e2e"}
+var allPhases = []string{"pg-insert", "pg-worker", "river", "pg-e2e", "river-e2e", "sqlite-insert", "sqlite-worker", "sqlite-e2e",
+	"pg-gateway-e2e", "sqlite-gateway-e2e"}
 
 // config holds the flags of "durablebench run".
 type config struct {

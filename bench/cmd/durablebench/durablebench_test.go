@@ -105,21 +105,21 @@ func TestPhaseName(t *testing.T) {
 	}
 }
 
-// TestSQLitePhases runs the SQLite phases on tiny sizes.
+// TestSQLitePhases runs the SQLite phases on tiny sizes, the gateway's too.
 func TestSQLitePhases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the SQLite phases")
 	}
 	t.Setenv(asMainEnv, "1")
 	var out lockedBuffer
-	err := run(context.Background(), []string{"-phases", "sqlite-insert,sqlite-worker,sqlite-e2e", "-sqlite-n", "300",
+	err := run(context.Background(), []string{"-phases", "sqlite-insert,sqlite-worker,sqlite-e2e,sqlite-gateway-e2e", "-sqlite-n", "300",
 		"-insert-duration", "200ms", "-insert-rounds", "1", "-e2e-tasks", "50", "-e2e-clients", "4",
 		"-concurrency", "50", "-claim-batch", "20", "-tmp", t.TempDir()}, &out, &out)
 	t.Logf("%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"verified in the database: completed=300", "sqlite-e2e", "Enqueue/raw"} {
+	for _, want := range []string{"verified in the database: completed=300", "sqlite-e2e", "sqlite-gateway-e2e", "Enqueue/raw"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -183,14 +183,14 @@ func TestPostgresPhases(t *testing.T) {
 	before := schemas()
 	t.Setenv(asMainEnv, "1")
 	var out lockedBuffer
-	err = run(ctx, []string{"-pg-url", testPGURL(), "-phases", "pg-insert,pg-worker,river,pg-e2e", "-n", "300",
+	err = run(ctx, []string{"-pg-url", testPGURL(), "-phases", "pg-insert,pg-worker,river,pg-e2e,pg-gateway-e2e", "-n", "300",
 		"-insert-duration", "200ms", "-insert-rounds", "1", "-e2e-tasks", "50", "-e2e-clients", "4",
 		"-concurrency", "50", "-claim-batch", "20", "-river-workers", "50"}, &out, &out)
 	t.Logf("%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"verified in the database: completed=300", "300 of 300 jobs completed", "same run:"} {
+	for _, want := range []string{"verified in the database: completed=300", "300 of 300 jobs completed", "same run:", "pg-gateway-e2e"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

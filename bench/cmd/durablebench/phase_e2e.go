@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -51,6 +52,7 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	maxLifetime := fs.Duration("max-lifetime", 5*time.Minute, "stop after this long in any case")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here")
+	viaGateway := fs.Bool("gateway", false, "serve the task tool through package gateway, in front of a go-sdk upstream on loopback that does the work")
 	stages := fs.Bool("stages", false, "time each task's steps (created, claimed, handled, committed, seen completed) and print their percentiles on exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -91,17 +93,32 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Path: "/mcp", Name: "durablebench", Version: "1.0.0",
 		TaskProtocolVersions: []string{mcp.LatestProtocolVersion},
 	})
-	server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
-		func(ctx context.Context, req *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
-			t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
-			if err != nil {
-				return task.Handle{}, err
-			}
-			if tr != nil {
-				tr.created(t.ID())
-			}
-			return req.CreatedTask(t), nil
-		})
+	var gwTools *durable.Set
+	if *viaGateway {
+		up, err := startGatewayUpstream(stderr)
+		if err != nil {
+			return err
+		}
+		defer up.close()
+		g, tools, err := serveThroughGateway(ctx, up.url, ep, st)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		gwTools = tools
+	} else {
+		server.AddTaskTool[benchArgs, benchArgs](ep, &mcp.Tool{Name: benchKind, Description: "Enqueues a durable no-op task."},
+			func(ctx context.Context, req *server.Request, _ benchArgs, cc *task.CreationContext) (task.Handle, error) {
+				t, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{})
+				if err != nil {
+					return task.Handle{}, err
+				}
+				if tr != nil {
+					tr.created(t.ID())
+				}
+				return req.CreatedTask(t), nil
+			})
+	}
 	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, TaskManager: manager, Logger: warnLogger(),
 		// The benchmark measures the pipeline, not per-caller admission.
 		TaskLimits: server.TaskLimits{CreateRate: server.NoLimit, MaxActive: server.NoLimit}})
@@ -116,7 +133,11 @@ func runE2EServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := worker.AddHandler(rt, benchKind, func(_ context.Context, j *worker.Job, in benchArgs) (benchArgs, error) {
+	if gwTools != nil {
+		if err := gwTools.Work(rt); err != nil {
+			return err
+		}
+	} else if err := worker.AddHandler(rt, benchKind, func(_ context.Context, j *worker.Job, in benchArgs) (benchArgs, error) {
 		if tr != nil {
 			tr.handled(j.TaskID())
 		}
@@ -394,7 +415,10 @@ func truncate(b []byte, n int) string {
 // runE2EPhase is pg-e2e or sqlite-e2e: a server and worker in a subprocess
 // on a fresh store, K clients in this process each creating tasks with
 // tools/call and polling tasks/get until they complete, M tasks in all.
-func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Writer) ([]figure, error) {
+// With viaGateway it is pg-gateway-e2e or sqlite-gateway-e2e: the same
+// tool served by package gateway, whose worker calls a go-sdk upstream in
+// the same subprocess for every task.
+func runE2EPhase(ctx context.Context, cfg config, kind string, viaGateway bool, out, stderr io.Writer) ([]figure, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
 	args := []string{
@@ -402,6 +426,11 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 		"-concurrency", strconv.Itoa(cfg.E2EConcurrency), "-claim-batch", strconv.Itoa(cfg.E2EClaimBatch),
 		"-worker-poll", cfg.E2EWorkerPoll.String(),
 		"-max-lifetime", (cfg.PhaseTimeout + time.Minute).String(),
+	}
+	what, phase := "taskwire "+kind+": HTTP create → tasks/get completed", phaseName(kind, "e2e")
+	if viaGateway {
+		args = append(args, "-gateway")
+		what, phase = "taskwire gateway "+kind+" (go-sdk upstream): HTTP create → tasks/get completed", phaseName(kind, "gateway-e2e")
 	}
 	var where string
 	switch kind {
@@ -470,7 +499,7 @@ func runE2EPhase(ctx context.Context, cfg config, kind string, out, stderr io.Wr
 	}
 	r.report(out, "tools/call", "tasks/get")
 	return []figure{{
-		Phase: phaseName(kind, "e2e"), What: "taskwire " + kind + ": HTTP create → tasks/get completed", Rate: r.rate(), Unit: "tasks/s",
+		Phase: phase, What: what, Rate: r.rate(), Unit: "tasks/s",
 		Note: r.latencyNote(),
 	}}, nil
 }

@@ -61,8 +61,12 @@ func printReport(w io.Writer, sc scenario, results []targetResult) {
 		}
 	}
 	_ = tw.Flush()
+	goals := sc.Goals(results)
+	if len(goals) == 0 {
+		return
+	}
 	fmt.Fprintln(w, "goals:")
-	for _, g := range sc.Goals(results) {
+	for _, g := range goals {
 		fmt.Fprintf(w, "  %s\n", g)
 	}
 }

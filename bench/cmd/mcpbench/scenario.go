@@ -25,6 +25,9 @@ const (
 	// 2025-11-25 client sends inside its session, side by side with the
 	// modern request.
 	scenarioLegacyToolsCall = "legacy-tools-call"
+	// scenarioGatewayCall is the tools-call request sent to the gosdk
+	// server directly and through a taskwire gateway in front of it.
+	scenarioGatewayCall = "gateway-call"
 )
 
 // scenario is one benchmark workload.
@@ -75,6 +78,15 @@ func allScenarios() []scenario {
 				{"taskwire-legacy", "bare"}, {"bare", "gosdk-stateful"},
 			},
 			Goals: evalLegacyGoals,
+		},
+		{
+			Name: scenarioGatewayCall,
+			Description: "inline tools/call of test_simple_text on the gosdk server, directly (gosdk) and through " +
+				"taskwire's gateway passing it through (gateway)",
+			DefaultTargets: "gateway,gosdk",
+			Supported:      []string{"gateway", "gosdk"},
+			Ratios:         [][2]string{{"gateway", "gosdk"}},
+			Goals:          func([]targetResult) []goal { return nil },
 		},
 	}
 }

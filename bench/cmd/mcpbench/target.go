@@ -60,6 +60,12 @@ func allTargets() []target {
 			Request:     toolsCallRequest(),
 		},
 		{
+			Name:        "gateway",
+			Description: "taskwire gateway (package gateway, pass-through) in front of the gosdk server on loopback",
+			NewHandler:  newGatewayHandler,
+			Request:     toolsCallRequest(),
+		},
+		{
 			Name:        "taskwire-legacy",
 			Description: "the taskwire fixture, sent a " + legacyProtocolVersion + " tools/call inside a session opened with initialize",
 			Unavailable: taskwireUnavailable,
