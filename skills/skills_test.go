@@ -123,7 +123,10 @@ func TestLoadDirSymlinks(t *testing.T) {
 		wantErr string
 	}{
 		{"absolute, out", func(string) string { return outside }, "symbolic link out of the skills directory"},
-		{"relative, out", func(skill string) string { rel, _ := filepath.Rel(filepath.Join(skill, "references"), outside); return rel }, "symbolic link out of the skills directory"},
+		{"relative, out", func(skill string) string {
+			rel, _ := filepath.Rel(filepath.Join(skill, "references"), outside)
+			return rel
+		}, "symbolic link out of the skills directory"},
 		{"inside", func(string) string { return "../SKILL.md" }, ""},
 		{"to a directory", func(string) string { return "." }, "symbolic link to a directory"},
 	}
