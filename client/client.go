@@ -307,7 +307,7 @@ func (c *Client) ServerCapabilities() *mcp.ServerCapabilities {
 	}
 	l := c.legacyCaps
 	return &mcp.ServerCapabilities{Experimental: l.Experimental, Logging: l.Logging, Completions: l.Completions,
-		Prompts: l.Prompts, Resources: l.Resources, Tools: l.Tools}
+		Prompts: l.Prompts, Resources: l.Resources, Tools: l.Tools, Extensions: l.Extensions}
 }
 
 // Close ends the client: in-flight requests are cancelled, a 2025-era

@@ -140,6 +140,10 @@ type LegacyServerCapabilities struct {
 	Tools        *ToolsCapability     `json:"tools,omitempty"`
 	// Tasks is the experimental tasks capability of 2025-11-25.
 	Tasks *ServerTasksCapability `json:"tasks,omitempty"`
+	// Extensions are the extensions the server declares, as in
+	// ServerCapabilities (the 2025 revisions have no such member; clients
+	// that know an extension look for it there).
+	Extensions map[string]Object `json:"extensions,omitzero"`
 }
 
 // ServerTasksCapability is a 2025-11-25 server's tasks capability.

@@ -26,6 +26,15 @@
 #               pre-registration, resource-mismatch, offline-access-*,
 #               authorization-server-migration, iss-*, metadata-issuer-mismatch),
 #               each against the suite's own authorization server
+#   2026-07-28  the Skills extension's sep-2640-client-no-prefetch,
+#               -verify-digest, -verify-size and -verify-frontmatter
+#
+# After the 2026-07-28 run (or with CONFORMANCE_REVISIONS naming it), the
+# server extension scenarios sep-2640-skills-directory, -enumeration and
+# -manifest run one by one against the same fixture process; each passes
+# when every check it wrote is SUCCESS. CONFORMANCE_SCENARIO may name one.
+# The last line says how many scenarios of the suite's whole list
+# (`conformance list --server` and `--client`) ran.
 #
 # A client scenario passes when the suite exits 0 and its checks.json has
 # checks and no FAILURE (nothing may be baselined).
@@ -105,7 +114,13 @@ readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-meta
 2026-07-28:auth/authorization-server-migration 2026-07-28:auth/iss-supported \
 2026-07-28:auth/iss-not-advertised 2026-07-28:auth/iss-supported-missing \
 2026-07-28:auth/iss-wrong-issuer 2026-07-28:auth/iss-unexpected \
-2026-07-28:auth/iss-normalized 2026-07-28:auth/metadata-issuer-mismatch"
+2026-07-28:auth/iss-normalized 2026-07-28:auth/metadata-issuer-mismatch \
+2026-07-28:sep-2640-client-no-prefetch 2026-07-28:sep-2640-client-verify-digest \
+2026-07-28:sep-2640-client-verify-size 2026-07-28:sep-2640-client-verify-frontmatter"
+# Extension scenarios of the server the fixture serves (in no requirement
+# set; run one by one at 2026-07-28 with --force): every check must be
+# SUCCESS, none SKIPPED, FAILURE or WARNING.
+readonly EXTENSION_SCENARIOS="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
 readonly KEEP_RUNS=20
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -598,6 +613,72 @@ port_open() { (: </dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
 
 is_legacy() { [[ " $LEGACY_REVISIONS " == *" $1 "* ]]; }
 
+is_extension() { [[ " $EXTENSION_SCENARIOS " == *" $1 "* ]]; }
+
+# Reads a server scenario's checks.json: prints the SUCCESS count and the
+# count of every other status but INFO, or nothing when unreadable.
+extension_counts() { # $1 = checks.json
+	"$NODE_BIN" -e '
+const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const ok = c.filter((x) => x.status === "SUCCESS");
+const bad = c.filter((x) => x.status !== "SUCCESS" && x.status !== "INFO");
+for (const x of bad) console.error(`      ${x.status} ${x.id}: ${String(x.errorMessage ?? x.description ?? "").slice(0, 300)}`);
+console.log(`${ok.length} ${bad.length}`);
+' "$1" || true
+}
+
+# Runs each extension scenario (or only $SCENARIO) at 2026-07-28 against
+# $URL; prints one line per scenario and a verdict. Returns 1 when any
+# failed.
+run_extensions() {
+	local dir="$OUT_DIR/results/extensions" sc suite_log status checks counts succ bad ok=0 failed=0
+	local -a lines=() names=()
+	read -r -a names <<<"${SCENARIO:-$EXTENSION_SCENARIOS}"
+	mkdir -p "$dir"
+	for sc in "${names[@]}"; do
+		suite_log="$OUT_DIR/suite-extension-$sc.log"
+		status=0
+		timeout --signal=TERM --kill-after=10 $((TIMEOUT_MS / 1000 + 30)) "$NODE_BIN" "$SUITE_JS" server --url "$URL" \
+			--scenario "$sc" --spec-version "$MODERN" --force --timeout "$TIMEOUT_MS" -o "$dir" >"$suite_log" 2>&1 || status=$?
+		[[ -z "$SCENARIO" ]] || cat "$suite_log"
+		checks="$(ls -1d "$dir/server-$sc"-[0-9]*/checks.json 2>/dev/null | tail -n 1 || true)"
+		counts=""
+		[[ -n "$checks" ]] && counts="$(extension_counts "$checks")"
+		read -r succ bad <<<"${counts:-0 0}"
+		if ((status == 0)) && [[ -n "$counts" ]] && ((succ > 0 && bad == 0)); then
+			ok=$((ok + 1))
+			lines+=("$(printf '  %-10s  %-36s  PASS  %s/%s checks SUCCESS' "$MODERN" "$sc" "$succ" "$((succ + bad))")")
+		else
+			failed=$((failed + 1))
+			lines+=("$(printf '  %-10s  %-36s  FAIL  %s/%s checks SUCCESS, suite exit %s; log: %s' "$MODERN" "$sc" "$succ" "$((succ + bad))" "$status" "$suite_log")")
+		fi
+	done
+	echo ""
+	echo "=== taskwire conformance: server extension scenarios (every check SUCCESS) ==="
+	printf '%s\n' "${lines[@]}"
+	if ((failed == 0)); then
+		echo "CONFORMANCE PASS (extensions: $ok/$((ok + failed)) scenarios passed)"
+		return 0
+	fi
+	echo "CONFORMANCE FAIL (extensions: $failed of $((ok + failed)) scenarios failed)"
+	return 1
+}
+
+# Prints how many scenarios of the suite's whole list (server and client,
+# every revision) this invocation ran: the names with a checks.json under
+# $OUT_DIR.
+print_coverage() {
+	local all ran
+	all="$({ "$NODE_BIN" "$SUITE_JS" list --server; "$NODE_BIN" "$SUITE_JS" list --client; } 2>/dev/null |
+		sed -n 's/^[[:space:]]*-[[:space:]]*\([a-z0-9][a-z0-9/_-]*\).*/\1/p' | sort -u)"
+	ran="$(find "$OUT_DIR" -name checks.json -printf '%P\n' 2>/dev/null |
+		sed 's#/checks\.json$##; s#^results/[^/]*/##; s#^client-[^/]*/##; s/^server-//; s/-[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T.*$//' | sort -u)"
+	local n_all n_ran
+	n_all="$(grep -c . <<<"$all" || true)"
+	n_ran="$(comm -12 <(echo "$all") <(echo "$ran") | grep -c . || true)"
+	echo "CONFORMANCE COVERAGE: $n_ran of the suite's $n_all scenarios ($SUITE_PKG@$SUITE_VERSION, server and client lists) ran; logs: $OUT_DIR"
+}
+
 # Writes the suite's server scenario list for legacy revision $1 to $2.
 list_legacy() {
 	local rev="$1" out="$2" raw="$2.raw"
@@ -712,6 +793,8 @@ run_clients() {
 	local -a lines=()
 	local entry rev sc dir suite_log status counts ok=0 bad=0 checks
 	local per_s=$((TIMEOUT_MS / 1000 + 30))
+	local extension_clients
+	extension_clients="$("$NODE_BIN" "$SUITE_JS" list --client 2>/dev/null | sed -n 's/^[[:space:]]*-[[:space:]]*\([^[:space:]]*\)[[:space:]]*\[extension\].*/\1/p')"
 	for entry in ${CONFORMANCE_CLIENT_SCENARIOS:-$DEFAULT_CLIENT_SCENARIOS}; do
 		rev="${entry%%:*}"
 		sc="${entry#*:}"
@@ -721,8 +804,11 @@ run_clients() {
 		suite_log="$dir/$sc.log"
 		mkdir -p "$(dirname "$suite_log")"
 		status=0
+		# An extension scenario is on no spec timeline: --force runs it at $rev.
+		local -a force=()
+		[[ $'\n'"$extension_clients"$'\n' == *$'\n'"$sc"$'\n'* ]] && force=(--force)
 		timeout --signal=TERM --kill-after=10 "$per_s" "$NODE_BIN" "$SUITE_JS" client --command "$client_bin" \
-			--scenario "$sc" --spec-version "$rev" --timeout "$TIMEOUT_MS" -o "$dir" >"$suite_log" 2>&1 || status=$?
+			--scenario "$sc" --spec-version "$rev" "${force[@]}" --timeout "$TIMEOUT_MS" -o "$dir" >"$suite_log" 2>&1 || status=$?
 		checks="$(ls -1d "$dir/$sc"-[0-9]*/checks.json 2>/dev/null | tail -n 1 || true)"
 		counts=""
 		[[ -n "$checks" ]] && counts="$(client_counts "$checks")"
@@ -798,7 +884,9 @@ main() {
 	for rev in $LEGACY_REVISIONS; do
 		list_legacy "$rev" "$OUT_DIR/scenarios-$rev.txt"
 	done
-	if [[ -n "$SCENARIO" ]]; then
+	if [[ -n "$SCENARIO" ]] && is_extension "$SCENARIO"; then
+		revisions=()
+	elif [[ -n "$SCENARIO" ]]; then
 		rev="${CONFORMANCE_REVISION:-$(scenario_revision "$SCENARIO")}"
 		if is_legacy "$rev"; then
 			"${EVAL_ENV[@]}" "$NODE_BIN" "$EVALUATOR" legacy-check "$rev" "$OUT_DIR/scenarios-$rev.txt" "$SCENARIO" || exit 2
@@ -809,8 +897,10 @@ main() {
 	fi
 
 	if [[ "$CLIENT_MODE" == only ]]; then
-		run_clients
-		return
+		local only_status=0
+		run_clients || only_status=$?
+		print_coverage
+		return "$only_status"
 	fi
 
 	log "building ./conformance"
@@ -856,6 +946,21 @@ main() {
 		verdicts+=("$(printf '  %-10s  %s  %4ds  %s' "$rev" "$word" $((SECONDS - started)) "${detail:-(no verdict; see $OUT_DIR/suite-$rev.log)}")")
 	done
 
+	if [[ -n "$SCENARIO" ]] && is_extension "$SCENARIO"; then
+		run_extensions || failed=1
+		return "$failed"
+	fi
+	if [[ -z "$SCENARIO" && " ${revisions[*]} " == *" $MODERN "* ]]; then
+		started=$SECONDS
+		status=0
+		run_extensions >"$OUT_DIR/extensions.log" 2>&1 || status=$?
+		cat "$OUT_DIR/extensions.log"
+		word=PASS
+		((status == 0)) || { word=FAIL; failed=1; }
+		detail="$(grep -h '^CONFORMANCE ' "$OUT_DIR/extensions.log" | tail -n 1 | sed 's/^CONFORMANCE [A-Z]* //')"
+		verdicts+=("$(printf '  %-10s  %s  %4ds  %s' "extensions" "$word" $((SECONDS - started)) "$detail")")
+		revisions+=(extensions)
+	fi
 	if ((${#revisions[@]} > 1)); then
 		echo ""
 		echo "=== taskwire conformance: ${#revisions[@]} runs against one fixture process ($URL) ==="
@@ -870,6 +975,7 @@ main() {
 	if [[ "$CLIENT_MODE" == 1 && -z "$SCENARIO" ]]; then
 		run_clients || failed=1
 	fi
+	[[ -n "$SCENARIO" ]] || print_coverage
 	return "$failed"
 }
 

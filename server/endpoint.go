@@ -91,7 +91,8 @@ type Endpoint struct {
 	promptIndex map[string]*promptEntry
 
 	completion CompletionHandler
-	tasks      bool // the endpoint serves the Tasks extension
+	tasks      bool        // the endpoint serves the Tasks extension
+	extensions []Extension // see AddExtension
 
 	serverInfo     *mcp.Implementation
 	serverMeta     mcp.Meta
@@ -206,6 +207,9 @@ func (ep *Endpoint) build(s *Server) error {
 	if err := ep.buildTasks(s); err != nil {
 		ep.fail(err)
 	}
+	if err := ep.checkExtensions(); err != nil {
+		ep.fail(err)
+	}
 	if err := errors.Join(ep.errs...); err != nil {
 		return err
 	}
@@ -224,6 +228,7 @@ func (ep *Endpoint) build(s *Server) error {
 		ep.cacheScope = mcp.CachePrivate
 	}
 	ep.methods = ep.methodTable()
+	ep.addExtensionMethods(ep.methods)
 	if len(ep.legacyVersions) > 0 {
 		ep.legacyMethods = ep.legacyMethodTable()
 	}
@@ -260,6 +265,7 @@ func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
 	if ep.tasks {
 		c.Extensions = map[string]mcp.Object{mcp.ExtensionTasks: {}}
 	}
+	c.Extensions = ep.extensionCapabilities(c.Extensions)
 	return c
 }
 

@@ -136,6 +136,7 @@ func (ep *Endpoint) legacyCapabilities(version string, client *mcp.LegacyClientC
 	if ep.completion != nil {
 		c.Completions = mcp.Object{}
 	}
+	c.Extensions = ep.extensionCapabilities(nil)
 	if h := ep.legacyHooks.capabilities; h != nil {
 		h(version, client, c)
 	}

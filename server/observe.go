@@ -60,8 +60,12 @@ var knownMethods = map[string]bool{
 	"resources/subscribe": true, "resources/unsubscribe": true, "tasks/list": true, "tasks/result": true,
 }
 
+// extensionMethods are the methods of extensions an endpoint may add
+// (AddExtension) that have their own label; others are "unknown".
+var extensionMethods = map[string]bool{"skills/list": true, "skills/get": true, "resources/directory/read": true}
+
 func methodLabel(m string) string {
-	if knownMethods[m] {
+	if knownMethods[m] || extensionMethods[m] {
 		return m
 	}
 	return "unknown"

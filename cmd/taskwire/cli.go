@@ -343,7 +343,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// runClientCommand runs tools, call or task in the process's environment.
+// runClientCommand runs tools, call, task or skills in the process's environment.
 func runClientCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	env, stop := processEnv(stdout, stderr, getenv)
 	defer stop()
@@ -359,6 +359,8 @@ func clientCommand(ctx context.Context, cmd string, args []string, env *cliEnv) 
 		return callCmd(ctx, args, env)
 	case "task":
 		return taskCmd(ctx, args, env)
+	case "skills":
+		return skillsCmd(ctx, args, env)
 	}
 	return usageErrorf("unknown command %q", cmd)
 }

@@ -11,7 +11,7 @@
 //	                 [--sessions-max 100000] [--auth-issuer URL --auth-audience URI]
 //	                 [--auth-jwks-url URL] [--auth-tenant-claim NAME] [--auth-scopes NAME=SCOPE,...]
 //	                 [--admin-addr ADDR] [--admin-allowed-hosts HOSTS] [--admin-token-file FILE]
-//	                 [--console-show-arguments] [--console-scope taskwire:operator]
+//	                 [--console-show-arguments] [--console-scope taskwire:operator] [--skills DIR]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
 //	taskwire gateway --upstream URL [--upstream-header 'Name: value']... [--task-tools GLOBS]
 //	                 [--retry-tools GLOBS] [--call-timeout 30s] [--task-call-timeout 1h]
@@ -28,6 +28,7 @@
 //	taskwire call    [tools' flags] [--detach] TOOL [key=value | key:=JSON]...
 //	taskwire task    get|wait|cancel [tools' flags] ID
 //	taskwire task    answer [tools' flags] ID KEY=JSON...
+//	taskwire skills  list|get [tools' flags] [--file PATH] [URI]
 //	taskwire login   URL [--client-id ID] [--client-metadata-url URL] [--client-secret SECRET]
 //	                 [--scopes SCOPES] [--no-browser] [--timeout 5m] [--token-dir DIR]
 //	taskwire logout  URL [--token-dir DIR]

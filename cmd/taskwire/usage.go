@@ -31,6 +31,8 @@ Client commands, for any MCP server over HTTP:
             task with a progress line, asks its forms on a terminal
   task      get, wait for, cancel or answer a task: taskwire task wait ID,
             taskwire task answer ID KEY=JSON ...
+  skills    list the server's skills, or print one's SKILL.md or a file, verified:
+            taskwire skills list, taskwire skills get skill://NAME/SKILL.md
   login     authorize taskwire for an MCP server (OAuth) and store the token
   logout    forget the token stored for an MCP server
 They talk to --url, else $TASKWIRE_URL, else http://127.0.0.1:8080/mcp, with
@@ -58,7 +60,7 @@ func command(name string) commandFunc {
 		return commandFunc(program().Command(name))
 	case "gateway":
 		return gatewayCmd
-	case "tools", "call", "task":
+	case "tools", "call", "task", "skills":
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 			return runClientCommand(ctx, name, args, stdout, stderr, getenv)
 		}

@@ -151,6 +151,7 @@ func TestUsageTextIsComplete(t *testing.T) {
 		{[]string{"tools"}, []string{"tools"}},
 		{[]string{"call"}, []string{"call", "tools"}},
 		{[]string{"task", "get"}, []string{"task", "tools"}},
+		{[]string{"skills"}, []string{"skills", "tools"}},
 		{[]string{"login"}, []string{"login"}},
 		{[]string{"logout"}, []string{"logout"}},
 	}

@@ -52,6 +52,10 @@ var scenarios = map[string]func(ctx context.Context, url, data string) error{
 	"http-invalid-tool-headers":           everyValidTool,
 	"elicitation-sep1034-client-defaults": elicitationDefaults,
 	"sse-retry":                           basicNoArgs,
+	"sep-2640-client-no-prefetch":         listSkills,
+	"sep-2640-client-verify-digest":       loadSkills,
+	"sep-2640-client-verify-size":         loadSkills,
+	"sep-2640-client-verify-frontmatter":  loadSkills,
 }
 
 func run(ctx context.Context, scenario, url, data string) error {
@@ -302,4 +306,42 @@ func authorized(ctx context.Context, url, data string) error {
 		}
 	}
 	return errors.Join(err, c.Close())
+}
+
+// listSkills is a host that connects and builds its skill registry: it
+// lists the skills and reads none of their files (no skill is loaded).
+func listSkills(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		_, err := c.ListSkills(ctx)
+		return err
+	})
+}
+
+// loadSkills is a host that loads every listed skill and then reads each
+// of its files: LoadSkill verifies SKILL.md (size, digest, front matter)
+// and a skill that fails is not used, so none of its other files is read.
+func loadSkills(ctx context.Context, url, _ string) error {
+	return withClient(ctx, url, client.Handlers{}, func(c *client.Client) error {
+		entries, err := c.ListSkills(ctx)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, e := range entries {
+			s, err := c.LoadSkill(ctx, e)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, r := range e.Resources.Files {
+				if r.URI == e.URI {
+					continue
+				}
+				if _, err := s.Read(ctx, r.URI); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
