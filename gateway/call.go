@@ -104,14 +104,8 @@ func (g *Gateway) call(ctx context.Context, timeout time.Duration, name string, 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := g.upstream.Call(ctx, name, args, client.WithProgress(progress))
-	switch {
-	case err != nil:
-		return ctx, nil, err
-	case res.Task != nil || res.Result == nil:
-		return ctx, nil, &client.ProtocolError{Method: "tools/call", Reason: "the upstream answered with a task the gateway did not ask for"}
-	}
-	return ctx, res.Result, nil
+	res, err := g.upstream.callTool(ctx, name, args, progress)
+	return ctx, res, err
 }
 
 // passThrough is the handler of an inline tool: it forwards the call

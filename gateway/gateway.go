@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
@@ -20,7 +19,7 @@ import (
 // it after the node that serves it has stopped.
 type Gateway struct {
 	opts     Options
-	upstream *client.Client
+	upstream upstream
 	tools    []*mcp.Tool // mirrored, sorted by name
 	slots    chan struct{}
 	log      *slog.Logger
@@ -39,30 +38,20 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts = opts.withDefaults()
-	c, err := client.New(opts.Upstream, client.Options{
-		Transport:        opts.Transport,
-		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
-		ProtocolVersions: opts.ProtocolVersions,
-		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
-		// The gateway runs the upstream's calls itself: it declares no
-		// tasks, so that the upstream answers every call inline.
-		DisableTasks: true,
-		Logger:       opts.Logger,
-	})
+	up, err := newHTTPUpstream(opts)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: upstream client: %w", err)
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{opts: opts, upstream: c, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g := &Gateway{opts: opts, upstream: up, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
-	listed, err := c.ListTools(lctx)
+	listed, err := up.listTools(lctx)
 	if err != nil {
-		c.Close()
+		_ = up.close()
 		return nil, fmt.Errorf("gateway: listing the upstream's tools: %w", err)
 	}
 	if len(listed) > opts.MaxTools {
-		c.Close()
+		_ = up.close()
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
@@ -193,11 +182,11 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
-	if err := g.upstream.Close(); err != nil {
+	if err := g.upstream.close(); err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
 	}
 	return nil
 }
 
 // ProtocolVersion returns the revision negotiated with the upstream.
-func (g *Gateway) ProtocolVersion() string { return g.upstream.ProtocolVersion() }
+func (g *Gateway) ProtocolVersion() string { return g.upstream.protocolVersion() }
