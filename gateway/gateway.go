@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
@@ -21,8 +22,11 @@ type Gateway struct {
 	opts     Options
 	upstream upstream
 	tools    []*mcp.Tool // mirrored, sorted by name
-	slots    chan struct{}
-	log      *slog.Logger
+	// offered are the tools of the upstream's latest listing, by name:
+	// a mirrored tool it no longer offers answers errToolGone.
+	offered atomic.Pointer[map[string]*mcp.Tool]
+	slots   chan struct{}
+	log     *slog.Logger
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -38,13 +42,24 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts = opts.withDefaults()
-	up, err := newHTTPUpstream(opts)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	g := &Gateway{opts: opts, upstream: up, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
+	var up upstream
+	if len(opts.UpstreamCommand) > 0 {
+		s, err := startStdioUpstream(lctx, opts, g.relist, g.isOffered)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		up = s
+	} else {
+		h, err := newHTTPUpstream(opts)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		up = h
+	}
+	g.upstream = up
 	listed, err := up.listTools(lctx)
 	if err != nil {
 		_ = up.close()
@@ -55,6 +70,8 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
+	g.warnPatterns()
+	g.setOffered(g.tools)
 	return g, nil
 }
 
@@ -103,17 +120,22 @@ func (g *Gateway) mirror(listed []*mcp.Tool) []*mcp.Tool {
 		}
 		return 0
 	})
+	return out
+}
+
+// warnPatterns logs the TaskTools and RetryTools patterns that match no
+// mirrored tool: most likely a typo.
+func (g *Gateway) warnPatterns() {
 	for _, p := range g.opts.TaskTools {
-		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return matchAny([]string{p}, t.Name) }) {
+		if !slices.ContainsFunc(g.tools, func(t *mcp.Tool) bool { return matchAny([]string{p}, t.Name) }) {
 			g.log.Warn("gateway: a TaskTools pattern matches no upstream tool", "pattern", p)
 		}
 	}
 	for _, p := range g.opts.RetryTools {
-		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return g.isTask(t.Name) && matchAny([]string{p}, t.Name) }) {
+		if !slices.ContainsFunc(g.tools, func(t *mcp.Tool) bool { return g.isTask(t.Name) && matchAny([]string{p}, t.Name) }) {
 			g.log.Warn("gateway: a RetryTools pattern matches no task tool", "pattern", p)
 		}
 	}
-	return out
 }
 
 // clip bounds an upstream-chosen string in a log line.
