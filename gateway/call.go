@@ -128,7 +128,8 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			// says so and is no failure of the call.
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
-		cctx, res, err := g.call(ctx, g.opts.CallTimeout, name, req.Arguments, progress)
+		timeout := g.plans[name].timeout
+		cctx, res, err := g.call(ctx, timeout, name, req.Arguments, progress)
 		if err == nil {
 			return res, nil
 		}
@@ -146,7 +147,7 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 		case cat == catGone:
 			return toolErrorResult(textToolGone), nil
 		case cat == catTimeout:
-			return toolErrorResult(fmt.Sprintf("The upstream tool did not answer within %v.", g.opts.CallTimeout)), nil
+			return toolErrorResult(fmt.Sprintf("The upstream tool did not answer within %v.", timeout)), nil
 		}
 		return toolErrorResult(fmt.Sprintf("The gateway could not complete the call: %s toward the upstream server.", cat)), nil
 	}
@@ -174,7 +175,7 @@ func (g *Gateway) runTask(name string) worker.RawHandler {
 				_ = job.ReportStatus(msg)
 			}
 		}
-		cctx, res, err := g.call(ctx, g.opts.TaskCallTimeout, name, job.Arguments(), progress)
+		cctx, res, err := g.call(ctx, g.plans[name].timeout, name, job.Arguments(), progress)
 		if err == nil {
 			return res, nil
 		}

@@ -22,6 +22,7 @@ type Gateway struct {
 	opts     Options
 	upstream upstream
 	tools    []*mcp.Tool // mirrored, sorted by name
+	plans    map[string]plan // of every mirrored tool, by name
 	// offered are the tools of the upstream's latest listing, by name:
 	// a mirrored tool it no longer offers answers errToolGone.
 	offered atomic.Pointer[map[string]*mcp.Tool]
@@ -70,6 +71,19 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
+	g.plans = map[string]plan{}
+	var errs []error
+	for _, t := range g.tools {
+		p, err := opts.planFor(t.Name)
+		g.plans[t.Name] = p
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		_ = up.close()
+		return nil, fmt.Errorf("gateway: %w", errors.Join(errs...))
+	}
 	g.warnPatterns()
 	g.setOffered(g.tools)
 	return g, nil
@@ -166,11 +180,9 @@ func (g *Gateway) IsTaskTool(name string) bool { return g.isTask(name) }
 // Options.RetryTools).
 func (g *Gateway) IsRetryTool(name string) bool { return g.isRetry(name) }
 
-func (g *Gateway) isTask(name string) bool { return matchAny(g.opts.TaskTools, name) }
+func (g *Gateway) isTask(name string) bool { return g.plans[name].task }
 
-func (g *Gateway) isRetry(name string) bool {
-	return g.isTask(name) && matchAny(g.opts.RetryTools, name)
-}
+func (g *Gateway) isRetry(name string) bool { return g.plans[name].retry }
 
 // Register adds the mirrored tools: the task tools to tools (as durable raw
 // tools whose worker handler calls the upstream, see durable.AddRaw) and
@@ -188,7 +200,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 		if g.isTask(t.Name) {
 			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
 			if g.isRetry(t.Name) {
-				rt.MaxAttempts = g.opts.MaxAttempts
+				rt.MaxAttempts = g.plans[t.Name].maxAttempts
 			}
 			durable.AddRaw(tools, rt)
 			continue

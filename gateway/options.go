@@ -94,6 +94,11 @@ type Options struct {
 	// A pattern that matches a tool TaskTools does not match is no error
 	// (it names nothing) and is logged.
 	RetryTools []string
+	// Tools are per-tool settings (task or not, retry or not, timeout,
+	// attempts), at most MaxToolSettings entries, the first matching a
+	// tool applying to it; New refuses an entry that contradicts
+	// TaskTools or RetryTools for a tool the upstream lists, naming both.
+	Tools []ToolSettings
 	// CallTimeout is the deadline of a pass-through call, at most
 	// MaxCallTimeout. Zero: DefaultCallTimeout.
 	CallTimeout time.Duration
@@ -166,6 +171,7 @@ func (o Options) Validate() error {
 	}
 	errs = append(errs, checkGlobs("TaskTools", o.TaskTools)...)
 	errs = append(errs, checkGlobs("RetryTools", o.RetryTools)...)
+	errs = append(errs, checkTools(o.Tools)...)
 	between := func(field string, d, maxD time.Duration) {
 		if d < 0 || d > maxD {
 			bad("%s must be between 0 (the default) and %v, not %v", field, maxD, d)

@@ -41,7 +41,7 @@ func newHTTPUpstream(opts Options) (*httpUpstream, error) {
 	c, err := client.New(opts.Upstream, client.Options{
 		Transport:        opts.Transport,
 		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
+		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
 		ProtocolVersions: opts.ProtocolVersions,
 		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
 		// The gateway runs the upstream's calls itself: it declares no

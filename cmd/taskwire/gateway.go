@@ -51,7 +51,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 				if err != nil {
 					// Exit 1 like any failure of serve, not the client
 					// commands' codes; the command names itself.
-					return errors.New(strings.TrimPrefix(err.Error(), "gateway: "))
+					return errors.New(flagNames.Replace(strings.ReplaceAll(strings.TrimPrefix(err.Error(), "gateway: "), "\n", "; ")))
 				}
 				gw = g
 				var tools durable.Set
@@ -83,6 +83,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 type gatewayFlags struct {
 	upstream    *string
 	upstreamCmd *string
+	config      *string
 	headers     headerFlag
 	taskTools   *string
 	retryTools  *string
@@ -96,6 +97,8 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 	gf.upstream = fs.String("upstream", "", "`URL` of the upstream MCP server's Streamable HTTP endpoint (this or --upstream-cmd)")
 	gf.upstreamCmd = fs.String("upstream-cmd", "", "`'CMD ARGS...'` of an upstream MCP server over stdio, which the gateway starts, restarts when it dies and stops; "+
 		"split into words as a shell would (quotes, backslashes), but run without a shell and without expansions (this or --upstream)")
+	gf.config = fs.String("config", "", "JSON `file` of per-tool settings: {\"tools\": [{\"match\": GLOB, \"task\": BOOL, \"retry\": BOOL, \"timeout\": \"2h\", \"maxAttempts\": N}, ...]}, "+
+		"the first entry matching a tool applying to it; it must agree with --task-tools and --retry-tools")
 	fs.Var(&gf.headers, "upstream-header", "`'Name: value'` sent with every upstream request, such as the gateway's own credentials (repeatable); "+
 		"the callers' tokens are never forwarded")
 	gf.taskTools = fs.String("task-tools", "", "comma-separated `globs` of the upstream tools served as durable task tools (path.Match: * does not cross /); "+
@@ -115,6 +118,9 @@ var flagNames = strings.NewReplacer(
 	"Upstream or UpstreamCommand is required", "--upstream or --upstream-cmd is required",
 	"Upstream and UpstreamCommand exclude each other: give one", "--upstream and --upstream-cmd exclude each other: give one",
 	"UpstreamCommand:", "--upstream-cmd:",
+	"TaskTools pattern", "--task-tools pattern",
+	"RetryTools pattern", "--retry-tools pattern",
+	"Tools[", "--config tools[",
 	"Upstream:", "--upstream:",
 	"TaskTools:", "--task-tools:",
 	"RetryTools:", "--retry-tools:",
@@ -136,6 +142,13 @@ func (gf *gatewayFlags) options() (gateway.Options, error) {
 		MaxInFlight:     *gf.inFlight,
 	}
 	var problems []string
+	if *gf.config != "" {
+		tools, err := readGatewayConfig(*gf.config)
+		if err != nil {
+			problems = append(problems, strings.Split(err.Error(), "\n")...)
+		}
+		opts.Tools = tools
+	}
 	if strings.TrimSpace(*gf.upstreamCmd) != "" {
 		words, err := splitWords(*gf.upstreamCmd)
 		if err != nil {

@@ -21,6 +21,8 @@ import (
 // opened or connected.
 func TestGatewayUsageErrors(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	typo := writeFile(t, `{"tools":[{"match":"a","tmeout":"1s"}]}`)
+	soon := writeFile(t, `{"tools":[{"match":"a","timeout":"soon"}]}`)
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -35,6 +37,12 @@ func TestGatewayUsageErrors(t *testing.T) {
 		{[]string{"gateway", "--store", db, "--upstream-cmd", "node s.js", "--upstream-header", "X-Key: 1"},
 			"gateway: --upstream-header applies to --upstream, not to --upstream-cmd"},
 		{[]string{"gateway", "worker", "--store", db}, "gateway worker: --upstream or --upstream-cmd is required"},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--config", typo},
+			`gateway: --config ` + typo + `: json: unknown field "tmeout"`},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--config", soon},
+			`gateway: --config ` + soon + `: tools[0]: timeout: time: invalid duration "soon"`},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--config", writeFile(t, `{"tools":[{"match":""},{"match":"b","task":false,"retry":true}]}`)},
+			"gateway: --config tools[0]: match is empty; --config tools[1]: retry true needs a task tool, and task is false"},
 		{[]string{"gateway", "--store", db, "--upstream", "ftp://h/mcp"}, `gateway: --upstream: scheme "ftp" is not http or https`},
 		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--task-tools", "slow.*,["},
 			`gateway: --task-tools: pattern "[": syntax error in pattern`},
@@ -172,5 +180,52 @@ func TestGatewayUpstreamCmd(t *testing.T) {
 	}
 	if err := r.DecodeResult(&stats); err != nil || stats.StructuredContent.Words != 2 {
 		t.Errorf("text.stats = %+v, %v", stats, err)
+	}
+}
+
+// writeFile writes content to a new file and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGatewayConfig: --config makes text.echo a durable task tool beside
+// the --task-tools; a file contradicting the flags for a listed tool
+// fails the command, naming the flag's pattern and the file's entry.
+func TestGatewayConfig(t *testing.T) {
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "upstream", Version: "1.0.0"})
+	type echo struct {
+		Text string `json:"text"`
+	}
+	for _, name := range []string{"slow.build", "text.echo"} {
+		server.AddTool(ep, &mcp.Tool{Name: name}, func(_ context.Context, _ *server.Request, in echo) (*mcp.CallToolResult, echo, error) {
+			return nil, in, nil
+		})
+	}
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Close()
+
+	url := runGateway(t, "--upstream", hs.URL+"/mcp", "--task-tools", "slow.*",
+		"--config", writeFile(t, `{"tools":[{"match":"text.echo","task":true,"retry":true,"timeout":"1m","maxAttempts":2}]}`))
+	c := newClient(t, url)
+	id := createTask(t, c, "text.echo", map[string]any{"text": "hi"})
+	if diff := cmp.Diff(echo{Text: "hi"}, structured[echo](t, waitStatus(t, c, id, mcp.TaskCompleted))); diff != "" {
+		t.Errorf("text.echo as a task (-want +got):\n%s", diff)
+	}
+
+	code, _, stderr := runMainOut(t, "gateway", "--store", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--upstream", hs.URL+"/mcp",
+		"--task-tools", "slow.*", "--config", writeFile(t, `{"tools":[{"match":"slow.build","task":false}]}`))
+	want := `tool "slow.build": --task-tools pattern "slow.*" makes it a task tool, but --config tools[0] (match "slow.build") says task false`
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 }
