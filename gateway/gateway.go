@@ -21,7 +21,7 @@ import (
 type Gateway struct {
 	opts     Options
 	upstream upstream
-	tools    []*mcp.Tool // mirrored, sorted by name
+	tools    []*mcp.Tool     // mirrored, sorted by name
 	plans    map[string]plan // of every mirrored tool, by name
 	// offered are the tools of the upstream's latest listing, by name:
 	// a mirrored tool it no longer offers answers errToolGone.
