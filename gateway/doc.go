@@ -18,28 +18,56 @@
 //
 // A Go program may register its own inline and durable tools on the same
 // endpoint and set; the command `taskwire gateway` is this package behind
-// the flags of `taskwire serve`.
+// the flags of `taskwire serve`, and `taskwire gateway worker` behind
+// those of `taskwire worker`.
+//
+// # The upstream
+//
+// Options.Upstream is a Streamable HTTP URL: New connects with the
+// project's client (package client), negotiating 2026-07-28 or a
+// 2025-era session as it does, declaring neither tasks nor any client
+// capability. Options.UpstreamCommand is instead a program that New
+// starts and speaks to over its standard input and output (a 2025-11-25
+// or 2025-06-18 session): every process that builds a Gateway runs its
+// own, so an API node and each worker of a fleet have one. When it exits,
+// the calls in flight fail as connection failures (a retry tool's task
+// runs again, another's fails), and a supervising goroutine starts it
+// again after a jittered backoff (100 ms doubling to 30 s, counted afresh
+// after a minute of health); a call made meanwhile waits for it within
+// its deadline and 10 s. Close stops it (its standard input closed, then
+// a kill after 3 s) and joins every goroutine. Its standard error is kept
+// in memory, never logged: it may hold arguments.
 //
 // # The mirror
 //
-// New connects with the project's client (package client), negotiating
-// 2026-07-28 or a 2025-era session as it does, declaring neither tasks nor
-// any client capability, and lists the upstream's tools once. Each tool is
+// New lists the upstream's tools once. Each tool is
 // served under its upstream name with its title, description, input and
 // output schemas, annotations and icons; its _meta and execution members
 // are not copied. A tool the gateway cannot serve (a name or schema
 // server.CheckTool refuses, or one larger than Options.MaxToolBytes) is
-// left out and logged by name. The list is not refreshed yet: a tool the
-// upstream adds later is served after the gateway restarts.
+// left out and logged by name. A restarted UpstreamCommand process is
+// listed again before calls reach it, and what changed is logged by name:
+// a tool it no longer lists answers an error saying so (an isError result
+// inline; a failed task), a tool it adds is served after the gateway
+// restarts, a tool whose schemas changed keeps its first ones.
+//
+// # Per-tool settings
+//
+// Options.Tools are settings by tool name pattern, the first matching
+// entry applying: whether the tool is a task tool or a retry tool (as
+// TaskTools and RetryTools say, which an entry may extend but not
+// contradict: New refuses that, naming both), its upstream call's
+// deadline, and a retry tool's MaxAttempts.
 //
 // # Task tools
 //
-// A tool matching Options.TaskTools is a durable raw tool (durable.AddRaw):
+// A tool matching Options.TaskTools (or made a task tool by its
+// Options.Tools entry) is a durable raw tool (durable.AddRaw):
 // the API node validates the arguments against the mirrored input schema
 // and creates the task and its job in one transaction; a worker calls the
-// upstream tool within Options.TaskCallTimeout, and each upstream
-// notifications/progress becomes the task's status message and progress
-// (worker.Job.ReportProgress), which 2026-07-28 clients read as
+// upstream tool within Options.TaskCallTimeout (or its Tools entry's
+// Timeout), and each upstream notifications/progress becomes the task's
+// status message and progress (worker.Job.ReportProgress), which 2026-07-28 clients read as
 // statusMessage and 2025-era clients waiting inline receive as progress.
 // The outcome of a run:
 //
@@ -67,8 +95,9 @@
 // # Inline tools
 //
 // Every other tool is an inline tool that forwards the call within
-// Options.CallTimeout and the upstream's progress notifications to the
-// downstream caller when it asked for progress. An upstream JSON-RPC error
+// Options.CallTimeout (or its Tools entry's Timeout) and the upstream's
+// progress notifications to the downstream caller when it asked for
+// progress. An upstream JSON-RPC error
 // -32602 is passed on as -32602 with the upstream's message; any other as
 // -32603 naming the upstream's code and message (clipped to 512 bytes).
 // A timeout, a connection failure or another failure is an isError result
@@ -87,9 +116,9 @@
 //
 // # Not yet
 //
-// A stdio upstream (a command the gateway starts), upstream tasks that a
-// run after a crash resumes, relaying upstream elicitation and sampling
-// requests as input rounds, refreshing the mirror on
-// notifications/tools/list_changed, passing resources, prompts and
-// completion through, and a configuration file for per-tool settings.
+// Upstream tasks that a run after a crash resumes, relaying upstream
+// elicitation and sampling requests as input rounds, refreshing the
+// mirror on notifications/tools/list_changed (and serving tools added
+// without a restart of the gateway), and passing resources, prompts and
+// completion through.
 package gateway
