@@ -127,3 +127,10 @@ func (r *rig) history(t *testing.T, id string) backend.OperatorTask {
 	must(t, err)
 	return ot
 }
+
+// newMemoryJobs returns the JobStore of an empty in-memory backend.
+func newMemoryJobs(t *testing.T) backend.JobStore {
+	m, err := memory.New(memory.Options{})
+	must(t, err)
+	return m.Jobs()
+}

@@ -34,6 +34,8 @@
 //	                                    Options.RetryWindow old, Fail as below
 //	other error, panic                → Retry after Options.Backoff; after MaxAttempts
 //	                                    Fail {-32603 "The task failed after repeated attempts."}
+//	any error after the run timeout   → as an other error, category timeout
+//	(WithRunTimeout)
 //	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
 //	                                    Options.MaxInterruptedRuns, Fail as above
 //
@@ -52,7 +54,8 @@
 // process down every time. A rescued job keeps its place in the queue.
 //
 // The handler's context carries the reason it was cancelled, for
-// [context.Cause]: [ErrCancelRequested] (the client asked to cancel: an error
+// [context.Cause]: [ErrRunTimeout] (the run outlived its kind's
+// [WithRunTimeout]), [ErrCancelRequested] (the client asked to cancel: an error
 // return then cancels the task), ErrShuttingDown (the process is stopping:
 // an error return releases the job to run again, never failing or cancelling
 // it) or [backend.ErrLeaseLost] (another claim may own the job now: nothing is

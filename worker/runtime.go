@@ -297,7 +297,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	started  bool
-	handlers map[string]RawHandler     // immutable once started
+	handlers map[string]handler        // immutable once started
 	kinds    []string                  // sorted registered kinds, set at start
 	running  map[string][]*leaseKeeper // running jobs by task, for hints
 	// stopCause, once set by stopJobs, cancels every running job and every
@@ -319,7 +319,7 @@ func New(opts Options) (*Runtime, error) {
 		validator: task.NewValidator(task.ValidatorOptions{}),
 		slots:     make(chan struct{}, o.Concurrency),
 		wake:      make(chan struct{}, 1),
-		handlers:  map[string]RawHandler{},
+		handlers:  map[string]handler{},
 		running:   map[string][]*leaseKeeper{},
 	}, nil
 }
