@@ -54,14 +54,16 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		}
 	}
 	v := compareProgress(rates, cpus)
-	v.variant = cfg.variant()
-	fmt.Fprintf(out, "   %s: %s\n", v.variant, v)
+	if cfg.Checkpoint {
+		v.variant = "checkpoint"
+	}
+	fmt.Fprintf(out, "   %s: %s\n", cfg.variant(), v)
 	runs := fmt.Sprintf("%d runs each", len(rates[0]))
 	return append(figs,
 		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-			": median throughput with a " + v.variant + " per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
+			": median throughput with a " + cfg.variant() + " per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
 		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-			": median CPU time of this process per job with a " + v.variant + " per job, relative to without",
+			": median CPU time of this process per job with a " + cfg.variant() + " per job, relative to without",
 			Rate: v.cpu, Unit: "%", Note: runs}), nil
 }
 
@@ -70,7 +72,7 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 type progressVerdict struct {
 	rates, cpus [2][]float64 // without, with: jobs/s and µs of CPU per job, per run
 	rate, cpu   float64      // medians with, relative to without, in %
-	variant     string       // what the runs with do per job
+	variant     string       // what the runs with do per job; "" a progress report
 }
 
 // variant names what the handler of the runs with does in every job.
@@ -97,7 +99,11 @@ func (v progressVerdict) String() string {
 		}
 		return "missed"
 	}
-	return fmt.Sprintf("median worker throughput %.0f jobs/s with a "+v.variant+" per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
+	what := v.variant
+	if what == "" {
+		what = "report"
+	}
+	return fmt.Sprintf("median worker throughput %.0f jobs/s with a "+what+" per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
 		"median CPU of this process per job %.1f µs with (runs: %s), %.1f µs without (runs: %s): %.1f %%; "+
 		"within %.0f %%: by jobs/s %s, by CPU per job %s",
 		median(v.rates[1]), fmtRates(v.rates[1]), median(v.rates[0]), fmtRates(v.rates[0]), v.rate,
