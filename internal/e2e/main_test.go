@@ -11,6 +11,9 @@
 //     finished by another node after the lease expires, tenant isolation,
 //     and task notifications across nodes.
 //   - TestPostgresRestart restarts a PostgreSQL server under load.
+//   - TestCheckpointAfterKill SIGKILLs a worker process (this test binary,
+//     run again as a worker) in the middle of a checkpointed crawl, on
+//     SQLite and PostgreSQL: the next worker resumes from the checkpoint.
 //   - TestGatewayCrashMidCall SIGKILLs `taskwire gateway` while two upstream
 //     calls are under way and restarts it: the retry tool's task completes
 //     with a second call, the other's fails as interrupted, not repeated.
@@ -77,8 +80,13 @@ type builtBinary struct {
 	err  error
 }
 
-// TestMain removes the built binaries when the tests end.
+// TestMain removes the built binaries when the tests end. Started with
+// the crawl worker's variables (see TestCheckpointAfterKill), the test
+// binary runs that worker instead.
 func TestMain(m *testing.M) {
+	if os.Getenv(crawlStoreEnv) != "" {
+		os.Exit(crawlWorkerMain())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -59,6 +59,7 @@ type config struct {
 	WhatIfNoCancelRead bool
 	Analyze            bool
 	Progress           bool
+	Checkpoint         bool
 	ProgressRounds     int
 }
 
@@ -104,7 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.WhatIfNoCancelRead, "whatif-no-cancel-read", false, "EXPERIMENT, not taskwire's behaviour: in the worker phases, answer the runtime's per-job CancelRequested with false without a database read (upper bound for a Claim that returns the cancel intent)")
 	fs.BoolVar(&c.Analyze, "analyze", false, "run ANALYZE on the queue tables after pre-creating the jobs of the PostgreSQL worker phases (taskwire and River alike), as autovacuum eventually would")
 	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (Job.ReportProgress) in every job, and compare the throughputs")
-	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress, how many times the four runs (without, with, with, without) repeat")
+	fs.BoolVar(&c.Checkpoint, "checkpoint", false, "like -progress, with a handler that saves one checkpoint (Job.Checkpoint) in every job instead of a progress report")
+	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress or -checkpoint, how many times the four runs (without, with, with, without) repeat")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

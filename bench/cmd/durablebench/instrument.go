@@ -27,6 +27,7 @@ func (c *callStats) add(items int, d time.Duration) {
 type storeStats struct {
 	claim, cancelRequested, complete, completeBatch, heartbeat callStats
 	progress                                                   callStats // ReportProgress
+	checkpoints                                                callStats // SaveCheckpoints
 
 	mu     sync.Mutex
 	claims []claimCall // every Claim, in order of return
@@ -104,10 +105,11 @@ func (s *storeStats) String() string {
 }
 
 // jobStore is the job side of a taskwire store as the bench drives it:
-// both stores record progress.
+// both stores record progress and keep checkpoints.
 type jobStore interface {
 	backend.JobStore
 	backend.ProgressReporter
+	backend.Checkpointer
 }
 
 // instrumented is a jobStore that times the calls the runtime makes on its

@@ -24,7 +24,7 @@ import (
 // is the steadier figure on a loaded machine: it does not count the time
 // the process waits for a core.
 func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer) ([]figure, error) {
-	if !cfg.Progress {
+	if !cfg.Progress && !cfg.Checkpoint {
 		r, err := runWorkerRun(ctx, cfg, kind, false, out)
 		return r.figs, err
 	}
@@ -36,7 +36,7 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		progress := order[i%len(order)]
 		what := "no-op handler"
 		if progress {
-			what = "one progress report per job"
+			what = "one " + cfg.variant() + " per job"
 		}
 		fmt.Fprintf(out, "   -- run %d of %d: %s\n", i+1, total, what)
 		r, err := runWorkerRun(ctx, cfg, kind, progress, out)
@@ -54,13 +54,16 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 		}
 	}
 	v := compareProgress(rates, cpus)
-	fmt.Fprintf(out, "   progress: %s\n", v)
+	if cfg.Checkpoint {
+		v.variant = "checkpoint"
+	}
+	fmt.Fprintf(out, "   %s: %s\n", cfg.variant(), v)
 	runs := fmt.Sprintf("%d runs each", len(rates[0]))
 	return append(figs,
 		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-			": median throughput with a progress report per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
+			": median throughput with a " + cfg.variant() + " per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
 		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
-			": median CPU time of this process per job with a progress report per job, relative to without",
+			": median CPU time of this process per job with a " + cfg.variant() + " per job, relative to without",
 			Rate: v.cpu, Unit: "%", Note: runs}), nil
 }
 
@@ -69,6 +72,15 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 type progressVerdict struct {
 	rates, cpus [2][]float64 // without, with: jobs/s and µs of CPU per job, per run
 	rate, cpu   float64      // medians with, relative to without, in %
+	variant     string       // what the runs with do per job; "" a progress report
+}
+
+// variant names what the handler of the runs with does in every job.
+func (c config) variant() string {
+	if c.Checkpoint {
+		return "checkpoint"
+	}
+	return "progress report"
 }
 
 func compareProgress(rates, cpus [2][]float64) progressVerdict {
@@ -87,7 +99,11 @@ func (v progressVerdict) String() string {
 		}
 		return "missed"
 	}
-	return fmt.Sprintf("median worker throughput %.0f jobs/s with a report per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
+	what := v.variant
+	if what == "" {
+		what = "report"
+	}
+	return fmt.Sprintf("median worker throughput %.0f jobs/s with a "+what+" per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
 		"median CPU of this process per job %.1f µs with (runs: %s), %.1f µs without (runs: %s): %.1f %%; "+
 		"within %.0f %%: by jobs/s %s, by CPU per job %s",
 		median(v.rates[1]), fmtRates(v.rates[1]), median(v.rates[0]), fmtRates(v.rates[0]), v.rate,
@@ -129,6 +145,38 @@ func (s *instrumented) ReportProgress(ctx context.Context, l backend.Lease, mess
 	err := s.jobStore.ReportProgress(ctx, l, message, p)
 	s.stats.progress.add(1, time.Since(t0))
 	return err
+}
+
+// SaveCheckpoints counts the runtime's checkpoint writes.
+func (s *instrumented) SaveCheckpoints(ctx context.Context, items []backend.CheckpointWrite) ([]bool, error) {
+	t0 := time.Now()
+	lost, err := s.jobStore.SaveCheckpoints(ctx, items)
+	s.stats.checkpoints.add(len(items), time.Since(t0))
+	return lost, err
+}
+
+// checkpointCounts returns how many jobs hold a checkpoint.
+func (t *storeTarget) checkpointCounts(ctx context.Context) (int, error) {
+	var n int
+	switch t.Kind {
+	case "postgres":
+		conn, err := pgx.Connect(ctx, t.cfg.pgURL())
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close(ctx)
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{t.Where}.Sanitize()+
+			".jobs WHERE checkpoint IS NOT NULL").Scan(&n)
+		return n, err
+	default:
+		db, err := sql.Open("sqlite", "file:"+t.Where+"?mode=ro&_pragma=busy_timeout(5000)")
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE checkpoint IS NOT NULL").Scan(&n)
+		return n, err
+	}
 }
 
 // progressCounts returns how many tasks hold a progress count.

@@ -245,7 +245,12 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	}
 	if err := rt.AddRawHandler(benchKind, func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
-		if progress {
+		switch {
+		case progress && cfg.Checkpoint:
+			if err := jc.Checkpoint(1); err != nil {
+				return nil, err
+			}
+		case progress:
 			if err := jc.ReportProgress("row 1 of 1", 1, 1); err != nil {
 				return nil, err
 			}
@@ -262,7 +267,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	}
 	profile := kind + "-worker"
 	if progress {
-		profile += "-progress"
+		profile += "-" + strings.ReplaceAll(cfg.variant(), " ", "-")
 	}
 	stopProfile, err := startProfile(cfg, profile, out)
 	if err != nil {
@@ -369,7 +374,19 @@ wait:
 	}
 	name := "taskwire " + kind
 	handler := "no-op handler"
-	if progress {
+	if progress && cfg.Checkpoint {
+		name += " with checkpoints"
+		handler = "handler with one checkpoint per job"
+		c, err := tgt.checkpointCounts(vctx)
+		if err != nil {
+			return workerRun{}, fmt.Errorf("verify checkpoints: %w", err)
+		}
+		fmt.Fprintf(out, "   verified in the database: %d of %d jobs carry their checkpoint; SaveCheckpoints calls %d for %d items\n",
+			c, n, calls.checkpoints.calls.Load(), calls.checkpoints.items.Load())
+		if c != n {
+			return workerRun{}, errors.New("verify: a checkpoint was lost")
+		}
+	} else if progress {
 		name += " with progress"
 		handler = "handler with one progress report per job"
 		p, err := tgt.progressCounts(vctx)
