@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/taskwire/taskwire/mcp"
@@ -178,6 +179,11 @@ type JobInfo struct {
 	// ends; both zero unless the job is running.
 	Worker       string
 	LeaseExpires time.Time
+	// CheckpointBytes is the size of the job's last checkpoint (see
+	// Checkpointer), 0 when it has none; CheckpointAt is when it was
+	// saved.
+	CheckpointBytes int
+	CheckpointAt    time.Time
 }
 
 // AttemptNumber returns the attempt of the work, counted as
@@ -229,7 +235,15 @@ const (
 	// EventRetried: an operator retried the failed task; Message is the
 	// new task's ID.
 	EventRetried TaskEventKind = "retried"
+	// EventCheckpoint: a running job saved a checkpoint
+	// (Checkpointer.SaveCheckpoints); Message is its size ("512 bytes"),
+	// never its content, Attempt and Worker the claim that saved it.
+	EventCheckpoint TaskEventKind = "checkpoint"
 )
+
+// CheckpointMessage is the Message of an EventCheckpoint step for a
+// checkpoint of n bytes, the same in every store.
+func CheckpointMessage(n int) string { return strconv.Itoa(n) + " bytes" }
 
 // TaskEvent is one step of a task's history.
 type TaskEvent struct {

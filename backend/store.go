@@ -227,6 +227,16 @@ type JobRow struct {
 	// (task.CreationContext.Trace), zero when none was stored: the worker
 	// runtime links each run's span to it.
 	Trace task.TraceContext
+	// Checkpoint is the last checkpoint an earlier run (or an earlier
+	// claim of the same attempt) saved with Checkpointer.SaveCheckpoints,
+	// nil when none was: the claim carries it, so that a re-run needs no
+	// query of its own to resume. Stores that are no Checkpointer leave it
+	// nil.
+	Checkpoint []byte
+	// Progress is the task's progress count as of the claim, nil when it
+	// has none: the worker runtime keeps a re-run's reports from lowering
+	// it (see worker.Job.ReportProgress).
+	Progress *task.Progress
 }
 
 // AttemptNumber returns the attempt of the work this claim runs, for
@@ -412,3 +422,56 @@ type Pruner interface {
 	// only (its attempt, failure and interrupted-run counts).
 	PruneJobs(ctx context.Context, before time.Time, limit int) (int, error)
 }
+
+// Checkpointer is an optional extension of JobStore: a JobStore that
+// implements it keeps one checkpoint per job, a small opaque value a
+// running handler saves (through the worker runtime's Job.Checkpoint) so
+// that a later run of the same job resumes where the last one stopped
+// instead of from the start. store/memory, store/sqlite and
+// store/postgres implement it.
+//
+// A checkpoint is kept with the job: every later claim of the job (after
+// a release, a retry, an interrupted run or an input round) carries the
+// last one in JobRow.Checkpoint, and it goes when the job row goes (with
+// its task, or pruned with the finished job, see Pruner). A checkpoint
+// does not change the task as its client sees it: no status, message,
+// outbox row or hint. The task's history records each one as an
+// EventCheckpoint step with its size, never its content.
+type Checkpointer interface {
+	// SaveCheckpoints replaces the checkpoint of each item's job with its
+	// Data, under the item's lease like every fenced write, in one
+	// transaction: lost[i] reports that item i's lease was not the job's
+	// live claim, in which case nothing was written for it; the other
+	// items commit. An item whose Data is empty or longer than
+	// MaxCheckpointBytes fails the whole call with an error wrapping
+	// ErrInvalidCheckpoint before anything is written; so does a call of
+	// more than MaxCheckpointBatch items. Two items of the same lease
+	// both apply, in order: the last one stays. An error means nothing
+	// was committed.
+	SaveCheckpoints(ctx context.Context, items []CheckpointWrite) (lost []bool, err error)
+}
+
+// CheckpointWrite is one item of SaveCheckpoints.
+type CheckpointWrite struct {
+	// Lease is the claim whose job the checkpoint belongs to.
+	Lease Lease
+	// Data is the checkpoint: 1 to MaxCheckpointBytes bytes, kept as
+	// they are.
+	Data []byte
+}
+
+// Bounds of checkpoints.
+const (
+	// MaxCheckpointBytes bounds the bytes of one checkpoint (64 KiB): a
+	// checkpoint is read with every claim of its job, so it holds where a
+	// run got to (a cursor, a page number, the results of a few steps),
+	// not the work's data.
+	MaxCheckpointBytes = 64 << 10
+	// MaxCheckpointBatch bounds the items of one SaveCheckpoints call.
+	MaxCheckpointBatch = 256
+)
+
+// ErrInvalidCheckpoint: a checkpoint is empty or larger than
+// MaxCheckpointBytes, or a SaveCheckpoints call holds more than
+// MaxCheckpointBatch items. Nothing was written.
+var ErrInvalidCheckpoint = errors.New("backend: invalid checkpoint")

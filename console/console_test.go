@@ -239,8 +239,10 @@ func TestTaskPage(t *testing.T) {
 	mustContain(t, "task page", r.body, f.completed, "completed", "report", "tenant-a", "result-marker",
 		"Timeline", `<span class="event created">created</span>`, `<span class="event claimed">claimed</span>`,
 		"worker <code>worker-1</code>", "attempt 1", "Hidden: this console does not show tool arguments.",
-		`data-live="/console/events?task=`+f.completed+`"`, "Delete…")
-	mustNotContain(t, "task page", r.body, "arg-marker-1", "2026-07-28", "tools/call", "user-tenant-a", "Cancel…", "Retry…")
+		`data-live="/console/events?task=`+f.completed+`"`, "Delete…",
+		`<span class="event checkpoint">checkpoint</span> · attempt 1 · worker <code>worker-1</code> · 22 bytes`,
+		"checkpoint of 22 bytes saved")
+	mustNotContain(t, "task page", r.body, "ckpt-marker", "arg-marker-1", "2026-07-28", "tools/call", "user-tenant-a", "Cancel…", "Retry…")
 	r = f.get("/console/tasks/" + f.failed)
 	mustContain(t, "failed task", r.body, "The tool failed.", "Retry…", "Delete…",
 		`<span class="event retry">retry</span> (attempt 1 failed: <span class="category">timeout</span>) — next run at <time>`,

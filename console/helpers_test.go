@@ -118,6 +118,11 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	})
 	f.completed = f.enqueue("report", "tenant-a", `{"secret":"arg-marker-1"}`)
 	f.finish(f.completed, func(l backend.Lease) error {
+		lost, err := st.Jobs().(backend.Checkpointer).SaveCheckpoints(ctx, []backend.CheckpointWrite{
+			{Lease: l, Data: []byte(`{"page":"ckpt-marker"}`)}})
+		if err != nil || lost[0] {
+			return fmt.Errorf("checkpoint: lost %v, %w", lost, err)
+		}
 		return st.Jobs().Complete(ctx, l, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "result-marker"}}}, "")
 	})
 	f.failed = f.enqueue("report", "tenant-b", `{"n":2}`)

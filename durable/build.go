@@ -23,6 +23,7 @@ var errNoSet = errors.New("durable: nil Set")
 // problem, each naming its tool, sorted by tool name: invalid tool names
 // and schemas (including schemas that cannot be inferred from In or Out),
 // an IdempotencyKey that names no string field, negative job options, a
+// MaxAttempts or RunTimeout above its bound, a
 // nil Tool or handler, a name declared or implemented twice, a handler
 // without a declaration, a declaration without a handler, and a handler
 // whose In or Out differ from its declaration's. It returns nil for a

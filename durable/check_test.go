@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -181,6 +182,18 @@ func TestCheck(t *testing.T) {
 			})
 		},
 		want: []string{`durable: tool "b": MaxAttempts must be at most 2147483647`},
+	}, {
+		name: "run timeouts out of range",
+		build: func(s *durable.Set) {
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "neg"}, Run: add,
+				TaskOptions: durable.TaskOptions{RunTimeout: -time.Second}})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "long"}, Run: add,
+				TaskOptions: durable.TaskOptions{RunTimeout: worker.MaxRunTimeout + time.Nanosecond}})
+		},
+		want: []string{
+			`durable: tool "long": RunTimeout must be at most 168h0m0s (worker.MaxRunTimeout), got 168h0m0.000000001s`,
+			`durable: tool "neg": RunTimeout must not be negative`,
+		},
 	}, {
 		name: "every problem at once",
 		build: func(s *durable.Set) {

@@ -73,6 +73,14 @@ type TaskOptions struct {
 	TTL          time.Duration
 	PollInterval time.Duration
 	Delay        time.Duration
+	// RunTimeout bounds each run of the worker handler (each attempt;
+	// zero: none): once it has passed, the handler's context ends with a
+	// cause wrapping [worker.ErrRunTimeout] that names the timeout, and an
+	// error the handler returns then counts as a failure of category
+	// timeout, retried or failing the task by MaxAttempts like any other
+	// (see [worker.WithRunTimeout]). Check, Serve and Work report a
+	// negative value and one above [worker.MaxRunTimeout].
+	RunTimeout time.Duration
 	// RequireTasks hides the tool from clients that do not use tasks.
 	// By default (false) a 2025-era client without tasks (a 2025-06-18
 	// session, or a 2025-11-25 client that did not declare the tasks
@@ -184,7 +192,7 @@ func Implement[In, Out any](s *Set, name string, run func(ctx context.Context, j
 				}
 			}
 			return run(ctx, job, in)
-		})
+		}, d.job.handlerOptions()...)
 	}
 }
 
@@ -234,7 +242,7 @@ func AddRaw(s *Set, t RawTool) {
 				}
 			}
 			return run(ctx, job)
-		})
+		}, d.job.handlerOptions()...)
 	}
 }
 
@@ -277,6 +285,14 @@ func (j TaskOptions) toolOptions() []server.ToolOption {
 	return opts
 }
 
+// handlerOptions are the worker options of the declaration.
+func (j TaskOptions) handlerOptions() []worker.HandlerOption {
+	if j.RunTimeout == 0 {
+		return nil
+	}
+	return []worker.HandlerOption{worker.WithRunTimeout(j.RunTimeout)}
+}
+
 // checkJob reports job options that no store accepts; it returns whether
 // there were none.
 func (s *Set) checkJob(name string, j TaskOptions) bool {
@@ -288,6 +304,11 @@ func (s *Set) checkJob(name string, j TaskOptions) bool {
 	}
 	if j.TTL < 0 || j.PollInterval < 0 || j.Delay < 0 {
 		s.report(name, "TTL, PollInterval and Delay must not be negative")
+	}
+	if j.RunTimeout < 0 {
+		s.report(name, "RunTimeout must not be negative")
+	} else if j.RunTimeout > worker.MaxRunTimeout {
+		s.report(name, "RunTimeout must be at most %v (worker.MaxRunTimeout), got %v", worker.MaxRunTimeout, j.RunTimeout)
 	}
 	return len(s.problems) == n
 }

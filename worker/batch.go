@@ -19,36 +19,53 @@ const maxCompleteBatch = 256
 // from handler return to commit by about a fifth; see docs/benchmarks.md).
 const completeInFlight = 4
 
-// completer funnels concurrent completions into CompleteBatch calls. It
-// batches naturally: while a batch commits, the next completions queue, and
-// the following call takes all of them (up to maxCompleteBatch), so a quiet
-// runtime pays no extra latency and a busy one commits many jobs at once. Its
-// completeInFlight goroutines are owned by Run and end when Run closes it,
-// after every job has finished.
-type completer struct {
-	store backend.BatchCompleter
-	reqs  chan completeReq
-	done  sync.WaitGroup
+// checkpointInFlight is the number of SaveCheckpoints calls that may run
+// at once, for the same reason; checkpoints are rarer than completions.
+const checkpointInFlight = 2
+
+// completer batches completions (backend.BatchCompleter).
+type completer = batcher[backend.Completion]
+
+func newCompleter(store backend.BatchCompleter, queue int) *completer {
+	return newBatcher(store.CompleteBatch, queue, maxCompleteBatch, completeInFlight)
 }
 
-type completeReq struct {
-	item  backend.Completion
+// newCheckpointer batches checkpoint writes (backend.Checkpointer).
+func newCheckpointer(store backend.Checkpointer, queue int) *batcher[backend.CheckpointWrite] {
+	return newBatcher(store.SaveCheckpoints, queue, backend.MaxCheckpointBatch, checkpointInFlight)
+}
+
+// batcher funnels concurrent fenced writes into calls of a batch method
+// (CompleteBatch, SaveCheckpoints). It batches naturally: while a batch
+// commits, the next writes queue, and the following call takes all of them
+// (up to max), so a quiet runtime pays no extra latency and a busy one
+// commits many jobs at once. Its goroutines are owned by Run and end when
+// Run closes it, after every job has finished.
+type batcher[T any] struct {
+	run  func(ctx context.Context, items []T) (lost []bool, err error)
+	max  int
+	reqs chan batchReq[T]
+	done sync.WaitGroup
+}
+
+type batchReq[T any] struct {
+	item  T
 	reply chan error // capacity 1
 }
 
-func newCompleter(store backend.BatchCompleter, queue int) *completer {
-	c := &completer{store: store, reqs: make(chan completeReq, queue)}
-	for range completeInFlight {
+func newBatcher[T any](run func(ctx context.Context, items []T) ([]bool, error), queue, max, inFlight int) *batcher[T] {
+	c := &batcher[T]{run: run, max: max, reqs: make(chan batchReq[T], queue)}
+	for range inFlight {
 		c.done.Go(c.loop)
 	}
 	return c
 }
 
-// complete submits one completion, calls queued (when not nil) once it is
-// queued, and waits for its outcome: nil, backend.ErrLeaseLost, or the batch's
-// error.
-func (c *completer) complete(ctx context.Context, item backend.Completion, queued func()) error {
-	req := completeReq{item: item, reply: make(chan error, 1)}
+// complete submits one write, calls queued (when not nil) once it is
+// queued, and waits for its outcome: nil, backend.ErrLeaseLost, or the
+// batch's error.
+func (c *batcher[T]) complete(ctx context.Context, item T, queued func()) error {
+	req := batchReq[T]{item: item, reply: make(chan error, 1)}
 	select {
 	case c.reqs <- req:
 	case <-ctx.Done():
@@ -68,18 +85,18 @@ func (c *completer) complete(ctx context.Context, item backend.Completion, queue
 }
 
 // close stops the loop once the queued requests are answered.
-func (c *completer) close() {
+func (c *batcher[T]) close() {
 	close(c.reqs)
 	c.done.Wait()
 }
 
-func (c *completer) loop() {
-	batch := make([]completeReq, 0, maxCompleteBatch)
-	items := make([]backend.Completion, 0, maxCompleteBatch)
+func (c *batcher[T]) loop() {
+	batch := make([]batchReq[T], 0, c.max)
+	items := make([]T, 0, c.max)
 	for first := range c.reqs {
 		batch = append(batch[:0], first)
 	gather:
-		for len(batch) < maxCompleteBatch {
+		for len(batch) < c.max {
 			select {
 			case r, ok := <-c.reqs:
 				if !ok {
@@ -97,7 +114,7 @@ func (c *completer) loop() {
 		// The batch outlives any one caller's context; each item's own
 		// deadline is enforced by its caller's wait.
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		lost, err := c.store.CompleteBatch(ctx, items)
+		lost, err := c.run(ctx, items)
 		cancel()
 		for i, r := range batch {
 			switch {

@@ -34,6 +34,8 @@
 //	                                    Options.RetryWindow old, Fail as below
 //	other error, panic                → Retry after Options.Backoff; after MaxAttempts
 //	                                    Fail {-32603 "The task failed after repeated attempts."}
+//	any error after the run timeout   → as an other error, category timeout
+//	(WithRunTimeout)
 //	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
 //	                                    Options.MaxInterruptedRuns, Fail as above
 //
@@ -52,7 +54,8 @@
 // process down every time. A rescued job keeps its place in the queue.
 //
 // The handler's context carries the reason it was cancelled, for
-// [context.Cause]: [ErrCancelRequested] (the client asked to cancel: an error
+// [context.Cause]: [ErrRunTimeout] (the run outlived its kind's
+// [WithRunTimeout]), [ErrCancelRequested] (the client asked to cancel: an error
 // return then cancels the task), ErrShuttingDown (the process is stopping:
 // an error return releases the job to run again, never failing or cancelling
 // it) or [backend.ErrLeaseLost] (another claim may own the job now: nothing is
@@ -88,6 +91,35 @@
 // report costs no allocation and no timer of its own: the run's lease keeper
 // wakes a report that waits, and a write goroutine, which belongs to the
 // run and ends before the final write, starts only when a write is due.
+//
+// The count never goes backwards: a run starts from the task's count as of
+// its claim, a report whose current is below the highest count so far is
+// dropped, and a report without numbers keeps that count. A re-run that
+// starts over, or resumes from a checkpoint older than its last report,
+// therefore never shows a client less done than before.
+//
+// # Checkpoints
+//
+// [Job.Checkpoint] saves a small value (JSON, at most
+// [backend.MaxCheckpointBytes]) with the job, under the lease, through the
+// store's optional [backend.Checkpointer]; concurrent checkpoints of
+// several jobs are batched into one transaction. Every later run of the
+// job (after a retry, a crash, a lost lease, a shutdown or an input round)
+// reads the last one with [Job.LastCheckpoint], carried by its claim, and
+// resumes from it:
+//
+//	var done int // pages done
+//	if _, err := job.LastCheckpoint(&done); err != nil { ... }
+//	for page := done + 1; page <= in.Pages; page++ {
+//		fetch(ctx, page)
+//		if err := job.Checkpoint(page); err != nil { return Out{}, err }
+//		_ = job.ReportProgress(fmt.Sprintf("page %d of %d", page, in.Pages), float64(page), float64(in.Pages))
+//	}
+//
+// Work done after the last checkpoint is done again by the run that
+// resumes, so each step must still be idempotent; a checkpoint only bounds
+// how much is redone. The task's history (package console) shows each
+// checkpoint's size, never its content.
 //
 // # Leases and cancellation
 //

@@ -21,17 +21,18 @@ import (
 // returned error decides what happens otherwise; see AddHandler for the rules.
 type RawHandler func(ctx context.Context, job *Job) (*mcp.CallToolResult, error)
 
-// AddRawHandler registers h for jobs of kind (a tool name). It fails when
-// kind is empty, h is nil, kind already has a handler, or Run has started.
-func (rt *Runtime) AddRawHandler(kind string, h RawHandler) error {
+// AddRawHandler registers h for jobs of kind (a tool name), configured by
+// opts (WithRunTimeout). It fails when kind is empty, h is nil, kind
+// already has a handler, an option is invalid, or Run has started.
+func (rt *Runtime) AddRawHandler(kind string, h RawHandler, opts ...HandlerOption) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
-	return rt.register(kind, h)
+	return rt.register(kind, h, opts)
 }
 
-// AddHandler registers a typed handler for jobs of kind (a tool name). It
-// fails like Runtime.AddRawHandler.
+// AddHandler registers a typed handler for jobs of kind (a tool name),
+// configured by opts (WithRunTimeout). It fails like Runtime.AddRawHandler.
 //
 // The job's arguments are decoded into In with encoding/json; arguments that
 // do not decode complete the task with an isError result "Invalid
@@ -66,7 +67,8 @@ func (rt *Runtime) AddRawHandler(kind string, h RawHandler) error {
 // again. A result returned without an error always completes the task: a
 // completion that wins the race with a cancellation stands. If the context
 // was cancelled with cause backend.ErrLeaseLost, nothing is written at all.
-func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *Job, in In) (Out, error)) error {
+func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Context, job *Job, in In) (Out, error),
+	opts ...HandlerOption) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
 	}
@@ -84,11 +86,11 @@ func AddHandler[In, Out any](rt *Runtime, kind string, h func(ctx context.Contex
 			return nil, errUnencodableOutput
 		}
 		return mcp.StructuredResult(b), nil
-	})
+	}, opts)
 }
 
 // register adds h for kind.
-func (rt *Runtime) register(kind string, h RawHandler) error {
+func (rt *Runtime) register(kind string, h RawHandler, opts []HandlerOption) error {
 	if kind == "" {
 		return errors.New("worker: a handler needs a kind")
 	}
@@ -105,7 +107,11 @@ func (rt *Runtime) register(kind string, h RawHandler) error {
 	if _, dup := rt.handlers[kind]; dup {
 		return fmt.Errorf("worker: kind %q already has a handler", kind)
 	}
-	rt.handlers[kind] = h
+	hd, err := newHandler(h, opts)
+	if err != nil {
+		return fmt.Errorf("%w (kind %q)", err, kind)
+	}
+	rt.handlers[kind] = hd
 	return nil
 }
 
@@ -197,6 +203,9 @@ type outcome struct {
 	res      *mcp.CallToolResult
 	err      error
 	panicked bool
+	// timeout is the context cause of a run that outlived its run
+	// timeout (ErrRunTimeout), nil otherwise.
+	timeout error
 }
 
 // runJob runs one claimed job to its final write and frees its slot: once
@@ -218,8 +227,8 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 		InterruptedRuns: j.InterruptedRuns, Creator: j.Trace})
 	defer span.End()
 	expires := claimedAt.Add(rt.opts.Lease)
-	h := rt.handlers[j.Kind]
-	if h == nil {
+	h, ok := rt.handlers[j.Kind]
+	if !ok {
 		rt.log.Error("worker: the store returned a job of an unregistered kind; releasing it")
 		rt.release(base, j, kind, expires)
 		return
@@ -239,7 +248,7 @@ func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time
 	jc.run = jobRun{rt: rt, base: base, jctx: jctx, cancel: cancel, kind: kind}
 	rt.startProgress(jc, k, claimedAt)
 	start := time.Now()
-	o := rt.call(jctx, h, jc, kind)
+	o := rt.callHandler(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
 	var last *progressReport
 	if jc.reports {
@@ -326,6 +335,8 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 	switch err := o.err; {
 	case o.panicked:
 		rt.retryOrFail(base, j, kind, expires, FailurePanic, err)
+	case o.timeout != nil && !errors.Is(err, ErrInputPending):
+		rt.retryOrFail(base, j, kind, expires, FailureTimeout, fmt.Errorf("%w; the handler returned: %w", o.timeout, err))
 	case errors.As(err, &te):
 		rt.complete(base, j, kind, expires, textResult(te.msg, true), nil, queued)
 	case errors.Is(err, ErrInputPending):

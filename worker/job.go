@@ -37,6 +37,8 @@ type Job struct {
 
 	mu      sync.Mutex
 	pending mcp.InputRequests
+	// checkpoint is the last checkpoint: the claim's, then this run's.
+	checkpoint []byte
 }
 
 // jobRun is the runtime side of one run of a job.
@@ -49,7 +51,7 @@ type jobRun struct {
 }
 
 func newJob(j backend.JobRow, v *task.Validator) *Job {
-	return &Job{job: j, validator: v}
+	return &Job{job: j, validator: v, checkpoint: j.Checkpoint}
 }
 
 // loseLease cancels the handler with cause backend.ErrLeaseLost, unless the

@@ -92,26 +92,50 @@ type progressCoalescer struct {
 	mu         sync.Mutex
 	pending    progressReport // valid when hasPending
 	hasPending bool
-	last       time.Time // start of the last write, or the claim
-	waiting    bool      // a wake is requested
-	writing    bool
-	finished   bool
-	active     sync.WaitGroup // write goroutines under way
+	// high is the highest count of the task (valid when hasHigh): the
+	// claim's, then the last report taken. See report.
+	high     task.Progress
+	hasHigh  bool
+	last     time.Time // start of the last write, or the claim
+	waiting  bool      // a wake is requested
+	writing  bool
+	finished bool
+	active   sync.WaitGroup // write goroutines under way
 }
 
-// init prepares c for a run claimed at start; c must not be in use.
+// init prepares c for a run claimed at start whose task had the count
+// high (nil: none); c must not be in use.
 func (c *progressCoalescer) init(clock progressClock, waker progressWaker, writer progressWriter, interval time.Duration,
-	start time.Time) {
+	start time.Time, high *task.Progress) {
 	c.clock, c.waker, c.writer, c.interval, c.last = clock, waker, writer, interval, start
+	if high != nil {
+		c.high, c.hasHigh = *high, true
+	}
 }
 
 // report queues r, replacing a value not yet written, and starts or
 // schedules its write. It never blocks on the store.
+//
+// The count never goes backwards: a report whose current is below the
+// highest count (the task's as of the claim, or an earlier report's) is
+// dropped, and a report without numbers keeps that count, so that a
+// re-run that starts over, or resumes from a checkpoint older than the
+// last report, never shows a client less done than before.
 func (c *progressCoalescer) report(r progressReport) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.finished {
 		return
+	}
+	switch {
+	case !c.hasHigh:
+	case !r.counted:
+		r.progress, r.counted = c.high, true
+	case r.progress.Current < c.high.Current:
+		return
+	}
+	if r.counted {
+		c.high, c.hasHigh = r.progress, true
 	}
 	c.pending, c.hasPending = r, true
 	if !c.writing && !c.waiting {
@@ -209,7 +233,7 @@ func (rt *Runtime) startProgress(jc *Job, k *leaseKeeper, claimedAt time.Time) {
 		return
 	}
 	jc.reports = true
-	jc.progress.init(runtimeClock{rt}, k, jc, rt.opts.ProgressInterval, claimedAt)
+	jc.progress.init(runtimeClock{rt}, k, jc, rt.opts.ProgressInterval, claimedAt, jc.job.Progress)
 	k.attach(&jc.progress)
 }
 

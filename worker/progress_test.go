@@ -69,7 +69,7 @@ func (f writeFunc) writeProgress(r progressReport) bool { return f(r) }
 // clock's time and timers.
 func newProgressCoalescer(clock *manualClock, interval time.Duration, start time.Time, write writeFunc) *progressCoalescer {
 	c := &progressCoalescer{}
-	c.init(clock, clockWaker{clock, c}, write, interval, start)
+	c.init(clock, clockWaker{clock, c}, write, interval, start, nil)
 	return c
 }
 
@@ -389,4 +389,35 @@ func TestProgressAndHeartbeatsShareTheTimer(t *testing.T) {
 			t.Errorf("heartbeats = %d, want 3 (at 1 s, 2 s and 3 s)", beats)
 		}
 	})
+}
+
+// TestProgressNeverGoesBack: a run claimed with a count drops reports
+// below it, and below the highest it reported since; a report without
+// numbers keeps the highest count.
+func TestProgressNeverGoesBack(t *testing.T) {
+	clock := &manualClock{now: time.Unix(0, 0)}
+	var got []string
+	c := &progressCoalescer{}
+	c.init(clock, clockWaker{clock, c}, writeFunc(func(r progressReport) bool {
+		got = append(got, fmt.Sprintf("%s %v", r.message, r.count()))
+		return false
+	}), time.Second, clock.Now(), &task.Progress{Current: 10, Total: 20})
+	for _, r := range []progressReport{
+		{message: "page 1", progress: task.Progress{Current: 1, Total: 20}, counted: true},
+		{message: "resuming"},
+		{message: "page 11", progress: task.Progress{Current: 11, Total: 20}, counted: true},
+		{message: "page 10 again", progress: task.Progress{Current: 10, Total: 20}, counted: true},
+		{message: "saving"},
+	} {
+		c.report(r)
+		c.active.Wait() // a write due at once runs in a goroutine
+		clock.advance(time.Second)
+	}
+	want := []string{"resuming &{10 20}", "page 11 &{11 20}", "saving &{11 20}"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("writes (-want +got):\n%s", d)
+	}
+	if p := c.finish(); p != nil {
+		t.Errorf("pending after the last interval: %+v", p)
+	}
 }

@@ -24,8 +24,8 @@ import (
 type Options struct {
 	// Store is the job side of the durable store the runtime claims jobs
 	// from: a backend.Store's Jobs(). Required. The runtime also uses the
-	// optional backend.BatchCompleter, backend.ProgressReporter and
-	// backend.Pruner when Store implements them.
+	// optional backend.BatchCompleter, backend.ProgressReporter,
+	// backend.Checkpointer and backend.Pruner when Store implements them.
 	Store backend.JobStore
 	// Events, when set, is the store's task-change publisher. Hints wake the
 	// idle claim loop early and make a running job check its task's cancel
@@ -291,10 +291,13 @@ type Runtime struct {
 	// completer batches completions when the store supports it; nil
 	// otherwise. Set by Run before any job starts.
 	completer *completer
+	// checkpoints batches checkpoint writes when the store keeps them;
+	// nil otherwise. Set by Run before any job starts.
+	checkpoints *batcher[backend.CheckpointWrite]
 
 	mu       sync.Mutex
 	started  bool
-	handlers map[string]RawHandler     // immutable once started
+	handlers map[string]handler        // immutable once started
 	kinds    []string                  // sorted registered kinds, set at start
 	running  map[string][]*leaseKeeper // running jobs by task, for hints
 	// stopCause, once set by stopJobs, cancels every running job and every
@@ -316,7 +319,7 @@ func New(opts Options) (*Runtime, error) {
 		validator: task.NewValidator(task.ValidatorOptions{}),
 		slots:     make(chan struct{}, o.Concurrency),
 		wake:      make(chan struct{}, 1),
-		handlers:  map[string]RawHandler{},
+		handlers:  map[string]handler{},
 		running:   map[string][]*leaseKeeper{},
 	}, nil
 }
@@ -381,11 +384,17 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	if bc, ok := rt.opts.Store.(backend.BatchCompleter); ok {
 		rt.completer = newCompleter(bc, rt.opts.Concurrency)
 	}
+	if cp, ok := rt.opts.Store.(backend.Checkpointer); ok {
+		rt.checkpoints = newCheckpointer(cp, rt.opts.Concurrency)
+	}
 	var jobs sync.WaitGroup
 	rt.claimLoop(ctx, base, &jobs)
 	rt.drain(&jobs)
 	if rt.completer != nil {
 		rt.completer.close() // every job has finished: no more submissions
+	}
+	if rt.checkpoints != nil {
+		rt.checkpoints.close()
 	}
 	maint.Wait()
 	return nil

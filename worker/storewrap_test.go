@@ -13,8 +13,8 @@ import (
 
 // storeWrap wraps the JobStore of the in-memory backend (store/memory) for
 // the runtime's tests: it records the calls the tests assert on and injects
-// the faults of a failing or buggy store. It exposes JobStore and
-// ProgressReporter only, so the runtime completes one job at a time (see
+// the faults of a failing or buggy store. It exposes JobStore,
+// ProgressReporter and Checkpointer only, so the runtime completes one job at a time (see
 // batch_test.go for batched completions) and prunes nothing.
 type storeWrap struct {
 	backend.JobStore
@@ -197,3 +197,13 @@ func (s *storeWrap) ReportProgress(ctx context.Context, l backend.Lease, message
 }
 
 var _ backend.ProgressReporter = (*storeWrap)(nil)
+
+func (s *storeWrap) SaveCheckpoints(ctx context.Context, items []backend.CheckpointWrite) ([]bool, error) {
+	lost, err := s.JobStore.(backend.Checkpointer).SaveCheckpoints(ctx, items)
+	if err == nil && !slices.Contains(lost, false) {
+		return lost, nil // nothing was written
+	}
+	return lost, s.accepted("SaveCheckpoints", err)
+}
+
+var _ backend.Checkpointer = (*storeWrap)(nil)

@@ -77,8 +77,13 @@ type builtBinary struct {
 	err  error
 }
 
-// TestMain removes the built binaries when the tests end.
+// TestMain removes the built binaries when the tests end. Started with
+// the crawl worker's variables (see TestCheckpointAfterKill), the test
+// binary runs that worker instead.
 func TestMain(m *testing.M) {
+	if os.Getenv(crawlStoreEnv) != "" {
+		os.Exit(crawlWorkerMain())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -49,7 +49,11 @@ func (e *entry) observe(b before, now time.Time) {
 				Message: "interrupted run " + itoa(j.interrupted)})
 		case b.job.state == jobRunning && j.state == jobAvailable:
 			e.record(backend.TaskEvent{At: now, Kind: backend.EventReleased, Attempt: attempt, Worker: b.job.worker})
+		case j.saved > 0:
+			e.record(backend.TaskEvent{At: now, Kind: backend.EventCheckpoint, Attempt: attempt, Worker: j.worker,
+				Message: backend.CheckpointMessage(j.saved)})
 		}
+		j.saved = 0
 	}
 	s, old := e.snap, b.snap
 	switch {

@@ -57,6 +57,12 @@ type job struct {
 	// category is the failure category of the change being applied, for
 	// the history events observe records of it; observe clears it.
 	category backend.FailureCategory
+	// checkpoint is the last one saved (nil: none), checkpointAt when;
+	// saved is the size of the checkpoint the change being applied saves,
+	// for the event observe records of it (0: none); observe clears it.
+	checkpoint   []byte
+	checkpointAt time.Time
+	saved        int
 }
 
 // JobInfo is what an operator reads of a job in a durable store's jobs
@@ -118,6 +124,7 @@ type jobStore struct{ m *Manager }
 var (
 	_ backend.BatchCompleter   = jobStore{}
 	_ backend.ProgressReporter = jobStore{}
+	_ backend.Checkpointer     = jobStore{}
 )
 
 // Claim implements backend.JobStore. It leases up to p.Limit due jobs of the
@@ -162,7 +169,8 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
 			Failures: j.failures, MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, InputRounds: j.inputRounds,
 			FirstFailure: j.firstFailure, Responses: maps.Clone(e.responses), LeaseExpires: j.leaseExpires,
-			CancelRequested: e.cancelRequested, Trace: j.trace,
+			CancelRequested: e.cancelRequested, Trace: j.trace, Checkpoint: slices.Clone(j.checkpoint),
+			Progress: progressOf(e.snap),
 		})
 	}
 	return rows, nil

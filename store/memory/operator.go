@@ -136,7 +136,10 @@ func (o operator) Task(ctx context.Context, id string) (backend.OperatorTask, er
 	if j := e.job; j != nil {
 		ot.Job = &backend.JobInfo{State: string(j.state), Attempt: j.attempt, Failures: j.failures,
 			MaxAttempts: j.maxAttempts, InterruptedRuns: j.interrupted, InputRounds: j.inputRounds, RunAt: j.runAt.UTC(), Worker: j.worker,
-			LeaseExpires: j.leaseExpires.UTC()}
+			LeaseExpires: j.leaseExpires.UTC(), CheckpointBytes: len(j.checkpoint)}
+		if len(j.checkpoint) > 0 {
+			ot.Job.CheckpointAt = j.checkpointAt.UTC()
+		}
 	}
 	return ot, nil
 }

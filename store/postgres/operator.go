@@ -47,7 +47,8 @@ const (
 		cancel_requested FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
 	sqlOperatorJob = `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at, lease_owner,
-		lease_expires_at, claimed_attempt, claimed_by, claimed_at FROM {{schema}}.jobs WHERE task_id = $1`
+		lease_expires_at, claimed_attempt, claimed_by, claimed_at, coalesce(octet_length(checkpoint), 0), checkpoint_at
+		FROM {{schema}}.jobs WHERE task_id = $1`
 
 	sqlOperatorEvents = `SELECT at, kind, attempt, worker, message, category, run_at FROM {{schema}}.task_events
 		WHERE task_id = $1 ORDER BY id LIMIT $2`
@@ -211,11 +212,12 @@ func (o operator) Task(ctx context.Context, id string) (backend.OperatorTask, er
 func (s *Store) operatorJobAndHistory(ctx context.Context, tx pgx.Tx, id string, ot *backend.OperatorTask) error {
 	var j backend.JobInfo
 	var owner, claimedBy *string
-	var leaseExp, claimedAt *time.Time
+	var leaseExp, claimedAt, checkpointAt *time.Time
 	var claimedAttempt *int64
+	var checkpointBytes int32
 	err := tx.QueryRow(ctx, s.q.expand(sqlOperatorJob), id).Scan(&j.State, &j.Attempt, &j.Failures,
 		&j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &j.RunAt, &owner, &leaseExp, &claimedAttempt,
-		&claimedBy, &claimedAt)
+		&claimedBy, &claimedAt, &checkpointBytes, &checkpointAt)
 	h := storerules.History{Created: ot.CreatedAt}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -228,6 +230,9 @@ func (s *Store) operatorJobAndHistory(ctx context.Context, tx pgx.Tx, id string,
 		}
 		if leaseExp != nil {
 			j.LeaseExpires = leaseExp.UTC()
+		}
+		if j.CheckpointBytes = int(checkpointBytes); checkpointAt != nil && j.CheckpointBytes > 0 {
+			j.CheckpointAt = checkpointAt.UTC()
 		}
 		ot.Job = &j
 		if claimedAttempt != nil && *claimedAttempt == j.Attempt && claimedAt != nil && claimedBy != nil {

@@ -168,10 +168,11 @@ const (
 				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.run_at, j.created_at, j.first_failure_at)
+				j.lease_expires_at, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
 		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
 			u.first_failure_at, t.kind,
-			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
+			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
+			t.progress, t.progress_total
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.run_at, u.created_at, u.task_id`

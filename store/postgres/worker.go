@@ -21,8 +21,8 @@ import (
 
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
-// implements backend.BatchCompleter, backend.ProgressReporter and
-// backend.Pruner too. It is valid until Close.
+// implements backend.BatchCompleter, backend.ProgressReporter,
+// backend.Checkpointer and backend.Pruner too. It is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
@@ -61,14 +61,21 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for rows.Next() {
 		var c claimed
 		var firstFailure *time.Time
+		var cur, total *float64
 		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
 			&c.job.MaxAttempts, &c.job.LeaseExpires, &firstFailure, &c.job.Kind, &c.origin, &c.responses,
-			&c.job.CancelRequested, &c.trace); err != nil {
+			&c.job.CancelRequested, &c.trace, &c.job.Checkpoint, &cur, &total); err != nil {
 			rows.Close()
 			return nil, wrapErr("claim", err)
 		}
 		if firstFailure != nil {
 			c.job.FirstFailure = firstFailure.UTC()
+		}
+		if cur != nil {
+			c.job.Progress = &task.Progress{Current: *cur}
+			if total != nil {
+				c.job.Progress.Total = *total
+			}
 		}
 		got = append(got, c)
 	}

@@ -24,11 +24,12 @@ func operatorJob(ctx context.Context, tx *sql.Tx, id string) (*backend.JobInfo, 
 	var j backend.JobInfo
 	var runAt int64
 	var owner, claimedBy sql.NullString
-	var leaseExp, claimedAt, claimedAttempt sql.NullInt64
+	var leaseExp, claimedAt, claimedAttempt, checkpointAt sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT state, attempt, failures, max_attempts, interrupted_runs, input_rounds, run_at,
-		lease_owner, lease_expires_at, claimed_at, claimed_by, claimed_attempt FROM jobs WHERE task_id = ?`, id).
+		lease_owner, lease_expires_at, claimed_at, claimed_by, claimed_attempt, coalesce(length(checkpoint), 0),
+		checkpoint_at FROM jobs WHERE task_id = ?`, id).
 		Scan(&j.State, &j.Attempt, &j.Failures, &j.MaxAttempts, &j.InterruptedRuns, &j.InputRounds, &runAt, &owner,
-			&leaseExp, &claimedAt, &claimedBy, &claimedAttempt)
+			&leaseExp, &claimedAt, &claimedBy, &claimedAttempt, &j.CheckpointBytes, &checkpointAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -38,6 +39,9 @@ func operatorJob(ctx context.Context, tx *sql.Tx, id string) (*backend.JobInfo, 
 	j.RunAt, j.Worker = time.UnixMilli(runAt).UTC(), owner.String
 	if leaseExp.Valid {
 		j.LeaseExpires = time.UnixMilli(leaseExp.Int64).UTC()
+	}
+	if checkpointAt.Valid && j.CheckpointBytes > 0 {
+		j.CheckpointAt = time.UnixMilli(checkpointAt.Int64).UTC()
 	}
 	var claim *backend.TaskEvent
 	if j.Attempt > 0 && claimedAt.Valid && claimedAttempt.Valid && claimedAttempt.Int64 == j.Attempt {

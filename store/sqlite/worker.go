@@ -20,8 +20,8 @@ import (
 
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
-// implements backend.BatchCompleter, backend.ProgressReporter and
-// backend.Pruner too. It is valid until Close.
+// implements backend.BatchCompleter, backend.ProgressReporter,
+// backend.Checkpointer and backend.Pruner too. It is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
@@ -62,7 +62,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	// stops at the limit whatever the queue length.
 	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.first_failure_at,
 			j.max_attempts, j.kind, t.origin,
-			t.input_responses, t.cancel_requested, coalesce(t.trace_context, '')
+			t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), j.checkpoint, t.progress, t.progress_total
 		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
@@ -76,23 +76,12 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		if err != nil {
 			return nil, wrapErr("claim", err)
 		}
-		type candidate struct {
-			job       backend.JobRow
-			origin    []byte
-			responses []byte
-			trace     string
-		}
-		var cands []candidate
+		var cands []claimCandidate
 		for rows.Next() {
-			var c candidate
-			var firstFailure sql.NullInt64
-			if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
-				&firstFailure, &c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace); err != nil {
+			c, err := scanClaimCandidate(rows)
+			if err != nil {
 				rows.Close()
-				return nil, wrapErr("claim", err)
-			}
-			if firstFailure.Valid {
-				c.job.FirstFailure = time.UnixMilli(firstFailure.Int64).UTC()
+				return nil, err
 			}
 			cands = append(cands, c)
 		}
@@ -137,6 +126,33 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// claimCandidate is one row of the claim's query.
+type claimCandidate struct {
+	job       backend.JobRow
+	origin    []byte
+	responses []byte
+	trace     string
+}
+
+// scanClaimCandidate reads the current row of the claim's query.
+func scanClaimCandidate(rows *sql.Rows) (claimCandidate, error) {
+	var c claimCandidate
+	var firstFailure sql.NullInt64
+	var cur, total sql.NullFloat64
+	if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
+		&firstFailure, &c.job.MaxAttempts, &c.job.Kind, &c.origin, &c.responses, &c.job.CancelRequested, &c.trace,
+		&c.job.Checkpoint, &cur, &total); err != nil {
+		return c, wrapErr("claim", err)
+	}
+	if firstFailure.Valid {
+		c.job.FirstFailure = time.UnixMilli(firstFailure.Int64).UTC()
+	}
+	if cur.Valid {
+		c.job.Progress = &task.Progress{Current: cur.Float64, Total: total.Float64}
+	}
+	return c, nil
 }
 
 // failUnreadable fails a task whose row cannot be decoded, with the fixed

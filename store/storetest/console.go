@@ -38,6 +38,7 @@ func RunOperator(t *testing.T, open func(t *testing.T, now func() time.Time) Ope
 		{"HistoryOfFailures", testOperatorFailures},
 		{"HistoryBound", testOperatorHistoryBound},
 		{"HistoryAfterPrune", testOperatorHistoryPruned},
+		{"HistoryOfCheckpoints", testOperatorCheckpoints},
 		{"Activity", testOperatorActivity},
 		{"ActivityOfABatch", testOperatorActivityBatch},
 		{"Cancel", testOperatorCancel},

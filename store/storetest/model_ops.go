@@ -137,6 +137,12 @@ func (s *sequence) opClaim() string {
 				desc, m.id, j.Attempt, m.attempt, j.Failures, m.failures, j.InterruptedRuns, m.interrupted,
 				j.InputRounds, m.inputRounds, j.FirstFailure, msTime(m.firstFailureMs), j.MaxAttempts, m.maxAttempts, j.Kind, j.CancelRequested, m.cancel)
 		}
+		if string(j.Checkpoint) != m.checkpoint || (j.Checkpoint == nil) != (m.checkpoint == "") {
+			s.fatalf("%s: job %s checkpoint %q, model %q", desc, m.id, j.Checkpoint, m.checkpoint)
+		}
+		if gp, wp := j.Progress, m.progress; (gp == nil) != (wp == nil) || (gp != nil && *gp != *wp) {
+			s.fatalf("%s: job %s progress %v, model %v", desc, m.id, gp, wp)
+		}
 		got := map[string]string{}
 		for k, v := range j.Responses {
 			got[k] = compactJSON(v)
@@ -284,6 +290,22 @@ func (s *sequence) opReportProgress() string {
 			m.message, m.progress = msg, p
 			return "ok"
 		})
+}
+
+// opCheckpoint saves a checkpoint under a random lease: the model keeps
+// it with the job, and the next claim must carry it.
+func (s *sequence) opCheckpoint() string {
+	data := fmt.Sprintf(`{"page":%d}`, s.rng.IntN(100))
+	return s.fenced("checkpoint "+data, func(l backend.Lease) error {
+		lost, err := checkpointer(s.t, s.b).SaveCheckpoints(bg, []backend.CheckpointWrite{{Lease: l, Data: []byte(data)}})
+		if err == nil && lost[0] {
+			err = backend.ErrLeaseLost
+		}
+		return err
+	}, func(m *mTask) string {
+		m.checkpoint = data
+		return "ok"
+	})
 }
 
 func (s *sequence) opComplete() string {

@@ -39,6 +39,10 @@
 //   - ReportProgress changes the message and progress count of a task whose
 //     job runs under the lease, never its status; terminal writes and
 //     retries keep the count, and a batched completion may set it.
+//   - SaveCheckpoints (backend.Checkpointer, which the suite requires)
+//     writes under the lease, refuses oversized checkpoints before
+//     writing, changes nothing a client sees, and every later claim of
+//     the job carries the last checkpoint and the task's progress count.
 //   - lastUpdatedAt is the time of the last change a client can see, and
 //     never goes backwards.
 //   - ListTasks lists what FindTask finds, unexpired, newest first, ties
@@ -92,6 +96,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"CompleteBatchOneJobTwice", testCompleteBatchOneJobTwice},
 		{"Progress", testProgress},
 		{"CompleteBatchInvalidProgress", testCompleteBatchInvalidProgress},
+		{"Checkpoint", testCheckpoint},
+		{"CheckpointBatch", testCheckpointBatch},
 		{"TraceContext", testTraceContext},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"MaxAttemptsRange", testMaxAttemptsRange},
