@@ -44,6 +44,7 @@ const (
 	catHTTP       category = "unexpected HTTP status"
 	catInput      category = "input request"
 	catClosed     category = "gateway closed"
+	catGone       category = "tool no longer offered"
 	catOther      category = "failure"
 )
 
@@ -59,6 +60,8 @@ func classify(ctx context.Context, err error) category {
 		input *client.InputRequiredError
 	)
 	switch {
+	case errors.Is(err, errToolGone):
+		return catGone
 	case errors.As(err, &input):
 		return catInput
 	case errors.As(err, &rpc):
@@ -96,6 +99,9 @@ func (g *Gateway) call(ctx context.Context, timeout time.Duration, name string, 
 	// The context stays valid for classify after cancel: ctx.Err() is
 	// then context.Canceled unless the deadline came first.
 	defer cancel()
+	if !g.isOffered(name) {
+		return ctx, nil, errToolGone
+	}
 	release, err := g.acquire(ctx)
 	if err != nil {
 		return ctx, nil, &client.ConnectionError{Op: "tools/call", Err: err}
@@ -104,14 +110,8 @@ func (g *Gateway) call(ctx context.Context, timeout time.Duration, name string, 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := g.upstream.Call(ctx, name, args, client.WithProgress(progress))
-	switch {
-	case err != nil:
-		return ctx, nil, err
-	case res.Task != nil || res.Result == nil:
-		return ctx, nil, &client.ProtocolError{Method: "tools/call", Reason: "the upstream answered with a task the gateway did not ask for"}
-	}
-	return ctx, res.Result, nil
+	res, err := g.upstream.callTool(ctx, name, args, progress)
+	return ctx, res, err
 }
 
 // passThrough is the handler of an inline tool: it forwards the call
@@ -143,6 +143,8 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			return nil, upstreamError(rpc)
 		case cat == catInput:
 			return toolErrorResult(textInput), nil
+		case cat == catGone:
+			return toolErrorResult(textToolGone), nil
 		case cat == catTimeout:
 			return toolErrorResult(fmt.Sprintf("The upstream tool did not answer within %v.", g.opts.CallTimeout)), nil
 		}
@@ -197,6 +199,8 @@ func (g *Gateway) runTask(name string) worker.RawHandler {
 			return nil, worker.ToolError(textInput)
 		case cat == catAuth:
 			return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
+		case cat == catGone:
+			return nil, mcp.NewError(mcp.CodeInternalError, textToolGone)
 		case !retry && errors.As(err, &rpc):
 			return nil, upstreamError(rpc)
 		case !retry:

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 
-	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
@@ -20,10 +20,13 @@ import (
 // it after the node that serves it has stopped.
 type Gateway struct {
 	opts     Options
-	upstream *client.Client
+	upstream upstream
 	tools    []*mcp.Tool // mirrored, sorted by name
-	slots    chan struct{}
-	log      *slog.Logger
+	// offered are the tools of the upstream's latest listing, by name:
+	// a mirrored tool it no longer offers answers errToolGone.
+	offered atomic.Pointer[map[string]*mcp.Tool]
+	slots   chan struct{}
+	log     *slog.Logger
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -39,33 +42,36 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts = opts.withDefaults()
-	c, err := client.New(opts.Upstream, client.Options{
-		Transport:        opts.Transport,
-		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
-		ProtocolVersions: opts.ProtocolVersions,
-		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
-		// The gateway runs the upstream's calls itself: it declares no
-		// tasks, so that the upstream answers every call inline.
-		DisableTasks: true,
-		Logger:       opts.Logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: upstream client: %w", err)
-	}
-	g := &Gateway{opts: opts, upstream: c, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
-	listed, err := c.ListTools(lctx)
+	var up upstream
+	if len(opts.UpstreamCommand) > 0 {
+		s, err := startStdioUpstream(lctx, opts, g.relist, g.isOffered)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		up = s
+	} else {
+		h, err := newHTTPUpstream(opts)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		up = h
+	}
+	g.upstream = up
+	listed, err := up.listTools(lctx)
 	if err != nil {
-		c.Close()
+		_ = up.close()
 		return nil, fmt.Errorf("gateway: listing the upstream's tools: %w", err)
 	}
 	if len(listed) > opts.MaxTools {
-		c.Close()
+		_ = up.close()
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
+	g.warnPatterns()
+	g.setOffered(g.tools)
 	return g, nil
 }
 
@@ -114,17 +120,22 @@ func (g *Gateway) mirror(listed []*mcp.Tool) []*mcp.Tool {
 		}
 		return 0
 	})
+	return out
+}
+
+// warnPatterns logs the TaskTools and RetryTools patterns that match no
+// mirrored tool: most likely a typo.
+func (g *Gateway) warnPatterns() {
 	for _, p := range g.opts.TaskTools {
-		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return matchAny([]string{p}, t.Name) }) {
+		if !slices.ContainsFunc(g.tools, func(t *mcp.Tool) bool { return matchAny([]string{p}, t.Name) }) {
 			g.log.Warn("gateway: a TaskTools pattern matches no upstream tool", "pattern", p)
 		}
 	}
 	for _, p := range g.opts.RetryTools {
-		if !slices.ContainsFunc(out, func(t *mcp.Tool) bool { return g.isTask(t.Name) && matchAny([]string{p}, t.Name) }) {
+		if !slices.ContainsFunc(g.tools, func(t *mcp.Tool) bool { return g.isTask(t.Name) && matchAny([]string{p}, t.Name) }) {
 			g.log.Warn("gateway: a RetryTools pattern matches no task tool", "pattern", p)
 		}
 	}
-	return out
 }
 
 // clip bounds an upstream-chosen string in a log line.
@@ -193,11 +204,11 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
-	if err := g.upstream.Close(); err != nil {
+	if err := g.upstream.close(); err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
 	}
 	return nil
 }
 
 // ProtocolVersion returns the revision negotiated with the upstream.
-func (g *Gateway) ProtocolVersion() string { return g.upstream.ProtocolVersion() }
+func (g *Gateway) ProtocolVersion() string { return g.upstream.protocolVersion() }

@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/taskwire/taskwire/mcp"
 )
 
 // Defaults and bounds of Options.
@@ -46,14 +48,34 @@ const (
 	MaxGlobs = 256
 )
 
-// Options configure New. Only Upstream is required; zero values mean the
-// defaults above.
+// Options configure New. Exactly one of Upstream and UpstreamCommand is
+// required; zero values mean the defaults above.
 type Options struct {
 	// Upstream is the URL of the upstream MCP server's Streamable HTTP
 	// endpoint (http or https, with a host). The gateway negotiates the
 	// protocol revision with it as the Go client does: 2026-07-28, else a
 	// 2025-11-25 or 2025-06-18 session.
 	Upstream string
+	// UpstreamCommand is the program and arguments of an upstream MCP
+	// server over stdio, instead of Upstream: New starts it (directly,
+	// never through a shell; the program is looked up in PATH when it has
+	// no slash) and opens a 2025-11-25 or 2025-06-18 session with it over
+	// its standard input and output. Every process that calls New runs
+	// its own (an API node to list and pass calls through, a worker for
+	// the task runs). When the process exits, calls in flight fail as
+	// connection failures, and it is started again after a backoff
+	// (jittered, doubling from 100 ms up to 30 s, from the start again
+	// after a minute of health), its tools listed again (a tool it no
+	// longer lists answers an error saying so); Close stops it (its
+	// standard input is closed, then it is killed after 3 s). Its
+	// standard error is kept in memory (the last 8 KiB) and never logged.
+	UpstreamCommand []string
+	// UpstreamEnv is the environment of the UpstreamCommand process, as
+	// KEY=value pairs. Nil: this process's environment.
+	UpstreamEnv []string
+	// UpstreamDir is the working directory of the UpstreamCommand
+	// process. Empty: this process's.
+	UpstreamDir string
 	// UpstreamHeaders are sent with every upstream request: static
 	// credentials such as an API key or "Authorization: Bearer ...".
 	// The downstream caller's own token is never forwarded. The headers
@@ -119,8 +141,12 @@ func (o Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	switch u, err := url.Parse(o.Upstream); {
+	case o.Upstream == "" && len(o.UpstreamCommand) == 0:
+		bad("Upstream or UpstreamCommand is required")
+	case o.Upstream != "" && len(o.UpstreamCommand) > 0:
+		bad("Upstream and UpstreamCommand exclude each other: give one")
 	case o.Upstream == "":
-		bad("Upstream is required")
+		errs = append(errs, o.checkCommand()...)
 	case err != nil:
 		bad("Upstream: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -129,6 +155,9 @@ func (o Options) Validate() error {
 		bad("Upstream: %q has no host", o.Upstream)
 	case u.User != nil:
 		bad("Upstream: credentials in the URL are refused; send them with UpstreamHeaders")
+	}
+	if o.Upstream != "" && (o.UpstreamEnv != nil || o.UpstreamDir != "") {
+		bad("UpstreamEnv and UpstreamDir apply to UpstreamCommand, not to an HTTP Upstream")
 	}
 	for name, values := range o.UpstreamHeaders {
 		if err := checkHeader(name, values); err != nil {
@@ -158,6 +187,34 @@ func (o Options) Validate() error {
 		bad("MaxAttempts must not be negative")
 	}
 	return errors.Join(errs...)
+}
+
+// checkCommand checks UpstreamCommand and the fields that apply to an
+// HTTP upstream only.
+func (o Options) checkCommand() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.UpstreamCommand[0] == "" {
+		bad("UpstreamCommand: the program (its first element) is empty")
+	}
+	for _, a := range o.UpstreamCommand {
+		if strings.ContainsRune(a, 0) {
+			bad("UpstreamCommand: an argument holds a NUL byte")
+			break
+		}
+	}
+	if len(o.UpstreamHeaders) > 0 {
+		bad("UpstreamHeaders apply to an HTTP Upstream, not to UpstreamCommand")
+	}
+	if o.Transport != nil {
+		bad("Transport applies to an HTTP Upstream, not to UpstreamCommand")
+	}
+	for _, v := range o.ProtocolVersions {
+		if v != mcp.ProtocolVersion20251125 && v != mcp.ProtocolVersion20250618 {
+			bad("ProtocolVersions: %q is not a revision a stdio upstream speaks (2025-11-25, 2025-06-18)", v)
+		}
+	}
+	return errs
 }
 
 // checkHeader refuses a header name that is not an HTTP token or that the

@@ -23,10 +23,27 @@ func TestValidateNamesEveryField(t *testing.T) {
 		want []string
 	}{
 		{"sound", gateway.Options{Upstream: "http://127.0.0.1:9/mcp", TaskTools: []string{"slow.*"}}, nil},
-		{"no upstream", gateway.Options{}, []string{"Upstream is required"}},
+		{"no upstream", gateway.Options{}, []string{"Upstream or UpstreamCommand is required"}},
 		{"scheme", gateway.Options{Upstream: "ftp://h/mcp"}, []string{`Upstream: scheme "ftp" is not http or https`}},
 		{"credentials in URL", gateway.Options{Upstream: "http://u:p@h/mcp"},
 			[]string{"Upstream: credentials in the URL are refused; send them with UpstreamHeaders"}},
+		{"a command", gateway.Options{UpstreamCommand: []string{"node", "server.js"}, UpstreamEnv: []string{"A=1"}}, nil},
+		{"both upstreams", gateway.Options{Upstream: "http://h/mcp", UpstreamCommand: []string{"node"}},
+			[]string{"Upstream and UpstreamCommand exclude each other: give one"}},
+		{"HTTP with command fields", gateway.Options{Upstream: "http://h/mcp", UpstreamDir: "/srv"},
+			[]string{"UpstreamEnv and UpstreamDir apply to UpstreamCommand, not to an HTTP Upstream"}},
+		{"command with HTTP fields", gateway.Options{
+			UpstreamCommand:  []string{"", "a\x00b"},
+			UpstreamHeaders:  http.Header{"X-Key": {"k"}},
+			Transport:        http.DefaultTransport,
+			ProtocolVersions: []string{"2026-07-28"},
+		}, []string{
+			"UpstreamCommand: the program (its first element) is empty",
+			"UpstreamCommand: an argument holds a NUL byte",
+			"UpstreamHeaders apply to an HTTP Upstream, not to UpstreamCommand",
+			"Transport applies to an HTTP Upstream, not to UpstreamCommand",
+			`ProtocolVersions: "2026-07-28" is not a revision a stdio upstream speaks (2025-11-25, 2025-06-18)`,
+		}},
 		{"everything at once", gateway.Options{
 			Upstream:        "http://h/mcp",
 			UpstreamHeaders: http.Header{"Mcp-Session-Id": {"x"}, "X-Key": {"a\nb"}},

@@ -19,19 +19,27 @@ import (
 
 // gatewayCmd runs `taskwire gateway`: serve, with every flag of serve,
 // for the tools of an upstream MCP server (package gateway) instead of the
-// demo endpoint. The upstream is connected and its tools listed once the
-// flags are checked; the connection is closed when the node has stopped.
+// demo endpoint; `taskwire gateway worker` is worker, with the same
+// upstream flags, for the workers of a fleet run apart from its API nodes.
+// The upstream is connected (its process started, for --upstream-cmd) and
+// its tools listed once the flags are checked; the connection is closed
+// when the node has stopped.
 func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cmd := "serve"
+	if len(args) > 0 && args[0] == "worker" {
+		cmd, args = "worker", args[1:]
+	}
 	var gw *gateway.Gateway
 	p := nodecmd.Program{
-		Name:      "taskwire",
-		Version:   version,
-		ServeName: "gateway",
-		Serves:    "the tools of the --upstream MCP server",
+		Name:       "taskwire",
+		Version:    version,
+		ServeName:  "gateway",
+		WorkerName: "gateway worker",
+		Serves:     "the tools of the --upstream or --upstream-cmd MCP server",
 		// As for serve: every admitted caller may listen for task
 		// notifications; the store still authorizes each lookup.
 		Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Minute)},
-		Flags: func(_ string, fs *flag.FlagSet) func(*node.Config) error {
+		Flags: func(name string, fs *flag.FlagSet) func(*node.Config) error {
 			gf := addGatewayFlags(fs)
 			return func(cfg *node.Config) error {
 				opts, err := gf.options()
@@ -46,8 +54,16 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 					return errors.New(strings.TrimPrefix(err.Error(), "gateway: "))
 				}
 				gw = g
-				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version})
 				var tools durable.Set
+				if name == "worker" {
+					// Workers only: the task tools, no endpoint.
+					if err := g.Register(nil, &tools); err != nil {
+						return err
+					}
+					cfg.Tools = &tools
+					return nil
+				}
+				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version})
 				if err := g.Register(ep, &tools); err != nil {
 					return err
 				}
@@ -56,7 +72,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 			}
 		},
 	}
-	err := p.Command("serve")(ctx, args, stdout, stderr, getenv)
+	err := p.Command(cmd)(ctx, args, stdout, stderr, getenv)
 	if gw != nil {
 		err = errors.Join(err, gw.Close())
 	}
@@ -66,6 +82,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 // gatewayFlags are the flags gateway adds to serve's.
 type gatewayFlags struct {
 	upstream    *string
+	upstreamCmd *string
 	headers     headerFlag
 	taskTools   *string
 	retryTools  *string
@@ -76,7 +93,9 @@ type gatewayFlags struct {
 
 func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 	gf := &gatewayFlags{}
-	gf.upstream = fs.String("upstream", "", "`URL` of the upstream MCP server's Streamable HTTP endpoint (required)")
+	gf.upstream = fs.String("upstream", "", "`URL` of the upstream MCP server's Streamable HTTP endpoint (this or --upstream-cmd)")
+	gf.upstreamCmd = fs.String("upstream-cmd", "", "`'CMD ARGS...'` of an upstream MCP server over stdio, which the gateway starts, restarts when it dies and stops; "+
+		"split into words as a shell would (quotes, backslashes), but run without a shell and without expansions (this or --upstream)")
 	fs.Var(&gf.headers, "upstream-header", "`'Name: value'` sent with every upstream request, such as the gateway's own credentials (repeatable); "+
 		"the callers' tokens are never forwarded")
 	gf.taskTools = fs.String("task-tools", "", "comma-separated `globs` of the upstream tools served as durable task tools (path.Match: * does not cross /); "+
@@ -92,7 +111,10 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 // flagNames maps the fields named by gateway.Options.Validate to flags.
 var flagNames = strings.NewReplacer(
 	"UpstreamHeaders:", "--upstream-header:",
-	"Upstream is required", "--upstream is required",
+	"UpstreamHeaders apply to an HTTP Upstream, not to UpstreamCommand", "--upstream-header applies to --upstream, not to --upstream-cmd",
+	"Upstream or UpstreamCommand is required", "--upstream or --upstream-cmd is required",
+	"Upstream and UpstreamCommand exclude each other: give one", "--upstream and --upstream-cmd exclude each other: give one",
+	"UpstreamCommand:", "--upstream-cmd:",
 	"Upstream:", "--upstream:",
 	"TaskTools:", "--task-tools:",
 	"RetryTools:", "--retry-tools:",
@@ -114,6 +136,15 @@ func (gf *gatewayFlags) options() (gateway.Options, error) {
 		MaxInFlight:     *gf.inFlight,
 	}
 	var problems []string
+	if strings.TrimSpace(*gf.upstreamCmd) != "" {
+		words, err := splitWords(*gf.upstreamCmd)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("--upstream-cmd: %v", err))
+		}
+		opts.UpstreamCommand = words
+	} else if *gf.upstreamCmd != "" {
+		problems = append(problems, "--upstream-cmd: no command in it")
+	}
 	switch {
 	case opts.CallTimeout <= 0:
 		problems = append(problems, "--call-timeout must be positive")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +25,16 @@ func TestGatewayUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"gateway", "--store", db}, "gateway: --upstream is required"},
+		{[]string{"gateway", "--store", db}, "gateway: --upstream or --upstream-cmd is required"},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--upstream-cmd", "node s.js"},
+			"gateway: --upstream and --upstream-cmd exclude each other: give one"},
+		{[]string{"gateway", "--store", db, "--upstream-cmd", "node 's.js"}, "gateway: --upstream-cmd: an unterminated single quote"},
+		{[]string{"gateway", "--store", db, "--upstream-cmd", "node s.js | tee"},
+			`gateway: --upstream-cmd: '|' is shell syntax, and no shell runs the command: quote it, or run a shell explicitly (sh -c '...')`},
+		{[]string{"gateway", "--store", db, "--upstream-cmd", "  "}, "gateway: --upstream-cmd: no command in it"},
+		{[]string{"gateway", "--store", db, "--upstream-cmd", "node s.js", "--upstream-header", "X-Key: 1"},
+			"gateway: --upstream-header applies to --upstream, not to --upstream-cmd"},
+		{[]string{"gateway", "worker", "--store", db}, "gateway worker: --upstream or --upstream-cmd is required"},
 		{[]string{"gateway", "--store", db, "--upstream", "ftp://h/mcp"}, `gateway: --upstream: scheme "ftp" is not http or https`},
 		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--task-tools", "slow.*,["},
 			`gateway: --task-tools: pattern "[": syntax error in pattern`},
@@ -89,35 +99,7 @@ func TestGatewayServesUpstream(t *testing.T) {
 	defer hs.Close()
 	defer srv.Close()
 
-	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"gateway", "--upstream", hs.URL + "/mcp", "--task-tools", "slow.*",
-			"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "gw.db"), "--workers", "1",
-			"--shutdown-grace", "1s", "--log-level", "warn"}, out, out, noEnv)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway: %v\n%s", err, out)
-		}
-	}()
-	var url string
-	deadline := time.After(waitFor)
-	for url == "" {
-		if m := servingLine.FindStringSubmatch(out.String()); m != nil {
-			url = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("gateway ended early: %v\n%s", err, out)
-		case <-deadline:
-			t.Fatalf("gateway printed no address:\n%s", out)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	url := runGateway(t, "--upstream", hs.URL+"/mcp", "--task-tools", "slow.*")
 	c := newClient(t, url)
 	id := createTask(t, c, "slow.build", map[string]any{"steps": 3})
 	if diff := cmp.Diff(buildOut{Built: 3}, structured[buildOut](t, waitStatus(t, c, id, mcp.TaskCompleted))); diff != "" {
@@ -129,5 +111,66 @@ func TestGatewayServesUpstream(t *testing.T) {
 	}
 	if err := r.DecodeResult(&res); err != nil || res.StructuredContent.Steps != 7 {
 		t.Errorf("text.echo = %+v, %v", res, err)
+	}
+}
+
+// runGateway runs `taskwire gateway` with args, on a new SQLite file with
+// one worker, until the test ends, and returns its MCP URL.
+func runGateway(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	args = append([]string{"gateway"}, args...)
+	args = append(args, "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(t.TempDir(), "gw.db"), "--workers", "1",
+		"--shutdown-grace", "1s", "--log-level", "warn")
+	go func() { done <- run(ctx, args, out, out, noEnv) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway: %v\n%s", err, out)
+		}
+	})
+	deadline := time.After(waitFor)
+	for {
+		if m := servingLine.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("gateway ended early: %v\n%s", err, out)
+		case <-deadline:
+			t.Fatalf("gateway printed no address:\n%s", out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestGatewayUpstreamCmd runs `taskwire gateway --upstream-cmd` in front
+// of `taskwire serve --stdio` (this test binary as main, started through
+// env): a mirrored inline tool becomes a durable task, another passes
+// through.
+func TestGatewayUpstreamCmd(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := "env " + asMainEnv + "=1 '" + strings.ReplaceAll(exe, "'", `'\''`) + "' serve --stdio --store memory: --log-level warn"
+	url := runGateway(t, "--upstream-cmd", cmd, "--task-tools", "hash.*")
+	c := newClient(t, url)
+	id := createTask(t, c, "hash.sha256", map[string]any{"text": "abc"})
+	digest := structured[map[string]any](t, waitStatus(t, c, id, mcp.TaskCompleted))
+	if !strings.Contains(fmt.Sprint(digest), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") {
+		t.Errorf("hash.sha256 through the gateway = %v, want the digest of abc", digest)
+	}
+	r := callTool(t, c, "text.stats", map[string]any{"text": "two words"})
+	var stats struct {
+		StructuredContent struct {
+			Words int `json:"words"`
+		} `json:"structuredContent"`
+	}
+	if err := r.DecodeResult(&stats); err != nil || stats.StructuredContent.Words != 2 {
+		t.Errorf("text.stats = %+v, %v", stats, err)
 	}
 }

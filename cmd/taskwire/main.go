@@ -13,9 +13,11 @@
 //	                 [--admin-addr ADDR] [--admin-allowed-hosts HOSTS] [--admin-token-file FILE]
 //	                 [--console-show-arguments] [--console-scope taskwire:operator]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
-//	taskwire gateway --upstream URL [--upstream-header 'Name: value']... [--task-tools GLOBS]
-//	                 [--retry-tools GLOBS] [--call-timeout 30s] [--task-call-timeout 1h]
-//	                 [--upstream-max-inflight 64] [every flag of serve, --stdio included]
+//	taskwire gateway --upstream URL [--upstream-header 'Name: value']... | --upstream-cmd 'CMD ARGS...'
+//	                 [--task-tools GLOBS] [--retry-tools GLOBS] [--call-timeout 30s]
+//	                 [--task-call-timeout 1h] [--upstream-max-inflight 64]
+//	                 [every flag of serve, --stdio included]
+//	taskwire gateway worker [the upstream flags of gateway] [every flag of worker]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
 //	                 [--workers 4] [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
 //	                 [--shutdown-grace 10s] [--admin-addr ADDR] [--admin-allowed-hosts HOSTS]
@@ -75,14 +77,19 @@
 // are given --shutdown-grace to finish, then released to run again later.
 //
 // gateway is serve for the tools of another MCP server, the upstream at
-// --upstream (Streamable HTTP, any protocol revision): it lists them when it
+// --upstream (Streamable HTTP, any protocol revision) or started by
+// --upstream-cmd (stdio; split into words as a shell would, run without a
+// shell, restarted with a backoff when it dies): it lists them when it
 // starts, serves those matching --task-tools as durable task tools whose
 // workers call the upstream (its progress becomes the task's status), and
 // passes the others through inline within --call-timeout. --retry-tools
 // names the task tools safe to call again after a failed or interrupted
 // run; for the others such a task fails saying the call was not repeated.
 // The callers' tokens are never forwarded; --upstream-header sets the
-// gateway's own (see docs/gateway.md and package gateway).
+// gateway's own (see docs/gateway.md and package gateway). gateway worker
+// runs only the workers of the task tools, with the same upstream flags,
+// for a fleet whose API nodes (gateway --workers 0) and workers share a
+// PostgreSQL store.
 //
 // serve --stdio serves the same endpoint to one client over standard input
 // and output instead of HTTP, as MCP hosts start local servers (see

@@ -18,8 +18,9 @@ Usage: taskwire COMMAND [flags] [arguments]
 
 Commands:
   serve     serve the demo MCP endpoint over HTTP (or --stdio), with in-process workers
-  gateway   serve the tools of an --upstream MCP server, the --task-tools as
-            durable task tools, with every flag of serve
+  gateway   serve the tools of an --upstream (or --upstream-cmd) MCP server, the
+            --task-tools as durable task tools, with every flag of serve;
+            gateway worker runs its workers apart
   worker    run workers only, against a shared store
   migrate   apply the store's schema migrations and exit
   version   print the version

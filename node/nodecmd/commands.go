@@ -294,7 +294,8 @@ func taskLimitFlags(rate float64, burst, maxActive int) (server.TaskLimits, erro
 
 // worker runs `NAME worker`: workers only, with no HTTP server.
 func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := cliflags.New("worker", "usage: "+p.Name+" worker [flags]\n\n"+
+	cmd := p.workerName()
+	fs := cliflags.New(cmd, "usage: "+p.Name+" "+cmd+" [flags]\n\n"+
 		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
 		"one PostgreSQL store with its serve nodes.")
 	common := p.addCommonFlags(fs)
@@ -308,14 +309,14 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 		return err
 	}
 	if err := adminAddr.check(); err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	spec, logger, err := common.resolve(p.Name, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *workers < 1 {
-		return usageErrorf("worker: --workers must be at least 1")
+		return usageErrorf("%s: --workers must be at least 1", cmd)
 	}
 	cfg := p.config(node.Config{
 		StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
@@ -323,9 +324,9 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 		AdminAllowedHosts: adminAddr.hosts,
 	})
 	if err := checkFlags(cfg, *grace, false, configure); err != nil {
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	return p.run(ctx, cfg, "worker")
+	return p.run(ctx, cfg, cmd)
 }
 
 // migrate runs `NAME migrate`: apply pending migrations and exit.

@@ -65,6 +65,9 @@ type Program struct {
 	// gateway). Empty: "serve". The Flags hook is still called with
 	// "serve".
 	ServeName string
+	// WorkerName is the same for the worker command ("gateway worker").
+	// Empty: "worker". The Flags hook is still called with "worker".
+	WorkerName string
 }
 
 // CommandFunc runs one command with the arguments after its name. Its
@@ -242,6 +245,14 @@ func (p *Program) serveName() string {
 		return "serve"
 	}
 	return p.ServeName
+}
+
+// workerName is the worker command's name in its usage and messages.
+func (p *Program) workerName() string {
+	if p.WorkerName == "" {
+		return "worker"
+	}
+	return p.WorkerName
 }
 
 // what is what serve serves, for its help.

@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/mcp"
+)
+
+// upstream is the gateway's connection to the MCP server it fronts: over
+// Streamable HTTP (httpUpstream) or over the stdio of a process it starts
+// (stdioUpstream). Its errors use the client package's types, so that one
+// classification (classify) serves both: a *client.RPCError for the
+// upstream's JSON-RPC error, a *client.ConnectionError when the upstream
+// could not be reached or went away mid-call, a *client.ProtocolError for
+// an answer that breaks the protocol.
+type upstream interface {
+	// listTools lists every tool of the upstream, following its cursors.
+	listTools(ctx context.Context) ([]*mcp.Tool, error)
+	// callTool calls the tool name with the raw arguments (a JSON object)
+	// and waits for its inline result, passing each progress notification
+	// of the call to progress (from a goroutine of the connection: it must
+	// not block).
+	callTool(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, error)
+	// protocolVersion is the revision negotiated with the upstream; for a
+	// restarting process, the one of its latest run.
+	protocolVersion() string
+	// close ends the connection (and the process) and every goroutine of
+	// the upstream; calls in flight fail. It is idempotent.
+	close() error
+}
+
+// httpUpstream is an upstream over Streamable HTTP, the project's client.
+type httpUpstream struct{ c *client.Client }
+
+// newHTTPUpstream builds the client of opts.Upstream; it connects lazily,
+// at the first request.
+func newHTTPUpstream(opts Options) (*httpUpstream, error) {
+	c, err := client.New(opts.Upstream, client.Options{
+		Transport:        opts.Transport,
+		Header:           opts.UpstreamHeaders.Clone(),
+		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
+		ProtocolVersions: opts.ProtocolVersions,
+		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
+		// The gateway runs the upstream's calls itself: it declares no
+		// tasks, so that the upstream answers every call inline.
+		DisableTasks: true,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("upstream client: %w", err)
+	}
+	return &httpUpstream{c: c}, nil
+}
+
+func (u *httpUpstream) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return u.c.ListTools(ctx)
+}
+
+func (u *httpUpstream) callTool(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, error) {
+	res, err := u.c.Call(ctx, name, args, client.WithProgress(progress))
+	switch {
+	case err != nil:
+		return nil, err
+	case res.Task != nil || res.Result == nil:
+		return nil, &client.ProtocolError{Method: "tools/call", Reason: "the upstream answered with a task the gateway did not ask for"}
+	}
+	return res.Result, nil
+}
+
+func (u *httpUpstream) protocolVersion() string { return u.c.ProtocolVersion() }
+
+func (u *httpUpstream) close() error { return u.c.Close() }
