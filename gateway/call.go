@@ -159,60 +159,78 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 func (g *Gateway) runTask(name string) worker.RawHandler {
 	retry := g.isRetry(name)
 	return func(ctx context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
+		// An upstream that offers tasks runs the call as a task of its
+		// own, which a later run follows instead of calling again
+		// (uptask.go).
+		if res, handled, err := g.runUpstreamTask(ctx, job, name, retry); handled {
+			return res, err
+		}
 		if !retry && job.InterruptedRuns() > 0 {
 			g.log.Warn("gateway: interrupted call of a tool not safe to retry is not repeated", "tool", name)
 			return nil, mcp.NewError(mcp.CodeInternalError, textInterrupted)
 		}
-		progress := func(p client.Progress) {
-			total := 0.0
-			if p.Total != nil {
-				total = *p.Total
-			}
-			msg := progressText(p.Message)
-			if validNumber(p.Progress) && validNumber(total) {
-				_ = job.ReportProgress(msg, p.Progress, total) // errors only for bad input, checked above
-			} else {
-				_ = job.ReportStatus(msg)
-			}
-		}
-		cctx, res, err := g.call(ctx, g.plans[name].timeout, name, job.Arguments(), progress)
+		cctx, res, err := g.call(ctx, g.plans[name].timeout, name, job.Arguments(), jobProgress(job))
 		if err == nil {
 			return res, nil
 		}
-		if ctx.Err() != nil {
-			cause := context.Cause(ctx)
-			if !retry && errors.Is(cause, worker.ErrShuttingDown) {
-				// An error would release the job to run again: a
-				// repeated call. Complete the task instead, saying why.
-				g.log.Warn("gateway: shutdown interrupted a call of a tool not safe to retry", "tool", name)
-				return toolErrorResult(textShutdown), nil
-			}
-			// Cancelled by the client (the task is cancelled), a lost
-			// lease (nothing is written) or a shutdown of a retry tool
-			// (released, run again).
-			return nil, cause
+		return g.taskCallFailure(ctx, cctx, name, retry, err)
+	}
+}
+
+// taskCallFailure maps the error of the upstream call of a task run (made
+// within cctx, derived from the run's ctx) to the run's outcome, as the
+// package documentation says.
+func (g *Gateway) taskCallFailure(ctx, cctx context.Context, name string, retry bool, err error) (*mcp.CallToolResult, error) {
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if !retry && errors.Is(cause, worker.ErrShuttingDown) {
+			// An error would release the job to run again: a
+			// repeated call. Complete the task instead, saying why.
+			g.log.Warn("gateway: shutdown interrupted a call of a tool not safe to retry", "tool", name)
+			return toolErrorResult(textShutdown), nil
 		}
-		cat := classify(cctx, err)
-		g.log.Warn("gateway: upstream call of a task failed", "tool", name, "category", string(cat), "retry", retry)
-		var rpc *client.RPCError
-		switch {
-		case cat == catInput:
-			return nil, worker.ToolError(textInput)
-		case cat == catAuth:
-			return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
-		case cat == catGone:
-			return nil, mcp.NewError(mcp.CodeInternalError, textToolGone)
-		case !retry && errors.As(err, &rpc):
-			return nil, upstreamError(rpc)
-		case !retry:
-			return nil, mcp.NewError(mcp.CodeInternalError, fmt.Sprintf(
-				"The upstream call failed (%s) and is not repeated, since the tool is not marked safe to retry.", cat))
-		case cat == catConnection || cat == catHTTP || cat == catClosed:
-			return nil, worker.Unavailable(fmt.Errorf("gateway: upstream %s", cat))
+		// Cancelled by the client (the task is cancelled), a lost
+		// lease (nothing is written) or a shutdown of a retry tool
+		// (released, run again).
+		return nil, cause
+	}
+	cat := classify(cctx, err)
+	g.log.Warn("gateway: upstream call of a task failed", "tool", name, "category", string(cat), "retry", retry)
+	var rpc *client.RPCError
+	switch {
+	case cat == catInput:
+		return nil, worker.ToolError(textInput)
+	case cat == catAuth:
+		return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
+	case cat == catGone:
+		return nil, mcp.NewError(mcp.CodeInternalError, textToolGone)
+	case !retry && errors.As(err, &rpc):
+		return nil, upstreamError(rpc)
+	case !retry:
+		return nil, mcp.NewError(mcp.CodeInternalError, fmt.Sprintf(
+			"The upstream call failed (%s) and is not repeated, since the tool is not marked safe to retry.", cat))
+	case cat == catConnection || cat == catHTTP || cat == catClosed:
+		return nil, worker.Unavailable(fmt.Errorf("gateway: upstream %s", cat))
+	}
+	// Retried after the runtime's backoff, within MaxAttempts. The
+	// text names the category only: the runtime logs it.
+	return nil, fmt.Errorf("gateway: upstream %s", cat)
+}
+
+// jobProgress reports each upstream progress notification to the job as
+// its status message and progress.
+func jobProgress(job *worker.Job) func(client.Progress) {
+	return func(p client.Progress) {
+		total := 0.0
+		if p.Total != nil {
+			total = *p.Total
 		}
-		// Retried after the runtime's backoff, within MaxAttempts. The
-		// text names the category only: the runtime logs it.
-		return nil, fmt.Errorf("gateway: upstream %s", cat)
+		msg := progressText(p.Message)
+		if validNumber(p.Progress) && validNumber(total) {
+			_ = job.ReportProgress(msg, p.Progress, total) // errors only for bad input, checked above
+		} else {
+			_ = job.ReportStatus(msg)
+		}
 	}
 }
 

@@ -92,6 +92,54 @@
 //
 // A client's cancellation cancels the upstream call's context and the task.
 //
+// # Upstream tasks
+//
+// When the upstream offers tasks itself, a task tool's run has the
+// upstream run the call as a task of its own instead of waiting on an
+// inline call. For an HTTP upstream the gateway keeps a second client
+// that declares tasks (the pass-through one declares none): under
+// 2026-07-28 it declares the Tasks extension and the upstream decides;
+// in a 2025-11-25 session it asks for a task (params.task) for a tool
+// whose execution.taskSupport is "optional" or "required". An upstream
+// that answers inline gives the run its result as before. For an upstream
+// task the run saves the task's ID as the job's checkpoint
+// (worker.Job.Checkpoint) before it waits on it, then polls tasks/get at
+// the upstream's pollIntervalMs (clamped to 100 ms–30 s, 1 s without a
+// suggestion; each request within 30 s, the whole follow within
+// Options.TaskCallTimeout), reporting its statusMessage as the task's
+// status message. A run that finds such a checkpoint (after a crash, a
+// lost lease, a shutdown, a failed poll) follows the same upstream task:
+// no call is repeated, for retry tools and the others alike. The
+// outcomes:
+//
+//	upstream task completed          → the task completes with its result
+//	                                    (isError or not)
+//	upstream task failed             → retry tool: called again (a new
+//	                                    upstream task); other: the task fails
+//	                                    with its error, as a JSON-RPC error
+//	upstream task cancelled upstream → the task fails, saying so
+//	unknown to the upstream          → the task fails saying the upstream no
+//	  (expired, lost, other session)    longer knows it; never called again
+//	polling fails (connection, HTTP) → retried: the next run follows the
+//	                                    same upstream task
+//	not finished within              → the upstream task is cancelled; retry
+//	  TaskCallTimeout                   tool: called again; other: fails
+//	upstream task asks for input     → cancelled; the task completes with an
+//	                                    isError result saying input is not
+//	                                    relayed yet
+//	downstream task cancelled        → tasks/cancel upstream (best effort,
+//	                                    within 5 s)
+//
+// A crash after the upstream created its task and before the checkpoint
+// was saved leaves nothing to follow: the inline rules apply (a retry tool
+// is called again, another fails as interrupted). Servers bind 2025-11-25
+// tasks to the session that created them (mcp-go does): a gateway process
+// other than the one that created the task opens another session, in
+// which the task is unknown, so after a crash such a task fails as
+// unknown rather than being called again. 2026-07-28 tasks are bound to
+// the gateway's identity (Options.UpstreamHeaders) and resume from any
+// process. A stdio upstream runs every call inline.
+//
 // # Inline tools
 //
 // Every other tool is an inline tool that forwards the call within
@@ -116,9 +164,9 @@
 //
 // # Not yet
 //
-// Upstream tasks that a run after a crash resumes, relaying upstream
-// elicitation and sampling requests as input rounds, refreshing the
-// mirror on notifications/tools/list_changed (and serving tools added
-// without a restart of the gateway), and passing resources, prompts and
+// Upstream tasks over stdio; relaying elicitation and sampling requests
+// of inline calls, of upstream tasks and of a stdio upstream; refreshing
+// the mirror on notifications/tools/list_changed (and serving tools added
+// without a restart of the gateway); passing resources, prompts and
 // completion through.
 package gateway

@@ -28,6 +28,9 @@ type Gateway struct {
 	offered atomic.Pointer[map[string]*mcp.Tool]
 	slots   chan struct{}
 	log     *slog.Logger
+	// tasks runs task tools as upstream tasks where the upstream offers
+	// them (uptask.go); nil for a stdio upstream.
+	tasks taskCaller
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -61,6 +64,12 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		up = h
 	}
 	g.upstream = up
+	tc, err := newTaskCaller(opts)
+	if err != nil {
+		_ = up.close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g.tasks = tc
 	listed, err := up.listTools(lctx)
 	if err != nil {
 		_ = up.close()
@@ -216,7 +225,11 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
-	if err := g.upstream.close(); err != nil {
+	err := g.upstream.close()
+	if g.tasks != nil {
+		err = errors.Join(err, g.tasks.close())
+	}
+	if err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
 	}
 	return nil

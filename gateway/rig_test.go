@@ -13,12 +13,9 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/client"
-	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/gateway"
 	"github.com/taskwire/taskwire/mcp"
-	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
-	"github.com/taskwire/taskwire/store"
 )
 
 // waitFor bounds every wait of these tests.
@@ -131,41 +128,7 @@ func (u *upstream) releaseAll() { u.once.Do(func() { close(u.release) }) }
 // returns its MCP URL.
 func startGateway(t *testing.T, opts gateway.Options) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	g, err := gateway.New(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "gateway", Version: "1.0.0"})
-	var tools durable.Set
-	if err := g.Register(ep, &tools); err != nil {
-		t.Fatal(err)
-	}
-	n, err := node.New(node.Config{
-		Addr:          "127.0.0.1:0",
-		StoreSpec:     node.StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "gateway.db")}},
-		Endpoint:      ep,
-		Tools:         &tools,
-		Workers:       2,
-		PollInterval:  20 * time.Millisecond,
-		ShutdownGrace: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Shutdown(); err != nil {
-			t.Errorf("node Shutdown: %v", err)
-		}
-		if err := g.Close(); err != nil {
-			t.Errorf("gateway Close: %v", err)
-		}
-	})
-	return n.URL()
+	return startGatewayOn(t, opts, filepath.Join(t.TempDir(), "gateway.db")).url
 }
 
 // newClient is a project client of url negotiating versions (nil: the

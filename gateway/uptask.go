@@ -1,0 +1,364 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/worker"
+)
+
+// Following an upstream task.
+const (
+	// minTaskPoll and maxTaskPoll clamp the upstream's pollIntervalMs;
+	// defaultTaskPoll is the interval when it suggests none.
+	minTaskPoll     = 100 * time.Millisecond
+	maxTaskPoll     = 30 * time.Second
+	defaultTaskPoll = time.Second
+	// taskRequestTimeout bounds each tasks/get, tasks/result and
+	// tasks/update, besides the run's Options.TaskCallTimeout.
+	taskRequestTimeout = 30 * time.Second
+	// cancelTimeout bounds the tasks/cancel sent when the downstream task
+	// is cancelled or the run gives up on the upstream task.
+	cancelTimeout = 5 * time.Second
+)
+
+// Texts the downstream client reads about upstream tasks.
+const (
+	textTaskLost = "The upstream server no longer knows the task this call runs as (it expired, " +
+		"or the upstream lost it); the call is not repeated."
+	textTaskCancelled = "The upstream task of this call was cancelled by the upstream server."
+	textNotRecorded   = "The gateway could not record the upstream task of this call and cancelled it; " +
+		"the call is not repeated, since the tool is not marked safe to retry."
+	textNoTaskCaller = "An earlier run of this call started an upstream task that this gateway cannot follow " +
+		"(its upstream is no longer an HTTP server); the call is not repeated."
+	textBadCheckpoint = "The gateway cannot read what an earlier run of this call recorded; the call is not repeated."
+	textNotRepeated   = " The call is not repeated, since the tool is not marked safe to retry."
+)
+
+// upstreamTaskState is the job checkpoint of a run that started an
+// upstream task: the task's ID, which every later run follows instead of
+// calling again. An empty Task marks the last upstream task spent (it
+// failed or timed out): the next run of a retry tool calls again.
+type upstreamTaskState struct {
+	Task string `json:"upstreamTask,omitempty"`
+}
+
+// taskCaller is an upstream that runs a call as a task of its own where
+// it offers tasks.
+type taskCaller interface {
+	// callTask calls the tool name as upstream.callTool does, asking for
+	// a task where the upstream offers one for the tool. Without an
+	// error exactly one of the inline result and the task is set.
+	callTask(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, upstreamTask, error)
+	// task is a handle on the upstream task id (sends nothing).
+	task(id string) upstreamTask
+	// close ends the connection; calls in flight fail. Idempotent.
+	close() error
+}
+
+// upstreamTask is a handle on an upstream task; *client.Task is one.
+type upstreamTask interface {
+	// ID is the task's ID: a capability, never logged.
+	ID() string
+	// Get is tasks/get; client.ErrTaskNotFound for an unknown task.
+	Get(ctx context.Context) (*mcp.DetailedTask, error)
+	// Wait returns the outcome of a finished task (its result, or
+	// *client.TaskFailedError, *client.TaskCancelledError).
+	Wait(ctx context.Context) (*mcp.CallToolResult, error)
+	// Cancel is tasks/cancel.
+	Cancel(ctx context.Context) error
+	// Answer is tasks/update with input responses.
+	Answer(ctx context.Context, responses mcp.InputResponses) error
+}
+
+// httpTasks is the taskCaller of an HTTP upstream: a client of its own
+// that declares tasks (the 2026-07-28 extension, the 2025-11-25 tasks
+// capability), beside the pass-through client that declares none, so that
+// the upstream answers pass-through calls inline.
+type httpTasks struct{ c *client.Client }
+
+// newTaskCaller returns the taskCaller of an HTTP upstream with task
+// tools, nil otherwise: a stdio upstream runs every call inline.
+func newTaskCaller(opts Options) (taskCaller, error) {
+	if opts.Upstream == "" || len(opts.TaskTools) == 0 {
+		return nil, nil
+	}
+	c, err := client.New(opts.Upstream, client.Options{
+		Transport:        opts.Transport,
+		Header:           opts.UpstreamHeaders.Clone(),
+		RequestTimeout:   max(opts.TaskCallTimeout, opts.ListTimeout),
+		ProtocolVersions: opts.ProtocolVersions,
+		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
+		MinPollInterval:  minTaskPoll,
+		MaxPollInterval:  maxTaskPoll,
+		Logger:           opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("upstream task client: %w", err)
+	}
+	return &httpTasks{c: c}, nil
+}
+
+func (h *httpTasks) callTask(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, upstreamTask, error) {
+	// PreferTask asks a 2025-11-25 upstream for a task where the tool's
+	// execution.taskSupport allows one; a 2026-07-28 upstream decides.
+	res, err := h.c.Call(ctx, name, args, client.PreferTask(), client.WithProgress(progress))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case res.Task != nil:
+		return nil, res.Task, nil
+	case res.Result == nil:
+		return nil, nil, &client.ProtocolError{Method: mcp.MethodToolsCall, Reason: "an empty answer"}
+	}
+	return res.Result, nil, nil
+}
+
+func (h *httpTasks) task(id string) upstreamTask { return h.c.Task(id) }
+
+func (h *httpTasks) close() error { return h.c.Close() }
+
+// runUpstreamTask runs a task tool's run through an upstream task where it
+// can, and reports whether it did (handled). A run whose job holds the ID
+// of an upstream task (a run after a crash, a lost lease, a shutdown, an
+// input round) follows that task: no call is repeated, for retry tools and
+// others alike. Otherwise a run of an upstream that can run tasks calls
+// the tool asking for one, records the task's ID before it waits
+// (job.Checkpoint) and follows it; an upstream that answers inline gives
+// the run its result. Not handled: the run makes an inline call.
+func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name string, retry bool) (res *mcp.CallToolResult, handled bool, err error) {
+	var st upstreamTaskState
+	found, err := job.LastCheckpoint(&st)
+	switch {
+	case err != nil:
+		g.log.Warn("gateway: the checkpoint of a task does not decode", "tool", name)
+		return nil, true, mcp.NewError(mcp.CodeInternalError, textBadCheckpoint)
+	case found && st.Task != "" && g.tasks == nil:
+		return nil, true, mcp.NewError(mcp.CodeInternalError, textNoTaskCaller)
+	case found && st.Task != "":
+		res, err := g.followTask(ctx, job, name, retry, g.tasks.task(st.Task))
+		return res, true, err
+	case g.tasks == nil, !retry && job.InterruptedRuns() > 0:
+		// An inline call, or the inline path's refusal to call again
+		// when a crash may have come after the upstream created a task
+		// and before its ID was recorded.
+		return nil, false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
+	defer cancel()
+	res, t, err := g.startTask(cctx, job, name)
+	switch {
+	case err != nil:
+		res, err := g.taskCallFailure(ctx, cctx, name, retry, err)
+		return res, true, err
+	case t == nil:
+		return res, true, nil // the upstream answered inline
+	}
+	if err := g.record(ctx, job, name, retry, t); err != nil {
+		return nil, true, err
+	}
+	res, err = g.followTask(ctx, job, name, retry, t)
+	return res, true, err
+}
+
+// startTask makes the upstream call of a run that may become an upstream
+// task, within ctx and an in-flight slot.
+func (g *Gateway) startTask(ctx context.Context, job *worker.Job, name string) (*mcp.CallToolResult, upstreamTask, error) {
+	if !g.isOffered(name) {
+		return nil, nil, errToolGone
+	}
+	release, err := g.acquire(ctx)
+	if err != nil {
+		return nil, nil, &client.ConnectionError{Op: mcp.MethodToolsCall, Err: err}
+	}
+	defer release()
+	args := job.Arguments()
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	return g.tasks.callTask(ctx, name, args, jobProgress(job))
+}
+
+// record saves the ID of t as the job's checkpoint before the run waits
+// on it. When it cannot, t is cancelled: a run after a crash would not
+// find it.
+func (g *Gateway) record(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) error {
+	err := job.Checkpoint(upstreamTaskState{Task: t.ID()})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, worker.ErrNoCheckpoints):
+		g.log.Warn("gateway: the store keeps no checkpoints; a run after a crash cannot follow the upstream task", "tool", name)
+		return nil
+	}
+	g.cancelUpstream(t, name)
+	if errors.Is(err, backend.ErrLeaseLost) {
+		return context.Cause(ctx) // nothing is written
+	}
+	g.log.Warn("gateway: recording an upstream task failed; it was cancelled", "tool", name, "retry", retry)
+	if retry {
+		return fmt.Errorf("gateway: recording the upstream task: %w", err)
+	}
+	return mcp.NewError(mcp.CodeInternalError, textNotRecorded)
+}
+
+// followTask polls the upstream task t (tasks/get at its pollIntervalMs,
+// clamped) within Options.TaskCallTimeout, reporting its status message
+// to the job and relaying its input requests, until it finishes.
+func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) (*mcp.CallToolResult, error) {
+	fctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
+	defer cancel()
+	last := ""
+	for {
+		d, err := within(fctx, t.Get)
+		if err != nil {
+			return g.followFailure(ctx, fctx, job, name, retry, t, err)
+		}
+		if d.StatusMessage != "" && d.StatusMessage != last {
+			last = d.StatusMessage
+			_ = job.ReportStatus(progressText(last)) // valid: progressText made it so
+		}
+		switch {
+		case d.Status.Terminal():
+			return g.taskOutcome(ctx, fctx, job, name, retry, t, d)
+		case d.Status == mcp.TaskInputRequired:
+			if err := g.relayInput(fctx, job, name, t, d); err != nil {
+				return nil, err
+			}
+		}
+		if err := pause(fctx, taskPoll(d)); err != nil {
+			return g.followFailure(ctx, fctx, job, name, retry, t, err)
+		}
+	}
+}
+
+// taskOutcome is the run's outcome for the finished upstream task d: its
+// result (isError or not), or its failure mapped as an inline call's
+// JSON-RPC error is.
+func (g *Gateway) taskOutcome(ctx, fctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask, d *mcp.DetailedTask) (*mcp.CallToolResult, error) {
+	if d.Status == mcp.TaskCancelled {
+		g.log.Warn("gateway: the upstream cancelled a task", "tool", name)
+		return nil, mcp.NewError(mcp.CodeInternalError, textTaskCancelled)
+	}
+	// Under 2026-07-28 the outcome is in d; under 2025-11-25 it takes
+	// tasks/result, which answers at once for a finished task.
+	res, err := within(fctx, t.Wait)
+	var (
+		failed    *client.TaskFailedError
+		cancelled *client.TaskCancelledError
+	)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &cancelled):
+		g.log.Warn("gateway: the upstream cancelled a task", "tool", name)
+		return nil, mcp.NewError(mcp.CodeInternalError, textTaskCancelled)
+	case errors.As(err, &failed):
+		g.log.Warn("gateway: an upstream task failed", "tool", name, "category", string(catRPC), "retry", retry)
+		if !retry {
+			return nil, upstreamError(failed.Err)
+		}
+		return g.spent(job, "failed")
+	}
+	return g.followFailure(ctx, fctx, job, name, retry, t, err)
+}
+
+// followFailure is the run's outcome when following the upstream task
+// failed with err. ctx is the run's context, fctx the follow's.
+func (g *Gateway) followFailure(ctx, fctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask, err error) (*mcp.CallToolResult, error) {
+	var auth *client.AuthError
+	switch {
+	case ctx.Err() != nil:
+		cause := context.Cause(ctx)
+		if errors.Is(cause, worker.ErrCancelRequested) {
+			g.cancelUpstream(t, name)
+		}
+		// A cancellation cancels the task; a shutdown releases the job
+		// and a lost lease writes nothing: the next run follows t.
+		return nil, cause
+	case fctx.Err() != nil:
+		g.log.Warn("gateway: an upstream task did not finish within TaskCallTimeout; cancelling it", "tool", name, "retry", retry)
+		g.cancelUpstream(t, name)
+		if !retry {
+			return nil, mcp.NewError(mcp.CodeInternalError, fmt.Sprintf(
+				"The upstream task did not finish within %v and was cancelled.%s", g.plans[name].timeout, textNotRepeated))
+		}
+		return g.spent(job, "timeout")
+	case errors.Is(err, client.ErrTaskNotFound):
+		g.log.Warn("gateway: the upstream no longer knows a task", "tool", name)
+		return nil, mcp.NewError(mcp.CodeInternalError, textTaskLost)
+	case errors.As(err, &auth):
+		g.log.Warn("gateway: following an upstream task failed", "tool", name, "category", string(catAuth))
+		return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
+	}
+	cat := classify(fctx, err)
+	g.log.Warn("gateway: following an upstream task failed; the next run follows it again", "tool", name, "category", string(cat))
+	// Following again repeats no call: retried for every task tool.
+	return nil, worker.Unavailable(fmt.Errorf("gateway: following the upstream task: %s", cat))
+}
+
+// spent marks the job's upstream task spent, so that the next run of the
+// retry tool calls again, and returns the error that retries the job.
+func (g *Gateway) spent(job *worker.Job, what string) (*mcp.CallToolResult, error) {
+	if err := job.Checkpoint(upstreamTaskState{}); err != nil && !errors.Is(err, worker.ErrNoCheckpoints) {
+		return nil, fmt.Errorf("gateway: marking the upstream task spent: %w", err)
+	}
+	return nil, fmt.Errorf("gateway: upstream task %s", what)
+}
+
+// cancelUpstream sends tasks/cancel for t, best effort, within
+// cancelTimeout.
+func (g *Gateway) cancelUpstream(t upstreamTask, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	if err := t.Cancel(ctx); err != nil {
+		g.log.Warn("gateway: cancelling an upstream task failed", "tool", name, "category", string(classify(ctx, err)))
+	}
+}
+
+// relayInput handles an upstream task that waits for input: the relaying
+// of its requests to the downstream client is not there yet, so the
+// upstream task is cancelled and the run completes with an isError result
+// saying so, as an inline call's input request does.
+func (g *Gateway) relayInput(_ context.Context, _ *worker.Job, name string, t upstreamTask, _ *mcp.DetailedTask) error {
+	g.log.Warn("gateway: an upstream task asks for input, which is not relayed; cancelling it", "tool", name)
+	g.cancelUpstream(t, name)
+	return worker.ToolError(textInput)
+}
+
+// taskPoll is the interval before the next tasks/get of d: the upstream's
+// suggestion, clamped.
+func taskPoll(d *mcp.DetailedTask) time.Duration {
+	switch {
+	case d.PollIntervalMs == nil:
+		return defaultTaskPoll
+	case *d.PollIntervalMs >= maxTaskPoll.Milliseconds():
+		return maxTaskPoll
+	}
+	return max(time.Duration(*d.PollIntervalMs)*time.Millisecond, minTaskPoll)
+}
+
+// within runs one upstream request fn within taskRequestTimeout.
+func within[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, taskRequestTimeout)
+	defer cancel()
+	return fn(ctx)
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
