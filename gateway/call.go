@@ -24,7 +24,8 @@ const (
 		"and is not repeated, since the tool is not marked safe to retry."
 	textShutdown = "The upstream call was interrupted by a gateway shutdown and is not repeated, " +
 		"since the tool is not marked safe to retry."
-	textInput = "The upstream tool asked for input, which the gateway does not relay yet."
+	textInput      = "The upstream tool asked for input, which the gateway does not relay for a call it passes through inline."
+	textInputStdio = "The upstream tool asked for input, which the gateway does not relay from a stdio upstream."
 )
 
 // maxUpstreamMessage bounds the upstream's error message passed on to the
@@ -62,7 +63,7 @@ func classify(ctx context.Context, err error) category {
 	switch {
 	case errors.Is(err, errToolGone):
 		return catGone
-	case errors.As(err, &input):
+	case errors.As(err, &input), errors.Is(err, errNotRelayed):
 		return catInput
 	case errors.As(err, &rpc):
 		return catRPC
@@ -159,17 +160,26 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 func (g *Gateway) runTask(name string) worker.RawHandler {
 	retry := g.isRetry(name)
 	return func(ctx context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
-		// An upstream that offers tasks runs the call as a task of its
-		// own, which a later run follows instead of calling again
-		// (uptask.go).
-		if res, handled, err := g.runUpstreamTask(ctx, job, name, retry); handled {
+		// Input the upstream asks for is relayed as the task's input
+		// round (relay.go); an upstream that offers tasks runs the call
+		// as a task of its own, which a later run follows instead of
+		// calling again (uptask.go).
+		rctx, relayed := withRelay(ctx, job, retry)
+		res, handled, err := g.runUpstreamTask(rctx, job, name, retry)
+		if res, err, settled := g.settleRelay(ctx, relayed, name, err); settled {
+			return res, err
+		}
+		if handled {
 			return res, err
 		}
 		if !retry && job.InterruptedRuns() > 0 {
 			g.log.Warn("gateway: interrupted call of a tool not safe to retry is not repeated", "tool", name)
 			return nil, mcp.NewError(mcp.CodeInternalError, textInterrupted)
 		}
-		cctx, res, err := g.call(ctx, g.plans[name].timeout, name, job.Arguments(), jobProgress(job))
+		cctx, res, err := g.call(rctx, g.plans[name].timeout, name, job.Arguments(), jobProgress(job))
+		if res, err, settled := g.settleRelay(ctx, relayed, name, err); settled {
+			return res, err
+		}
 		if err == nil {
 			return res, nil
 		}
@@ -198,8 +208,11 @@ func (g *Gateway) taskCallFailure(ctx, cctx context.Context, name string, retry 
 	g.log.Warn("gateway: upstream call of a task failed", "tool", name, "category", string(cat), "retry", retry)
 	var rpc *client.RPCError
 	switch {
+	case cat == catInput && !retry:
+		return nil, worker.ToolError(textNotRelayed)
 	case cat == catInput:
-		return nil, worker.ToolError(textInput)
+		// A stdio upstream's requests are not tied to a call.
+		return nil, worker.ToolError(textInputStdio)
 	case cat == catAuth:
 		return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
 	case cat == catGone:

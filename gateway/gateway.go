@@ -210,6 +210,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
 			if g.isRetry(t.Name) {
 				rt.MaxAttempts = g.plans[t.Name].maxAttempts
+				rt.TaskInput = relayKinds
 			}
 			durable.AddRaw(tools, rt)
 			continue

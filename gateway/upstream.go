@@ -47,7 +47,10 @@ func newHTTPUpstream(opts Options) (*httpUpstream, error) {
 		// The gateway runs the upstream's calls itself: it declares no
 		// tasks, so that the upstream answers every call inline.
 		DisableTasks: true,
-		Logger:       opts.Logger,
+		// Input the upstream asks for during a task run is relayed to the
+		// task's client (relay.go).
+		Handlers: relayHandlers(),
+		Logger:   opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("upstream client: %w", err)

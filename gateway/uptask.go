@@ -97,7 +97,10 @@ func newTaskCaller(opts Options) (taskCaller, error) {
 		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
 		MinPollInterval:  minTaskPoll,
 		MaxPollInterval:  maxTaskPoll,
-		Logger:           opts.Logger,
+		// Input an upstream asks for during a run (inline, not of its
+		// tasks) is relayed as the task's input round (relay.go).
+		Handlers: relayHandlers(),
+		Logger:   opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("upstream task client: %w", err)

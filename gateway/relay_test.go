@@ -1,0 +1,137 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/gateway"
+	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/server"
+)
+
+// DeployOut is the result of the asking upstream's deploy tools.
+type DeployOut struct {
+	Approved bool `json:"approved"`
+	Call     int  `json:"call"`
+}
+
+// newAskingUpstream serves ask.deploy and once.deploy, which ask their
+// caller to approve before answering (a 2026-07-28 input round, or
+// elicitation/create on the call's stream in a 2025-era session), and
+// counts their calls.
+func newAskingUpstream(t *testing.T) (url string, calls *atomic.Int64) {
+	t.Helper()
+	calls = new(atomic.Int64)
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "asking", Version: "1.0.0"})
+	deploy := func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, DeployOut, error) {
+		n := int(calls.Add(1))
+		ans, ok := req.InputResponses["approve"]
+		if !ok {
+			form := mcp.NewElicitFormRequest("Deploy to production?",
+				[]byte(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
+			return nil, DeployOut{}, server.InputRequired(mcp.InputRequests{"approve": form}, []byte("round-1"))
+		}
+		var er mcp.ElicitResult
+		if err := json.Unmarshal(ans, &er); err != nil {
+			return nil, DeployOut{}, err
+		}
+		return nil, DeployOut{Approved: er.Action == mcp.ElicitActionAccept && er.Content["ok"] == true, Call: n}, nil
+	}
+	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"}, deploy)
+	server.AddTool(ep, &mcp.Tool{Name: "once.deploy"}, deploy)
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs.URL + "/mcp", calls
+}
+
+// TestUpstreamInputBecomesAnInputRound: an upstream's request for input
+// during a task run of a retry tool becomes the downstream task's input
+// round; the client's answer reaches the upstream on the next call. A
+// tool not safe to retry is not relayed: its task says why. Both for a
+// 2026-07-28 upstream (input_required rounds) and a 2025-11-25 one
+// (elicitation/create on the call's stream).
+func TestUpstreamInputBecomesAnInputRound(t *testing.T) {
+	for _, version := range []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125} {
+		t.Run(version, func(t *testing.T) {
+			upURL, calls := newAskingUpstream(t)
+			url := startGateway(t, gateway.Options{
+				Upstream:         upURL,
+				ProtocolVersions: []string{version},
+				TaskTools:        []string{"*.deploy"},
+				RetryTools:       []string{"ask.deploy"},
+			})
+			var asked atomic.Int64
+			c, err := client.New(url, client.Options{
+				Token: func(context.Context) (string, error) { return "alice", nil },
+				Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+					asked.Add(1)
+					if p.Message != "Deploy to production?" {
+						t.Errorf("the client was asked %q", p.Message)
+					}
+					return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+				}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+
+			res, err := c.Call(ctx, "ask.deploy", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Task == nil {
+				t.Fatalf("ask.deploy answered inline: %+v", res.Result)
+			}
+			out, err := res.Task.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The upstream's handler ran three times: the first run's call
+			// asked (1); the run after the answer called again, was asked
+			// again (2) and answered with the client's answer, which the
+			// upstream's handler then got (3: the round's second request
+			// in 2026-07-28, the handler resumed after elicitation/create
+			// in 2025-11-25).
+			const wantCall = 3
+			if diff := cmp.Diff(DeployOut{Approved: true, Call: wantCall}, structured[DeployOut](t, out)); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the client was asked %d times, want 1", n)
+			}
+
+			before := calls.Load()
+			res, err = c.Call(ctx, "once.deploy", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err = res.Task.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !out.IsError || !strings.Contains(resultText(out), "relays only for tools marked safe to retry") {
+				t.Errorf("once.deploy: %+v, want an isError result saying input is relayed only for retry tools", out)
+			}
+			if n := calls.Load() - before; n != 1 {
+				t.Errorf("once.deploy called the upstream %d times, want 1", n)
+			}
+		})
+	}
+}
