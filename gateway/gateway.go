@@ -208,9 +208,11 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 	for _, t := range g.tools {
 		if g.isTask(t.Name) {
 			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
+			// Relayed input: an upstream task's of every task tool, an
+			// inline call's of retry tools (relay.go).
+			rt.TaskInput = relayKinds
 			if g.isRetry(t.Name) {
 				rt.MaxAttempts = g.plans[t.Name].maxAttempts
-				rt.TaskInput = relayKinds
 			}
 			durable.AddRaw(tools, rt)
 			continue

@@ -4,16 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/gateway"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/server"
+	"github.com/taskwire/taskwire/store"
+	"github.com/taskwire/taskwire/task"
+	"github.com/taskwire/taskwire/worker"
 )
 
 // DeployOut is the result of the asking upstream's deploy tools.
@@ -133,5 +141,95 @@ func TestUpstreamInputBecomesAnInputRound(t *testing.T) {
 				t.Errorf("once.deploy called the upstream %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// TestUpstreamTaskInputRelayed: an upstream task that asks for input
+// (input_required with its requests in tasks/get) becomes the downstream
+// task's input round; the client's answer goes to the upstream task with
+// tasks/update, and the task completes with one upstream task for it, for
+// a tool not marked safe to retry too: nothing is called again.
+func TestUpstreamTaskInputRelayed(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		tasks = map[string]bool{} // upstream task IDs its handler ran for
+	)
+	var tools durable.Set
+	durable.Add(&tools, durable.Tool[struct{}, DeployOut]{
+		Tool: &mcp.Tool{Name: "approve.task", Description: "Asks, then deploys."},
+		Run: func(ctx context.Context, job *worker.Job, _ struct{}) (DeployOut, error) {
+			mu.Lock()
+			tasks[job.TaskID()] = true
+			mu.Unlock()
+			raw, err := job.Ask(ctx, "approve", mcp.NewElicitFormRequest("Deploy to production?",
+				[]byte(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`)))
+			if err != nil {
+				return DeployOut{}, err
+			}
+			var er mcp.ElicitResult
+			if err := json.Unmarshal(raw, &er); err != nil {
+				return DeployOut{}, err
+			}
+			return DeployOut{Approved: er.Action == mcp.ElicitActionAccept && er.Content["ok"] == true, Call: job.InputRounds()}, nil
+		},
+		TaskOptions: durable.TaskOptions{PollInterval: 50 * time.Millisecond, TaskInput: []string{task.InputElicitationForm}},
+	})
+	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "upstream", Version: "1.0.0"})
+	up, err := node.New(node.Config{
+		Addr:          "127.0.0.1:0",
+		StoreSpec:     node.StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: filepath.Join(t.TempDir(), "upstream.db")}},
+		Endpoint:      ep,
+		Tools:         &tools,
+		Workers:       2,
+		PollInterval:  20 * time.Millisecond,
+		ShutdownGrace: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := up.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = up.Shutdown() })
+
+	url := startGateway(t, gateway.Options{Upstream: up.URL(), TaskTools: []string{"*.task"}})
+	var asked atomic.Int64
+	c, err := client.New(url, client.Options{
+		Token: func(context.Context) (string, error) { return "alice", nil },
+		Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			if p.Message != "Deploy to production?" {
+				t.Errorf("the client was asked %q", p.Message)
+			}
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	res, err := c.Call(ctx, "approve.task", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task == nil {
+		t.Fatalf("approve.task answered inline: %+v", res.Result)
+	}
+	out, err := res.Task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := structured[DeployOut](t, out); !got.Approved {
+		t.Errorf("result %+v, want approved", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the client was asked %d times, want 1", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tasks) != 1 {
+		t.Errorf("the upstream ran %d tasks, want 1: the gateway called it again", len(tasks))
 	}
 }

@@ -218,6 +218,7 @@ func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, 
 	fctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
 	defer cancel()
 	last := ""
+	answered := map[string]bool{}
 	for {
 		d, err := within(fctx, t.Get)
 		if err != nil {
@@ -231,7 +232,7 @@ func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, 
 		case d.Status.Terminal():
 			return g.taskOutcome(ctx, fctx, job, name, retry, t, d)
 		case d.Status == mcp.TaskInputRequired:
-			if err := g.relayInput(fctx, job, name, t, d); err != nil {
+			if err := g.relayInput(fctx, job, name, t, d, answered); err != nil {
 				return nil, err
 			}
 		}
@@ -325,14 +326,58 @@ func (g *Gateway) cancelUpstream(t upstreamTask, name string) {
 	}
 }
 
-// relayInput handles an upstream task that waits for input: the relaying
-// of its requests to the downstream client is not there yet, so the
-// upstream task is cancelled and the run completes with an isError result
-// saying so, as an inline call's input request does.
-func (g *Gateway) relayInput(_ context.Context, _ *worker.Job, name string, t upstreamTask, _ *mcp.DetailedTask) error {
-	g.log.Warn("gateway: an upstream task asks for input, which is not relayed; cancelling it", "tool", name)
-	g.cancelUpstream(t, name)
-	return worker.ToolError(textInput)
+// relayInput relays the input requests of the upstream task t, which d
+// shows input_required, as the job's input round (worker.Job.Ask, under
+// keys derived from t and the request): while the client has not answered
+// them all, the run ends waiting (worker.ErrInputPending) and the next run
+// follows t again; once it has, the answers go to t (tasks/update) and the
+// run follows on. answered holds the upstream keys this run has answered,
+// so that t, still input_required at the next poll, is not answered twice.
+// No call is repeated, so this holds for every task tool. A task that asks
+// without listing its requests in tasks/get (2025-11-25 sends them on the
+// tasks/result stream) is cancelled and the run fails saying input is not
+// relayed.
+func (g *Gateway) relayInput(ctx context.Context, job *worker.Job, name string, t upstreamTask, d *mcp.DetailedTask, answered map[string]bool) error {
+	if len(d.InputRequests) == 0 {
+		g.log.Warn("gateway: an upstream task asks for input it does not list; cancelling it", "tool", name)
+		g.cancelUpstream(t, name)
+		return worker.ToolError(textTaskInput)
+	}
+	responses := mcp.InputResponses{}
+	pending := false
+	for key, req := range d.InputRequests {
+		if answered[key] || req == nil {
+			continue
+		}
+		ans, err := job.Ask(ctx, taskInputKey(t.ID(), key, req), req)
+		switch {
+		case errors.Is(err, worker.ErrInputPending):
+			pending = true
+		case err != nil:
+			return err
+		default:
+			responses[key] = ans
+		}
+	}
+	if pending {
+		return worker.ErrInputPending
+	}
+	if len(responses) == 0 {
+		return nil
+	}
+	if _, err := within(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, t.Answer(ctx, responses) }); err != nil {
+		return fmt.Errorf("gateway: answering the upstream task: %w", err)
+	}
+	for key := range responses {
+		answered[key] = true
+	}
+	return nil
+}
+
+// taskInputKey is the input round key of the request key of upstream task
+// id: another upstream task of the same job (a retry's) asks anew.
+func taskInputKey(id, key string, req *mcp.InputRequest) string {
+	return inputKey(req.Method, []byte(id+"\x00"+key+"\x00"+string(req.Params)))
 }
 
 // taskPoll is the interval before the next tasks/get of d: the upstream's
