@@ -25,7 +25,6 @@ const (
 	textShutdown = "The upstream call was interrupted by a gateway shutdown and is not repeated, " +
 		"since the tool is not marked safe to retry."
 	textInput      = "The upstream tool asked for input, which the gateway does not relay for a call it passes through inline."
-	textTaskInput  = "The upstream task asked for input without listing it in tasks/get, which the gateway does not relay."
 	textInputStdio = "The upstream tool asked for input, which the gateway does not relay from a stdio upstream."
 )
 

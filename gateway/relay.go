@@ -55,8 +55,20 @@ type relayRun struct {
 	cancel context.CancelCauseFunc // ends the upstream call once input is pending
 
 	mu      sync.Mutex
-	pending bool // a request was recorded as pending: the run must end
-	refused bool // a request was refused (not a retry tool)
+	task    string // the upstream task the run follows, if any
+	pending bool   // a request was recorded as pending: the run must end
+	refused bool   // a request was refused (not a retry tool)
+}
+
+// following records that the run of ctx follows the upstream task id: its
+// requests (2025-11-25 sends them on the stream of tasks/result) are
+// relayed for every task tool, since answering them repeats no call.
+func following(ctx context.Context, id string) {
+	if r, _ := ctx.Value(relayKey{}).(*relayRun); r != nil {
+		r.mu.Lock()
+		r.task = id
+		r.mu.Unlock()
+	}
 }
 
 // withRelay returns the context of a run's upstream call, carrying r, and
@@ -105,17 +117,23 @@ func relay(ctx context.Context, method string, params, out any) error {
 	if r == nil {
 		return errNotRelayed // a pass-through call
 	}
-	if !r.retry {
-		r.mu.Lock()
+	r.mu.Lock()
+	followed := r.task
+	if !r.retry && followed == "" {
 		r.refused = true
 		r.mu.Unlock()
 		return errNotRelayed
 	}
+	r.mu.Unlock()
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("gateway: encoding the upstream's %s: %w", method, err)
 	}
-	answer, err := r.job.Ask(ctx, inputKey(method, raw), &mcp.InputRequest{Method: method, Params: raw})
+	key := inputKey(method, raw)
+	if followed != "" {
+		key = taskInputKey(followed, "", &mcp.InputRequest{Method: method, Params: raw})
+	}
+	answer, err := r.job.Ask(ctx, key, &mcp.InputRequest{Method: method, Params: raw})
 	if errors.Is(err, worker.ErrInputPending) {
 		r.mu.Lock()
 		r.pending = true

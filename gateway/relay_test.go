@@ -148,8 +148,16 @@ func TestUpstreamInputBecomesAnInputRound(t *testing.T) {
 // (input_required with its requests in tasks/get) becomes the downstream
 // task's input round; the client's answer goes to the upstream task with
 // tasks/update, and the task completes with one upstream task for it, for
-// a tool not marked safe to retry too: nothing is called again.
+// a tool not marked safe to retry too: nothing is called again. Under
+// 2025-11-25 the upstream sends its request on the stream of tasks/result
+// instead, and the gateway answers it there.
 func TestUpstreamTaskInputRelayed(t *testing.T) {
+	for _, version := range []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125} {
+		t.Run(version, func(t *testing.T) { testUpstreamTaskInputRelayed(t, version) })
+	}
+}
+
+func testUpstreamTaskInputRelayed(t *testing.T, version string) {
 	var (
 		mu    sync.Mutex
 		tasks = map[string]bool{} // upstream task IDs its handler ran for
@@ -194,7 +202,7 @@ func TestUpstreamTaskInputRelayed(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = up.Shutdown() })
 
-	url := startGateway(t, gateway.Options{Upstream: up.URL(), TaskTools: []string{"*.task"}})
+	url := startGateway(t, gateway.Options{Upstream: up.URL(), ProtocolVersions: []string{version}, TaskTools: []string{"*.task"}})
 	var asked atomic.Int64
 	c, err := client.New(url, client.Options{
 		Token: func(context.Context) (string, error) { return "alice", nil },

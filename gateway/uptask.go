@@ -217,6 +217,7 @@ func (g *Gateway) record(ctx context.Context, job *worker.Job, name string, retr
 func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) (*mcp.CallToolResult, error) {
 	fctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
 	defer cancel()
+	following(ctx, t.ID())
 	last := ""
 	answered := map[string]bool{}
 	for {
@@ -231,8 +232,13 @@ func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, 
 		switch {
 		case d.Status.Terminal():
 			return g.taskOutcome(ctx, fctx, job, name, retry, t, d)
+		case d.Status == mcp.TaskInputRequired && len(d.InputRequests) == 0:
+			// A 2025-11-25 task sends its requests on the stream of
+			// tasks/result, where the client's handlers relay them
+			// (relay.go); it answers once the task has finished.
+			return g.waitOutcome(ctx, fctx, job, name, retry, t, t.Wait)
 		case d.Status == mcp.TaskInputRequired:
-			if err := g.relayInput(fctx, job, name, t, d, answered); err != nil {
+			if err := g.relayInput(fctx, job, t, d, answered); err != nil {
 				return nil, err
 			}
 		}
@@ -252,7 +258,16 @@ func (g *Gateway) taskOutcome(ctx, fctx context.Context, job *worker.Job, name s
 	}
 	// Under 2026-07-28 the outcome is in d; under 2025-11-25 it takes
 	// tasks/result, which answers at once for a finished task.
-	res, err := within(fctx, t.Wait)
+	return g.waitOutcome(ctx, fctx, job, name, retry, t, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return within(ctx, t.Wait)
+	})
+}
+
+// waitOutcome is the run's outcome from wait, which returns the outcome of
+// the upstream task t (its result, or the client's task errors).
+func (g *Gateway) waitOutcome(ctx, fctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask,
+	wait func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	res, err := wait(fctx)
 	var (
 		failed    *client.TaskFailedError
 		cancelled *client.TaskCancelledError
@@ -333,16 +348,8 @@ func (g *Gateway) cancelUpstream(t upstreamTask, name string) {
 // follows t again; once it has, the answers go to t (tasks/update) and the
 // run follows on. answered holds the upstream keys this run has answered,
 // so that t, still input_required at the next poll, is not answered twice.
-// No call is repeated, so this holds for every task tool. A task that asks
-// without listing its requests in tasks/get (2025-11-25 sends them on the
-// tasks/result stream) is cancelled and the run fails saying input is not
-// relayed.
-func (g *Gateway) relayInput(ctx context.Context, job *worker.Job, name string, t upstreamTask, d *mcp.DetailedTask, answered map[string]bool) error {
-	if len(d.InputRequests) == 0 {
-		g.log.Warn("gateway: an upstream task asks for input it does not list; cancelling it", "tool", name)
-		g.cancelUpstream(t, name)
-		return worker.ToolError(textTaskInput)
-	}
+// No call is repeated, so this holds for every task tool.
+func (g *Gateway) relayInput(ctx context.Context, job *worker.Job, t upstreamTask, d *mcp.DetailedTask, answered map[string]bool) error {
 	responses := mcp.InputResponses{}
 	pending := false
 	for key, req := range d.InputRequests {
