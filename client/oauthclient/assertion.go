@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -19,8 +15,6 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // MaxAssertionBytes bounds an assertion (and the output of the command
@@ -150,47 +144,15 @@ func jwtExpiry(s string) (time.Time, bool) {
 // iss and sub the client ID, aud the authorization server's issuer, a
 // fresh jti and a one-minute lifetime.
 func (a *Authorizer) clientAssertion(issuer string) (string, error) {
-	method, err := signingMethod(a.opts.ClientKey)
-	if err != nil {
-		return "", err
-	}
 	now := a.opts.Now()
-	tok := jwt.NewWithClaims(method, jwt.MapClaims{
+	s, err := signJWT(a.opts.ClientKey, a.opts.ClientKeyID, map[string]any{
 		"iss": a.opts.ClientID, "sub": a.opts.ClientID, "aud": issuer, "jti": randomString(),
 		"iat": now.Unix(), "exp": now.Add(clientAssertionTTL).Unix(),
 	})
-	if a.opts.ClientKeyID != "" {
-		tok.Header["kid"] = a.opts.ClientKeyID
-	}
-	s, err := tok.SignedString(a.opts.ClientKey)
 	if err != nil {
-		return "", fmt.Errorf("oauthclient: sign the client assertion: %w", err)
+		return "", fmt.Errorf("oauthclient: the client assertion: %w", err)
 	}
 	return s, nil
-}
-
-// signingMethod is the JWS algorithm for key: ES256, ES384 or ES512 by
-// curve, RS256, or EdDSA.
-func signingMethod(key crypto.Signer) (jwt.SigningMethod, error) {
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return jwt.SigningMethodES256, nil
-		case elliptic.P384():
-			return jwt.SigningMethodES384, nil
-		case elliptic.P521():
-			return jwt.SigningMethodES512, nil
-		}
-	case *rsa.PrivateKey:
-		if k.N.BitLen() >= 2048 {
-			return jwt.SigningMethodRS256, nil
-		}
-		return nil, errors.New("oauthclient: ClientKey: an RSA key needs at least 2048 bits")
-	case ed25519.PrivateKey:
-		return jwt.SigningMethodEdDSA, nil
-	}
-	return nil, fmt.Errorf("oauthclient: ClientKey: unsupported key type %T (want an ECDSA P-256/384/521, RSA or Ed25519 private key)", key)
 }
 
 // ParsePrivateKey reads the first private key of PEM data: PKCS #8
@@ -224,7 +186,7 @@ func ParsePrivateKey(data []byte) (crypto.Signer, error) {
 		if !ok {
 			return nil, fmt.Errorf("oauthclient: unsupported private key type %T", key)
 		}
-		if _, err := signingMethod(signer); err != nil {
+		if _, _, err := jwsAlg(signer); err != nil {
 			return nil, err
 		}
 		return signer, nil

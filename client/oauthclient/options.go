@@ -154,7 +154,7 @@ func (o Options) checkMachine() []error {
 		if o.ClientSecret != "" {
 			errs = append(errs, errors.New("ClientKey and ClientSecret exclude each other"))
 		}
-		if _, err := signingMethod(o.ClientKey); err != nil {
+		if _, _, err := jwsAlg(o.ClientKey); err != nil {
 			errs = append(errs, err)
 		}
 	}
