@@ -28,6 +28,12 @@
 #               each against the suite's own authorization server
 #   2026-07-28  the Skills extension's sep-2640-client-no-prefetch,
 #               -verify-digest, -verify-size and -verify-frontmatter
+#   2026-07-28  the machine-to-machine extensions' auth/client-credentials-basic,
+#               -jwt (SEP-1046), auth/wif-jwt-bearer (SEP-1933) and
+#               auth/enterprise-managed-authorization (SEP-990)
+#   2025-03-26  auth/2025-03-26-oauth-metadata-backcompat and
+#               -endpoint-fallback (no resource metadata: the authorization
+#               server at the root, then its default endpoints)
 #
 # After the 2026-07-28 run (or with CONFORMANCE_REVISIONS naming it), the
 # server extension scenarios sep-2640-skills-directory, -enumeration and
@@ -116,7 +122,11 @@ readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-meta
 2026-07-28:auth/iss-wrong-issuer 2026-07-28:auth/iss-unexpected \
 2026-07-28:auth/iss-normalized 2026-07-28:auth/metadata-issuer-mismatch \
 2026-07-28:sep-2640-client-no-prefetch 2026-07-28:sep-2640-client-verify-digest \
-2026-07-28:sep-2640-client-verify-size 2026-07-28:sep-2640-client-verify-frontmatter"
+2026-07-28:sep-2640-client-verify-size 2026-07-28:sep-2640-client-verify-frontmatter \
+2026-07-28:auth/client-credentials-basic 2026-07-28:auth/client-credentials-jwt \
+2026-07-28:auth/wif-jwt-bearer 2026-07-28:auth/enterprise-managed-authorization \
+2025-03-26:auth/2025-03-26-oauth-metadata-backcompat \
+2025-03-26:auth/2025-03-26-oauth-endpoint-fallback"
 # Extension scenarios of the server the fixture serves (in no requirement
 # set; run one by one at 2026-07-28 with --force): every check must be
 # SUCCESS, none SKIPPED, FAILURE or WARNING.

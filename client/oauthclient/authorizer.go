@@ -91,7 +91,7 @@ func (a *Authorizer) Logout() error {
 // redirect, then stores the token. It returns the new record (which holds the token: do not log
 // it).
 func (a *Authorizer) Login(ctx context.Context) (*Record, error) {
-	if a.opts.OpenURL == nil {
+	if a.opts.OpenURL == nil && a.opts.Grant == nil {
 		return nil, ErrNoOpenURL
 	}
 	ch := a.probe(ctx)
@@ -157,7 +157,7 @@ func (a *Authorizer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ch, stepUp, ok := a.wantsAuth(resp, rec)
-	if !ok || a.opts.OpenURL == nil || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+	if !ok || (a.opts.OpenURL == nil && a.opts.Grant == nil) || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 		return resp, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -282,7 +282,7 @@ func (a *Authorizer) valid(ctx context.Context) (*Record, error) {
 		return rec, nil
 	}
 	if rec.RefreshToken == "" {
-		return nil, nil
+		return a.regrantExpired(ctx, rec), nil
 	}
 	next, err := a.refreshLocked(ctx, rec)
 	if err != nil {
@@ -290,6 +290,21 @@ func (a *Authorizer) valid(ctx context.Context) (*Record, error) {
 		return nil, nil
 	}
 	return next, nil
+}
+
+// regrantExpired runs Options.Grant again for rec, a machine flow's
+// expired token; nil when there is no grant or it failed (the server's 401
+// then runs the whole flow). a.mu must be held.
+func (a *Authorizer) regrantExpired(ctx context.Context, rec *Record) *Record {
+	if a.opts.Grant == nil || rec.Grant != a.opts.Grant.grantType() || rec.TokenURL == "" {
+		return nil
+	}
+	next, err := a.regrantLocked(ctx, rec)
+	if err != nil {
+		a.opts.Logger.Info("oauthclient: grant for an expired token failed", "issuer", rec.Issuer, "err", err)
+		return nil
+	}
+	return next
 }
 
 func (a *Authorizer) expired(r *Record) bool {

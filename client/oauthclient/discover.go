@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -281,8 +280,8 @@ func serverMetadataURLs(issuer *url.URL) []string {
 	}
 }
 
-// discoverServer fetches issuer's metadata and checks its issuer and PKCE
-// support.
+// discoverServer fetches issuer's metadata and checks its issuer and its
+// endpoints (PKCE support is the authorization code flow's to check).
 func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*serverMetadata, error) {
 	iu, err := checkEndpoint("authorization server", issuer)
 	if err != nil {
@@ -306,15 +305,12 @@ func (a *Authorizer) discoverServer(ctx context.Context, issuer string) (*server
 		if md.Issuer != issuer {
 			return nil, fmt.Errorf("%w: metadata fetched for %q names %q", ErrIssuerMismatch, issuer, md.Issuer)
 		}
-		if !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
-			return nil, errors.New("oauthclient: the authorization server does not advertise PKCE S256")
-		}
 		for _, e := range [][2]string{
 			{"authorization endpoint", md.AuthorizationEndpoint},
 			{"token endpoint", md.TokenEndpoint},
 			{"registration endpoint", md.RegistrationEndpoint},
 		} {
-			if e[1] == "" && e[0] == "registration endpoint" {
+			if e[1] == "" && e[0] != "token endpoint" {
 				continue
 			}
 			if _, err := checkEndpoint(e[0], e[1]); err != nil {

@@ -17,6 +17,19 @@
 // requests. On a 403 with error="insufficient_scope" it authorizes again
 // with the union of the scopes it had and the scopes the challenge names.
 //
+// A server that publishes no resource metadata is taken for a 2025-03-26
+// server: the authorization server is its origin, with its metadata at the
+// root or, failing that, the default /authorize, /token and /register.
+//
+// Machines, with no user to send to a browser, set Options.Grant instead:
+// [ClientCredentials] (client_secret_basic, client_secret_post or
+// private_key_jwt with Options.ClientKey), [JWTBearer] for workload
+// identity (the platform's token read by [AssertionFile] or
+// [AssertionCommand] at every token request), or
+// [EnterpriseAuthorization] (an RFC 8693 exchange of the user's ID token
+// at the enterprise IdP for an ID-JAG, then the JWT bearer grant). The
+// grant runs again when its token expires; no refresh token is kept.
+//
 // The Authorizer is an http.RoundTripper (put it in client.Options.Transport)
 // that attaches the token and, after obtaining a new one, retries a request
 // once; its Token method fits client.Options.Token for callers that only

@@ -37,20 +37,26 @@ func (e *AuthorizationError) Error() string {
 // callbackPath is the loopback redirect URI's path.
 const callbackPath = "/callback"
 
-// flowLocked runs discovery, registration and the authorization code flow,
-// and keeps the token; a.mu must be held.
+// flowLocked runs discovery, registration and the authorization code flow
+// (or, with Options.Grant, the machine grant), and keeps the token; a.mu
+// must be held.
 func (a *Authorizer) flowLocked(ctx context.Context, ch Challenge, scopes []string) (*Record, error) {
+	if a.opts.Grant != nil {
+		return a.grantLocked(ctx, ch, scopes)
+	}
 	if a.opts.OpenURL == nil {
 		return nil, ErrNoOpenURL
 	}
-	prm, err := a.discoverResource(ctx, ch)
+	prm, asm, err := a.discover(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
-	issuer := prm.AuthorizationServers[0]
-	asm, err := a.discoverServer(ctx, issuer)
-	if err != nil {
-		return nil, err
+	issuer := asm.Issuer
+	if asm.AuthorizationEndpoint == "" {
+		return nil, errors.New("oauthclient: the authorization server has no authorization endpoint")
+	}
+	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+		return nil, errors.New("oauthclient: the authorization server does not advertise PKCE S256")
 	}
 	if len(scopes) == 0 {
 		scopes = slices.Clone(prm.ScopesSupported)

@@ -2,6 +2,7 @@ package oauthclient
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,18 @@ type Options struct {
 	// authorization server supports Client ID Metadata Documents, and
 	// dynamic client registration (RFC 7591) otherwise.
 	ClientID, ClientSecret string
+	// ClientKey, with ClientID, authenticates the client at the token
+	// endpoint with a JWT it signs (private_key_jwt, RFC 7523 §2.2) instead
+	// of a secret: an *ecdsa.PrivateKey (P-256, P-384 or P-521), an
+	// *rsa.PrivateKey of at least 2048 bits or an ed25519.PrivateKey (see
+	// ParsePrivateKey). It excludes ClientSecret. ClientKeyID, when set, is
+	// the JWT header's kid.
+	ClientKey   crypto.Signer
+	ClientKeyID string
+	// Grant, when set, obtains tokens with no user (machine to machine):
+	// a *ClientCredentials, *JWTBearer or *EnterpriseAuthorization. It
+	// excludes OpenURL.
+	Grant Grant
 	// ClientIDMetadataURL is the https URL of this client's Client ID
 	// Metadata Document, used as its client_id where supported.
 	ClientIDMetadataURL string
@@ -80,6 +93,7 @@ func (o Options) validate(serverURL string) (Options, *url.URL, error) {
 	if o.ClientSecret != "" && o.ClientID == "" {
 		errs = append(errs, errors.New("ClientSecret needs ClientID"))
 	}
+	errs = append(errs, o.checkMachine()...)
 	if o.ClientIDMetadataURL != "" {
 		cu, err := url.Parse(o.ClientIDMetadataURL)
 		if err != nil || cu.Scheme != "https" || cu.Host == "" || cu.Path == "" || cu.Path == "/" {
@@ -127,4 +141,31 @@ func validScope(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkMachine checks the options of the machine flows: ClientKey and
+// Grant.
+func (o Options) checkMachine() []error {
+	var errs []error
+	if o.ClientKey != nil {
+		if o.ClientID == "" {
+			errs = append(errs, errors.New("ClientKey needs ClientID"))
+		}
+		if o.ClientSecret != "" {
+			errs = append(errs, errors.New("ClientKey and ClientSecret exclude each other"))
+		}
+		if _, _, err := jwsAlg(o.ClientKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.ClientKeyID != "" && o.ClientKey == nil {
+		errs = append(errs, errors.New("ClientKeyID needs ClientKey"))
+	}
+	if o.Grant != nil {
+		if o.OpenURL != nil {
+			errs = append(errs, errors.New("Grant and OpenURL exclude each other"))
+		}
+		errs = append(errs, o.Grant.check(&o)...)
+	}
+	return errs
 }

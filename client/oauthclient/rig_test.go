@@ -29,7 +29,16 @@ type rig struct {
 
 func newRig(t *testing.T, resource string) *rig {
 	t.Helper()
-	r := &rig{iss: testissuer.New(t)}
+	iss := testissuer.New(t)
+	return newRigFor(t, resource, iss, iss.URL, iss.JWKSURL())
+}
+
+// newRigFor is newRig with the authorization server issuer (whose keys are
+// at jwksURL) named in the metadata instead of the test issuer; r.iss is
+// iss, which may be nil.
+func newRigFor(t *testing.T, resource string, iss *testissuer.Issuer, issuer, jwksURL string) *rig {
+	t.Helper()
+	r := &rig{iss: iss}
 	hs := httptest.NewUnstartedServer(nil)
 	r.url = "http://" + hs.Listener.Addr().String() + "/mcp"
 	if resource == "" {
@@ -42,7 +51,7 @@ func newRig(t *testing.T, resource string) *rig {
 		})
 	}
 	rs, err := oauth.New(oauth.Options{
-		Resource: resource, Issuer: r.iss.URL, JWKSURL: r.iss.JWKSURL(),
+		Resource: resource, Issuer: issuer, JWKSURL: jwksURL,
 		ToolScopes:      map[string][]string{"publish": {"reports:write"}},
 		ScopesSupported: []string{"mcp:basic"},
 	})

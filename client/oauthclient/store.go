@@ -28,7 +28,8 @@ type Record struct {
 	// TokenURL is the issuer's token endpoint, for refreshing.
 	TokenURL string `json:"token_url"`
 	// ClientID, ClientSecret and AuthMethod are the client registration:
-	// AuthMethod is "none", "client_secret_basic" or "client_secret_post".
+	// AuthMethod is "none", "client_secret_basic", "client_secret_post" or
+	// "private_key_jwt".
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	AuthMethod   string `json:"auth_method"`
@@ -36,6 +37,10 @@ type Record struct {
 	// named (Scopes when it named none).
 	Scopes  []string `json:"scopes,omitempty"`
 	Granted []string `json:"granted,omitempty"`
+	// Grant is the grant type that obtained the token when it was a
+	// machine flow (Options.Grant): "client_credentials" or the JWT bearer
+	// URN; empty for the authorization code flow.
+	Grant string `json:"grant,omitempty"`
 	// AccessToken, RefreshToken, TokenType and Expiry are the token.
 	AccessToken  string    `json:"access_token"`
 	RefreshToken string    `json:"refresh_token,omitempty"`

@@ -53,24 +53,29 @@ func tokenStore(dir string) (*oauthclient.FileStore, error) {
 func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := cliflags.New("login", "usage: taskwire login URL [flags]\n\n"+
 		"Authorizes taskwire for the MCP server at URL (OAuth 2.1 authorization code with PKCE; the\n"+
-		"browser returns to a listener on 127.0.0.1) and stores the token for later commands.")
+		"browser returns to a listener on 127.0.0.1) and stores the token for later commands.\n\n"+
+		"Machines log in with no browser: --client-credentials (a secret or --client-key-file),\n"+
+		"--assertion-file or --assertion-command (a workload identity token), or --idp-token-url\n"+
+		"(enterprise-managed authorization). Secrets are read from files or the environment only.")
 	clientID := fs.String("client-id", "", "a pre-registered OAuth client `ID`; without it the client uses --client-metadata-url "+
 		"where the authorization server accepts one, else registers itself (dynamic registration)")
 	metadataURL := fs.String("client-metadata-url", "", "the https `URL` of a Client ID Metadata Document describing this client, "+
 		"used as its client ID where supported")
-	clientSecret := fs.String("client-secret", "", "the pre-registered client's `secret` (prefer $TASKWIRE_CLIENT_SECRET: "+
-		"flags are visible to other users)")
 	scopes := fs.String("scopes", "", "extra `scopes` to request, comma- or space-separated, besides those the server names")
 	noBrowser := fs.Bool("no-browser", false, "only print the authorization URL; do not try to open a browser")
 	timeout := fs.Duration("timeout", oauthclient.DefaultRedirectTimeout, "how long to wait for the browser's redirect")
 	dir := fs.String("token-dir", "", "`directory` of the token store (default: the user's config directory/taskwire/tokens)")
+	mf := addMachineFlags(fs)
+	if err := refuseSecretFlags(args); err != nil {
+		return err
+	}
 	url, err := serverURLArgs(fs, args, stdout)
 	if err != nil {
 		return err
 	}
-	secret := *clientSecret
-	if secret == "" {
-		secret = getenv("TASKWIRE_CLIENT_SECRET")
+	secret, err := mf.clientSecret(getenv)
+	if err != nil {
+		return err
 	}
 	if secret != "" && *clientID == "" {
 		return usageErrorf("login: a client secret needs --client-id")
@@ -88,10 +93,17 @@ func loginCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		return nil
 	}
-	az, err := oauthclient.New(url, oauthclient.Options{
+	opts := oauthclient.Options{
 		Store: store, ClientID: *clientID, ClientSecret: secret, ClientIDMetadataURL: *metadataURL,
 		Scopes: strings.FieldsFunc(*scopes, func(r rune) bool { return r == ',' || r == ' ' }), OpenURL: open, RedirectTimeout: *timeout,
-	})
+	}
+	if mf.machine() {
+		opts.OpenURL, opts.ClientIDMetadataURL = nil, ""
+		if err := mf.apply(&opts, getenv); err != nil {
+			return err
+		}
+	}
+	az, err := oauthclient.New(url, opts)
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,11 @@
 //	taskwire task    get|wait|cancel [tools' flags] ID
 //	taskwire task    answer [tools' flags] ID KEY=JSON...
 //	taskwire skills  list|get [tools' flags] [--file PATH] [URI]
-//	taskwire login   URL [--client-id ID] [--client-metadata-url URL] [--client-secret SECRET]
+//	taskwire login   URL [--client-id ID] [--client-metadata-url URL] [--client-secret-file FILE]
 //	                 [--scopes SCOPES] [--no-browser] [--timeout 5m] [--token-dir DIR]
+//	                 [--client-credentials] [--client-key-file PEM] [--client-key-id KID]
+//	                 [--assertion-file FILE | --assertion-command 'CMD ARGS...']
+//	                 [--idp-token-url URL --idp-client-id ID --id-token-file FILE]
 //	taskwire logout  URL [--token-dir DIR]
 //
 // Every command prints its flags with -h (or taskwire help COMMAND). A

@@ -60,7 +60,7 @@ var scenarios = map[string]func(ctx context.Context, url, data string) error{
 
 func run(ctx context.Context, scenario, url, data string) error {
 	if strings.HasPrefix(scenario, "auth/") {
-		return authorized(ctx, url, data)
+		return authorized(ctx, scenario, url, data)
 	}
 	fn, ok := scenarios[scenario]
 	if !ok {
@@ -266,8 +266,9 @@ const conformanceClientMetadataURL = "https://conformance-test.local/client-meta
 // "browser" (testissuer.Approve) requests the authorization URL and follows
 // the redirect, since the suite's servers approve at once; then tools/list
 // and a call of the first tool.
-// The context may hold a pre-registered client_id and client_secret.
-func authorized(ctx context.Context, url, data string) error {
+// The context may hold a pre-registered client_id and client_secret. The
+// machine-to-machine scenarios use a grant instead (machine.go).
+func authorized(ctx context.Context, scenario, url, data string) error {
 	var sc struct {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
@@ -278,7 +279,7 @@ func authorized(ctx context.Context, url, data string) error {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	az, err := oauthclient.New(url, oauthclient.Options{
+	opts := oauthclient.Options{
 		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
 		ClientIDMetadataURL: conformanceClientMetadataURL,
 		ClientName:          "taskwire-conformance-client",
@@ -286,7 +287,13 @@ func authorized(ctx context.Context, url, data string) error {
 		RedirectTimeout:     10 * time.Second,
 		Timeout:             5 * time.Second,
 		Logger:              logger,
-	})
+	}
+	cleanup, err := machineOptions(scenario, data, &opts)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	az, err := oauthclient.New(url, opts)
 	if err != nil {
 		return err
 	}

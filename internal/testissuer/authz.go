@@ -2,6 +2,7 @@ package testissuer
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -46,8 +47,9 @@ type FlowConfig struct {
 
 type registered struct {
 	secret   string
-	method   string // none, client_secret_basic, client_secret_post
+	method   string // none, client_secret_basic, client_secret_post, private_key_jwt
 	redirect []string
+	key      crypto.PublicKey // private_key_jwt (machine.go)
 }
 
 type grant struct {
@@ -129,6 +131,7 @@ func (iss *Issuer) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 	if fc.ScopesSupported != nil {
 		md["scopes_supported"] = fc.ScopesSupported
 	}
+	machineMetadata(md)
 	writeJSON(w, md)
 }
 
@@ -228,6 +231,9 @@ func (iss *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	iss.record("/token", r.PostForm)
+	if iss.serveMachine(w, r) {
+		return
+	}
 	client, ok := iss.clientOf(r)
 	if !ok {
 		tokenError(w, http.StatusUnauthorized, "invalid_client")

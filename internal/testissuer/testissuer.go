@@ -2,7 +2,8 @@
 // serves OpenID and RFC 8414 discovery, a JWKS, an RFC 7662 introspection
 // endpoint and the authorization code flow (an auto-approving /authorize
 // with PKCE S256, /token for codes and refresh tokens with the RFC 8707
-// resource as audience, RFC 7591 /register) over loopback HTTP, and signs
+// resource as audience, RFC 7591 /register), the client credentials and
+// JWT bearer grants (machine.go) over loopback HTTP, and signs
 // access tokens with keys it generates. Keys can be rotated while it runs.
 package testissuer
 
@@ -49,6 +50,7 @@ type Issuer struct {
 	codes    map[string]*grant
 	refresh  map[string]*grant
 	requests map[string][]url.Values
+	trusted  map[string]crypto.PublicKey // workload assertion issuers (machine.go)
 
 	jwksFetches atomic.Int64
 	jwksStatus  atomic.Int32 // when not 0, the status JWKS requests get instead of the keys
@@ -76,7 +78,7 @@ func New(t testing.TB) *Issuer {
 		ClientID: "resource", ClientSecret: "resource-secret",
 		keys: map[string]*Key{}, current: map[string]*Key{}, opaque: map[string]map[string]any{},
 		clients: map[string]*registered{}, codes: map[string]*grant{}, refresh: map[string]*grant{},
-		requests: map[string][]url.Values{},
+		requests: map[string][]url.Values{}, trusted: map[string]crypto.PublicKey{},
 	}
 	for _, alg := range []string{"RS256", "ES256", "EdDSA"} {
 		iss.Rotate(t, alg)
