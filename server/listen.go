@@ -40,6 +40,13 @@ type subscription struct {
 	// Guarded by the registry's mutex.
 	watching map[string]bool
 
+	// lists are the list changes the listen accepted, fixed before it is
+	// watched; pendingLists those changed and not written yet (see
+	// flushLists); listEndpoint the endpoint they are watched on.
+	lists        listBits
+	pendingLists atomic.Uint32
+	listEndpoint string
+
 	mu       sync.Mutex
 	queue    []string
 	queued   map[string]bool
@@ -218,6 +225,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		watching: map[string]bool{},
 		queued:   map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
+		lists: ep.listFilter(filter),
 	}
 	owned := false // the stream's onFinish releases s
 	defer func() {
@@ -226,6 +234,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		}
 	}()
 	srv.subs.watch(s, requested) // hints during authorization are kept
+	srv.subs.watchLists(s, ep.opts.Name)
 
 	grant, err := ep.authorize(ctx, c, requested, false)
 	if err != nil {
@@ -245,7 +254,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	c.stream.writeTimeout = opts.WriteTimeout
 	c.stream.ownKeepAlive = true // the listen loop sends its own keep-alives
 	ack, _ := json.Marshal(&mcp.AcknowledgedParams{
-		Notifications: &mcp.SubscriptionFilter{TaskIDs: accepted},
+		Notifications: acknowledged(accepted, s.lists),
 		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
 	})
 	owned = true // from here on, endListen gives the capacity back
@@ -561,6 +570,9 @@ func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant Subscripti
 	defer s.pmu.Unlock()
 	if s.c.stream.flushPending() != nil {
 		return drainStreamFailed
+	}
+	if r := s.flushLists(); r != drainDone {
+		return r
 	}
 	for ctx.Err() == nil {
 		id, ok := s.next()
