@@ -24,6 +24,7 @@ type Gateway struct {
 	tools    []*mcp.Tool // mirrored, sorted by name
 	slots    chan struct{}
 	log      *slog.Logger
+	cat      *catalog // keeps the mirror current (catalog.go)
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -39,7 +40,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts = opts.withDefaults()
+	cat := newCatalog()
 	c, err := client.New(opts.Upstream, client.Options{
+		OnListChanged:    cat.listChanged,
 		Transport:        opts.Transport,
 		Header:           opts.UpstreamHeaders.Clone(),
 		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout),
@@ -53,7 +56,8 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: upstream client: %w", err)
 	}
-	g := &Gateway{opts: opts, upstream: c, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g := &Gateway{opts: opts, upstream: c, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger, cat: cat}
+	cat.g, cat.up = g, c
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
 	listed, err := c.ListTools(lctx)
@@ -186,6 +190,9 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 			ep.AddRawTool(t, g.passThrough(t.Name))
 		}
 	}
+	if ep != nil {
+		g.cat.register(ep, g.tools)
+	}
 	return nil
 }
 
@@ -193,6 +200,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
+	g.cat.close()
 	if err := g.upstream.Close(); err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
 	}

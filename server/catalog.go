@@ -247,3 +247,17 @@ func (ep *Endpoint) NotifyListChanged(kind ListKind) {
 		s.NotifyListChanged(ep.opts.Name, kind)
 	}
 }
+
+// Tools returns copies of the definitions of the tools the endpoint serves
+// now, in list order (before New: none), whatever a CatalogPolicy would
+// show a caller. It lets code that changes tools at run time (a gateway
+// mirroring another server, say) see which names are taken.
+func (ep *Endpoint) Tools() []*mcp.Tool {
+	cat := ep.live.load()
+	out := make([]*mcp.Tool, len(cat.list))
+	for i, e := range cat.list {
+		t := *e.tool
+		out[i] = &t
+	}
+	return out
+}
