@@ -29,8 +29,38 @@
 // output schemas, annotations and icons; its _meta and execution members
 // are not copied. A tool the gateway cannot serve (a name or schema
 // server.CheckTool refuses, or one larger than Options.MaxToolBytes) is
-// left out and logged by name. The list is not refreshed yet: a tool the
-// upstream adds later is served after the gateway restarts.
+// left out and logged by name.
+//
+// The mirror follows the upstream: the upstream client's list-change
+// callback (client.Options.OnListChanged: the upstream's
+// notifications/tools/list_changed, or a reopened stream after an upstream
+// restart) wakes a refresher that Register starts and Close ends. Once the
+// endpoint is served it lists the upstream's tools again, within
+// Options.ListTimeout, and applies the difference in one
+// server.Endpoint.UpdateTools batch: new inline tools are added, changed
+// ones replaced, tools no longer listed removed (they answer as unknown
+// tools), and changed task tools redefined, so that new calls validate
+// against the new input schema. A task tool that was not there when
+// Register ran is left out and logged until the gateway restarts, since
+// the durable set is fixed once the node is built; so is an upstream tool
+// whose name the endpoint serves for someone else. A failed refresh is
+// retried with backoff (1 s to 30 s). Gateway.Tools still returns the
+// tools listed by New. An endpoint that may start with no tool at all
+// needs server.EndpointOptions.DynamicTools.
+//
+// # Resources, prompts and completion
+//
+// Register makes the upstream serve, on the endpoint, what it advertised
+// when New connected: resources, resource templates and resources/read
+// (server.Endpoint.SetResourceSource), prompts (SetPromptSource) and
+// completion/complete (SetCompletionHandler). Each request is forwarded
+// within Options.CallTimeout and an Options.MaxInFlight slot, with cursors
+// passed through; an upstream JSON-RPC error -32602 stays -32602 and any
+// other is -32603 naming the upstream's code, as for inline tools, except
+// that an unknown resource (-32602 or the 2025 -32002) answers exactly as
+// an unknown local one; a timeout or another failure is -32603 naming its
+// category. The upstream's prompts and resources list changes are passed
+// on to the endpoint's clients.
 //
 // # Task tools
 //
@@ -89,7 +119,7 @@
 //
 // A stdio upstream (a command the gateway starts), upstream tasks that a
 // run after a crash resumes, relaying upstream elicitation and sampling
-// requests as input rounds, refreshing the mirror on
-// notifications/tools/list_changed, passing resources, prompts and
-// completion through, and a configuration file for per-tool settings.
+// requests as input rounds, task tools added by the upstream after
+// start-up, resource subscriptions, and a configuration file for per-tool
+// settings.
 package gateway
