@@ -234,6 +234,13 @@ func TestUpdateToolsBothEras(t *testing.T) {
 	}
 
 	want := []string{"echo: new", "added: new tool"}
+	var defs []string
+	for _, tl := range r.ep.Tools() {
+		defs = append(defs, tl.Name+": "+tl.Description)
+	}
+	if diff := cmp.Diff(want, defs); diff != "" {
+		t.Errorf("Endpoint.Tools (-want +got):\n%s", diff)
+	}
 	got, _ := listedNames(t, r.post(t, mcp.MethodToolsList, `{}`), "tools")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("2026 tools/list (-want +got):\n%s", diff)

@@ -165,37 +165,6 @@ func (s *subscription) accept(ids map[string]bool) {
 	s.queue = q
 }
 
-// listenFilter validates the filter of a listen before admission.
-func (ep *Endpoint) listenFilter(p *rawParams) (*mcp.SubscriptionFilter, *protocolError) {
-	var f mcp.SubscriptionFilter
-	if len(p.Notifications) > 0 {
-		if err := json.Unmarshal(p.Notifications, &f); err != nil {
-			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed notifications filter"))
-		}
-	}
-	if len(f.TaskIDs) > 0 {
-		if !p.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
-			return nil, missingCapabilities(tasksCapability)
-		}
-		seen := make(map[string]bool, len(f.TaskIDs))
-		ids := f.TaskIDs[:0:0]
-		for _, id := range f.TaskIDs {
-			if task.ValidID(id) != nil {
-				return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed task ID in notifications.taskIds"))
-			}
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) > MaxListenTaskIDs {
-			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: too many task IDs in notifications.taskIds"))
-		}
-		f.TaskIDs = ids
-	}
-	return &f, nil
-}
-
 var errSubscriptionDenied = newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Subscription not authorized"))
 
 // listen serves subscriptions/listen: it reserves capacity, authorizes the

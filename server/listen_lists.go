@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/task"
 )
 
 // listBits is a set of ListKinds, one bit each.
@@ -23,6 +25,37 @@ func (k ListKind) method() string {
 		return mcp.NotificationResourcesListChanged
 	}
 	return ""
+}
+
+// listenFilter validates the filter of a listen before admission.
+func (ep *Endpoint) listenFilter(p *rawParams) (*mcp.SubscriptionFilter, *protocolError) {
+	var f mcp.SubscriptionFilter
+	if len(p.Notifications) > 0 {
+		if err := json.Unmarshal(p.Notifications, &f); err != nil {
+			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed notifications filter"))
+		}
+	}
+	if len(f.TaskIDs) > 0 {
+		if !p.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
+			return nil, missingCapabilities(tasksCapability)
+		}
+		seen := make(map[string]bool, len(f.TaskIDs))
+		ids := f.TaskIDs[:0:0]
+		for _, id := range f.TaskIDs {
+			if task.ValidID(id) != nil {
+				return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed task ID in notifications.taskIds"))
+			}
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > MaxListenTaskIDs {
+			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: too many task IDs in notifications.taskIds"))
+		}
+		f.TaskIDs = ids
+	}
+	return &f, nil
 }
 
 // listFilter returns the list changes of f the endpoint can announce:

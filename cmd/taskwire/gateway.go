@@ -46,7 +46,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 					return errors.New(strings.TrimPrefix(err.Error(), "gateway: "))
 				}
 				gw = g
-				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version})
+				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version, DynamicTools: true})
 				var tools durable.Set
 				if err := g.Register(ep, &tools); err != nil {
 					return err
