@@ -128,7 +128,7 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			// says so and is no failure of the call.
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
-		timeout := g.plans[name].timeout
+		timeout := g.planOf(name).timeout
 		cctx, res, err := g.call(ctx, timeout, name, req.Arguments, progress)
 		if err == nil {
 			return res, nil
@@ -175,7 +175,7 @@ func (g *Gateway) runTask(name string) worker.RawHandler {
 				_ = job.ReportStatus(msg)
 			}
 		}
-		cctx, res, err := g.call(ctx, g.plans[name].timeout, name, job.Arguments(), progress)
+		cctx, res, err := g.call(ctx, g.planOf(name).timeout, name, job.Arguments(), progress)
 		if err == nil {
 			return res, nil
 		}

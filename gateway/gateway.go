@@ -28,6 +28,7 @@ type Gateway struct {
 	offered atomic.Pointer[map[string]*mcp.Tool]
 	slots   chan struct{}
 	log     *slog.Logger
+	cat     *catalog // keeps the mirror current (catalog.go)
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -44,17 +45,18 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	}
 	opts = opts.withDefaults()
 	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g.cat = newCatalog(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
 	var up upstream
 	if len(opts.UpstreamCommand) > 0 {
-		s, err := startStdioUpstream(lctx, opts, g.relist, g.isOffered)
+		s, err := startStdioUpstream(lctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		up = s
 	} else {
-		h, err := newHTTPUpstream(opts)
+		h, err := newHTTPUpstream(opts, g.cat.listChanged)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -71,11 +73,11 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
-	g.plans = map[string]plan{}
+	plans := map[string]plan{}
 	var errs []error
 	for _, t := range g.tools {
 		p, err := opts.planFor(t.Name)
-		g.plans[t.Name] = p
+		plans[t.Name] = p
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -84,8 +86,10 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		_ = up.close()
 		return nil, fmt.Errorf("gateway: %w", errors.Join(errs...))
 	}
+	g.plans = plans
 	g.warnPatterns()
 	g.setOffered(g.tools)
+	g.cat.start(up, g.tools) // from here on, list changes and restarts refresh the mirror
 	return g, nil
 }
 
@@ -180,9 +184,20 @@ func (g *Gateway) IsTaskTool(name string) bool { return g.isTask(name) }
 // Options.RetryTools).
 func (g *Gateway) IsRetryTool(name string) bool { return g.isRetry(name) }
 
-func (g *Gateway) isTask(name string) bool { return g.plans[name].task }
+func (g *Gateway) isTask(name string) bool { return g.planOf(name).task }
 
-func (g *Gateway) isRetry(name string) bool { return g.plans[name].retry }
+func (g *Gateway) isRetry(name string) bool { return g.planOf(name).retry }
+
+// planOf is the plan of the tool name: New's for a tool it listed, else
+// resolved now (a tool the upstream added later; a contradiction in its
+// settings leaves it out of the mirror, see catalog.sync).
+func (g *Gateway) planOf(name string) plan {
+	if p, ok := g.plans[name]; ok {
+		return p
+	}
+	p, _ := g.opts.planFor(name)
+	return p
+}
 
 // Register adds the mirrored tools: the task tools to tools (as durable raw
 // tools whose worker handler calls the upstream, see durable.AddRaw) and
@@ -200,7 +215,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 		if g.isTask(t.Name) {
 			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
 			if g.isRetry(t.Name) {
-				rt.MaxAttempts = g.plans[t.Name].maxAttempts
+				rt.MaxAttempts = g.planOf(t.Name).maxAttempts
 			}
 			durable.AddRaw(tools, rt)
 			continue
@@ -209,6 +224,9 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 			ep.AddRawTool(t, g.passThrough(t.Name))
 		}
 	}
+	if ep != nil {
+		g.cat.register(ep, g.tools)
+	}
 	return nil
 }
 
@@ -216,6 +234,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
+	g.cat.close()
 	if err := g.upstream.close(); err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)
 	}
