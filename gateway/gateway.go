@@ -205,8 +205,11 @@ func (g *Gateway) planOf(name string) plan {
 // Options.CallTimeout. An API node and its workers both register (the
 // worker side needs only tools; ep may then be nil). Problems of the
 // registrations themselves (a name ep or tools already holds) are reported
-// by server.New and durable.Set.Check, as for any tool. Register fails only
-// when it is given nothing to register on.
+// by server.New and durable.Set.Check, as for any tool. On ep, Register
+// also serves the upstream's resources, prompts and completion (those it
+// advertised) and keeps the mirrored tools current once ep is served (see
+// the package documentation); only the first endpoint is kept current.
+// Register fails only when it is given nothing to register on.
 func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 	if tools == nil {
 		return errors.New("gateway: Register needs a durable.Set")
