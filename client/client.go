@@ -34,7 +34,8 @@ type Client struct {
 	closeFn  context.CancelFunc
 
 	connecting chan struct{}  // a one-slot semaphore: serializes Connect, waited for with ctx
-	wg         sync.WaitGroup // the session stream goroutines
+	wg         sync.WaitGroup // the session stream goroutines, the list-change listen and notifier
+	lists      *listNotifier  // nil without Options.OnListChanged
 
 	mu           sync.Mutex
 	closed       bool
@@ -71,6 +72,10 @@ func New(url string, opts Options) (*Client, error) {
 		c.hc = &http.Client{Transport: c.own}
 	}
 	c.closeCtx, c.closeFn = context.WithCancel(context.Background())
+	if o.OnListChanged != nil {
+		c.lists = &listNotifier{fn: o.OnListChanged, wake: make(chan struct{}, 1)}
+		c.wg.Go(func() { c.lists.run(c.closeCtx) }) // ends with Close
+	}
 	return c, nil
 }
 
@@ -159,6 +164,7 @@ func (c *Client) discover(ctx context.Context) error {
 		c.instructions = res.Instructions
 		c.serverInfo = serverInfoFromMeta(res.Meta)
 		c.mu.Unlock()
+		c.startListChanges(version)
 		return nil
 	}
 }

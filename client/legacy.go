@@ -307,7 +307,11 @@ func (c *Client) sessionStream(ctx context.Context, stop context.CancelFunc, con
 				retry = ev.retry
 			}
 			var m wireMessage
-			if len(bytes.TrimSpace(ev.data)) == 0 || json.Unmarshal(ev.data, &m) != nil || m.Method == "" || !m.hasID() {
+			if len(bytes.TrimSpace(ev.data)) == 0 || json.Unmarshal(ev.data, &m) != nil || m.Method == "" {
+				continue
+			}
+			if !m.hasID() {
+				c.lists.note(listChangeOf(m.Method))
 				continue
 			}
 			if err := c.answerServerRequest(ctx, &m); err != nil {
@@ -316,8 +320,14 @@ func (c *Client) sessionStream(ctx context.Context, stop context.CancelFunc, con
 		}
 		conn.close()
 		if attempt >= c.opts.MaxReconnects || sleep(ctx, retry) != nil {
-			return
+			break
 		}
 		conn = c.openSessionStream(ctx, lastID)
+	}
+	if ctx.Err() == nil {
+		// The stream is gone for good (the server lost the session, or
+		// restarted): changes may be missed from now on until a request
+		// renews the session, which a refresh of the lists does.
+		c.lists.note(c.servedLists())
 	}
 }

@@ -115,31 +115,43 @@ func (c *Client) toolEntry(ctx context.Context, name string) (*toolEntry, error)
 
 // ListPrompts returns every prompt of the server, following pagination.
 func (c *Client) ListPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
-	return paginate(ctx, c, mcp.MethodPromptsList, func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
-		var res mcp.ListPromptsResult
-		err := c.requestInto(ctx, mcp.MethodPromptsList, &mcp.ListPromptsParams{Cursor: cursor}, nil, &res)
-		return res.Prompts, res.NextCursor, err
-	})
+	return paginate(ctx, c, mcp.MethodPromptsList, c.PromptsPage)
+}
+
+// PromptsPage returns one page of the server's prompts, the one cursor
+// selects ("" for the first), and the next cursor ("" on the last page).
+func (c *Client) PromptsPage(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+	var res mcp.ListPromptsResult
+	err := c.requestInto(ctx, mcp.MethodPromptsList, &mcp.ListPromptsParams{Cursor: cursor}, nil, &res)
+	return res.Prompts, res.NextCursor, err
 }
 
 // ListResources returns every resource of the server, following
 // pagination.
 func (c *Client) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
-	return paginate(ctx, c, mcp.MethodResourcesList, func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
-		var res mcp.ListResourcesResult
-		err := c.requestInto(ctx, mcp.MethodResourcesList, &mcp.ListResourcesParams{Cursor: cursor}, nil, &res)
-		return res.Resources, res.NextCursor, err
-	})
+	return paginate(ctx, c, mcp.MethodResourcesList, c.ResourcesPage)
+}
+
+// ResourcesPage returns one page of the server's resources and the next
+// cursor, as PromptsPage does.
+func (c *Client) ResourcesPage(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+	var res mcp.ListResourcesResult
+	err := c.requestInto(ctx, mcp.MethodResourcesList, &mcp.ListResourcesParams{Cursor: cursor}, nil, &res)
+	return res.Resources, res.NextCursor, err
 }
 
 // ListResourceTemplates returns every resource template of the server,
 // following pagination.
 func (c *Client) ListResourceTemplates(ctx context.Context) ([]*mcp.ResourceTemplate, error) {
-	return paginate(ctx, c, mcp.MethodResourcesTemplatesList, func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
-		var res mcp.ListResourceTemplatesResult
-		err := c.requestInto(ctx, mcp.MethodResourcesTemplatesList, &mcp.ListResourceTemplatesParams{Cursor: cursor}, nil, &res)
-		return res.ResourceTemplates, res.NextCursor, err
-	})
+	return paginate(ctx, c, mcp.MethodResourcesTemplatesList, c.ResourceTemplatesPage)
+}
+
+// ResourceTemplatesPage returns one page of the server's resource
+// templates and the next cursor, as PromptsPage does.
+func (c *Client) ResourceTemplatesPage(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+	var res mcp.ListResourceTemplatesResult
+	err := c.requestInto(ctx, mcp.MethodResourcesTemplatesList, &mcp.ListResourceTemplatesParams{Cursor: cursor}, nil, &res)
+	return res.ResourceTemplates, res.NextCursor, err
 }
 
 // ReadResource reads the resource at uri, answering input_required rounds

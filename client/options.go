@@ -127,6 +127,20 @@ type Options struct {
 	DisableTasks bool
 	// Handlers answer the server's input requests.
 	Handlers Handlers
+	// OnListChanged, when set, is told when the server's tools, prompts
+	// or resources lists change: of notifications/tools/list_changed (and
+	// the prompts and resources ones) on a 2025-era session's GET stream
+	// and response streams, and, with a 2026-07-28 server, on a
+	// subscriptions/listen stream that the client opens after Connect for
+	// the lists the server advertises and reopens with backoff (1 s to
+	// 30 s) until Close. It is also told of every list the server
+	// advertises when changes may have been missed: a reopened listen (the
+	// server may have restarted), or a 2025 session stream gone for good
+	// (list again: the request renews the session). It is called on one
+	// goroutine of the client, never concurrently; changes that arrive
+	// while it runs are coalesced into its next call, so readers never
+	// wait for it. It must not call Close, which waits for it to return.
+	OnListChanged func(ListChange)
 	// Logger receives diagnostics (fallbacks, dropped streams, server log
 	// notifications). Nil discards them. Task IDs, tokens and arguments are
 	// never logged.

@@ -340,6 +340,8 @@ func (c *Client) notification(cl *call, m *wireMessage) {
 		if cl.onProgress != nil {
 			cl.onProgress(m.Params)
 		}
+	case mcp.NotificationToolsListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationResourcesListChanged:
+		c.lists.note(listChangeOf(m.Method))
 	case mcp.NotificationMessage:
 		var p struct {
 			Level  mcp.LoggingLevel `json:"level"`

@@ -129,7 +129,7 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			// says so and is no failure of the call.
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
-		timeout := g.plans[name].timeout
+		timeout := g.planOf(name).timeout
 		cctx, res, err := g.call(ctx, timeout, name, req.Arguments, progress)
 		if err == nil {
 			return res, nil
@@ -176,7 +176,7 @@ func (g *Gateway) runTask(name string) worker.RawHandler {
 			g.log.Warn("gateway: interrupted call of a tool not safe to retry is not repeated", "tool", name)
 			return nil, mcp.NewError(mcp.CodeInternalError, textInterrupted)
 		}
-		cctx, res, err := g.call(rctx, g.plans[name].timeout, name, job.Arguments(), jobProgress(job))
+		cctx, res, err := g.call(rctx, g.planOf(name).timeout, name, job.Arguments(), jobProgress(job))
 		if res, err, settled := g.settleRelay(ctx, relayed, name, err); settled {
 			return res, err
 		}

@@ -40,16 +40,50 @@
 //
 // # The mirror
 //
-// New lists the upstream's tools once. Each tool is
+// New lists the upstream's tools. Each tool is
 // served under its upstream name with its title, description, input and
 // output schemas, annotations and icons; its _meta and execution members
 // are not copied. A tool the gateway cannot serve (a name or schema
 // server.CheckTool refuses, or one larger than Options.MaxToolBytes) is
-// left out and logged by name. A restarted UpstreamCommand process is
-// listed again before calls reach it, and what changed is logged by name:
-// a tool it no longer lists answers an error saying so (an isError result
-// inline; a failed task), a tool it adds is served after the gateway
-// restarts, a tool whose schemas changed keeps its first ones.
+// left out and logged by name.
+//
+// The mirror follows the upstream, over HTTP and stdio alike. The
+// upstream's notifications/tools/list_changed (over HTTP through
+// client.Options.OnListChanged, which also reports a reopened stream
+// after an upstream restart) wakes a refresher that New starts and Close
+// ends; a restarted UpstreamCommand process is refreshed by its
+// supervisor before calls reach it. Both take the same path: the
+// upstream's tools are listed again, within Options.ListTimeout, what
+// changed is logged by name, and once the endpoint Register was given is
+// served the difference is applied in one server.Endpoint.UpdateTools
+// batch: new inline tools are added, changed ones replaced, tools no
+// longer listed removed (they answer as unknown tools), and changed task
+// tools redefined, so that new calls validate against the new input
+// schema. A task tool that was not there when Register ran is left out
+// and logged until the gateway restarts, since the durable set is fixed
+// once the node is built; so is an upstream tool whose name the endpoint
+// serves for someone else. A call of a tool the latest listing lacks that
+// still reaches the gateway (a task created before, a call racing the
+// change, a worker's run) answers an error saying the upstream no longer
+// offers it: an isError result inline, a failed task. A failed refresh is
+// retried with backoff (1 s to 30 s). Gateway.Tools still returns the
+// tools listed by New. An endpoint that may start with no tool at all
+// needs server.EndpointOptions.DynamicTools (`taskwire gateway` sets it).
+//
+// # Resources, prompts and completion
+//
+// Register makes the upstream serve, on the endpoint, what it advertised
+// when New connected: resources, resource templates and resources/read
+// (server.Endpoint.SetResourceSource), prompts (SetPromptSource) and
+// completion/complete (SetCompletionHandler). Each request is forwarded,
+// over HTTP or the stdio process's connection, within Options.CallTimeout
+// and an Options.MaxInFlight slot, with cursors passed through; an
+// upstream JSON-RPC error -32602 stays -32602 and any other is -32603
+// naming the upstream's code, as for inline tools, except that an unknown
+// resource (-32602 or the 2025 -32002) answers exactly as an unknown
+// local one; a timeout or another failure is -32603 naming its category.
+// The upstream's prompts and resources list changes, and a restart of its
+// process, are announced to the endpoint's clients.
 //
 // # Per-tool settings
 //
@@ -57,7 +91,8 @@
 // entry applying: whether the tool is a task tool or a retry tool (as
 // TaskTools and RetryTools say, which an entry may extend but not
 // contradict: New refuses that, naming both), its upstream call's
-// deadline, and a retry tool's MaxAttempts.
+// deadline, and a retry tool's MaxAttempts. A tool the upstream adds later
+// whose entry contradicts a pattern is left out and logged.
 //
 // # Task tools
 //
@@ -73,8 +108,10 @@
 //
 //	upstream result (isError or not)  → the task completes with it (checked
 //	                                    against the output schema)
-//	upstream input request            → the task completes with an isError
-//	                                    result saying input is not relayed yet
+//	upstream input request            → retry tool over HTTP: the task's input
+//	  (elicitation, sampling)           round (see Input); other tools and a
+//	                                    stdio upstream: the task completes
+//	                                    with an isError result saying why
 //	credentials refused (HTTP 401/403) → the task fails, saying so
 //	retry tool (Options.RetryTools):
 //	  connection failure, HTTP error  → retried (worker.Unavailable)
@@ -91,6 +128,31 @@
 //	                                    release the job to run again)
 //
 // A client's cancellation cancels the upstream call's context and the task.
+//
+// # Input
+//
+// An upstream tool may ask for input while it runs: a 2026-07-28 upstream
+// answers with an input_required round, a 2025-era one sends
+// elicitation/create or sampling/createMessage on the call's stream, and
+// an upstream task goes input_required. The gateway's client declares
+// elicitation (form and URL) and sampling toward an HTTP upstream, and each
+// request becomes an input round of the downstream task (worker.Job.Ask,
+// under a key derived from the request, and from the upstream task when
+// there is one): the task is input_required with the upstream's request,
+// which the task's client answers as for any durable tool. Then:
+//
+//   - an inline call of a retry tool is made again, and the same request,
+//     asked again by the upstream, is answered with the client's answer
+//     (only retry tools, since that is a second call; for other tools the
+//     request is refused and the task says why);
+//   - an upstream task is answered (tasks/update under 2026-07-28, on the
+//     stream of tasks/result under 2025-11-25) by the run that follows it
+//     next, for every task tool: no call is repeated.
+//
+// A request the upstream asks again with other parameters (a timestamp in
+// its message, say) is another round, within the runtime's bound on
+// rounds. A stdio upstream's requests are not relayed: stdio does not tie
+// a server's request to the call it serves.
 //
 // # Upstream tasks
 //
@@ -124,9 +186,8 @@
 //	                                    same upstream task
 //	not finished within              → the upstream task is cancelled; retry
 //	  TaskCallTimeout                   tool: called again; other: fails
-//	upstream task asks for input     → cancelled; the task completes with an
-//	                                    isError result saying input is not
-//	                                    relayed yet
+//	upstream task asks for input     → the task's input round, for every
+//	                                    task tool (see Input)
 //	downstream task cancelled        → tasks/cancel upstream (best effort,
 //	                                    within 5 s)
 //
@@ -164,9 +225,8 @@
 //
 // # Not yet
 //
-// Upstream tasks over stdio; relaying elicitation and sampling requests
-// of inline calls, of upstream tasks and of a stdio upstream; refreshing
-// the mirror on notifications/tools/list_changed (and serving tools added
-// without a restart of the gateway); passing resources, prompts and
-// completion through.
+// Upstream tasks over stdio; relaying the input requests of a stdio
+// upstream and of calls passed through inline; task tools the upstream adds
+// after start-up (served once the gateway restarts); resource
+// subscriptions.
 package gateway

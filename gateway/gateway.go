@@ -28,6 +28,7 @@ type Gateway struct {
 	offered atomic.Pointer[map[string]*mcp.Tool]
 	slots   chan struct{}
 	log     *slog.Logger
+	cat     *catalog // keeps the mirror current (catalog.go)
 	// tasks runs task tools as upstream tasks where the upstream offers
 	// them (uptask.go); nil for a stdio upstream.
 	tasks taskCaller
@@ -47,17 +48,18 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	}
 	opts = opts.withDefaults()
 	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g.cat = newCatalog(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
 	var up upstream
 	if len(opts.UpstreamCommand) > 0 {
-		s, err := startStdioUpstream(lctx, opts, g.relist, g.isOffered)
+		s, err := startStdioUpstream(lctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		up = s
 	} else {
-		h, err := newHTTPUpstream(opts)
+		h, err := newHTTPUpstream(opts, g.cat.listChanged)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -80,11 +82,11 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
-	g.plans = map[string]plan{}
+	plans := map[string]plan{}
 	var errs []error
 	for _, t := range g.tools {
 		p, err := opts.planFor(t.Name)
-		g.plans[t.Name] = p
+		plans[t.Name] = p
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -93,8 +95,10 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		_ = up.close()
 		return nil, fmt.Errorf("gateway: %w", errors.Join(errs...))
 	}
+	g.plans = plans
 	g.warnPatterns()
 	g.setOffered(g.tools)
+	g.cat.start(up, g.tools) // from here on, list changes and restarts refresh the mirror
 	return g, nil
 }
 
@@ -189,9 +193,20 @@ func (g *Gateway) IsTaskTool(name string) bool { return g.isTask(name) }
 // Options.RetryTools).
 func (g *Gateway) IsRetryTool(name string) bool { return g.isRetry(name) }
 
-func (g *Gateway) isTask(name string) bool { return g.plans[name].task }
+func (g *Gateway) isTask(name string) bool { return g.planOf(name).task }
 
-func (g *Gateway) isRetry(name string) bool { return g.plans[name].retry }
+func (g *Gateway) isRetry(name string) bool { return g.planOf(name).retry }
+
+// planOf is the plan of the tool name: New's for a tool it listed, else
+// resolved now (a tool the upstream added later; a contradiction in its
+// settings leaves it out of the mirror, see catalog.sync).
+func (g *Gateway) planOf(name string) plan {
+	if p, ok := g.plans[name]; ok {
+		return p
+	}
+	p, _ := g.opts.planFor(name)
+	return p
+}
 
 // Register adds the mirrored tools: the task tools to tools (as durable raw
 // tools whose worker handler calls the upstream, see durable.AddRaw) and
@@ -199,8 +214,11 @@ func (g *Gateway) isRetry(name string) bool { return g.plans[name].retry }
 // Options.CallTimeout. An API node and its workers both register (the
 // worker side needs only tools; ep may then be nil). Problems of the
 // registrations themselves (a name ep or tools already holds) are reported
-// by server.New and durable.Set.Check, as for any tool. Register fails only
-// when it is given nothing to register on.
+// by server.New and durable.Set.Check, as for any tool. On ep, Register
+// also serves the upstream's resources, prompts and completion (those it
+// advertised) and keeps the mirrored tools current once ep is served (see
+// the package documentation); only the first endpoint is kept current.
+// Register fails only when it is given nothing to register on.
 func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 	if tools == nil {
 		return errors.New("gateway: Register needs a durable.Set")
@@ -212,7 +230,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 			// inline call's of retry tools (relay.go).
 			rt.TaskInput = relayKinds
 			if g.isRetry(t.Name) {
-				rt.MaxAttempts = g.plans[t.Name].maxAttempts
+				rt.MaxAttempts = g.planOf(t.Name).maxAttempts
 			}
 			durable.AddRaw(tools, rt)
 			continue
@@ -221,6 +239,9 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 			ep.AddRawTool(t, g.passThrough(t.Name))
 		}
 	}
+	if ep != nil {
+		g.cat.register(ep, g.tools)
+	}
 	return nil
 }
 
@@ -228,6 +249,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // still running fail; close the gateway after the node serving it has
 // stopped. Close is idempotent.
 func (g *Gateway) Close() error {
+	g.cat.close()
 	err := g.upstream.close()
 	if g.tasks != nil {
 		err = errors.Join(err, g.tasks.close())

@@ -45,6 +45,7 @@ func restartDelay(failures int, jitter func() float64) time.Duration {
 type stdioUpstream struct {
 	opts      mcpstdio.Options
 	log       *slog.Logger
+	caps      *mcp.ServerCapabilities // of the first run
 	onRestart func(context.Context, lister)
 	// offered reports whether the latest listing has a tool, checked
 	// once a call has a process (it may have waited for a restart).
@@ -63,10 +64,17 @@ type stdioUpstream struct {
 
 // startStdioUpstream starts the process of opts.UpstreamCommand and its
 // session within ctx and opts.ListTimeout, and the goroutine that restarts
-// it. onRestart is called, from that goroutine with a context that ends
-// on close, after each restart.
-func startStdioUpstream(ctx context.Context, opts Options, onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
+// it. onListChanged receives the list_changed notifications of every run
+// of the process (from its reading goroutine: it must not block);
+// onRestart is called, from the supervising goroutine with a context that
+// ends on close, after each restart, before calls reach the new process.
+func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
 	so := mcpstdio.Options{
+		Notify: func(method string, _ json.RawMessage) {
+			if k := listChangeOf(method); k != 0 && onListChanged != nil {
+				onListChanged(k)
+			}
+		},
 		Command:          opts.UpstreamCommand,
 		Env:              opts.UpstreamEnv,
 		Dir:              opts.UpstreamDir,
@@ -82,7 +90,8 @@ func startStdioUpstream(ctx context.Context, opts Options, onRestart func(contex
 		return nil, fmt.Errorf("starting the upstream command: %w", err)
 	}
 	u := &stdioUpstream{
-		opts: so, log: opts.Logger, onRestart: onRestart, offered: offered, maxTools: opts.MaxTools,
+		opts: so, log: opts.Logger, caps: modernCapabilities(c.Initialized().Capabilities),
+		onRestart: onRestart, offered: offered, maxTools: opts.MaxTools,
 		conn: c, ready: make(chan struct{}), version: c.Initialized().ProtocolVersion,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -199,9 +208,6 @@ func (u *stdioUpstream) current(ctx context.Context, method string) (*mcpstdio.C
 	}
 	return c, nil
 }
-
-// lister lists the tools of one run of the upstream's process.
-type lister func(context.Context) ([]*mcp.Tool, error)
 
 // requestOn sends one request to the process of c and maps its errors to
 // the client package's types.

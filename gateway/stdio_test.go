@@ -54,6 +54,8 @@ func countCall(dir, name string) int {
 //   - vanish: exits the process, and its successors no longer list
 //     gone.later;
 //   - gone.later: answers {};
+//   - after.restart, in the successors of vanish's process: {"call":k};
+//   - grow, a resource and a prompt: see addStdioCatalog;
 //   - hang: never answers, whatever the cancellation.
 func serveStdioUpstream(dir string) int {
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "stdio-upstream", Version: "1.0.0"})
@@ -103,7 +105,14 @@ func serveStdioUpstream(dir string) int {
 			func(context.Context, *server.Request, struct{}) (*mcp.CallToolResult, struct{}, error) {
 				return nil, struct{}{}, nil
 			})
+	} else {
+		server.AddTool(ep, &mcp.Tool{Name: "after.restart"},
+			func(context.Context, *server.Request, struct{}) (*mcp.CallToolResult, BuildOut, error) {
+				return nil, BuildOut{Call: countCall(dir, "after.restart")}, nil
+			})
 	}
+	out := &lineMux{out: os.Stdout}
+	addStdioCatalog(ep, out)
 	server.AddTool(ep, &mcp.Tool{Name: "hang"},
 		func(context.Context, *server.Request, struct{}) (*mcp.CallToolResult, struct{}, error) {
 			select {}
@@ -113,7 +122,7 @@ func serveStdioUpstream(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout, server.StdioOptions{}); err != nil {
+	if err := srv.ServeStdio(context.Background(), os.Stdin, out, server.StdioOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -237,7 +246,8 @@ func TestStdioUpstreamDiesMidCall(t *testing.T) {
 }
 
 // TestStdioUpstreamToolGone: after a restart, the upstream no longer
-// lists a tool the gateway mirrors; its calls answer an error saying so.
+// lists a tool the gateway mirrors; the gateway stops serving it, and its
+// calls answer as an unknown tool's.
 func TestStdioUpstreamToolGone(t *testing.T) {
 	opts, _ := stdioOptions(t, gateway.Options{})
 	url := startGateway(t, opts)
@@ -251,20 +261,14 @@ func TestStdioUpstreamToolGone(t *testing.T) {
 	}
 	// The restart and the new listing take a moment: ask until the
 	// gateway knows.
-	for {
-		res, err := c.Call(ctx, "gone.later", nil)
-		if err != nil {
-			t.Fatal(err)
+	eventually(t, func() string {
+		_, err := c.Call(ctx, "gone.later", nil)
+		var rpc *client.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != mcp.CodeInvalidParams || rpc.Message != `Invalid params: unknown tool "gone.later"` {
+			return "gone.later answers " + errString(err)
 		}
-		if res.Result.IsError && resultText(res.Result) == "The upstream server no longer offers this tool (its tools changed when it restarted)." {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gone.later still answers %+v", res.Result)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return ""
+	})
 }
 
 // TestStdioUpstreamHangs: an upstream that never answers a call: the

@@ -24,6 +24,17 @@ type upstream interface {
 	// of the call to progress (from a goroutine of the connection: it must
 	// not block).
 	callTool(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, error)
+	// The pass-through of resources, prompts and completion (catalog.go):
+	// one page of a list from cursor, one read, one prompt, one completion.
+	resourcesPage(ctx context.Context, cursor string) ([]*mcp.Resource, string, error)
+	resourceTemplatesPage(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error)
+	readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+	promptsPage(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error)
+	getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
+	// capabilities are what the upstream advertised when it connected
+	// (nil when it has not); for a restarting process, its first run's.
+	capabilities() *mcp.ServerCapabilities
 	// protocolVersion is the revision negotiated with the upstream; for a
 	// restarting process, the one of its latest run.
 	protocolVersion() string
@@ -36,9 +47,11 @@ type upstream interface {
 type httpUpstream struct{ c *client.Client }
 
 // newHTTPUpstream builds the client of opts.Upstream; it connects lazily,
-// at the first request.
-func newHTTPUpstream(opts Options) (*httpUpstream, error) {
+// at the first request. onListChanged receives the upstream's list
+// changes (client.Options.OnListChanged).
+func newHTTPUpstream(opts Options, onListChanged func(client.ListChange)) (*httpUpstream, error) {
 	c, err := client.New(opts.Upstream, client.Options{
+		OnListChanged:    onListChanged,
 		Transport:        opts.Transport,
 		Header:           opts.UpstreamHeaders.Clone(),
 		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
@@ -76,3 +89,33 @@ func (u *httpUpstream) callTool(ctx context.Context, name string, args json.RawM
 func (u *httpUpstream) protocolVersion() string { return u.c.ProtocolVersion() }
 
 func (u *httpUpstream) close() error { return u.c.Close() }
+
+func (u *httpUpstream) resourcesPage(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+	return u.c.ResourcesPage(ctx, cursor)
+}
+
+func (u *httpUpstream) resourceTemplatesPage(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+	return u.c.ResourceTemplatesPage(ctx, cursor)
+}
+
+func (u *httpUpstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	return u.c.ReadResource(ctx, uri)
+}
+
+func (u *httpUpstream) promptsPage(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+	return u.c.PromptsPage(ctx, cursor)
+}
+
+func (u *httpUpstream) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	return u.c.GetPrompt(ctx, name, args)
+}
+
+func (u *httpUpstream) complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	var args map[string]string
+	if p.Context != nil {
+		args = p.Context.Arguments
+	}
+	return u.c.Complete(ctx, p.Ref, p.Argument, args)
+}
+
+func (u *httpUpstream) capabilities() *mcp.ServerCapabilities { return u.c.ServerCapabilities() }

@@ -153,7 +153,7 @@ func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name str
 		// and before its ID was recorded.
 		return nil, false, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
+	cctx, cancel := context.WithTimeout(ctx, g.planOf(name).timeout)
 	defer cancel()
 	res, t, err := g.startTask(cctx, job, name)
 	switch {
@@ -215,7 +215,7 @@ func (g *Gateway) record(ctx context.Context, job *worker.Job, name string, retr
 // clamped) within Options.TaskCallTimeout, reporting its status message
 // to the job and relaying its input requests, until it finishes.
 func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) (*mcp.CallToolResult, error) {
-	fctx, cancel := context.WithTimeout(ctx, g.plans[name].timeout)
+	fctx, cancel := context.WithTimeout(ctx, g.planOf(name).timeout)
 	defer cancel()
 	following(ctx, t.ID())
 	last := ""
@@ -306,7 +306,7 @@ func (g *Gateway) followFailure(ctx, fctx context.Context, job *worker.Job, name
 		g.cancelUpstream(t, name)
 		if !retry {
 			return nil, mcp.NewError(mcp.CodeInternalError, fmt.Sprintf(
-				"The upstream task did not finish within %v and was cancelled.%s", g.plans[name].timeout, textNotRepeated))
+				"The upstream task did not finish within %v and was cancelled.%s", g.planOf(name).timeout, textNotRepeated))
 		}
 		return g.spent(job, "timeout")
 	case errors.Is(err, client.ErrTaskNotFound):

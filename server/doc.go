@@ -18,6 +18,14 @@
 //	if err != nil { ... }
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
+// Registrations end at New, but the catalog may change while it is
+// served: [Endpoint.UpdateTools] adds, replaces, redefines and removes
+// tools in batches ([PutRawTool], [RedefineTool], [RemoveTool]) on an
+// immutable snapshot behind an atomic pointer, and a [ResourceSource] or
+// [PromptSource] serves resources or prompts asked for at each request
+// (catalog*.go). Changes are announced with [Endpoint.NotifyListChanged]
+// to 2025 sessions and to listens that asked for list changes.
+//
 // # Families
 //
 // The package is one package, because the 2025 era and the transports use
@@ -40,7 +48,8 @@
 //     [Server.NotifyResourceUpdated] and [Server.NotifyListChanged];
 //     docs/eras.md says what each era gets.
 //   - Listen and fan-out, listen_*.go: subscriptions/listen streams of task
-//     notifications, their renewal and the fan-out of task hints to them.
+//     notifications and of list changes, their renewal and the fan-out of
+//     task hints to them.
 //     Entry points: [Options].Subscriptions ([SubscriptionOptions]) and
 //     [AllowSubscriptions].
 //   - Stdio, stdio_*.go: newline-delimited JSON-RPC on a byte stream for

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -58,6 +59,11 @@ type EndpointOptions struct {
 	// PageSize bounds list results; larger catalogs are paginated with opaque
 	// cursors. Zero means 100.
 	PageSize int
+	// DynamicTools serves tools/list and tools/call, and advertises the
+	// tools capability, even when the endpoint has no tool at New, so
+	// that tools added while it is served (Endpoint.UpdateTools) are
+	// reachable. An endpoint with tools at New serves them regardless.
+	DynamicTools bool
 }
 
 // DefaultProtocolVersions returns the revisions an endpoint serves when
@@ -69,23 +75,34 @@ func DefaultProtocolVersions() []string {
 // Endpoint is one MCP endpoint: a path with its own identity, versions and
 // catalog of tools, resources and prompts. Create it with NewEndpoint,
 // register everything, then pass it to New. Registration is not safe for
-// concurrent use and must finish before New: New freezes the endpoint, and
-// every registration function (AddTool, AddRawTool, AddTaskTool,
-// AddRawTaskTool, AddPrompt, SetCompletionHandler, AddResource,
-// AddResourceTemplate) panics on an endpoint that already belongs to a
-// server, since the server may be serving it concurrently. Problems with a
-// registration made in time are reported by New.
+// concurrent use and must finish before New: New freezes the endpoint's
+// registrations, and every registration function (AddTool, AddRawTool,
+// AddTaskTool, AddRawTaskTool, AddPrompt, SetCompletionHandler,
+// AddResource, AddResourceTemplate, SetResourceSource, SetPromptSource)
+// panics on an endpoint that already belongs to a server, since the
+// server may be serving it concurrently. Problems with a registration made
+// in time are reported by New.
+//
+// What may change while the endpoint is served: its tools, through
+// UpdateTools (safe for concurrent use once New has returned), and
+// whatever a ResourceSource or PromptSource serves. NotifyListChanged
+// announces a change to the clients that asked for it.
 type Endpoint struct {
 	opts EndpointOptions
 	errs []error
 	srv  *Server
 
-	tools     []*toolEntry
-	toolIndex map[string]*toolEntry
+	tools     []*toolEntry           // registered before New
+	toolIndex map[string]*toolEntry  // registered before New, by name
+	live      liveTools              // the tools served now (catalog.go)
+	served    chan struct{}          // closed once New has built the endpoint
+	server    atomic.Pointer[Server] // set once New has built the endpoint
 
 	resources     []*resourceEntry
 	resourceIndex map[string]*resourceEntry
 	templates     []*templateEntry
+	resourceSrc   ResourceSource // nil without SetResourceSource
+	promptSrc     PromptSource   // nil without SetPromptSource
 
 	prompts     []*promptEntry
 	promptIndex map[string]*promptEntry
@@ -120,6 +137,7 @@ func NewEndpoint(opts EndpointOptions) *Endpoint {
 		toolIndex:     map[string]*toolEntry{},
 		resourceIndex: map[string]*resourceEntry{},
 		promptIndex:   map[string]*promptEntry{},
+		served:        make(chan struct{}),
 	}
 }
 
@@ -243,6 +261,9 @@ func (ep *Endpoint) build(s *Server) error {
 		return fmt.Errorf("encode server/discover: %w", err)
 	}
 	ep.discoverJSON = disc
+	ep.live.init(ep.tools)
+	ep.server.Store(s)
+	close(ep.served)
 	return nil
 }
 
@@ -250,13 +271,13 @@ func (ep *Endpoint) build(s *Server) error {
 // lacks answer -32601.
 func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
 	c := &mcp.ServerCapabilities{Logging: mcp.Object{}}
-	if len(ep.tools) > 0 {
+	if ep.servesTools() {
 		c.Tools = &mcp.ToolsCapability{}
 	}
-	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+	if ep.servesResources() {
 		c.Resources = &mcp.ResourcesCapability{}
 	}
-	if len(ep.prompts) > 0 {
+	if ep.servesPrompts() {
 		c.Prompts = &mcp.PromptsCapability{}
 	}
 	if ep.completion != nil {
@@ -277,16 +298,16 @@ func (ep *Endpoint) methodTable() map[string]methodFunc {
 	m := map[string]methodFunc{
 		mcp.MethodServerDiscover: ep.discover,
 	}
-	if len(ep.tools) > 0 {
+	if ep.servesTools() {
 		m[mcp.MethodToolsList] = ep.listTools
 		m[mcp.MethodToolsCall] = ep.callTool
 	}
-	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+	if ep.servesResources() {
 		m[mcp.MethodResourcesList] = ep.listResources
 		m[mcp.MethodResourcesTemplatesList] = ep.listResourceTemplates
 		m[mcp.MethodResourcesRead] = ep.readResource
 	}
-	if len(ep.prompts) > 0 {
+	if ep.servesPrompts() {
 		m[mcp.MethodPromptsList] = ep.listPrompts
 		m[mcp.MethodPromptsGet] = ep.getPrompt
 	}

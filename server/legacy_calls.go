@@ -106,11 +106,11 @@ func (ep *Endpoint) legacyMethodTable() map[string]methodFunc {
 		}
 		m[name] = f
 	}
-	if len(ep.tools) > 0 {
+	if ep.servesTools() {
 		m[mcp.MethodToolsList] = ep.legacyListTools
 		m[mcp.MethodToolsCall] = ep.legacyCallTool
 	}
-	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+	if ep.servesResources() {
 		m[mcp.MethodResourcesSubscribe] = legacySubscribe
 		m[mcp.MethodResourcesUnsubscribe] = legacyUnsubscribe
 	}
@@ -124,13 +124,13 @@ func (ep *Endpoint) legacyMethodTable() map[string]methodFunc {
 // are announced on the GET stream (Server.NotifyListChanged).
 func (ep *Endpoint) legacyCapabilities(version string, client *mcp.LegacyClientCapabilities) *mcp.LegacyServerCapabilities {
 	c := &mcp.LegacyServerCapabilities{Logging: mcp.Object{}}
-	if len(ep.tools) > 0 {
+	if ep.servesTools() {
 		c.Tools = &mcp.ToolsCapability{ListChanged: true}
 	}
-	if len(ep.resources) > 0 || len(ep.templates) > 0 {
+	if ep.servesResources() {
 		c.Resources = &mcp.ResourcesCapability{Subscribe: true, ListChanged: true}
 	}
-	if len(ep.prompts) > 0 {
+	if ep.servesPrompts() {
 		c.Prompts = &mcp.PromptsCapability{ListChanged: true}
 	}
 	if ep.completion != nil {
@@ -583,8 +583,9 @@ func legacyUnsubscribe(_ context.Context, c *call) (any, Outcome, *protocolError
 func (ep *Endpoint) legacyListTools(ctx context.Context, c *call) (any, Outcome, *protocolError) {
 	lc := c.legacy
 	withExecution := lc.version() >= mcp.ProtocolVersion20251125
-	visible := make([]mcp.LegacyTool, 0, len(ep.tools))
-	for _, t := range ep.tools {
+	tools := ep.live.load().list
+	visible := make([]mcp.LegacyTool, 0, len(tools))
+	for _, t := range tools {
 		if p := c.srv.opts.CatalogPolicy; p != nil {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
@@ -626,7 +627,8 @@ var errNeedsTasks = invalidParams("Invalid params: this tool runs only as a task
 // legacyCallTool is tools/call in a session; tools that may create tasks
 // go to the tasks layer's hook (see legacyHooks.callTool).
 func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, *protocolError) {
-	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode == taskNever && ep.legacyHooks.callTool != nil {
+	t, ok := ep.live.load().index[c.params.Name]
+	if ok && t.mode == taskNever && ep.legacyHooks.callTool != nil {
 		// 2025-11-25: a tool whose taskSupport is forbidden, called as a
 		// task by a client that has tasks, is -32601.
 		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
@@ -636,7 +638,7 @@ func (ep *Endpoint) legacyCallTool(ctx context.Context, c *call) (any, Outcome, 
 			return nil, OutcomeProtocolError, perr
 		}
 	}
-	if t, ok := ep.toolIndex[c.params.Name]; ok && t.mode != taskNever {
+	if ok && t.mode != taskNever {
 		if _, perr := c.lookupTool(ctx, t.tool.Name); perr != nil {
 			return nil, OutcomeProtocolError, perr
 		}

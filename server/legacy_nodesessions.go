@@ -371,26 +371,27 @@ const (
 	ListResources
 )
 
-// NotifyListChanged sends notifications/tools/list_changed (or the prompts
-// or resources one) to every 2025-era session of the named endpoint that
-// has its GET stream open on this node, for example after a CatalogPolicy
-// starts showing a caller other tools. Delivery is best effort as with
-// NotifyResourceUpdated, and node-local: in a fleet call it on every node.
-// Modern clients learn of list changes through subscriptions/listen. An
-// unknown kind does nothing.
+// NotifyListChanged announces that the named endpoint's list of the given
+// kind changed: it sends notifications/tools/list_changed (or the prompts
+// or resources one) to every 2025-era session of the endpoint that has its
+// GET stream open on this node, and to every 2026-07-28
+// subscriptions/listen stream of the endpoint on this node whose filter
+// asked for that list (toolsListChanged, promptsListChanged,
+// resourcesListChanged), for example after a CatalogPolicy starts showing
+// a caller other tools. Endpoint.UpdateTools calls it for its endpoint.
+// Delivery is best effort, as with NotifyResourceUpdated (a listen
+// coalesces changes it has not written yet into one notification per
+// list), and node-local: in a fleet call it on every node. It never blocks
+// on a client. An unknown kind does nothing.
 func (s *Server) NotifyListChanged(endpoint string, kind ListKind) {
-	if s.legacy == nil {
+	method := kind.method()
+	if method == "" {
 		return
 	}
-	var method string
-	switch kind {
-	case ListTools:
-		method = mcp.NotificationToolsListChanged
-	case ListPrompts:
-		method = mcp.NotificationPromptsListChanged
-	case ListResources:
-		method = mcp.NotificationResourcesListChanged
-	default:
+	if s.subs != nil {
+		s.subs.listChanged(endpoint, kind)
+	}
+	if s.legacy == nil {
 		return
 	}
 	msg := mcp.AppendNotification(nil, method, nil)

@@ -1,13 +1,11 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -273,28 +271,14 @@ func openGetStream(t *testing.T, c *legacyClient) (*http.Response, <-chan legacy
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan legacyMsg, 16)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); res.Body.Close(); wg.Wait() })
 	if res.StatusCode != http.StatusOK {
+		t.Cleanup(func() { cancel(); res.Body.Close() })
+		events := make(chan legacyMsg)
 		close(events)
 		return res, events
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(events)
-		br := bufio.NewReader(res.Body)
-		for {
-			data, err := readSSEData(br)
-			if err != nil {
-				return
-			}
-			var m legacyMsg
-			json.Unmarshal(data, &m)
-			events <- m
-		}
-	}()
+	events, wait := sseMessages(res)
+	t.Cleanup(func() { cancel(); wait() })
 	return res, events
 }
 

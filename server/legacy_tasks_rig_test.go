@@ -235,11 +235,19 @@ func ltStream(t *testing.T, c *legacyClient, body string) (msgs <-chan legacyMsg
 		stop()
 		t.Fatal(err)
 	}
+	ch, wait := sseMessages(res)
+	cancel = func() { stop(); wait() }
+	t.Cleanup(cancel)
+	return ch, cancel
+}
+
+// sseMessages delivers the messages of an SSE response as they arrive
+// and closes the channel at its end; wait waits for the reader, once the
+// response's context is canceled.
+func sseMessages(res *http.Response) (msgs <-chan legacyMsg, wait func()) {
 	ch := make(chan legacyMsg, 16)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		defer close(ch)
 		defer res.Body.Close()
 		br := bufio.NewReader(res.Body)
@@ -252,10 +260,8 @@ func ltStream(t *testing.T, c *legacyClient, body string) (msgs <-chan legacyMsg
 			json.Unmarshal(data, &m)
 			ch <- m
 		}
-	}()
-	cancel = func() { stop(); wg.Wait() }
-	t.Cleanup(cancel)
-	return ch, cancel
+	})
+	return ch, wg.Wait
 }
 
 // next returns the next message of a stream.

@@ -40,6 +40,13 @@ type subscription struct {
 	// Guarded by the registry's mutex.
 	watching map[string]bool
 
+	// lists are the list changes the listen accepted, fixed before it is
+	// watched; pendingLists those changed and not written yet (see
+	// flushLists); listEndpoint the endpoint they are watched on.
+	lists        listBits
+	pendingLists atomic.Uint32
+	listEndpoint string
+
 	mu       sync.Mutex
 	queue    []string
 	queued   map[string]bool
@@ -158,37 +165,6 @@ func (s *subscription) accept(ids map[string]bool) {
 	s.queue = q
 }
 
-// listenFilter validates the filter of a listen before admission.
-func (ep *Endpoint) listenFilter(p *rawParams) (*mcp.SubscriptionFilter, *protocolError) {
-	var f mcp.SubscriptionFilter
-	if len(p.Notifications) > 0 {
-		if err := json.Unmarshal(p.Notifications, &f); err != nil {
-			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed notifications filter"))
-		}
-	}
-	if len(f.TaskIDs) > 0 {
-		if !p.Meta.ClientCapabilities.HasExtension(mcp.ExtensionTasks) {
-			return nil, missingCapabilities(tasksCapability)
-		}
-		seen := make(map[string]bool, len(f.TaskIDs))
-		ids := f.TaskIDs[:0:0]
-		for _, id := range f.TaskIDs {
-			if task.ValidID(id) != nil {
-				return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: malformed task ID in notifications.taskIds"))
-			}
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) > MaxListenTaskIDs {
-			return nil, newProtocolError(http.StatusBadRequest, mcp.InvalidParams("Invalid params: too many task IDs in notifications.taskIds"))
-		}
-		f.TaskIDs = ids
-	}
-	return &f, nil
-}
-
 var errSubscriptionDenied = newProtocolError(http.StatusForbidden, mcp.NewError(mcp.CodeInvalidRequest, "Subscription not authorized"))
 
 // listen serves subscriptions/listen: it reserves capacity, authorizes the
@@ -218,6 +194,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		watching: map[string]bool{},
 		queued:   map[string]bool{}, wake: make(chan struct{}, 1),
 		last: map[string]sentState{}, terminal: map[string]bool{},
+		lists: ep.listFilter(filter),
 	}
 	owned := false // the stream's onFinish releases s
 	defer func() {
@@ -226,6 +203,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 		}
 	}()
 	srv.subs.watch(s, requested) // hints during authorization are kept
+	srv.subs.watchLists(s, ep.opts.Name)
 
 	grant, err := ep.authorize(ctx, c, requested, false)
 	if err != nil {
@@ -245,7 +223,7 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	c.stream.writeTimeout = opts.WriteTimeout
 	c.stream.ownKeepAlive = true // the listen loop sends its own keep-alives
 	ack, _ := json.Marshal(&mcp.AcknowledgedParams{
-		Notifications: &mcp.SubscriptionFilter{TaskIDs: accepted},
+		Notifications: acknowledged(accepted, s.lists),
 		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
 	})
 	owned = true // from here on, endListen gives the capacity back
@@ -561,6 +539,9 @@ func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant Subscripti
 	defer s.pmu.Unlock()
 	if s.c.stream.flushPending() != nil {
 		return drainStreamFailed
+	}
+	if r := s.flushLists(); r != drainDone {
+		return r
 	}
 	for ctx.Err() == nil {
 		id, ok := s.next()

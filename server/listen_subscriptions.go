@@ -9,9 +9,12 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 )
 
-// SubscriptionOptions enable subscriptions/listen with task notifications
+// SubscriptionOptions enable subscriptions/listen: task notifications
 // (notifications.taskIds) on endpoints that serve Tasks with a manager that
-// publishes events. Setting them requires an explicit Authorizer.
+// publishes events, and list changes (toolsListChanged, promptsListChanged
+// and resourcesListChanged, for the lists the endpoint serves; see
+// Server.NotifyListChanged) on every endpoint. Setting them requires an
+// explicit Authorizer.
 type SubscriptionOptions struct {
 	// Authorizer decides each listen and each renewal. Required; use
 	// AllowSubscriptions to accept every admitted caller.
@@ -123,6 +126,7 @@ type registry struct {
 	perPrincipal map[string]int
 	perSource    map[string]int // by Identity.Source, bounded by maxPrincipal too
 	byTask       map[string]map[*subscription]struct{}
+	byList       map[string]map[*subscription]struct{} // listens asking for list changes, by endpoint name
 	// flights are the shared lookups of followed tasks, by task ID and
 	// view; a hint for a task forgets its flights (see flight). Guarded by
 	// fmu, which is taken after mu when both are held, so that listens
@@ -247,6 +251,7 @@ func (r *registry) release(s *subscription) {
 		delete(r.perTenant, s.tenant)
 	}
 	r.releasePrincipalLocked(s.principal, s.source)
+	r.unwatchListsLocked(s)
 	for id := range s.watching {
 		r.unwatchLocked(s, id)
 	}

@@ -36,7 +36,7 @@ func (s *Server) toolCallFinished(ep *Endpoint, method string, p *rawParams, out
 	}
 	tool := unknownTool
 	if p != nil {
-		if _, registered := ep.toolIndex[p.Name]; registered {
+		if _, registered := ep.live.load().index[p.Name]; registered {
 			tool = p.Name
 		}
 	}

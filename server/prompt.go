@@ -46,10 +46,14 @@ func (ep *Endpoint) SetCompletionHandler(h CompletionHandler) {
 	ep.completion = h
 }
 
-func (ep *Endpoint) listPrompts(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	items, next, perr := pageOf(ep, c.params.Cursor, ep.prompts, func(e *promptEntry) *mcp.Prompt { return e.prompt })
+func (ep *Endpoint) listPrompts(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	var src func(context.Context, *Request, string) ([]*mcp.Prompt, string, error)
+	if ep.promptSrc != nil {
+		src = ep.promptSrc.ListPrompts
+	}
+	items, next, perr := sourcedPage(ctx, c, ep.prompts, func(e *promptEntry) *mcp.Prompt { return e.prompt }, src)
 	if perr != nil {
-		return nil, OutcomeProtocolError, perr
+		return nil, outcomeOf(perr), perr
 	}
 	return &mcp.ListPromptsResult{
 		Prompts: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
@@ -58,7 +62,7 @@ func (ep *Endpoint) listPrompts(_ context.Context, c *call) (any, Outcome, *prot
 
 func (ep *Endpoint) getPrompt(ctx context.Context, c *call) (any, Outcome, *protocolError) {
 	e, ok := ep.promptIndex[c.params.Name]
-	if !ok {
+	if !ok && (ep.promptSrc == nil || c.params.Name == "") {
 		return nil, OutcomeProtocolError, errUnknownPrompt
 	}
 	var args map[string]string
@@ -67,20 +71,29 @@ func (ep *Endpoint) getPrompt(ctx context.Context, c *call) (any, Outcome, *prot
 			return nil, OutcomeProtocolError, invalidParams("Invalid params: prompt arguments must be an object of strings")
 		}
 	}
-	for _, a := range e.prompt.Arguments {
-		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, OutcomeProtocolError, invalidParams("Invalid params: missing required prompt argument")
+	var render PromptHandler
+	if !ok {
+		render = ep.promptSrc.GetPrompt // a name none of the endpoint's prompts has
+	} else {
+		for _, a := range e.prompt.Arguments {
+			if _, ok := args[a.Name]; a.Required && !ok {
+				return nil, OutcomeProtocolError, invalidParams("Invalid params: missing required prompt argument")
+			}
 		}
+		render = e.handler
 	}
 	if perr := c.chargeRequestLimiter(); perr != nil {
 		return nil, OutcomeRateLimited, perr
 	}
-	rq, perr := c.newRequest(e.prompt.Name)
+	rq, perr := c.newRequest(c.params.Name)
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
 	res, perr := c.runHandler(ctx, rq, func(ctx context.Context, rq *Request) (any, error) {
-		r, err := e.handler(ctx, rq, args)
+		r, err := render(ctx, rq, args)
+		if errors.Is(err, ErrPromptNotFound) {
+			return nil, errUnknownPrompt
+		}
 		if err != nil {
 			return nil, err
 		}

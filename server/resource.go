@@ -88,20 +88,28 @@ func compileURITemplate(tmpl string) (*regexp.Regexp, error) {
 	return regexp.Compile(b.String())
 }
 
-func (ep *Endpoint) listResources(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	items, next, perr := pageOf(ep, c.params.Cursor, ep.resources, func(e *resourceEntry) *mcp.Resource { return e.resource })
+func (ep *Endpoint) listResources(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	var src func(context.Context, *Request, string) ([]*mcp.Resource, string, error)
+	if ep.resourceSrc != nil {
+		src = ep.resourceSrc.ListResources
+	}
+	items, next, perr := sourcedPage(ctx, c, ep.resources, func(e *resourceEntry) *mcp.Resource { return e.resource }, src)
 	if perr != nil {
-		return nil, OutcomeProtocolError, perr
+		return nil, outcomeOf(perr), perr
 	}
 	return &mcp.ListResourcesResult{
 		Resources: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
 	}, OutcomeComplete, nil
 }
 
-func (ep *Endpoint) listResourceTemplates(_ context.Context, c *call) (any, Outcome, *protocolError) {
-	items, next, perr := pageOf(ep, c.params.Cursor, ep.templates, func(e *templateEntry) *mcp.ResourceTemplate { return e.template })
+func (ep *Endpoint) listResourceTemplates(ctx context.Context, c *call) (any, Outcome, *protocolError) {
+	var src func(context.Context, *Request, string) ([]*mcp.ResourceTemplate, string, error)
+	if ep.resourceSrc != nil {
+		src = ep.resourceSrc.ListResourceTemplates
+	}
+	items, next, perr := sourcedPage(ctx, c, ep.templates, func(e *templateEntry) *mcp.ResourceTemplate { return e.template }, src)
 	if perr != nil {
-		return nil, OutcomeProtocolError, perr
+		return nil, outcomeOf(perr), perr
 	}
 	return &mcp.ListResourceTemplatesResult{
 		ResourceTemplates: items, NextCursor: next, TTLMs: ep.opts.CacheTTL.Milliseconds(), CacheScope: ep.cacheScope,
@@ -129,6 +137,9 @@ func (ep *Endpoint) readResource(ctx context.Context, c *call) (any, Outcome, *p
 				break
 			}
 		}
+	}
+	if h == nil && ep.resourceSrc != nil {
+		h = ep.resourceSrc.ReadResource
 	}
 	if h == nil {
 		return nil, OutcomeProtocolError, resourceNotFound(uri)

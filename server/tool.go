@@ -170,13 +170,19 @@ func (ep *Endpoint) AddRawTool(t *mcp.Tool, h ToolHandler, opts ...ToolOption) {
 		ep.fail(fmt.Errorf("tool %q: a raw tool needs an input schema", t.Name))
 		return
 	}
-	ep.addTool(&tt, func(ctx context.Context, req *Request) (any, error) {
+	ep.addTool(&tt, rawToolFunc(h), opts)
+}
+
+// rawToolFunc is the internal form of a raw tool's handler: a nil result
+// is an empty one (see callTool).
+func rawToolFunc(h ToolHandler) toolFunc {
+	return func(ctx context.Context, req *Request) (any, error) {
 		res, err := h(ctx, req)
 		if err != nil || res == nil {
 			return nil, err
 		}
 		return res, nil
-	}, opts)
+	}
 }
 
 var errContract = errors.New("contract failure")
@@ -244,11 +250,8 @@ func InferToolSchemas[In, Out any](t *mcp.Tool) (*mcp.Tool, error) {
 // reports nothing about the endpoint (a duplicate name, a missing Tasks
 // configuration), which only New can see.
 func CheckTool(t *mcp.Tool) error {
-	if err := validToolName(t.Name); err != nil {
+	if err := checkNameAndInput(t); err != nil {
 		return err
-	}
-	if len(t.InputSchema) == 0 {
-		return fmt.Errorf("tool %q: no input schema", t.Name)
 	}
 	e := &toolEntry{tool: t}
 	if err := e.compile(); err != nil {
@@ -357,7 +360,7 @@ func toolInputError(err error) *mcp.CallToolResult {
 // lookupTool finds a tool the caller may see. Unknown and hidden tools are
 // the same error.
 func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protocolError) {
-	t, ok := c.ep.toolIndex[name]
+	t, ok := c.ep.live.load().index[name]
 	if !ok {
 		return nil, unknownToolError(name)
 	}
@@ -375,10 +378,11 @@ func (c *call) lookupTool(ctx context.Context, name string) (*toolEntry, *protoc
 }
 
 func (ep *Endpoint) listTools(ctx context.Context, c *call) (any, Outcome, *protocolError) {
-	visible := ep.tools
+	tools := ep.live.load().list
+	visible := tools
 	if p := c.srv.opts.CatalogPolicy; p != nil {
-		visible = make([]*toolEntry, 0, len(ep.tools))
-		for _, t := range ep.tools {
+		visible = make([]*toolEntry, 0, len(tools))
+		for _, t := range tools {
 			ok, err := p.ToolVisible(ctx, c.id, ep.opts.Name, t.tool.Name)
 			if err != nil {
 				c.srv.logger.Error("catalog policy failed", "endpoint", ep.opts.Name, "err", c.redactErr(err))

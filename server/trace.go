@@ -103,7 +103,7 @@ func (c *call) endTrace(outcome Outcome) {
 		}
 		if c.req.Method == mcp.MethodToolsCall {
 			f.Tool, f.Arguments = unknownTool, p.Arguments
-			if _, registered := c.ep.toolIndex[p.Name]; registered {
+			if _, registered := c.ep.live.load().index[p.Name]; registered {
 				f.Tool = p.Name
 			}
 		}

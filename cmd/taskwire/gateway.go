@@ -63,7 +63,7 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 					cfg.Tools = &tools
 					return nil
 				}
-				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version})
+				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version, DynamicTools: true})
 				if err := g.Register(ep, &tools); err != nil {
 					return err
 				}

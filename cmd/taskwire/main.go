@@ -84,9 +84,11 @@
 // --upstream (Streamable HTTP, any protocol revision) or started by
 // --upstream-cmd (stdio; split into words as a shell would, run without a
 // shell, restarted with a backoff when it dies): it lists them when it
-// starts, serves those matching --task-tools as durable task tools whose
+// starts, and again when the upstream announces a change or restarts,
+// serves those matching --task-tools as durable task tools whose
 // workers call the upstream (its progress becomes the task's status), and
-// passes the others through inline within --call-timeout. --retry-tools
+// passes the others through inline within --call-timeout, as it does the
+// upstream's resources, prompts and completion. --retry-tools
 // names the task tools safe to call again after a failed or interrupted
 // run; for the others such a task fails saying the call was not repeated.
 // The callers' tokens are never forwarded; --upstream-header sets the
