@@ -115,6 +115,8 @@ func TestOverHTTP(t *testing.T) {
 		"authorization_servers":    []any{iss.URL},
 		"scopes_supported":         []any{"secret"},
 		"bearer_methods_supported": []any{"header"},
+		// DPoP is allowed by default (RFC 9728 §2, RFC 9449 §5.1).
+		"dpop_signing_alg_values_supported": []any{"ES256", "ES384", "ES512", "PS256", "RS256", "EdDSA"},
 	}
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
 		resp, err := hc.Get(base + path)
