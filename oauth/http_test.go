@@ -31,6 +31,12 @@ type echoOut struct {
 // iss, and returns its base URL and the resource server.
 func serveProtected(t *testing.T, iss *testissuer.Issuer) (string, *oauth.ResourceServer) {
 	t.Helper()
+	return serveProtectedWith(t, iss, nil)
+}
+
+// serveProtectedWith is serveProtected with the options changed by mutate.
+func serveProtectedWith(t *testing.T, iss *testissuer.Issuer, mutate func(*oauth.Options)) (string, *oauth.ResourceServer) {
+	t.Helper()
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "protected", Version: "1.0.0"})
 	for _, name := range []string{"echo", "secret"} {
 		server.AddTool(ep, &mcp.Tool{Name: name}, func(_ context.Context, _ *server.Request, in echoIn) (*mcp.CallToolResult, echoOut, error) {
@@ -39,10 +45,14 @@ func serveProtected(t *testing.T, iss *testissuer.Issuer) (string, *oauth.Resour
 	}
 	ln := httptest.NewUnstartedServer(nil)
 	base := "http://" + ln.Listener.Addr().String()
-	rs, err := oauth.New(oauth.Options{
+	opts := oauth.Options{
 		Resource: base + "/mcp", Issuer: iss.URL, JWKSURL: iss.JWKSURL(),
 		ToolScopes: map[string][]string{"secret": {"secret"}},
-	})
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	rs, err := oauth.New(opts)
 	if err != nil {
 		t.Fatalf("oauth.New: %v", err)
 	}
