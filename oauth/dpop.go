@@ -18,21 +18,21 @@ import (
 // error="use_dpop_nonce"; the ones of the token's binding with
 // error="invalid_token", like any refused token.
 const (
-	CategoryDPoPMissing     Category = "dpop_missing"      // the DPoP scheme without exactly one DPoP header
-	CategoryDPoPOversized   Category = "dpop_oversized"    // a DPoP header longer than DPoP.MaxProofBytes
-	CategoryDPoPMalformed   Category = "dpop_malformed"    // not a proof: typ, jwk, alg, jti or a claim is missing or wrong
+	CategoryDPoPMissing     Category = "dpop_missing"       // the DPoP scheme without exactly one DPoP header
+	CategoryDPoPOversized   Category = "dpop_oversized"     // a DPoP header longer than DPoP.MaxProofBytes
+	CategoryDPoPMalformed   Category = "dpop_malformed"     // not a proof: typ, jwk, alg, jti or a claim is missing or wrong
 	CategoryDPoPSignature   Category = "dpop_bad_signature" // the proof's signature does not verify with its own key
-	CategoryDPoPTarget      Category = "dpop_wrong_target" // htm or htu is not this request's method or URL
-	CategoryDPoPStale       Category = "dpop_stale"        // iat is older than DPoP.MaxProofAge, or ahead of the clock beyond the leeway
-	CategoryDPoPHash        Category = "dpop_bad_ath"      // ath is not the hash of the presented token
-	CategoryDPoPNonce       Category = "dpop_nonce"        // DPoP.RequireNonce and no current nonce: answered with a new one
-	CategoryDPoPReplay      Category = "dpop_replay"       // a proof (key and jti) seen before
-	CategoryDPoPBusy        Category = "dpop_busy"         // the replay cache is full: HTTP 503
-	CategoryDPoPUnproven    Category = "dpop_unproven"     // a token bound to a key, presented as a bearer token
-	CategoryDPoPUnbound     Category = "dpop_unbound"      // the DPoP scheme with a token bound to no key
-	CategoryDPoPKeyMismatch Category = "dpop_key_mismatch" // the token is bound to another key than the proof's
-	CategoryDPoPRequired    Category = "dpop_required"     // a bearer token where DPoP.Mode is DPoPRequired
-	CategoryDPoPOff         Category = "dpop_off"          // the DPoP scheme where DPoP.Mode is DPoPOff
+	CategoryDPoPTarget      Category = "dpop_wrong_target"  // htm or htu is not this request's method or URL
+	CategoryDPoPStale       Category = "dpop_stale"         // iat is older than DPoP.MaxProofAge, or ahead of the clock beyond the leeway
+	CategoryDPoPHash        Category = "dpop_bad_ath"       // ath is not the hash of the presented token
+	CategoryDPoPNonce       Category = "dpop_nonce"         // DPoP.RequireNonce and no current nonce: answered with a new one
+	CategoryDPoPReplay      Category = "dpop_replay"        // a proof (key and jti) seen before
+	CategoryDPoPBusy        Category = "dpop_busy"          // the replay cache is full: HTTP 503
+	CategoryDPoPUnproven    Category = "dpop_unproven"      // a token bound to a key, presented as a bearer token
+	CategoryDPoPUnbound     Category = "dpop_unbound"       // the DPoP scheme with a token bound to no key
+	CategoryDPoPKeyMismatch Category = "dpop_key_mismatch"  // the token is bound to another key than the proof's
+	CategoryDPoPRequired    Category = "dpop_required"      // a bearer token where DPoP.Mode is DPoPRequired
+	CategoryDPoPOff         Category = "dpop_off"           // the DPoP scheme where DPoP.Mode is DPoPOff
 )
 
 // dpopError is the error code of a refused DPoP request's challenge.
