@@ -28,6 +28,8 @@
 #               each against the suite's own authorization server
 #   2026-07-28  the Skills extension's sep-2640-client-no-prefetch,
 #               -verify-digest, -verify-size and -verify-frontmatter
+#   2026-07-28  the DPoP extension's auth/dpop and auth/dpop-nonce (RFC 9449
+#               sender-constrained tokens, nonces from the AS and the server)
 #
 # After the 2026-07-28 run (or with CONFORMANCE_REVISIONS naming it), the
 # server extension scenarios sep-2640-skills-directory, -enumeration and
@@ -116,7 +118,8 @@ readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-meta
 2026-07-28:auth/iss-wrong-issuer 2026-07-28:auth/iss-unexpected \
 2026-07-28:auth/iss-normalized 2026-07-28:auth/metadata-issuer-mismatch \
 2026-07-28:sep-2640-client-no-prefetch 2026-07-28:sep-2640-client-verify-digest \
-2026-07-28:sep-2640-client-verify-size 2026-07-28:sep-2640-client-verify-frontmatter"
+2026-07-28:sep-2640-client-verify-size 2026-07-28:sep-2640-client-verify-frontmatter \
+2026-07-28:auth/dpop 2026-07-28:auth/dpop-nonce"
 # Extension scenarios of the server the fixture serves (in no requirement
 # set; run one by one at 2026-07-28 with --force): every check must be
 # SUCCESS, none SKIPPED, FAILURE or WARNING.

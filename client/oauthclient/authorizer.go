@@ -39,6 +39,8 @@ type Authorizer struct {
 	mu     sync.Mutex // serialises flows and refreshes; guards rec and loaded
 	rec    *Record
 	loaded bool
+
+	dpop dpopState // the DPoP key in use and the servers' nonces
 }
 
 // New returns an Authorizer for the MCP endpoint serverURL. It fails when
@@ -185,6 +187,9 @@ func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error
 	if rec == nil {
 		return a.base.RoundTrip(req)
 	}
+	if rec.TokenType == TokenTypeDPoP {
+		return a.sendDPoP(req, rec)
+	}
 	out := req.Clone(req.Context()) // shares req.Body
 	out.Header.Set("Authorization", "Bearer "+rec.AccessToken)
 	return a.base.RoundTrip(out)
@@ -194,6 +199,8 @@ func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error
 func (a *Authorizer) wantsAuth(resp *http.Response, rec *Record) (Challenge, bool, bool) {
 	ch, bearer := ParseChallenge(resp.Header.Get("WWW-Authenticate"))
 	switch {
+	case resp.StatusCode == http.StatusUnauthorized && ch.Error == "use_dpop_nonce":
+		return ch, false, false // sendDPoP retried with the nonce already; a new token would not help
 	case resp.StatusCode == http.StatusUnauthorized:
 		return ch, false, true
 	case resp.StatusCode == http.StatusForbidden && bearer && ch.Error == "insufficient_scope" && rec != nil:
