@@ -71,7 +71,8 @@ func (rs *ResourceServer) MetadataHandler() http.Handler {
 
 // WithMetadata returns a handler that serves the metadata at
 // MetadataPaths and passes every other request to next, typically the MCP
-// server.
+// server; with DPoP.RequireNonce, a response to a request with a DPoP
+// header carries a current DPoP-Nonce.
 func (rs *ResourceServer) WithMetadata(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range rs.wellKnown {

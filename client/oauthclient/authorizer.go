@@ -63,7 +63,9 @@ func New(serverURL string, opts Options) (*Authorizer, error) {
 // Token returns a valid access token for the server: the stored one, or a
 // refreshed one when it has expired. It never starts an interactive flow;
 // without a usable token it returns ErrNoToken. Its signature fits
-// client.Options.Token.
+// client.Options.Token, which sends it as a bearer token: a DPoP-bound
+// token (Record.TokenType "DPoP") is refused that way, so use the
+// Authorizer as the transport for those.
 func (a *Authorizer) Token(ctx context.Context) (string, error) {
 	rec, err := a.valid(ctx)
 	if err != nil {
