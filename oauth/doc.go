@@ -43,6 +43,17 @@
 // with Retry-After, not invalid_token (see ErrUnavailable). Close ends
 // them.
 //
+// # DPoP
+//
+// Options.DPoP accepts DPoP-bound tokens (RFC 9449): "Authorization: DPoP
+// TOKEN" with a proof in a DPoP header, checked before the token (typ,
+// algorithm, public jwk, htm, htu, iat, ath, a server nonce when
+// DPoP.RequireNonce), and a token whose cnf.jkt is the proof's key
+// thumbprint; a proof is accepted once (a replay cache bounded in size and
+// time). DPoPAllowed (the default) accepts bearer tokens too,
+// DPoPRequired refuses them, DPoPOff refuses the DPoP scheme. A token
+// bound to a key is never accepted as a bearer token.
+//
 // # Challenges
 //
 // A request without a token gets HTTP 401 with

@@ -66,7 +66,7 @@ type rig struct {
 }
 
 // newRig builds a resource server for iss; mutate may change the options.
-func newRig(t *testing.T, mutate func(*oauth.Options)) *rig {
+func newRig(t testing.TB, mutate func(*oauth.Options)) *rig {
 	t.Helper()
 	r := &rig{iss: testissuer.New(t), clock: &clock{now: time.Now()}, log: &logBuffer{}}
 	opts := oauth.Options{

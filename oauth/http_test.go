@@ -31,6 +31,12 @@ type echoOut struct {
 // iss, and returns its base URL and the resource server.
 func serveProtected(t *testing.T, iss *testissuer.Issuer) (string, *oauth.ResourceServer) {
 	t.Helper()
+	return serveProtectedWith(t, iss, nil)
+}
+
+// serveProtectedWith is serveProtected with the options changed by mutate.
+func serveProtectedWith(t *testing.T, iss *testissuer.Issuer, mutate func(*oauth.Options)) (string, *oauth.ResourceServer) {
+	t.Helper()
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "protected", Version: "1.0.0"})
 	for _, name := range []string{"echo", "secret"} {
 		server.AddTool(ep, &mcp.Tool{Name: name}, func(_ context.Context, _ *server.Request, in echoIn) (*mcp.CallToolResult, echoOut, error) {
@@ -39,10 +45,14 @@ func serveProtected(t *testing.T, iss *testissuer.Issuer) (string, *oauth.Resour
 	}
 	ln := httptest.NewUnstartedServer(nil)
 	base := "http://" + ln.Listener.Addr().String()
-	rs, err := oauth.New(oauth.Options{
+	opts := oauth.Options{
 		Resource: base + "/mcp", Issuer: iss.URL, JWKSURL: iss.JWKSURL(),
 		ToolScopes: map[string][]string{"secret": {"secret"}},
-	})
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	rs, err := oauth.New(opts)
 	if err != nil {
 		t.Fatalf("oauth.New: %v", err)
 	}
@@ -115,6 +125,8 @@ func TestOverHTTP(t *testing.T) {
 		"authorization_servers":    []any{iss.URL},
 		"scopes_supported":         []any{"secret"},
 		"bearer_methods_supported": []any{"header"},
+		// DPoP is allowed by default (RFC 9728 §2, RFC 9449 §5.1).
+		"dpop_signing_alg_values_supported": []any{"ES256", "ES384", "ES512", "PS256", "RS256", "EdDSA"},
 	}
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
 		resp, err := hc.Get(base + path)

@@ -19,6 +19,9 @@ type metadataDoc struct {
 	AuthorizationServers   []string `json:"authorization_servers"`
 	ScopesSupported        []string `json:"scopes_supported,omitempty"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	// RFC 9728 §2 and RFC 9449 §5.1 (omitted when DPoP is off).
+	DPoPAlgorithms []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	DPoPRequired   bool     `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
 // buildMetadata renders the metadata and derives its URLs from the
@@ -35,12 +38,17 @@ func (rs *ResourceServer) buildMetadata() error {
 	if path != "" {
 		rs.wellKnown = append(rs.wellKnown, WellKnownPath+path)
 	}
-	rs.metadata, err = json.Marshal(metadataDoc{
+	doc := metadataDoc{
 		Resource:               rs.opts.Resource,
 		AuthorizationServers:   rs.opts.AuthorizationServers,
 		ScopesSupported:        rs.opts.ScopesSupported,
 		BearerMethodsSupported: []string{"header"},
-	})
+	}
+	if rs.dpop != nil {
+		doc.DPoPAlgorithms = rs.opts.DPoP.Algorithms
+		doc.DPoPRequired = rs.opts.DPoP.Mode == DPoPRequired
+	}
+	rs.metadata, err = json.Marshal(doc)
 	return err
 }
 
@@ -63,7 +71,8 @@ func (rs *ResourceServer) MetadataHandler() http.Handler {
 
 // WithMetadata returns a handler that serves the metadata at
 // MetadataPaths and passes every other request to next, typically the MCP
-// server.
+// server; with DPoP.RequireNonce, a response to a request with a DPoP
+// header carries a current DPoP-Nonce.
 func (rs *ResourceServer) WithMetadata(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range rs.wellKnown {
@@ -71,6 +80,9 @@ func (rs *ResourceServer) WithMetadata(next http.Handler) http.Handler {
 				rs.serveMetadata(w, r)
 				return
 			}
+		}
+		if rs.dpop != nil && rs.dpop.nonces != nil && r.Header.Get("DPoP") != "" {
+			w.Header().Set("DPoP-Nonce", rs.dpop.nonces.issue())
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -99,6 +99,9 @@ type Options struct {
 	// Introspection, if set, checks opaque tokens with the authorization
 	// server's RFC 7662 endpoint.
 	Introspection *Introspection
+	// DPoP configures DPoP-bound access tokens (RFC 9449). The zero value
+	// accepts them next to bearer tokens (DPoPAllowed).
+	DPoP DPoP
 
 	// HTTPClient fetches keys and introspects tokens. Nil: a client
 	// without proxies from the environment that follows a redirect only
@@ -135,6 +138,7 @@ func (o Options) validate() (Options, error) {
 	o.checkAlgorithms(bad)
 	o.checkLimits(bad)
 	o.checkScopes(bad)
+	o.DPoP = o.DPoP.validate(bad)
 	if o.Introspection != nil {
 		in, err := o.Introspection.validate()
 		if err != nil {

@@ -58,6 +58,7 @@ type ResourceServer struct {
 	parser      *jwt.Parser
 	keys        *keySet // nil without JWKSURL
 	introspect  *introspector
+	dpop        *dpopVerifier // nil when DPoP is off
 	metadataURL string
 	metadata    []byte
 	wellKnown   []string // the paths the metadata is served at
@@ -91,6 +92,11 @@ func New(opts Options) (*ResourceServer, error) {
 	}
 	if o.Introspection != nil {
 		rs.introspect = newIntrospector(o, rs.owner)
+	}
+	if o.DPoP.Mode != DPoPOff {
+		if rs.dpop, err = newDPoPVerifier(o); err != nil {
+			return nil, err
+		}
 	}
 	if err := rs.buildMetadata(); err != nil {
 		return nil, err
@@ -141,35 +147,31 @@ func unavailable(c Category, cause error, retryAfter time.Duration) *tokenError 
 func refuse(c Category, cause error) *tokenError { return &tokenError{category: c, cause: cause} }
 
 // Admit implements server.AdmissionController. It returns the caller's
-// identity, or a *server.Rejection: HTTP 401 with a Bearer challenge for a
-// missing or refused token, HTTP 403 with error="insufficient_scope" for a
-// token without a required scope, HTTP 503 with Retry-After for a token
-// that cannot be checked now because the authorization server could not
-// be reached (ErrUnavailable): the token may well be good, and a client
-// told invalid_token would discard it. It logs only the category of a
-// refusal.
+// identity, or a *server.Rejection: HTTP 401 with a Bearer or DPoP
+// challenge for a missing or refused token or DPoP proof, HTTP 403 with
+// error="insufficient_scope" for a token without a required scope, HTTP
+// 503 with Retry-After for a token that cannot be checked now because the
+// authorization server could not be reached (ErrUnavailable): the token
+// may well be good, and a client told invalid_token would discard it. It
+// logs only the category of a refusal.
 func (rs *ResourceServer) Admit(ctx context.Context, req *server.AdmissionRequest) (server.Identity, error) {
 	required := rs.requiredScopes(req.Method, req.Tool)
 	values := req.Header.Values("Authorization")
 	if len(values) == 0 {
 		rs.log(ctx, CategoryMissing)
-		return server.Identity{}, rs.unauthorized(false, required)
+		return server.Identity{}, rs.unauthorized(false, nil, required)
 	}
-	tok, terr := bearerToken(values, rs.opts.MaxTokenBytes)
-	var c claims
-	if terr == nil {
-		c, terr = rs.verify(ctx, tok)
-	}
+	c, dpop, terr := rs.authenticate(ctx, req, values)
 	if terr != nil {
 		rs.log(ctx, terr.category)
 		if terr.retryAfter > 0 {
 			return server.Identity{}, rs.unavailable(terr.retryAfter)
 		}
-		return server.Identity{}, rs.unauthorized(true, required)
+		return server.Identity{}, rs.unauthorized(dpop, terr, required)
 	}
 	if !hasScopes(c.scopes, required) {
 		rs.log(ctx, CategoryInsufficientScope)
-		return server.Identity{}, rs.forbidden(required)
+		return server.Identity{}, rs.forbidden(dpop, required)
 	}
 	principal := rs.opts.Issuer + "#" + c.subject
 	tenant := principal
@@ -179,29 +181,71 @@ func (rs *ResourceServer) Admit(ctx context.Context, req *server.AdmissionReques
 	return server.Identity{Principal: principal, Tenant: tenant, RateKey: principal}, nil
 }
 
+// authenticate checks the credential of the Authorization header values:
+// a bearer token, refused when it is bound to a key or DPoP is required;
+// or a DPoP-bound token with its proof (checked before the token, so that
+// a bad proof says nothing about the token), bound to the proof's key, and
+// not replayed. dpop reports the DPoP scheme, when DPoP is not off.
+func (rs *ResourceServer) authenticate(ctx context.Context, req *server.AdmissionRequest, values []string) (_ claims, dpop bool, _ *tokenError) {
+	tok, dpop, terr := credential(values, rs.opts.MaxTokenBytes)
+	switch {
+	case terr != nil:
+		return claims{}, dpop && rs.dpop != nil, terr
+	case dpop && rs.dpop == nil:
+		return claims{}, false, refuse(CategoryDPoPOff, nil)
+	case !dpop && rs.opts.DPoP.Mode == DPoPRequired:
+		return claims{}, false, refuse(CategoryDPoPRequired, nil)
+	case !dpop:
+		c, terr := rs.verify(ctx, tok)
+		if terr == nil && c.jkt != "" {
+			terr = refuse(CategoryDPoPUnproven, nil)
+		}
+		return c, false, terr
+	}
+	p, terr := rs.dpop.check(req, tok)
+	if terr != nil {
+		return claims{}, true, terr
+	}
+	c, terr := rs.verify(ctx, tok)
+	switch {
+	case terr != nil:
+		return claims{}, true, terr
+	case c.jkt == "":
+		return claims{}, true, refuse(CategoryDPoPUnbound, nil)
+	case c.jkt != p.jkt:
+		return claims{}, true, refuse(CategoryDPoPKeyMismatch, nil)
+	}
+	if terr := rs.dpop.remember(p); terr != nil {
+		return claims{}, true, terr
+	}
+	return c, true, nil
+}
+
 // log records a refusal's category, and nothing else about it.
 func (rs *ResourceServer) log(ctx context.Context, c Category) {
 	rs.opts.Logger.InfoContext(ctx, "oauth: request refused", "reason", string(c))
 }
 
-// bearerToken returns the token of the only Authorization header,
-// "Bearer TOKEN" with the scheme in any case, bounded by max bytes.
-func bearerToken(values []string, max int) (string, *tokenError) {
+// credential returns the token of the only Authorization header, "Bearer
+// TOKEN" or "DPoP TOKEN" with the scheme in any case, bounded by max
+// bytes, and whether its scheme is DPoP.
+func credential(values []string, max int) (string, bool, *tokenError) {
 	if len(values) != 1 {
-		return "", refuse(CategoryMalformed, nil)
+		return "", false, refuse(CategoryMalformed, nil)
 	}
 	scheme, tok, ok := strings.Cut(strings.TrimLeft(values[0], " \t"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", refuse(CategoryMalformed, nil)
+	dpop := strings.EqualFold(scheme, "DPoP")
+	if !ok || !dpop && !strings.EqualFold(scheme, "Bearer") {
+		return "", false, refuse(CategoryMalformed, nil)
 	}
 	tok = strings.Trim(tok, " \t")
 	if len(tok) > max {
-		return "", refuse(CategoryOversized, nil)
+		return "", dpop, refuse(CategoryOversized, nil)
 	}
 	if tok == "" || !isToken68(tok) {
-		return "", refuse(CategoryMalformed, nil)
+		return "", dpop, refuse(CategoryMalformed, nil)
 	}
-	return tok, nil
+	return tok, dpop, nil
 }
 
 // isToken68 reports whether s is a token68 (RFC 9110 §11.2), the syntax of
@@ -228,6 +272,7 @@ type claims struct {
 	subject string
 	tenant  string // the TenantClaim's value, when configured
 	scopes  []string
+	jkt     string // cnf.jkt: the thumbprint of the key the token is bound to (RFC 9449 §6)
 }
 
 // verify checks a token: as a JWT when it looks like one and keys are
@@ -340,6 +385,11 @@ func claimsOf(m map[string]any, tenantClaim string) (claims, *tokenError) {
 		return claims{}, refuse(CategoryBadSubject, nil)
 	}
 	c := claims{subject: sub, scopes: scopesOf(m)}
+	if cnf, ok := m["cnf"].(map[string]any); ok {
+		if c.jkt, _ = cnf["jkt"].(string); c.jkt == "" && cnf["jkt"] != nil {
+			return claims{}, refuse(CategoryMalformed, nil) // a binding that cannot be checked
+		}
+	}
 	if tenantClaim != "" {
 		c.tenant, _ = m[tenantClaim].(string)
 		if !printable(c.tenant) {
@@ -358,29 +408,58 @@ func printable(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
-// unauthorized is the 401 rejection: a challenge with resource_metadata,
-// error="invalid_token" when a token was presented, and the scopes the
-// request needs.
-func (rs *ResourceServer) unauthorized(presented bool, required []string) *server.Rejection {
-	var params []string
-	if presented {
-		params = append(params, `error="invalid_token"`)
+// unauthorized is the 401 rejection of a missing (terr nil) or refused
+// credential. Its challenge is for the scheme used (DPoP where DPoP is
+// required), with the error, the scopes the request needs and
+// resource_metadata, and a DPoP challenge carries algs; where DPoP is
+// allowed a second challenge, without an error, offers the other scheme.
+// A refused DPoP request's error is invalid_dpop_proof for a bad proof,
+// use_dpop_nonce (with a DPoP-Nonce header) for a missing nonce, and
+// invalid_token for a bad token, as for a bearer token.
+func (rs *ResourceServer) unauthorized(dpop bool, terr *tokenError, required []string) *server.Rejection {
+	dpop = dpop || rs.opts.DPoP.Mode == DPoPRequired
+	errCode := ""
+	if terr != nil {
+		errCode = "invalid_token"
+		if dpop {
+			errCode = dpopError(terr.category)
+		}
 	}
-	if len(required) > 0 {
-		params = append(params, `scope="`+strings.Join(required, " ")+`"`)
+	rej := rs.rejection(http.StatusUnauthorized, "Unauthorized", rs.challenge(dpop, errCode, required))
+	if rs.opts.DPoP.Mode == DPoPAllowed {
+		rej.Header.Add("WWW-Authenticate", rs.challenge(!dpop, "", required))
 	}
-	params = append(params, `resource_metadata="`+rs.metadataURL+`"`)
-	return rs.rejection(http.StatusUnauthorized, "Unauthorized", params)
+	if errCode == "use_dpop_nonce" {
+		rej.Header.Set("DPoP-Nonce", rs.dpop.nonces.issue())
+	}
+	return rej
 }
 
-// forbidden is the 403 rejection of a token without a required scope.
-func (rs *ResourceServer) forbidden(required []string) *server.Rejection {
-	params := []string{
-		`error="insufficient_scope"`,
-		`scope="` + strings.Join(required, " ") + `"`,
-		`resource_metadata="` + rs.metadataURL + `"`,
+// challenge is one WWW-Authenticate challenge, Bearer or DPoP.
+func (rs *ResourceServer) challenge(dpop bool, errCode string, required []string) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if dpop {
+		b.Reset()
+		b.WriteString("DPoP ")
 	}
-	return rs.rejection(http.StatusForbidden, "Forbidden: insufficient scope", params)
+	if errCode != "" {
+		b.WriteString(`error="` + errCode + `", `)
+	}
+	if len(required) > 0 {
+		b.WriteString(`scope="` + strings.Join(required, " ") + `", `)
+	}
+	b.WriteString(`resource_metadata="` + rs.metadataURL + `"`)
+	if dpop {
+		b.WriteString(`, algs="` + rs.dpop.algs + `"`)
+	}
+	return b.String()
+}
+
+// forbidden is the 403 rejection of a token without a required scope, in
+// the scheme of the request.
+func (rs *ResourceServer) forbidden(dpop bool, required []string) *server.Rejection {
+	return rs.rejection(http.StatusForbidden, "Forbidden: insufficient scope", rs.challenge(dpop, "insufficient_scope", required))
 }
 
 // unavailable is the 503 rejection of a token that cannot be checked now:
@@ -392,8 +471,8 @@ func (rs *ResourceServer) unavailable(retryAfter time.Duration) *server.Rejectio
 		Err: mcp.NewError(mcp.CodeInternalError, "Service unavailable: the access token cannot be checked now, retry later")}
 }
 
-func (rs *ResourceServer) rejection(status int, msg string, params []string) *server.Rejection {
+func (rs *ResourceServer) rejection(status int, msg, challenge string) *server.Rejection {
 	h := http.Header{}
-	h.Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	h.Set("WWW-Authenticate", challenge)
 	return &server.Rejection{Status: status, Err: mcp.NewError(mcp.CodeInvalidRequest, msg), Header: h}
 }

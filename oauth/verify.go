@@ -17,7 +17,8 @@ type Grant struct {
 func (g Grant) HasScope(scope string) bool { return slices.Contains(g.Scopes, scope) }
 
 // Verify checks the value of one Authorization header, "Bearer TOKEN",
-// exactly as Admit checks a request's token, and returns what the token
+// exactly as Admit checks a request's bearer token (a token bound to a
+// DPoP key is refused: Verify has no request to check a proof against), and returns what the token
 // grants, without requiring any scope: the caller decides what the scopes
 // allow. It fails for a missing, malformed, oversized or refused token;
 // the error says only the category (which Verify logs, and nothing else
@@ -27,10 +28,16 @@ func (rs *ResourceServer) Verify(ctx context.Context, authorization string) (Gra
 		rs.log(ctx, CategoryMissing)
 		return Grant{}, refuse(CategoryMissing, nil)
 	}
-	tok, terr := bearerToken([]string{authorization}, rs.opts.MaxTokenBytes)
+	tok, dpop, terr := credential([]string{authorization}, rs.opts.MaxTokenBytes)
+	if terr == nil && dpop {
+		terr = refuse(CategoryMalformed, nil) // no request to check a proof against
+	}
 	var c claims
 	if terr == nil {
 		c, terr = rs.verify(ctx, tok)
+	}
+	if terr == nil && c.jkt != "" {
+		terr = refuse(CategoryDPoPUnproven, nil)
 	}
 	if terr != nil {
 		rs.log(ctx, terr.category)

@@ -34,6 +34,8 @@
 #   2025-03-26  auth/2025-03-26-oauth-metadata-backcompat and
 #               -endpoint-fallback (no resource metadata: the authorization
 #               server at the root, then its default endpoints)
+#   2026-07-28  the DPoP extension's auth/dpop and auth/dpop-nonce (RFC 9449
+#               sender-constrained tokens, nonces from the AS and the server)
 #
 # After the 2026-07-28 run (or with CONFORMANCE_REVISIONS naming it), the
 # server extension scenarios sep-2640-skills-directory, -enumeration and
@@ -126,7 +128,8 @@ readonly DEFAULT_CLIENT_SCENARIOS="2026-07-28:tools_call 2026-07-28:request-meta
 2026-07-28:auth/client-credentials-basic 2026-07-28:auth/client-credentials-jwt \
 2026-07-28:auth/wif-jwt-bearer 2026-07-28:auth/enterprise-managed-authorization \
 2025-03-26:auth/2025-03-26-oauth-metadata-backcompat \
-2025-03-26:auth/2025-03-26-oauth-endpoint-fallback"
+2025-03-26:auth/2025-03-26-oauth-endpoint-fallback \
+2026-07-28:auth/dpop 2026-07-28:auth/dpop-nonce"
 # Extension scenarios of the server the fixture serves (in no requirement
 # set; run one by one at 2026-07-28 with --force): every check must be
 # SUCCESS, none SKIPPED, FAILURE or WARNING.

@@ -55,6 +55,11 @@ type AdmissionRequest struct {
 	Header http.Header
 	// RemoteAddr is the network address of the client, as net/http reports it.
 	RemoteAddr string
+	// HTTPMethod, Host and Path are the HTTP request's method, Host header
+	// and decoded URL path (no query), for a controller that checks a
+	// proof bound to the request, such as a DPoP proof (RFC 9449); empty
+	// when the request did not come over HTTP.
+	HTTPMethod, Host, Path string
 }
 
 // AdmissionController decides who a request acts for. It runs once per

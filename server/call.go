@@ -82,6 +82,7 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 		var err error
 		id, err = s.opts.Admission.Admit(ctx, &AdmissionRequest{
 			Endpoint: ep.opts.Name, Method: req.Method, Tool: toolName(req.Method, p), Header: r.Header, RemoteAddr: r.RemoteAddr,
+			HTTPMethod: r.Method, Host: r.Host, Path: r.URL.Path,
 		})
 		if err != nil {
 			var (

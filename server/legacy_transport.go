@@ -154,6 +154,7 @@ func (s *Server) chargeLegacyLimiter(id Identity) *protocolError {
 func (s *Server) admit(ep *Endpoint, r *http.Request, method, tool string) (Identity, *protocolError) {
 	id, err := s.opts.Admission.Admit(r.Context(), &AdmissionRequest{
 		Endpoint: ep.opts.Name, Method: method, Tool: tool, Header: r.Header, RemoteAddr: r.RemoteAddr,
+		HTTPMethod: r.Method, Host: r.Host, Path: r.URL.Path,
 	})
 	if err != nil {
 		var (

@@ -39,6 +39,8 @@ type Authorizer struct {
 	mu     sync.Mutex // serialises flows and refreshes; guards rec and loaded
 	rec    *Record
 	loaded bool
+
+	dpop dpopState // the DPoP key in use and the servers' nonces
 }
 
 // New returns an Authorizer for the MCP endpoint serverURL. It fails when
@@ -61,7 +63,9 @@ func New(serverURL string, opts Options) (*Authorizer, error) {
 // Token returns a valid access token for the server: the stored one, or a
 // refreshed one when it has expired. It never starts an interactive flow;
 // without a usable token it returns ErrNoToken. Its signature fits
-// client.Options.Token.
+// client.Options.Token, which sends it as a bearer token: a DPoP-bound
+// token (Record.TokenType "DPoP") is refused that way, so use the
+// Authorizer as the transport for those.
 func (a *Authorizer) Token(ctx context.Context) (string, error) {
 	rec, err := a.valid(ctx)
 	if err != nil {
@@ -185,6 +189,9 @@ func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error
 	if rec == nil {
 		return a.base.RoundTrip(req)
 	}
+	if rec.TokenType == TokenTypeDPoP {
+		return a.sendDPoP(req, rec)
+	}
 	out := req.Clone(req.Context()) // shares req.Body
 	out.Header.Set("Authorization", "Bearer "+rec.AccessToken)
 	return a.base.RoundTrip(out)
@@ -194,6 +201,8 @@ func (a *Authorizer) send(req *http.Request, rec *Record) (*http.Response, error
 func (a *Authorizer) wantsAuth(resp *http.Response, rec *Record) (Challenge, bool, bool) {
 	ch, bearer := ParseChallenge(resp.Header.Get("WWW-Authenticate"))
 	switch {
+	case resp.StatusCode == http.StatusUnauthorized && ch.Error == "use_dpop_nonce":
+		return ch, false, false // sendDPoP retried with the nonce already; a new token would not help
 	case resp.StatusCode == http.StatusUnauthorized:
 		return ch, false, true
 	case resp.StatusCode == http.StatusForbidden && bearer && ch.Error == "insufficient_scope" && rec != nil:

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -24,10 +25,16 @@ type Challenge struct {
 	Error string
 }
 
-// ParseChallenge returns the Bearer challenge of a WWW-Authenticate header
-// value, and false when it has none. Unknown parameters are ignored; a
-// malformed header yields what could be read before the fault.
+// ParseChallenge returns the first Bearer or DPoP (RFC 9449 §7.1)
+// challenge of a WWW-Authenticate header value, and false when it has
+// none. Unknown parameters are ignored; a malformed header yields what
+// could be read before the fault.
 func ParseChallenge(header string) (Challenge, bool) {
+	return challengeOf(header, "Bearer", TokenTypeDPoP)
+}
+
+// challengeOf returns the first challenge of header for one of schemes.
+func challengeOf(header string, schemes ...string) (Challenge, bool) {
 	var c Challenge
 	s := header
 	for s != "" {
@@ -38,7 +45,7 @@ func ParseChallenge(header string) (Challenge, bool) {
 		} else {
 			s = ""
 		}
-		bearer := strings.EqualFold(scheme, "Bearer")
+		bearer := slices.ContainsFunc(schemes, func(s string) bool { return strings.EqualFold(scheme, s) })
 		// auth-params until the next scheme token (a token not followed by '=').
 		for {
 			s = strings.TrimLeft(s, " \t,")
@@ -122,6 +129,7 @@ type serverMetadata struct {
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
 	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
+	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"` // RFC 9449 §5.1
 }
 
 // ErrResourceMismatch: the protected resource metadata names a resource

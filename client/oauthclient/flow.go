@@ -58,6 +58,10 @@ func (a *Authorizer) flowLocked(ctx context.Context, ch Challenge, scopes []stri
 	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
 		return nil, errors.New("oauthclient: the authorization server does not advertise PKCE S256")
 	}
+	key, err := a.dpopKeyFor(asm)
+	if err != nil {
+		return nil, err
+	}
 	if len(scopes) == 0 {
 		scopes = slices.Clone(prm.ScopesSupported)
 	}
@@ -94,7 +98,7 @@ func (a *Authorizer) flowLocked(ctx context.Context, ch Challenge, scopes []stri
 		return nil, err
 	}
 
-	xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, a.hc), a.opts.Timeout)
+	xctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, a.tokenClient(withDPoPKey(ctx, key))), a.opts.Timeout)
 	defer cancel()
 	tok, err := cfg.Exchange(xctx, code, oauth2.VerifierOption(verifier), resource)
 	if err != nil {
@@ -105,6 +109,9 @@ func (a *Authorizer) flowLocked(ctx context.Context, ch Challenge, scopes []stri
 		ClientID: reg.clientID, ClientSecret: reg.secret, AuthMethod: reg.method, Scopes: scopes,
 	}
 	if err := a.fill(rec, tok); err != nil {
+		return nil, err
+	}
+	if err := a.bindRecord(rec, key, rec.TokenType); err != nil {
 		return nil, err
 	}
 	if err := a.keep(rec); err != nil {
@@ -118,10 +125,14 @@ func (a *Authorizer) fill(rec *Record, tok *oauth2.Token) error {
 	if tok.AccessToken == "" {
 		return errors.New("oauthclient: the token response has no access_token")
 	}
-	if !strings.EqualFold(tok.Type(), "Bearer") {
+	typ := "Bearer"
+	switch {
+	case strings.EqualFold(tok.Type(), TokenTypeDPoP):
+		typ = TokenTypeDPoP // bindRecord checks that a key was asked for
+	case !strings.EqualFold(tok.Type(), "Bearer"):
 		return fmt.Errorf("oauthclient: unsupported token type %q", tok.Type())
 	}
-	rec.AccessToken, rec.TokenType, rec.Expiry = tok.AccessToken, "Bearer", tok.Expiry
+	rec.AccessToken, rec.TokenType, rec.Expiry = tok.AccessToken, typ, tok.Expiry
 	if tok.RefreshToken != "" {
 		rec.RefreshToken = tok.RefreshToken
 	}

@@ -318,7 +318,7 @@ func TestMachineGrantNotOffered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRigFor(t, "", nil, m.Issuer(), jwks)
+	r := newRigFor(t, "", nil, m.Issuer(), jwks, nil)
 	az := r.machine(t, nil, oauthclient.Options{ClientID: m.ClientID, ClientSecret: m.ClientSecret, Grant: &oauthclient.ClientCredentials{}})
 	err = r.callEcho(t, az)
 	if err == nil || !strings.Contains(err.Error(), "does not offer the client_credentials grant (it lists authorization_code, refresh_token)") {

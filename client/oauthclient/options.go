@@ -3,6 +3,8 @@ package oauthclient
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +83,13 @@ type Options struct {
 	// Logger receives diagnostics; tokens and secrets are never logged. Nil
 	// discards them.
 	Logger *slog.Logger
+
+	// DPoP says when to ask for DPoP-bound tokens (RFC 9449). Default
+	// DPoPWhenSupported: when the authorization server advertises ES256.
+	DPoP DPoPMode
+	// DPoPKey is the ECDSA P-256 key DPoP proofs are signed with. Nil: a
+	// new key for each token obtained, kept in the Record with the token.
+	DPoPKey *ecdsa.PrivateKey
 }
 
 // validate checks every option and returns a copy with defaults filled in.
@@ -102,6 +111,12 @@ func (o Options) validate(serverURL string) (Options, *url.URL, error) {
 	}
 	if o.RedirectTimeout < 0 || o.Timeout < 0 || o.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("RedirectTimeout, Timeout and MaxBodyBytes must not be negative"))
+	}
+	if o.DPoP < DPoPWhenSupported || o.DPoP > DPoPAlways {
+		errs = append(errs, fmt.Errorf("DPoP mode %d is unknown", o.DPoP))
+	}
+	if o.DPoPKey != nil && o.DPoPKey.Curve != elliptic.P256() {
+		errs = append(errs, errors.New("DPoPKey must be an ECDSA P-256 key (ES256)"))
 	}
 	for _, s := range o.Scopes {
 		if s == "" || !validScope(s) {

@@ -148,7 +148,7 @@ func (a *Authorizer) post(ctx context.Context, what, endpoint, contentType strin
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
-	resp, err := a.hc.Do(req)
+	resp, err := a.tokenClient(ctx).Do(req) // a.hc, with DPoP proofs for a DPoP token request
 	if err != nil {
 		return fmt.Errorf("oauthclient: %s: %w", what, err)
 	}
@@ -190,7 +190,14 @@ func (a *Authorizer) refreshLocked(ctx context.Context, rec *Record) (*Record, e
 		ExpiresIn    int64  `json:"expires_in"`
 		Scope        string `json:"scope"`
 	}
-	if err := a.post(ctx, "token refresh", rec.TokenURL, "application/x-www-form-urlencoded",
+	var key *dpopKey
+	if rec.TokenType == TokenTypeDPoP { // RFC 9449 §5: a refresh with the token's key
+		var err error
+		if key, err = a.recordKey(rec); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.post(withDPoPKey(ctx, key), "token refresh", rec.TokenURL, "application/x-www-form-urlencoded",
 		strings.NewReader(form.Encode()), hdr, &out); err != nil {
 		return nil, err
 	}
@@ -203,6 +210,9 @@ func (a *Authorizer) refreshLocked(ctx context.Context, rec *Record) (*Record, e
 	}
 	next := *rec
 	if err := a.fill(&next, tok); err != nil {
+		return nil, err
+	}
+	if err := a.bindRecord(&next, key, next.TokenType); err != nil {
 		return nil, err
 	}
 	if out.Scope == "" {

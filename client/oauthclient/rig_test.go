@@ -23,20 +23,30 @@ type rig struct {
 	iss *testissuer.Issuer
 	url string // the MCP endpoint
 
-	mu    sync.Mutex
-	paths []string // every path the MCP server host was asked for
+	mu     sync.Mutex
+	paths  []string // every path the MCP server host was asked for
+	status []int    // the status of each
 }
 
 func newRig(t *testing.T, resource string) *rig {
 	t.Helper()
 	iss := testissuer.New(t)
-	return newRigFor(t, resource, iss, iss.URL, iss.JWKSURL())
+	return newRigFor(t, resource, iss, iss.URL, iss.JWKSURL(), nil)
+}
+
+// newRigWith is newRig with the resource server's options changed by
+// mutate.
+func newRigWith(t *testing.T, resource string, mutate func(*oauth.Options)) *rig {
+	t.Helper()
+	iss := testissuer.New(t)
+	return newRigFor(t, resource, iss, iss.URL, iss.JWKSURL(), mutate)
 }
 
 // newRigFor is newRig with the authorization server issuer (whose keys are
-// at jwksURL) named in the metadata instead of the test issuer; r.iss is
+// at jwksURL) named in the metadata instead of the test issuer, and the
+// resource server's options changed by mutate (when not nil); r.iss is
 // iss, which may be nil.
-func newRigFor(t *testing.T, resource string, iss *testissuer.Issuer, issuer, jwksURL string) *rig {
+func newRigFor(t *testing.T, resource string, iss *testissuer.Issuer, issuer, jwksURL string, mutate func(*oauth.Options)) *rig {
 	t.Helper()
 	r := &rig{iss: iss}
 	hs := httptest.NewUnstartedServer(nil)
@@ -50,11 +60,15 @@ func newRigFor(t *testing.T, resource string, iss *testissuer.Issuer, issuer, jw
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " done"}}}, struct{}{}, nil
 		})
 	}
-	rs, err := oauth.New(oauth.Options{
+	opts := oauth.Options{
 		Resource: resource, Issuer: issuer, JWKSURL: jwksURL,
 		ToolScopes:      map[string][]string{"publish": {"reports:write"}},
 		ScopesSupported: []string{"mcp:basic"},
-	})
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	rs, err := oauth.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +79,12 @@ func newRigFor(t *testing.T, resource string, iss *testissuer.Issuer, issuer, jw
 	t.Cleanup(func() { srv.Close() })
 	h := rs.WithMetadata(srv)
 	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, req)
 		r.mu.Lock()
 		r.paths = append(r.paths, req.Method+" "+req.URL.Path)
+		r.status = append(r.status, sw.status)
 		r.mu.Unlock()
-		h.ServeHTTP(w, req)
 	})
 	hs.Start()
 	t.Cleanup(hs.Close)
@@ -129,4 +145,28 @@ func (r *rig) mcpClient(t *testing.T, az *oauthclient.Authorizer) *client.Client
 		t.Fatalf("connect: %v", err)
 	}
 	return c
+}
+
+// statusWriter records the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// statuses returns the status of each request the MCP server host served.
+func (r *rig) statuses() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.status...)
 }

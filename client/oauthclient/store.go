@@ -46,6 +46,11 @@ type Record struct {
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	TokenType    string    `json:"token_type,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+	// DPoPThumbprint is, for a DPoP-bound token (TokenType "DPoP"), the
+	// RFC 7638 thumbprint of the key it is bound to; DPoPKey that key, PKCS
+	// #8 in base64, unless it is Options.DPoPKey.
+	DPoPThumbprint string `json:"dpop_jkt,omitempty"`
+	DPoPKey        string `json:"dpop_key,omitempty"`
 }
 
 // Store keeps one Record per MCP server URL. Implementations must be safe

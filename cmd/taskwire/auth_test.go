@@ -105,6 +105,8 @@ func TestAuthFlagErrors(t *testing.T) {
 		{[]string{"--auth-issuer", iss.URL, "--auth-audience", "http://127.0.0.1:1/mcp", "--auth-scopes", "reports"}, "not NAME=SCOPE"},
 		{[]string{"--auth-issuer", iss.URL + "/nowhere", "--auth-audience", "http://127.0.0.1:1/mcp"}, "or give --auth-jwks-url"},
 		{[]string{"--stdio", "--auth-issuer", iss.URL}, "do not apply to --stdio"},
+		{[]string{"--auth-issuer", iss.URL, "--auth-audience", "http://127.0.0.1:1/mcp", "--auth-dpop", "sometimes"}, "--auth-dpop: DPoP mode"},
+		{[]string{"--auth-issuer", iss.URL, "--auth-audience", "http://127.0.0.1:1/mcp", "--auth-dpop", "off", "--auth-dpop-nonce"}, "--auth-dpop-nonce needs"},
 	} {
 		args := append([]string{"serve", "--store", db}, tc.args...)
 		var out strings.Builder

@@ -10,6 +10,7 @@
 //	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
 //	                 [--sessions-max 100000] [--auth-issuer URL --auth-audience URI]
 //	                 [--auth-jwks-url URL] [--auth-tenant-claim NAME] [--auth-scopes NAME=SCOPE,...]
+//	                 [--auth-dpop allowed] [--auth-dpop-nonce]
 //	                 [--admin-addr ADDR] [--admin-allowed-hosts HOSTS] [--admin-token-file FILE]
 //	                 [--console-show-arguments] [--console-scope taskwire:operator] [--skills DIR]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
@@ -119,7 +120,10 @@
 // after --idle-timeout without a request. With --auth-issuer and
 // --auth-audience, serve is an OAuth 2.1 resource server: every request
 // needs a valid access token from that issuer for that resource (see
-// docs/authorization.md). Without the auth flags it admits callers with
+// docs/authorization.md); --auth-dpop says whether DPoP-bound tokens
+// (RFC 9449) are allowed next to bearer tokens (the default), required, or
+// off, and --auth-dpop-nonce makes their proofs carry a nonce the server
+// issues. Without the auth flags it admits callers with
 // development identities (a Bearer token is taken as the caller's name),
 // says so, and refuses an --addr that is not loopback unless
 // --insecure-dev-auth is given. Requests must carry a loopback name in

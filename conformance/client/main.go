@@ -267,7 +267,10 @@ const conformanceClientMetadataURL = "https://conformance-test.local/client-meta
 // the redirect, since the suite's servers approve at once; then tools/list
 // and a call of the first tool.
 // The context may hold a pre-registered client_id and client_secret. The
-// machine-to-machine scenarios use a grant instead (machine.go).
+// machine-to-machine scenarios use a grant instead (machine.go). In
+// auth/dpop and auth/dpop-nonce the authorization server advertises DPoP
+// with ES256, so the Authorizer (oauthclient.DPoPWhenSupported, the
+// default) asks for a DPoP-bound token and sends proofs, nonces included.
 func authorized(ctx context.Context, scenario, url, data string) error {
 	var sc struct {
 		ClientID     string `json:"client_id"`

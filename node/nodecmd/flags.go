@@ -184,6 +184,8 @@ const discoveryTimeout = 10 * time.Second
 // resource server (see docs/authorization.md).
 type authFlags struct {
 	issuer, audience, jwksURL, tenantClaim, scopes *string
+	dpop                                           *string // --auth-dpop
+	dpopNonce                                      *bool   // --auth-dpop-nonce
 }
 
 // addAuthFlags defines the --auth-* flags on fs.
@@ -197,12 +199,16 @@ func addAuthFlags(fs *flag.FlagSet) authFlags {
 		tenantClaim: fs.String("auth-tenant-claim", "", "token claim `name` holding the caller's tenant (default: each caller is its own tenant)"),
 		scopes: fs.String("auth-scopes", "", "required scopes, `NAME=SCOPE,...`: a NAME with a slash is a JSON-RPC method "+
 			"(tasks/cancel=tasks:write), else a tool (reports.generate=reports); a NAME given twice needs both scopes"),
+		dpop: fs.String("auth-dpop", string(oauth.DPoPAllowed), "DPoP-bound access tokens (RFC 9449): `allowed` next to bearer tokens, "+
+			"required (bearer tokens are refused) or off; a token bound to a key is never accepted without its proof"),
+		dpopNonce: fs.Bool("auth-dpop-nonce", false, "require DPoP proofs to carry a nonce this server issues (DPoP-Nonce header)"),
 	}
 }
 
 // given reports whether any --auth-* flag was set.
 func (a authFlags) given() bool {
-	return *a.issuer != "" || *a.audience != "" || *a.jwksURL != "" || *a.tenantClaim != "" || *a.scopes != ""
+	return *a.issuer != "" || *a.audience != "" || *a.jwksURL != "" || *a.tenantClaim != "" || *a.scopes != "" ||
+		*a.dpop != string(oauth.DPoPAllowed) || *a.dpopNonce
 }
 
 // resolve builds the resource server the flags describe, or nil without
@@ -223,6 +229,13 @@ func (a authFlags) resolve(ctx context.Context, path string, logger *slog.Logger
 	if err != nil {
 		return nil, usageErrorf("--auth-scopes: %v", err)
 	}
+	dpop := oauth.DPoP{RequireNonce: *a.dpopNonce}
+	if dpop.Mode, err = oauth.ParseDPoPMode(*a.dpop); err != nil {
+		return nil, usageErrorf("--auth-dpop: %v", err)
+	}
+	if dpop.Mode == oauth.DPoPOff && dpop.RequireNonce {
+		return nil, usageErrorf("--auth-dpop-nonce needs --auth-dpop allowed or required")
+	}
 	jwks := *a.jwksURL
 	if jwks == "" {
 		if jwks, err = oauth.DiscoverJWKS(ctx, nil, *a.issuer, discoveryTimeout); err != nil {
@@ -231,7 +244,7 @@ func (a authFlags) resolve(ctx context.Context, path string, logger *slog.Logger
 	}
 	rs, err := oauth.New(oauth.Options{
 		Resource: *a.audience, Issuer: *a.issuer, JWKSURL: jwks, TenantClaim: *a.tenantClaim,
-		MethodScopes: methods, ToolScopes: tools, Logger: logger,
+		MethodScopes: methods, ToolScopes: tools, Logger: logger, DPoP: dpop,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
