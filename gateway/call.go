@@ -25,7 +25,7 @@ const (
 	textShutdown = "The upstream call was interrupted by a gateway shutdown and is not repeated, " +
 		"since the tool is not marked safe to retry."
 	textInput      = "The upstream tool asked for input, which the gateway does not relay for a call it passes through inline."
-	textInputStdio = "The upstream tool asked for input, which the gateway does not relay from a stdio upstream."
+	textInputOther = "The upstream tool asked for input the gateway cannot relay."
 )
 
 // maxUpstreamMessage bounds the upstream's error message passed on to the
@@ -211,8 +211,8 @@ func (g *Gateway) taskCallFailure(ctx, cctx context.Context, name string, retry 
 	case cat == catInput && !retry:
 		return nil, worker.ToolError(textNotRelayed)
 	case cat == catInput:
-		// A stdio upstream's requests are not tied to a call.
-		return nil, worker.ToolError(textInputStdio)
+		// A kind of input no handler answers (roots).
+		return nil, worker.ToolError(textInputOther)
 	case cat == catAuth:
 		return nil, mcp.NewError(mcp.CodeInternalError, "The upstream server refused the gateway's credentials.")
 	case cat == catGone:

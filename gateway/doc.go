@@ -108,10 +108,10 @@
 //
 //	upstream result (isError or not)  → the task completes with it (checked
 //	                                    against the output schema)
-//	upstream input request            → retry tool over HTTP: the task's input
-//	  (elicitation, sampling)           round (see Input); other tools and a
-//	                                    stdio upstream: the task completes
-//	                                    with an isError result saying why
+//	upstream input request            → retry tool: the task's input round
+//	  (elicitation, sampling)           (see Input); other tools: the task
+//	                                    completes with an isError result
+//	                                    saying why
 //	credentials refused (HTTP 401/403) → the task fails, saying so
 //	retry tool (Options.RetryTools):
 //	  connection failure, HTTP error  → retried (worker.Unavailable)
@@ -133,9 +133,9 @@
 //
 // An upstream tool may ask for input while it runs: a 2026-07-28 upstream
 // answers with an input_required round, a 2025-era one sends
-// elicitation/create or sampling/createMessage on the call's stream, and
-// an upstream task goes input_required. The gateway's client declares
-// elicitation (form and URL) and sampling toward an HTTP upstream, and each
+// elicitation/create or sampling/createMessage on the call's stream (or on
+// its standard output), and an upstream task goes input_required. The
+// gateway declares elicitation (form and URL) and sampling upstream, and each
 // request becomes an input round of the downstream task (worker.Job.Ask,
 // under a key derived from the request, and from the upstream task when
 // there is one): the task is input_required with the upstream's request,
@@ -151,8 +151,9 @@
 //
 // A request the upstream asks again with other parameters (a timestamp in
 // its message, say) is another round, within the runtime's bound on
-// rounds. A stdio upstream's requests are not relayed: stdio does not tie
-// a server's request to the call it serves.
+// rounds. stdio does not tie a server's request to the call it serves:
+// a stdio upstream's request is relayed when a single tools/call is in
+// flight on the process, and refused (-32603 to the process) otherwise.
 //
 // # Upstream tasks
 //
@@ -225,8 +226,9 @@
 //
 // # Not yet
 //
-// Upstream tasks over stdio; relaying the input requests of a stdio
-// upstream and of calls passed through inline; task tools the upstream adds
+// Upstream tasks over stdio; relaying the input requests of calls passed
+// through inline, and of a stdio upstream with several calls in flight;
+// task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
 // subscriptions.
 package gateway

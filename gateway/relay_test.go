@@ -241,3 +241,45 @@ func testUpstreamTaskInputRelayed(t *testing.T, version string) {
 		t.Errorf("the upstream ran %d tasks, want 1: the gateway called it again", len(tasks))
 	}
 }
+
+// TestStdioUpstreamInputRelayed: a stdio upstream's elicitation/create
+// during the only call in flight, of a retry tool, is relayed as the
+// task's input round; the next run's call gets the client's answer.
+func TestStdioUpstreamInputRelayed(t *testing.T) {
+	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"ask.deploy"}, RetryTools: []string{"ask.deploy"}})
+	url := startGateway(t, opts)
+	var asked atomic.Int64
+	c, err := client.New(url, client.Options{
+		Token: func(context.Context) (string, error) { return "alice", nil },
+		Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res, err := c.Call(ctx, "ask.deploy", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task == nil {
+		t.Fatalf("ask.deploy answered inline: %+v", res.Result)
+	}
+	out, err := res.Task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := structured[DeployOut](t, out); !got.Approved {
+		t.Errorf("result %+v, want approved", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the client was asked %d times, want 1", n)
+	}
+	if n := calls(t, dir, "ask.deploy"); n < 2 {
+		t.Errorf("ask.deploy ran %d times, want the asking call and the answered one", n)
+	}
+}

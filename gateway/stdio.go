@@ -52,6 +52,12 @@ type stdioUpstream struct {
 	offered  func(name string) bool
 	maxTools int
 
+	// calls are the contexts of the tools/call requests in flight, so
+	// that a request of the process's own (stdio ties none to a call) is
+	// relayed when one call is in flight (relay.go).
+	cmu   sync.Mutex
+	calls map[*context.Context]struct{}
+
 	mu      sync.Mutex
 	conn    *mcpstdio.Conn // nil while the process restarts
 	ready   chan struct{}  // closed when conn is set
@@ -69,7 +75,14 @@ type stdioUpstream struct {
 // onRestart is called, from the supervising goroutine with a context that
 // ends on close, after each restart, before calls reach the new process.
 func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
+	u := &stdioUpstream{calls: map[*context.Context]struct{}{}}
 	so := mcpstdio.Options{
+		Handler: u.answer,
+		// Relayed to the task's client when a single call is in flight.
+		Capabilities: &mcp.LegacyClientCapabilities{
+			Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}, URL: mcp.Object{}},
+			Sampling:    &mcp.SamplingCapability{},
+		},
 		Notify: func(method string, _ json.RawMessage) {
 			if k := listChangeOf(method); k != 0 && onListChanged != nil {
 				onListChanged(k)
@@ -89,12 +102,10 @@ func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(cl
 	if err != nil {
 		return nil, fmt.Errorf("starting the upstream command: %w", err)
 	}
-	u := &stdioUpstream{
-		opts: so, log: opts.Logger, caps: modernCapabilities(c.Initialized().Capabilities),
-		onRestart: onRestart, offered: offered, maxTools: opts.MaxTools,
-		conn: c, ready: make(chan struct{}), version: c.Initialized().ProtocolVersion,
-		stop: make(chan struct{}), done: make(chan struct{}),
-	}
+	u.opts, u.log, u.caps = so, opts.Logger, modernCapabilities(c.Initialized().Capabilities)
+	u.onRestart, u.offered, u.maxTools = onRestart, offered, opts.MaxTools
+	u.conn, u.ready, u.version = c, make(chan struct{}), c.Initialized().ProtocolVersion
+	u.stop, u.done = make(chan struct{}), make(chan struct{})
 	close(u.ready)
 	go u.supervise(c)
 	return u, nil
@@ -282,7 +293,14 @@ func (u *stdioUpstream) callTool(ctx context.Context, name string, args json.Raw
 	if u.offered != nil && !u.offered(name) {
 		return nil, errToolGone
 	}
+	key := &ctx
+	u.cmu.Lock()
+	u.calls[key] = struct{}{}
+	u.cmu.Unlock()
 	raw, err := u.requestOn(ctx, c, mcp.MethodToolsCall, &mcp.CallToolParams{Name: name, Arguments: args}, onProgress)
+	u.cmu.Lock()
+	delete(u.calls, key)
+	u.cmu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -306,4 +324,29 @@ func (u *stdioUpstream) close() error {
 	u.closeOnce.Do(func() { close(u.stop) })
 	<-u.done
 	return nil
+}
+
+// answer answers a request the process sends (elicitation/create,
+// sampling/createMessage) by relaying it as the input of the task run
+// whose call is the only one in flight; with none or several in flight,
+// it cannot tell which call the request serves and refuses it
+// (-32603 to the process).
+func (u *stdioUpstream) answer(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	u.cmu.Lock()
+	var call context.Context
+	if len(u.calls) == 1 {
+		for k := range u.calls {
+			call = *k
+		}
+	}
+	u.cmu.Unlock()
+	if call == nil {
+		u.log.Warn("gateway: an input request of the upstream process is refused: not one call is in flight", "method", clip(method))
+		return nil, errNotRelayed
+	}
+	var out json.RawMessage
+	if err := relay(call, method, params, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -56,7 +57,9 @@ func countCall(dir, name string) int {
 //   - gone.later: answers {};
 //   - after.restart, in the successors of vanish's process: {"call":k};
 //   - grow, a resource and a prompt: see addStdioCatalog;
-//   - hang: never answers, whatever the cancellation.
+//   - hang: never answers, whatever the cancellation;
+//   - ask.deploy: asks for approval (elicitation/create), then answers
+//     {"approved":...,"call":k}.
 func serveStdioUpstream(dir string) int {
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "stdio-upstream", Version: "1.0.0"})
 	server.AddTool(ep, &mcp.Tool{Name: "slow.build", Description: "Build in steps."},
@@ -111,6 +114,21 @@ func serveStdioUpstream(dir string) int {
 				return nil, BuildOut{Call: countCall(dir, "after.restart")}, nil
 			})
 	}
+	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"},
+		func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, DeployOut, error) {
+			n := countCall(dir, "ask.deploy")
+			ans, ok := req.InputResponses["approve"]
+			if !ok {
+				form := mcp.NewElicitFormRequest("Deploy to production?",
+					[]byte(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
+				return nil, DeployOut{}, server.InputRequired(mcp.InputRequests{"approve": form}, nil)
+			}
+			var er mcp.ElicitResult
+			if err := json.Unmarshal(ans, &er); err != nil {
+				return nil, DeployOut{}, err
+			}
+			return nil, DeployOut{Approved: er.Action == mcp.ElicitActionAccept && er.Content["ok"] == true, Call: n}, nil
+		})
 	out := &lineMux{out: os.Stdout}
 	addStdioCatalog(ep, out)
 	server.AddTool(ep, &mcp.Tool{Name: "hang"},
