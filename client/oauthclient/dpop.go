@@ -88,18 +88,11 @@ func (k *dpopKey) proof(method string, u *url.URL, token, nonce string, now time
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	signed := string(k.header) + "." + base64.RawURLEncoding.EncodeToString(payload)
-	digest := sha256.Sum256([]byte(signed))
-	r, s, err := ecdsa.Sign(rand.Reader, k.priv, digest[:])
+	proof, err := signCompact(k.priv, string(k.header), claims)
 	if err != nil {
 		return "", fmt.Errorf("oauthclient: sign a DPoP proof: %w", err)
 	}
-	sig := append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...) // JWS ES256: R || S
-	return signed + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return proof, nil
 }
 
 // dpopState is an Authorizer's DPoP key in use and the nonces servers

@@ -48,7 +48,7 @@ func jwsAlg(key crypto.Signer) (string, crypto.Hash, error) {
 // signJWT returns the compact JWS of claims signed by key, with kid in
 // the header when it is not empty.
 func signJWT(key crypto.Signer, kid string, claims map[string]any) (string, error) {
-	alg, hash, err := jwsAlg(key)
+	alg, _, err := jwsAlg(key)
 	if err != nil {
 		return "", err
 	}
@@ -60,12 +60,23 @@ func signJWT(key crypto.Signer, kid string, claims map[string]any) (string, erro
 	if err != nil {
 		return "", err
 	}
+	return signCompact(key, base64.RawURLEncoding.EncodeToString(h), claims)
+}
+
+// signCompact returns the compact JWS of claims under the protected
+// header already encoded (base64url), signed by key with the algorithm
+// jwsAlg gives it, which the header must name: the one signer of the JWTs
+// and DPoP proofs this package makes.
+func signCompact(key crypto.Signer, header string, claims map[string]any) (string, error) {
+	_, hash, err := jwsAlg(key)
+	if err != nil {
+		return "", err
+	}
 	c, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
-	b64 := base64.RawURLEncoding.EncodeToString
-	input := b64(h) + "." + b64(c)
+	input := header + "." + base64.RawURLEncoding.EncodeToString(c)
 	var sig []byte
 	if hash == 0 { // Ed25519 signs the message itself
 		sig, err = key.Sign(rand.Reader, []byte(input), crypto.Hash(0))
@@ -82,7 +93,7 @@ func signJWT(key crypto.Signer, kid string, claims map[string]any) (string, erro
 			return "", err
 		}
 	}
-	return input + "." + b64(sig), nil
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
 // ecdsaRaw turns an ASN.1 ECDSA signature into JWS's R || S, each size
