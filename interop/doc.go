@@ -7,5 +7,6 @@
 // on its defaults (SQLite in a temporary working directory, a free loopback
 // port) as a real process, and drive it with each client through the
 // client's public API only. It also runs taskwire's client package and
-// CLI against go-sdk and mcp-go servers on loopback. See README.md.
+// CLI against go-sdk and mcp-go servers on loopback, and its OAuth client
+// against zitadel/oidc's OpenID Provider. See README.md.
 package interop
