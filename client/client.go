@@ -87,7 +87,9 @@ func New(url string, opts Options) (*Client, error) {
 // notifications/initialized. Every other method calls Connect itself.
 // When the server later answers HTTP 404 for that session (expired,
 // deleted, restarted), the request that got it opens a new session and is
-// sent once more; Connect is not needed for that.
+// sent once more; Connect is not needed for that. With
+// Options.ResumeSession it takes up that session and sends nothing but
+// the session stream's GET.
 //
 // Concurrent calls negotiate once: the others wait for it, or return a
 // *ConnectionError wrapping ctx.Err() when their ctx ends first.
@@ -112,6 +114,9 @@ func (c *Client) Connect(ctx context.Context) error {
 	}
 	if known {
 		return nil
+	}
+	if c.opts.ResumeSession != nil {
+		return c.resumeSession()
 	}
 	if !slices.Contains(c.opts.ProtocolVersions, mcp.LatestProtocolVersion) {
 		return c.initialize(ctx)
@@ -286,6 +291,20 @@ func (c *Client) ProtocolVersion() string {
 	return c.version
 }
 
+// Session returns the ID and revision of the current 2025-era session,
+// empty when there is none (before Connect, with a 2026-07-28 server, or a
+// server that assigned no session ID). A renewed session (after HTTP 404)
+// has a new ID. Pass them to Options.ResumeSession to take the session up
+// in another client; the ID is a capability, keep it out of logs.
+func (c *Client) Session() (id, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.era != eraLegacy || c.sessionID == "" {
+		return "", ""
+	}
+	return c.sessionID, c.version
+}
+
 // ServerInfo returns the server's implementation information, or nil when
 // the server sent none or before Connect.
 func (c *Client) ServerInfo() *mcp.Implementation {
@@ -317,7 +336,8 @@ func (c *Client) ServerCapabilities() *mcp.ServerCapabilities {
 }
 
 // Close ends the client: in-flight requests are cancelled, a 2025-era
-// session is ended with DELETE (bounded by Options.CloseTimeout), and the
+// session is ended with DELETE (bounded by Options.CloseTimeout; not with
+// Options.KeepSession), and the
 // idle connections of the client's own transport are closed, so that no
 // goroutine of the client outlives it. It returns the error of a DELETE
 // that failed or timed out; the client is closed all the same. Close is
@@ -334,7 +354,7 @@ func (c *Client) Close() error {
 	c.closeFn()
 	c.wg.Wait()
 	var err error
-	if legacy && sid != "" {
+	if legacy && sid != "" && !c.opts.KeepSession {
 		err = c.deleteSession()
 	}
 	if c.own != nil {

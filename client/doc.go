@@ -8,6 +8,9 @@
 // When the server answers HTTP 404 for the session (it expired, was
 // deleted, or the server restarted), the client opens a new session and
 // sends the request once more, as the 2025 transport requires.
+// Options.ResumeSession takes up a session another client opened (its
+// Client.Session), without initialize, and Options.KeepSession leaves a
+// session open on Close, for servers that bind tasks to their session.
 //
 // Calls return inline or as a task:
 //

@@ -55,31 +55,51 @@ func (c *Client) initialize(ctx context.Context) error {
 		if _, err := c.roundTrip(ctx, n); err != nil {
 			return err
 		}
-		// The stream is open before Connect returns, so that requests the
-		// server sends there during the first call are not lost.
-		sctx, stop := context.WithCancel(c.closeCtx)
-		first := c.openSessionStream(sctx, "")
-		if first == nil {
-			stop()
-			return nil
-		}
-		c.mu.Lock()
-		if c.closed { // Close came first: it waits for no stream
-			c.mu.Unlock()
-			first.close()
-			stop()
-			return ErrClosed
-		}
-		c.wg.Add(1)
-		c.stopStream = stop
-		c.mu.Unlock()
-		go c.sessionStream(sctx, stop, first)
-		return nil
+		return c.startSessionStream()
 	}
 	if lastErr == nil {
 		lastErr = errNotModern
 	}
 	return lastErr
+}
+
+// startSessionStream opens the standalone GET stream of the current
+// session and reads it on a goroutine of the client. The stream is open
+// before Connect returns, so that requests the server sends there during
+// the first call are not lost. A server without one is fine; it returns
+// ErrClosed when Close came first.
+func (c *Client) startSessionStream() error {
+	sctx, stop := context.WithCancel(c.closeCtx)
+	first := c.openSessionStream(sctx, "")
+	if first == nil {
+		stop()
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed { // Close came first: it waits for no stream
+		c.mu.Unlock()
+		first.close()
+		stop()
+		return ErrClosed
+	}
+	c.wg.Add(1)
+	c.stopStream = stop
+	c.mu.Unlock()
+	go c.sessionStream(sctx, stop, first)
+	return nil
+}
+
+// resumeSession takes up the session of Options.ResumeSession without
+// initialize: it sends nothing but the session stream's GET. A server
+// that no longer knows the session answers the next request 404, which
+// renews it (roundTrip).
+func (c *Client) resumeSession() error {
+	r := c.opts.ResumeSession
+	c.mu.Lock()
+	c.era, c.version, c.sessionID = eraLegacy, r.ProtocolVersion, r.ID
+	c.mu.Unlock()
+	c.opts.Logger.Debug("client: resuming a 2025-era session", "version", r.ProtocolVersion)
+	return c.startSessionStream()
 }
 
 // renewSession opens a new 2025-era session after the server answered
@@ -141,10 +161,11 @@ func visibleASCII(s string) bool {
 			return false
 		}
 	}
-	return len(s) <= 1024
+	return len(s) <= MaxSessionIDLen
 }
 
-// deleteSession ends the 2025-era session with DELETE, bounded by
+// deleteSession ends the 2025-era session with DELETE (Close, unless
+// Options.KeepSession), bounded by
 // CloseTimeout: it runs after Close cancelled closeCtx, often because the
 // server stopped answering.
 func (c *Client) deleteSession() error {

@@ -127,6 +127,23 @@ type Options struct {
 	DisableTasks bool
 	// Handlers answer the server's input requests.
 	Handlers Handlers
+	// ResumeSession, when set, makes Connect take up an existing 2025-era
+	// session instead of opening one: no initialize is sent, the next
+	// requests carry its session ID and revision, and the session's GET
+	// stream is opened. The server's capabilities, information and
+	// instructions are then unknown (nil and empty). A session the server
+	// no longer knows is replaced on the first request that gets HTTP 404,
+	// as any session is (see Connect). Its ProtocolVersion must be a 2025
+	// revision listed in ProtocolVersions, its ID visible ASCII of at most
+	// MaxSessionIDLen bytes.
+	ResumeSession *SessionResume
+	// KeepSession leaves a 2025-era session open on Close (no DELETE), so
+	// that the tasks a server binds to the session (mcp-go does) live on
+	// for another client that resumes it (ResumeSession, with the ID and
+	// revision of Client.Session). The server ends the session itself when
+	// it expires.
+	KeepSession bool
+
 	// OnListChanged, when set, is told when the server's tools, prompts
 	// or resources lists change: of notifications/tools/list_changed (and
 	// the prompts and resources ones) on a 2025-era session's GET stream
@@ -145,6 +162,20 @@ type Options struct {
 	// notifications). Nil discards them. Task IDs, tokens and arguments are
 	// never logged.
 	Logger *slog.Logger
+}
+
+// MaxSessionIDLen bounds the session ID of SessionResume and of a
+// server's initialize answer.
+const MaxSessionIDLen = 1024
+
+// SessionResume names a 2025-era session to take up (Options.ResumeSession),
+// as Client.Session returned it. The ID is a capability: whoever has it
+// acts in the session, so keep it out of logs.
+type SessionResume struct {
+	// ID is the Mcp-Session-Id of the session.
+	ID string
+	// ProtocolVersion is the session's revision: 2025-11-25 or 2025-06-18.
+	ProtocolVersion string
 }
 
 // DefaultProtocolVersions returns the revisions a client negotiates when
@@ -197,6 +228,7 @@ func (o Options) validate(rawURL string) (Options, *url.URL, error) {
 	o.checkHTTP(bad)
 	o.checkLimits(bad)
 	o.checkVersions(bad)
+	o.checkResume(bad)
 	if o.ClientInfo.Name == "" {
 		o.ClientInfo.Name = "taskwire-client"
 	}
@@ -312,6 +344,25 @@ func (o *Options) checkVersions(bad func(string, ...any)) {
 		}
 	}
 	o.ProtocolVersions = slices.Clone(o.ProtocolVersions)
+}
+
+// checkResume checks ResumeSession and keeps a copy of it.
+func (o *Options) checkResume(bad func(string, ...any)) {
+	r := o.ResumeSession
+	if r == nil {
+		return
+	}
+	if r.ID == "" || !visibleASCII(r.ID) {
+		bad("ResumeSession.ID must be 1 to %d bytes of visible ASCII", MaxSessionIDLen)
+	}
+	switch {
+	case !mcp.IsLegacyVersion(r.ProtocolVersion):
+		bad("ResumeSession.ProtocolVersion %q is not a 2025 revision", r.ProtocolVersion)
+	case !slices.Contains(o.ProtocolVersions, r.ProtocolVersion):
+		bad("ResumeSession.ProtocolVersion %q is not listed in ProtocolVersions", r.ProtocolVersion)
+	}
+	cp := *r
+	o.ResumeSession = &cp
 }
 
 // capabilities are the client capabilities declared on every 2026 request.

@@ -54,7 +54,13 @@ type front struct {
 
 func newFront(t *testing.T) *front {
 	t.Helper()
-	f := &front{rig: newRig(t, rigOptions{versions: []string{mcp.ProtocolVersion20251125}}),
+	return newFrontOn(t, rigOptions{versions: []string{mcp.ProtocolVersion20251125}})
+}
+
+// newFrontOn is newFront over a rig with options o.
+func newFrontOn(t *testing.T, o rigOptions) *front {
+	t.Helper()
+	f := &front{rig: newRig(t, o),
 		sessions: map[string]string{}, raw: map[string]string{}}
 	f.next.Store(f.rig.newServer(t))
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))

@@ -195,12 +195,21 @@
 // A crash after the upstream created its task and before the checkpoint
 // was saved leaves nothing to follow: the inline rules apply (a retry tool
 // is called again, another fails as interrupted). Servers bind 2025-11-25
-// tasks to the session that created them (mcp-go does): a gateway process
-// other than the one that created the task opens another session, in
-// which the task is unknown, so after a crash such a task fails as
-// unknown rather than being called again. 2026-07-28 tasks are bound to
-// the gateway's identity (Options.UpstreamHeaders) and resume from any
-// process. A stdio upstream runs every call inline.
+// tasks to the session that created them (mcp-go does), so for such a
+// task the checkpoint also holds the session's ID and revision (the ID,
+// like the task's, is a capability and never logged), and the task
+// client keeps its sessions open on Close (no DELETE; the pass-through
+// client still ends its own). A run that finds a task of a session other
+// than the task client's current one (a gateway restarted after a crash
+// or a shutdown, a new Gateway on the same store) follows it through a
+// client that resumes that session without initialize
+// (client.Options.ResumeSession); up to 16 such clients are kept while
+// idle, besides those in use, and Close closes them. A session the
+// upstream itself forgot (it restarted, or expired the session) answers
+// HTTP 404: the client opens a new session, in which the task is unknown,
+// and the run fails saying so rather than calling again. 2026-07-28 tasks
+// are bound to the gateway's identity (Options.UpstreamHeaders) and resume
+// from any process. A stdio upstream runs every call inline.
 //
 // # Inline tools
 //

@@ -245,9 +245,11 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 	return nil
 }
 
-// Close closes the upstream connection (ending a 2025-era session). Calls
-// still running fail; close the gateway after the node serving it has
-// stopped. Close is idempotent.
+// Close closes the upstream connections: it ends the pass-through
+// client's 2025-era session, and leaves the sessions of upstream tasks
+// open (a server binds 2025-11-25 tasks to them; a gateway started later
+// resumes them to follow those tasks). Calls still running fail; close
+// the gateway after the node serving it has stopped. Close is idempotent.
 func (g *Gateway) Close() error {
 	g.cat.close()
 	err := g.upstream.close()

@@ -43,10 +43,17 @@ const (
 
 // upstreamTaskState is the job checkpoint of a run that started an
 // upstream task: the task's ID, which every later run follows instead of
-// calling again. An empty Task marks the last upstream task spent (it
-// failed or timed out): the next run of a retry tool calls again.
+// calling again, and for a 2025-11-25 task the session that created it,
+// which a later run of another session resumes (servers bind such tasks
+// to their session). An empty Task marks the last upstream task spent (it
+// failed or timed out): the next run of a retry tool calls again. The task
+// and session IDs are capabilities: never logged.
 type upstreamTaskState struct {
 	Task string `json:"upstreamTask,omitempty"`
+	// Session and Version are the ID and revision of the 2025-era session
+	// of Task; empty for a 2026-07-28 task.
+	Session string `json:"upstreamSession,omitempty"`
+	Version string `json:"upstreamVersion,omitempty"`
 }
 
 // taskCaller is an upstream that runs a call as a task of its own where
@@ -56,16 +63,22 @@ type taskCaller interface {
 	// a task where the upstream offers one for the tool. Without an
 	// error exactly one of the inline result and the task is set.
 	callTask(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, upstreamTask, error)
-	// task is a handle on the upstream task id (sends nothing).
-	task(id string) upstreamTask
+	// task is a handle on the upstream task of st, through a client of
+	// its session (sends nothing but, for a session another client
+	// created, the resumed session's GET stream); release ends the
+	// run's use of it. An error says st cannot name a session.
+	task(st upstreamTaskState) (t upstreamTask, release func(), err error)
 	// close ends the connection; calls in flight fail. Idempotent.
 	close() error
 }
 
-// upstreamTask is a handle on an upstream task; *client.Task is one.
+// upstreamTask is a handle on an upstream task; httpTask is one.
 type upstreamTask interface {
 	// ID is the task's ID: a capability, never logged.
 	ID() string
+	// Session is the ID and revision of the 2025-era session the task
+	// belongs to, empty for a 2026-07-28 task. The ID is a capability.
+	Session() (id, version string)
 	// Get is tasks/get; client.ErrTaskNotFound for an unknown task.
 	Get(ctx context.Context) (*mcp.DetailedTask, error)
 	// Wait returns the outcome of a finished task (its result, or
@@ -76,56 +89,6 @@ type upstreamTask interface {
 	// Answer is tasks/update with input responses.
 	Answer(ctx context.Context, responses mcp.InputResponses) error
 }
-
-// httpTasks is the taskCaller of an HTTP upstream: a client of its own
-// that declares tasks (the 2026-07-28 extension, the 2025-11-25 tasks
-// capability), beside the pass-through client that declares none, so that
-// the upstream answers pass-through calls inline.
-type httpTasks struct{ c *client.Client }
-
-// newTaskCaller returns the taskCaller of an HTTP upstream with task
-// tools, nil otherwise: a stdio upstream runs every call inline.
-func newTaskCaller(opts Options) (taskCaller, error) {
-	if opts.Upstream == "" || len(opts.TaskTools) == 0 {
-		return nil, nil
-	}
-	c, err := client.New(opts.Upstream, client.Options{
-		Transport:        opts.Transport,
-		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.TaskCallTimeout, opts.ListTimeout),
-		ProtocolVersions: opts.ProtocolVersions,
-		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
-		MinPollInterval:  minTaskPoll,
-		MaxPollInterval:  maxTaskPoll,
-		// Input an upstream asks for during a run (inline, not of its
-		// tasks) is relayed as the task's input round (relay.go).
-		Handlers: relayHandlers(),
-		Logger:   opts.Logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("upstream task client: %w", err)
-	}
-	return &httpTasks{c: c}, nil
-}
-
-func (h *httpTasks) callTask(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, upstreamTask, error) {
-	// PreferTask asks a 2025-11-25 upstream for a task where the tool's
-	// execution.taskSupport allows one; a 2026-07-28 upstream decides.
-	res, err := h.c.Call(ctx, name, args, client.PreferTask(), client.WithProgress(progress))
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case res.Task != nil:
-		return nil, res.Task, nil
-	case res.Result == nil:
-		return nil, nil, &client.ProtocolError{Method: mcp.MethodToolsCall, Reason: "an empty answer"}
-	}
-	return res.Result, nil, nil
-}
-
-func (h *httpTasks) task(id string) upstreamTask { return h.c.Task(id) }
-
-func (h *httpTasks) close() error { return h.c.Close() }
 
 // runUpstreamTask runs a task tool's run through an upstream task where it
 // can, and reports whether it did (handled). A run whose job holds the ID
@@ -145,7 +108,13 @@ func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name str
 	case found && st.Task != "" && g.tasks == nil:
 		return nil, true, mcp.NewError(mcp.CodeInternalError, textNoTaskCaller)
 	case found && st.Task != "":
-		res, err := g.followTask(ctx, job, name, retry, g.tasks.task(st.Task))
+		t, release, err := g.tasks.task(st)
+		if err != nil {
+			g.log.Warn("gateway: the checkpoint of a task names no usable upstream session", "tool", name)
+			return nil, true, mcp.NewError(mcp.CodeInternalError, textBadCheckpoint)
+		}
+		defer release()
+		res, err := g.followTask(ctx, job, name, retry, t)
 		return res, true, err
 	case g.tasks == nil, !retry && job.InterruptedRuns() > 0:
 		// An inline call, or the inline path's refusal to call again
@@ -188,11 +157,12 @@ func (g *Gateway) startTask(ctx context.Context, job *worker.Job, name string) (
 	return g.tasks.callTask(ctx, name, args, jobProgress(job))
 }
 
-// record saves the ID of t as the job's checkpoint before the run waits
-// on it. When it cannot, t is cancelled: a run after a crash would not
-// find it.
+// record saves the ID of t (and its session) as the job's checkpoint
+// before the run waits on it. When it cannot, t is cancelled: a run after
+// a crash would not find it.
 func (g *Gateway) record(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) error {
-	err := job.Checkpoint(upstreamTaskState{Task: t.ID()})
+	sid, version := t.Session()
+	err := job.Checkpoint(upstreamTaskState{Task: t.ID(), Session: sid, Version: version})
 	switch {
 	case err == nil:
 		return nil

@@ -44,10 +44,45 @@ type mcpGoTaskServer struct {
 	// polled receives when a tasks/get arrives: the gateway has recorded
 	// the task and follows it.
 	polled chan struct{}
+	// mcp is the mcp-go server's handler; restart replaces it.
+	mcp atomic.Pointer[http.Handler]
+	// deletes counts the DELETEs (session ends) the server received.
+	deletes atomic.Int64
 }
 
 func newMCPGoTaskServer(t *testing.T) *mcpGoTaskServer {
 	u := &mcpGoTaskServer{held: make(chan struct{}, 4), release: make(chan struct{}), stopped: make(chan error, 4), polled: make(chan struct{}, 1)}
+	u.restart()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if bytes.Contains(body, []byte(`"method":"tasks/get"`)) {
+			select {
+			case u.polled <- struct{}{}:
+			default:
+			}
+		}
+		if r.Method == http.MethodDelete {
+			u.deletes.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		(*u.mcp.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		u.releaseAll()
+		srv.Close()
+	})
+	u.url = srv.URL + "/mcp"
+	return u
+}
+
+// restart replaces the mcp-go server with a new one behind the same
+// address, as a restarted process would be: it knows no session and no
+// task. Calls held in the old one stay held until releaseAll.
+func (u *mcpGoTaskServer) restart() {
 	hooks := &mcpgoserver.TaskHooks{}
 	hooks.AddOnTaskCancelled(func(context.Context, mcpgoserver.TaskMetrics) { u.stopped <- context.Canceled })
 	s := mcpgoserver.NewMCPServer("peer-mcpgo-tasks", "1.0.0",
@@ -62,28 +97,8 @@ func newMCPGoTaskServer(t *testing.T) *mcpGoTaskServer {
 			<-u.release
 			return mcpgomcp.NewToolResultStructured(map[string]int{"call": call}, `{"call":`+itoa(call)+`}`), nil
 		})
-	h := mcpgoserver.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if bytes.Contains(body, []byte(`"method":"tasks/get"`)) {
-			select {
-			case u.polled <- struct{}{}:
-			default:
-			}
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		u.releaseAll()
-		srv.Close()
-	})
-	u.url = srv.URL + "/mcp"
-	return u
+	var h http.Handler = mcpgoserver.NewStreamableHTTPServer(s)
+	u.mcp.Store(&h)
 }
 
 func (u *mcpGoTaskServer) releaseAll() { u.once.Do(func() { close(u.release) }) }
@@ -155,14 +170,17 @@ func newMCPGoGateway(t *testing.T, ctx context.Context, upstream string) *gatewa
 }
 
 // TestGatewayMCPGoUpstreamTasks puts package gateway in front of an mcp-go
-// server with 2025-11-25 tasks. A task tool's run creates an mcp-go task
-// (params.task) and follows it to its result; a node stopped while it
-// follows the task and started again on the same store with the same
-// gateway (so, the same upstream session) follows the same task: the
-// upstream tool is called once, though the tool is a retry tool. A
-// gateway in a new process opens a new session, in which mcp-go no longer
-// shows the task: the run fails saying so and does not call again.
-// Cancelling the downstream task cancels the mcp-go task.
+// server with 2025-11-25 tasks, which mcp-go binds to the session that
+// created them. A task tool's run creates an mcp-go task (params.task)
+// and follows it to its result; a node stopped while it follows the task
+// and started again on the same store with the same gateway (so, the same
+// upstream session) follows the same task: the upstream tool is called
+// once, though the tool is a retry tool. A new gateway on the same store,
+// after the first one was closed (as a restarted process is), resumes the
+// recorded session and follows the task too, with no second call; when
+// the upstream itself restarted and forgot the session, the run fails
+// saying so and does not call again. Cancelling the downstream task
+// cancels the mcp-go task.
 func TestGatewayMCPGoUpstreamTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -197,10 +215,17 @@ func TestGatewayMCPGoUpstreamTasks(t *testing.T) {
 		}
 	})
 
-	t.Run("a new session no longer sees the task", func(t *testing.T) {
-		up := newMCPGoTaskServer(t)
-		db := filepath.Join(t.TempDir(), "gateway.db")
-		g1 := newMCPGoGateway(t, ctx, up.url)
+	// startThenStop makes a task on a gateway node, waits until the
+	// gateway follows it, then stops the node and closes the gateway, as
+	// a graceful shutdown does; it returns the downstream task's ID.
+	startThenStop := func(t *testing.T, up *mcpGoTaskServer, db string) string {
+		g1, err := gateway.New(ctx, gateway.Options{
+			Upstream: up.url, TaskTools: []string{"slow.*"}, RetryTools: []string{"slow.*"},
+			ProtocolVersions: []string{mcp.ProtocolVersion20251125},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		url, stop := gatewayNodeOn(t, ctx, g1, db)
 		res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
 		if err != nil || res.Task == nil {
@@ -208,9 +233,49 @@ func TestGatewayMCPGoUpstreamTasks(t *testing.T) {
 		}
 		up.awaitFollowed(t, ctx)
 		stop()
+		if err := g1.Close(); err != nil {
+			t.Errorf("gateway Close: %v", err)
+		}
+		return res.Task.ID()
+	}
+
+	t.Run("a new gateway resumes the session", func(t *testing.T) {
+		up := newMCPGoTaskServer(t)
+		db := filepath.Join(t.TempDir(), "gateway.db")
+		id := startThenStop(t, up, db)
+		// The pass-through client ended its session; the task client
+		// kept the task's.
+		if n := up.deletes.Load(); n != 1 {
+			t.Errorf("the closed gateway sent %d DELETEs, want 1 (the pass-through session only)", n)
+		}
 		g2 := newMCPGoGateway(t, ctx, up.url)
 		url2, _ := gatewayNodeOn(t, ctx, g2, db)
-		_, err = gatewayClient(t, url2, nil).Task(res.Task.ID()).Wait(ctx)
+		up.releaseAll()
+		out, err := gatewayClient(t, url2, nil).Task(id).Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(`{"call":1}`, string(out.StructuredContent)); diff != "" {
+			t.Errorf("result (-want +got):\n%s", diff)
+		}
+		if n := up.calls.Load(); n != 1 {
+			t.Errorf("the mcp-go tool was called %d times, want once", n)
+		}
+		select {
+		case err := <-up.stopped:
+			t.Errorf("the mcp-go task was stopped: %v", err)
+		default:
+		}
+	})
+
+	t.Run("the upstream forgot the session", func(t *testing.T) {
+		up := newMCPGoTaskServer(t)
+		db := filepath.Join(t.TempDir(), "gateway.db")
+		id := startThenStop(t, up, db)
+		up.restart()
+		g2 := newMCPGoGateway(t, ctx, up.url)
+		url2, _ := gatewayNodeOn(t, ctx, g2, db)
+		_, err := gatewayClient(t, url2, nil).Task(id).Wait(ctx)
 		var failed *client.TaskFailedError
 		if !errors.As(err, &failed) || !strings.Contains(failed.Err.Message, "no longer knows the task") {
 			t.Errorf("Wait: %v, want a failure saying the upstream no longer knows the task", err)
