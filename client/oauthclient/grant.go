@@ -54,6 +54,9 @@ type target struct {
 	// authMethods and grantTypes are the server's advertised ones; nil
 	// when unknown.
 	authMethods, grantTypes []string
+	// dpop is the key the token is asked for with (DPoP, RFC 9449); nil
+	// for a bearer token.
+	dpop *dpopKey
 }
 
 // ClientCredentials is the OAuth client credentials grant (RFC 6749 §4.4;
@@ -118,20 +121,34 @@ func (a *Authorizer) grantLocked(ctx context.Context, ch Challenge, scopes []str
 	if len(scopes) == 0 {
 		scopes = slices.Clone(prm.ScopesSupported)
 	}
+	key, err := a.dpopKeyFor(asm)
+	if err != nil {
+		return nil, err
+	}
 	return a.runGrant(ctx, target{
 		issuer: asm.Issuer, tokenURL: asm.TokenEndpoint, resource: prm.Resource,
 		scopes:      union(scopes, a.opts.Scopes),
 		authMethods: asm.TokenEndpointAuthMethodsSupported, grantTypes: asm.GrantTypesSupported,
+		dpop: key,
 	})
 }
 
 // regrantLocked runs Options.Grant again at the server rec came from, for
 // a token that has expired; a.mu must be held.
 func (a *Authorizer) regrantLocked(ctx context.Context, rec *Record) (*Record, error) {
-	return a.runGrant(ctx, target{
+	t := target{
 		issuer: rec.Issuer, tokenURL: rec.TokenURL, resource: rec.Resource,
 		scopes: rec.Scopes, authMethods: []string{rec.AuthMethod},
-	})
+	}
+	if strings.EqualFold(rec.TokenType, TokenTypeDPoP) {
+		// The next token is bound to the same key.
+		key, err := a.recordKey(rec)
+		if err != nil {
+			return nil, err
+		}
+		t.dpop = key
+	}
+	return a.runGrant(ctx, t)
 }
 
 // runGrant sends the grant's token request to t and keeps the token.
@@ -157,7 +174,9 @@ func (a *Authorizer) runGrant(ctx context.Context, t target) (*Record, error) {
 		return nil, err
 	}
 	a.opts.Logger.Info("oauthclient: requesting a token", "issuer", t.issuer, "grant", g.grantType(), "auth", method)
-	tok, _, err := a.tokenRequest(ctx, "token request", t.tokenURL, form, hdr)
+	// With a DPoP key, the token request carries a proof (a.post's
+	// client, tokenClient) and the token is bound to the key.
+	tok, _, err := a.tokenRequest(withDPoPKey(ctx, t.dpop), "token request", t.tokenURL, form, hdr)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +185,9 @@ func (a *Authorizer) runGrant(ctx context.Context, t target) (*Record, error) {
 		ClientID: a.opts.ClientID, AuthMethod: method, Scopes: t.scopes, Grant: g.grantType(),
 	}
 	if err := a.fill(rec, tok); err != nil {
+		return nil, err
+	}
+	if err := a.bindRecord(rec, t.dpop, rec.TokenType); err != nil {
 		return nil, err
 	}
 	// A machine obtains its next token with the grant again (SEP-1046);

@@ -25,6 +25,7 @@ import (
 
 	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/client/oauthclient"
+	"github.com/taskwire/taskwire/internal/testissuer"
 	"github.com/taskwire/taskwire/oauth"
 )
 
@@ -348,5 +349,37 @@ func TestMachineOptions(t *testing.T) {
 	_, err = oauthclient.New("http://127.0.0.1:1/mcp", oauthclient.Options{ClientID: "c", Grant: &oauthclient.ClientCredentials{}})
 	if err == nil || !strings.Contains(err.Error(), "ClientCredentials needs ClientID and ClientSecret or ClientKey") {
 		t.Errorf("ClientCredentials without a secret: %v", err)
+	}
+}
+
+// TestClientCredentialsDPoP: where the authorization server advertises
+// DPoP, the client credentials grant asks for a token bound to a key of
+// the Authorizer's own (a proof on the token request), and calls a
+// resource server that requires DPoP with proofs. (The clock is the real
+// one: a proof's iat must be within the server's window.)
+func TestClientCredentialsDPoP(t *testing.T) {
+	r := newRigWith(t, "", func(o *oauth.Options) { o.DPoP = oauth.DPoP{Mode: oauth.DPoPRequired} })
+	r.iss.Configure(func(fc *testissuer.FlowConfig) { fc.DPoP = true })
+	r.iss.RegisterClient("ci-job", "s3cret")
+	store, err := oauthclient.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	az := r.machine(t, nil, oauthclient.Options{ClientID: "ci-job", ClientSecret: "s3cret",
+		Grant: &oauthclient.ClientCredentials{}, Store: store})
+	if err := r.callEcho(t, az); err != nil {
+		t.Fatalf("call with a DPoP-bound machine token: %v", err)
+	}
+	rec, err := store.Load(r.url)
+	if err != nil || rec == nil {
+		t.Fatalf("stored record: %v, %v", rec, err)
+	}
+	if rec.TokenType != oauthclient.TokenTypeDPoP || rec.DPoPThumbprint == "" || rec.DPoPKey == "" {
+		t.Fatalf("record: token type %q, thumbprint %q, key kept %v; want a DPoP-bound token with its key",
+			rec.TokenType, rec.DPoPThumbprint, rec.DPoPKey != "")
+	}
+	// The issuer binds a token only to the key of the request's proof.
+	if n := len(r.iss.Requests("/token")); n != 1 {
+		t.Errorf("%d token requests, want 1", n)
 	}
 }

@@ -43,6 +43,12 @@ type FlowConfig struct {
 	RedirectIssuer string
 	// RedirectState, when set, replaces the redirect's state.
 	RedirectState string
+	// DPoP advertises DPoP with ES256 (dpop_signing_alg_values_supported)
+	// and binds the machine grants' tokens to the key of the token
+	// request's DPoP proof (cnf.jkt, token_type DPoP; machine.go). The
+	// proof is read, not verified: the resource server verifies the
+	// proofs that matter.
+	DPoP bool
 }
 
 type registered struct {
@@ -132,6 +138,9 @@ func (iss *Issuer) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 		md["scopes_supported"] = fc.ScopesSupported
 	}
 	machineMetadata(md)
+	if fc.DPoP {
+		md["dpop_signing_alg_values_supported"] = []string{"ES256"}
+	}
 	writeJSON(w, md)
 }
 

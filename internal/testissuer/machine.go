@@ -2,8 +2,12 @@ package testissuer
 
 import (
 	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -126,6 +130,11 @@ func (iss *Issuer) issueMachineToken(w http.ResponseWriter, r *http.Request, cli
 	if scope != "" {
 		claims["scope"] = scope
 	}
+	tokenType := "Bearer"
+	if jkt, ok := proofThumbprint(r.Header.Get("DPoP")); ok && fc.DPoP {
+		claims["cnf"] = map[string]any{"jkt": jkt}
+		tokenType = "DPoP"
+	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
 	tok.Header["kid"] = key.ID
 	access, err := tok.SignedString(key.private)
@@ -134,7 +143,7 @@ func (iss *Issuer) issueMachineToken(w http.ResponseWriter, r *http.Request, cli
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	resp := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int64(fc.AccessTTL / time.Second)}
+	resp := map[string]any{"access_token": access, "token_type": tokenType, "expires_in": int64(fc.AccessTTL / time.Second)}
 	if scope != "" {
 		resp["scope"] = scope
 	}
@@ -148,4 +157,31 @@ func machineMetadata(md map[string]any) {
 	md["token_endpoint_auth_methods_supported"] = append(slices.Clone(md["token_endpoint_auth_methods_supported"].([]string)),
 		"private_key_jwt")
 	md["token_endpoint_auth_signing_alg_values_supported"] = []string{"RS256", "PS256", "ES256", "ES384", "ES512", "EdDSA"}
+}
+
+// proofThumbprint returns the RFC 7638 thumbprint of the EC P-256 jwk in
+// the protected header of the DPoP proof, which it does not verify.
+func proofThumbprint(proof string) (string, bool) {
+	head, _, ok := strings.Cut(proof, ".")
+	if !ok {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return "", false
+	}
+	var h struct {
+		JWK struct {
+			Crv string `json:"crv"`
+			Kty string `json:"kty"`
+			X   string `json:"x"`
+			Y   string `json:"y"`
+		} `json:"jwk"`
+	}
+	if json.Unmarshal(raw, &h) != nil || h.JWK.Kty != "EC" || h.JWK.X == "" || h.JWK.Y == "" {
+		return "", false
+	}
+	members := `{"crv":"` + h.JWK.Crv + `","kty":"EC","x":"` + h.JWK.X + `","y":"` + h.JWK.Y + `"}`
+	sum := sha256.Sum256([]byte(members))
+	return base64.RawURLEncoding.EncodeToString(sum[:]), true
 }
