@@ -24,7 +24,7 @@ const (
 		"and is not repeated, since the tool is not marked safe to retry."
 	textShutdown = "The upstream call was interrupted by a gateway shutdown and is not repeated, " +
 		"since the tool is not marked safe to retry."
-	textInput      = "The upstream tool asked for input, which the gateway does not relay for a call it passes through inline."
+	textInput      = "The upstream tool asked for input, which the gateway relays for a call it passes through inline only from a 2026-07-28 upstream."
 	textInputOther = "The upstream tool asked for input the gateway cannot relay."
 )
 
@@ -130,7 +130,13 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
 		timeout := g.planOf(name).timeout
-		cctx, res, err := g.call(ctx, timeout, name, req.Arguments, progress)
+		rctx, relayed := withInlineRelay(ctx, req.InputResponses, g.upstream.protocolVersion() == mcp.LatestProtocolVersion)
+		cctx, res, err := g.call(rctx, timeout, name, req.Arguments, progress)
+		if asked := relayed.inlineRound(); asked != nil && ctx.Err() == nil {
+			// The upstream asked for input: this call's own round
+			// (relay.go).
+			return nil, server.InputRequired(asked, nil)
+		}
 		if err == nil {
 			return res, nil
 		}

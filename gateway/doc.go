@@ -149,6 +149,14 @@
 //     stream of tasks/result under 2025-11-25) by the run that follows it
 //     next, for every task tool: no call is repeated.
 //
+// A call passed through inline gets an input round of its own from a
+// 2026-07-28 upstream: the gateway answers its client with input_required
+// (a 2025-era client gets the request on its session's stream, as from any
+// taskwire tool), and when the client calls again with the answer, the
+// upstream, called again as its own input rounds expect, asks the same
+// request and is given it. A 2025-era upstream's request during such a
+// call is refused: that call cannot be made again like an input round.
+//
 // A request the upstream asks again with other parameters (a timestamp in
 // its message, say) is another round, within the runtime's bound on
 // rounds. stdio does not tie a server's request to the call it serves:
@@ -235,8 +243,9 @@
 //
 // # Not yet
 //
-// Upstream tasks over stdio; relaying the input requests of calls passed
-// through inline, and of a stdio upstream with several calls in flight;
+// Upstream tasks over stdio; relaying the input requests of a 2025-era
+// upstream's calls passed through inline, and of a stdio upstream with
+// several calls in flight;
 // task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
 // subscriptions.

@@ -54,10 +54,38 @@ type relayRun struct {
 	retry  bool
 	cancel context.CancelCauseFunc // ends the upstream call once input is pending
 
+	// inline marks a call passed through inline: answers holds the
+	// downstream request's input responses, and a request without one is
+	// collected in asked, for the downstream input_required result.
+	// modern: the upstream speaks 2026-07-28, whose input rounds are
+	// designed to be called again with the answers.
+	inline, modern bool
+	answers        mcp.InputResponses
+
 	mu      sync.Mutex
 	task    string // the upstream task the run follows, if any
 	pending bool   // a request was recorded as pending: the run must end
 	refused bool   // a request was refused (not a retry tool)
+	asked   mcp.InputRequests
+}
+
+// withInlineRelay returns the context of the upstream call of a call
+// passed through inline, whose downstream request carried answers.
+func withInlineRelay(ctx context.Context, answers mcp.InputResponses, modern bool) (context.Context, *relayRun) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &relayRun{inline: true, modern: modern, answers: answers, cancel: cancel}
+	return context.WithValue(ctx, relayKey{}, r), r
+}
+
+// inlineRound returns the requests a call passed through inline must ask
+// its client for (an input_required result), or nil.
+func (r *relayRun) inlineRound() mcp.InputRequests {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.pending {
+		return nil
+	}
+	return r.asked
 }
 
 // following records that the run of ctx follows the upstream task id: its
@@ -116,6 +144,9 @@ func relay(ctx context.Context, method string, params, out any) error {
 	r, _ := ctx.Value(relayKey{}).(*relayRun)
 	if r == nil {
 		return errNotRelayed // a pass-through call
+	}
+	if r.inline {
+		return r.relayInline(method, params, out)
 	}
 	r.mu.Lock()
 	followed := r.task
@@ -179,3 +210,41 @@ func (g *Gateway) settleRelay(ctx context.Context, r *relayRun, name string, err
 	}
 	return nil, nil, false
 }
+
+// relayInline answers a request of the upstream during a call passed
+// through inline: with the downstream request's answer to it, when it
+// carries one; else, for a 2026-07-28 upstream, by ending the call so
+// that the gateway asks its own client (the client then calls again with
+// the answer, and the upstream, called again, asks the same request and
+// gets it). A 2025-era upstream's request is refused: its call cannot be
+// made again like an input round.
+func (r *relayRun) relayInline(method string, params, out any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("gateway: encoding the upstream's %s: %w", method, err)
+	}
+	key := inputKey(method, raw)
+	if ans, ok := r.answers[key]; ok {
+		if err := json.Unmarshal(ans, out); err != nil {
+			return fmt.Errorf("gateway: the client's answer to %s: %w", method, err)
+		}
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.modern {
+		r.refused = true
+		return errNotRelayed
+	}
+	if r.asked == nil {
+		r.asked = mcp.InputRequests{}
+	}
+	r.asked[key] = &mcp.InputRequest{Method: method, Params: raw}
+	r.pending = true
+	r.cancel(errInputAsked)
+	return errInputAsked
+}
+
+// errInputAsked ends an upstream call passed through inline whose input
+// the gateway asks its own client for.
+var errInputAsked = errors.New("gateway: the upstream's input request is asked of the client")

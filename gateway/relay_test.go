@@ -283,3 +283,60 @@ func TestStdioUpstreamInputRelayed(t *testing.T) {
 		t.Errorf("ask.deploy ran %d times, want the asking call and the answered one", n)
 	}
 }
+
+// TestInlineInputRelayed: a call passed through inline whose 2026-07-28
+// upstream asks for input gets an input round of its own: the gateway's
+// client answers it (a 2026-07-28 client in its next request, a 2025-11-25
+// one on its session's stream) and the upstream, called again, gets the
+// answer. A 2025-era upstream's request is not relayed for such a call.
+func TestInlineInputRelayed(t *testing.T) {
+	elicit := func(asked *atomic.Int64) client.Handlers {
+		return client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+		}}
+	}
+	upURL, _ := newAskingUpstream(t)
+	url := startGateway(t, gateway.Options{Upstream: upURL})
+	for _, version := range []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125} {
+		t.Run("client "+version, func(t *testing.T) {
+			var asked atomic.Int64
+			c, err := client.New(url, client.Options{ProtocolVersions: []string{version}, Handlers: elicit(&asked),
+				Token: func(context.Context) (string, error) { return "alice", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			res, err := c.Call(t.Context(), "ask.deploy", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := structured[DeployOut](t, res.Result); !got.Approved {
+				t.Errorf("result %+v, want approved", got)
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the client was asked %d times, want 1", n)
+			}
+		})
+	}
+	t.Run("2025-11-25 upstream", func(t *testing.T) {
+		upURL, _ := newAskingUpstream(t)
+		url := startGateway(t, gateway.Options{Upstream: upURL, ProtocolVersions: []string{mcp.ProtocolVersion20251125}})
+		var asked atomic.Int64
+		c, err := client.New(url, client.Options{Handlers: elicit(&asked),
+			Token: func(context.Context) (string, error) { return "alice", nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// The upstream's request is refused; the upstream then decides
+		// (taskwire's answers the call with a JSON-RPC error).
+		res, err := c.Call(t.Context(), "ask.deploy", map[string]any{})
+		if err == nil && (res.Result == nil || !res.Result.IsError) {
+			t.Errorf("result %+v, want the call to fail", res.Result)
+		}
+		if n := asked.Load(); n != 0 {
+			t.Errorf("the client was asked %d times, want 0", n)
+		}
+	})
+}
