@@ -157,30 +157,17 @@ func (s *instrumented) SaveCheckpoints(ctx context.Context, items []backend.Chec
 
 // checkpointCounts returns how many jobs hold a checkpoint.
 func (t *storeTarget) checkpointCounts(ctx context.Context) (int, error) {
-	var n int
-	switch t.Kind {
-	case "postgres":
-		conn, err := pgx.Connect(ctx, t.cfg.pgURL())
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close(ctx)
-		err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{t.Where}.Sanitize()+
-			".jobs WHERE checkpoint IS NOT NULL").Scan(&n)
-		return n, err
-	default:
-		db, err := sql.Open("sqlite", "file:"+t.Where+"?mode=ro&_pragma=busy_timeout(5000)")
-		if err != nil {
-			return 0, err
-		}
-		defer db.Close()
-		err = db.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE checkpoint IS NOT NULL").Scan(&n)
-		return n, err
-	}
+	return t.countRows(ctx, "jobs", "checkpoint IS NOT NULL")
 }
 
 // progressCounts returns how many tasks hold a progress count.
 func (t *storeTarget) progressCounts(ctx context.Context) (int, error) {
+	return t.countRows(ctx, "tasks", "progress IS NOT NULL")
+}
+
+// countRows counts the rows of table (in the phase's schema or file) where
+// cond holds; table and cond are the benchmark's own constants.
+func (t *storeTarget) countRows(ctx context.Context, table, cond string) (int, error) {
 	var n int
 	switch t.Kind {
 	case "postgres":
@@ -189,8 +176,7 @@ func (t *storeTarget) progressCounts(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		defer conn.Close(ctx)
-		err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{t.Where}.Sanitize()+
-			".tasks WHERE progress IS NOT NULL").Scan(&n)
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{t.Where}.Sanitize()+"."+table+" WHERE "+cond).Scan(&n)
 		return n, err
 	default:
 		db, err := sql.Open("sqlite", "file:"+t.Where+"?mode=ro&_pragma=busy_timeout(5000)")
@@ -198,7 +184,7 @@ func (t *storeTarget) progressCounts(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		defer db.Close()
-		err = db.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE progress IS NOT NULL").Scan(&n)
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM "+table+" WHERE "+cond).Scan(&n)
 		return n, err
 	}
 }
