@@ -83,20 +83,7 @@ func TestUpstreamInputBecomesAnInputRound(t *testing.T) {
 				RetryTools:       []string{"ask.deploy"},
 			})
 			var asked atomic.Int64
-			c, err := client.New(url, client.Options{
-				Token: func(context.Context) (string, error) { return "alice", nil },
-				Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-					asked.Add(1)
-					if p.Message != "Deploy to production?" {
-						t.Errorf("the client was asked %q", p.Message)
-					}
-					return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
-				}},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
+			c := approvingClient(t, url, &asked)
 			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 			defer cancel()
 
@@ -204,20 +191,7 @@ func testUpstreamTaskInputRelayed(t *testing.T, version string) {
 
 	url := startGateway(t, gateway.Options{Upstream: up.URL(), ProtocolVersions: []string{version}, TaskTools: []string{"*.task"}})
 	var asked atomic.Int64
-	c, err := client.New(url, client.Options{
-		Token: func(context.Context) (string, error) { return "alice", nil },
-		Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			if p.Message != "Deploy to production?" {
-				t.Errorf("the client was asked %q", p.Message)
-			}
-			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := approvingClient(t, url, &asked)
 	res, err := c.Call(ctx, "approve.task", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
@@ -249,17 +223,7 @@ func TestStdioUpstreamInputRelayed(t *testing.T) {
 	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"ask.deploy"}, RetryTools: []string{"ask.deploy"}})
 	url := startGateway(t, opts)
 	var asked atomic.Int64
-	c, err := client.New(url, client.Options{
-		Token: func(context.Context) (string, error) { return "alice", nil },
-		Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := approvingClient(t, url, &asked)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	res, err := c.Call(ctx, "ask.deploy", map[string]any{})
@@ -290,23 +254,12 @@ func TestStdioUpstreamInputRelayed(t *testing.T) {
 // one on its session's stream) and the upstream, called again, gets the
 // answer. A 2025-era upstream's request is not relayed for such a call.
 func TestInlineInputRelayed(t *testing.T) {
-	elicit := func(asked *atomic.Int64) client.Handlers {
-		return client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
-		}}
-	}
 	upURL, _ := newAskingUpstream(t)
 	url := startGateway(t, gateway.Options{Upstream: upURL})
 	for _, version := range []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125} {
 		t.Run("client "+version, func(t *testing.T) {
 			var asked atomic.Int64
-			c, err := client.New(url, client.Options{ProtocolVersions: []string{version}, Handlers: elicit(&asked),
-				Token: func(context.Context) (string, error) { return "alice", nil }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
+			c := approvingClient(t, url, &asked, version)
 			res, err := c.Call(t.Context(), "ask.deploy", map[string]any{})
 			if err != nil {
 				t.Fatal(err)
@@ -323,12 +276,7 @@ func TestInlineInputRelayed(t *testing.T) {
 		upURL, _ := newAskingUpstream(t)
 		url := startGateway(t, gateway.Options{Upstream: upURL, ProtocolVersions: []string{mcp.ProtocolVersion20251125}})
 		var asked atomic.Int64
-		c, err := client.New(url, client.Options{Handlers: elicit(&asked),
-			Token: func(context.Context) (string, error) { return "alice", nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := approvingClient(t, url, &asked)
 		// The upstream's request is refused; the upstream then decides
 		// (taskwire's answers the call with a JSON-RPC error).
 		res, err := c.Call(t.Context(), "ask.deploy", map[string]any{})
@@ -339,4 +287,27 @@ func TestInlineInputRelayed(t *testing.T) {
 			t.Errorf("the client was asked %d times, want 0", n)
 		}
 	})
+}
+
+// approvingClient is a client of url (negotiating versions; nil: the
+// newest) whose user approves the deployment every asking tool asks
+// about, counting the questions in asked.
+func approvingClient(t *testing.T, url string, asked *atomic.Int64, versions ...string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, client.Options{
+		ProtocolVersions: versions,
+		Token:            func(context.Context) (string, error) { return "alice", nil },
+		Handlers: client.Handlers{Elicit: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			if p.Message != "Deploy to production?" {
+				t.Errorf("the client was asked %q", p.Message)
+			}
+			return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
