@@ -32,6 +32,7 @@ type store = backend.Store
 // with the set served on /mcp, and a worker runtime running the set.
 type rig struct {
 	st     store
+	srv    *server.Server
 	url    string          // the server's base URL
 	client *mcptest.Client // declares the Tasks extension
 	logs   *logBuffer
@@ -98,7 +99,7 @@ func newRigEnqueuer(t *testing.T, st store, enq backend.Enqueuer, serve, work *d
 		srv.Close()
 		hs.Close()
 	})
-	r.url = hs.URL
+	r.srv, r.url = srv, hs.URL
 	r.client = r.modernClient(t)
 	r.client.DeclareTasks()
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -329,6 +330,19 @@ func (n *Node) answerRelay(ctx context.Context) (server.AnswerRelay, error) {
 // URL returns the endpoint's URL once the node has started, or "" on a
 // node without HTTP.
 func (n *Node) URL() string { return n.url }
+
+// CreateTask creates a task of one of the node's task tools for
+// p.Identity outside any MCP request, as server.Server.CreateTask does
+// (its contract and errors apply): for example from a webhook handler of
+// the same program, so that the user follows the task with tasks/get or
+// `taskwire task wait`. It fails on a node that is not started or serves
+// no HTTP endpoint (a worker-only or stdio node).
+func (n *Node) CreateTask(ctx context.Context, p server.CreateTaskParams) (mcp.TaskInfo, error) {
+	if n.srv == nil {
+		return mcp.TaskInfo{}, errors.New("node: CreateTask needs a started node with an HTTP endpoint")
+	}
+	return n.srv.CreateTask(ctx, p)
+}
 
 // AdminAddr returns the admin listener's address once the node has
 // started, or "" without one.
