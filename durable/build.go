@@ -156,7 +156,7 @@ func creation[In, Out any](d *decl, enq enqueuer, keyOf func(In) string, validat
 				return task.Handle{}, server.NewToolError(err)
 			}
 		}
-		return d.enqueue(ctx, req, enq, cc, keyOf(in))
+		return d.enqueue(ctx, req, enq, cc, creationKey(req, keyOf(in)))
 	}
 }
 
@@ -172,8 +172,17 @@ func rawCreation(d *decl, enq enqueuer, validate func(json.RawMessage) error) se
 		if err != nil {
 			return task.Handle{}, server.NewToolError(err)
 		}
-		return d.enqueue(ctx, req, enq, cc, key)
+		return d.enqueue(ctx, req, enq, cc, creationKey(req, key))
 	}
+}
+
+// creationKey is the idempotency key of a creation: the key a program
+// passed to server.Server.CreateTask, or else the key of the arguments.
+func creationKey(req *server.Request, fromArgs string) string {
+	if k := req.CreationKey(); k != "" {
+		return k
+	}
+	return fromArgs
 }
 
 // enqueue creates the task and its job, and hands the committed snapshot to
@@ -188,21 +197,25 @@ func (d *decl) enqueue(ctx context.Context, req *server.Request, enq enqueuer, c
 		opts.RunAt = time.Now().Add(d.job.Delay)
 	}
 	t, err := enq.Enqueue(ctx, cc, opts)
+	keyName := d.job.IdempotencyKey
+	if req.CreationKey() != "" {
+		keyName = "the idempotency key"
+	}
 	switch {
 	case errors.Is(err, backend.ErrIdempotencyConflict):
 		return task.Handle{}, server.NewToolError(fmt.Errorf("%s was already used with different arguments: "+
-			"repeat the original arguments to get the original task, or use a new key", d.job.IdempotencyKey))
+			"repeat the original arguments to get the original task, or use a new key", keyName))
 	case errors.Is(err, backend.ErrInvalidText):
 		what := "the arguments"
-		if d.job.IdempotencyKey != "" {
-			what += ", " + d.job.IdempotencyKey
+		if keyName != "" {
+			what += ", " + keyName
 		}
 		return task.Handle{}, server.NewToolError(fmt.Errorf("the call cannot be stored as a task: %s "+
 			"and the caller's name must be valid UTF-8 without NUL characters", what))
 	case err != nil:
 		return task.Handle{}, fmt.Errorf("durable: tool %q: enqueue: %w", d.name, err)
 	}
-	if err := d.heldByOtherCall(t.Origin(), cc.Origin); err != nil {
+	if err := d.heldByOtherCall(t.Origin(), cc.Origin, keyName); err != nil {
 		return task.Handle{}, err
 	}
 	return req.CreatedTask(t), nil
@@ -219,18 +232,18 @@ func (d *decl) enqueue(ctx context.Context, req *server.Request, enq enqueuer, c
 // just created carries the call's own origin, so the common case is one
 // comparison of equal bytes. Any other mismatch is left to the server's
 // check: it is no retry's fault.
-func (d *decl) heldByOtherCall(held, call task.Origin) error {
+func (d *decl) heldByOtherCall(held, call task.Origin, keyName string) error {
 	switch {
 	case held.Equal(call) || held.Endpoint() != call.Endpoint() || held.Tool() != call.Tool():
 		return nil
 	case held.ProtocolVersion() != call.ProtocolVersion():
 		return server.NewToolError(fmt.Errorf("%s was already used by a call of another MCP protocol revision, "+
 			"whose task this call cannot be given: repeat the call from a client of that revision to reach it, "+
-			"or use a new key", d.job.IdempotencyKey))
+			"or use a new key", keyName))
 	case !held.SameTool(call):
 		return server.NewToolError(fmt.Errorf("%s was already used by a call of another version of this tool "+
 			"(its output schema or task input changed since), whose task this call cannot be given: "+
-			"use a new key", d.job.IdempotencyKey))
+			"use a new key", keyName))
 	}
 	return nil
 }

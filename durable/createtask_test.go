@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/taskwire/taskwire/durable"
@@ -38,6 +39,30 @@ func TestCreateTaskFromGo(t *testing.T) {
 			again, err := create(`{"b": 3, "a": 2, "key": "export-1"}`)
 			if err != nil || again.TaskID != info.TaskID {
 				t.Fatalf("a repeat with the same key = %q, %v; want %q", again.TaskID, err, info.TaskID)
+			}
+
+			// A key given to CreateTask stands for the arguments' key: three
+			// racing calls with it get one task.
+			ids := make(chan string, 3)
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					info, err := r.srv.CreateTask(ctx, server.CreateTaskParams{Tool: "sum", Arguments: json.RawMessage(`{"a": 1, "b": 1}`),
+						Identity: alice, IdempotencyKey: "schedule/daily/2026-12-03"})
+					if err != nil {
+						t.Errorf("CreateTask with a key: %v", err)
+					}
+					ids <- info.TaskID
+				})
+			}
+			wg.Wait()
+			close(ids)
+			keyed := map[string]bool{}
+			for id := range ids {
+				keyed[id] = true
+			}
+			if len(keyed) != 1 || keyed[info.TaskID] {
+				t.Errorf("three CreateTask calls with one key made tasks %v, want one new task", keyed)
 			}
 
 			r.client.Header = http.Header{"Authorization": {"Bearer alice"}}

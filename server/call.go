@@ -32,6 +32,7 @@ type call struct {
 	// tools/call answered with, for the span.
 	span        RequestSpan
 	createdTask string
+	creationKey string // see inbound.creationKey
 }
 
 // inbound is what a transport hands the admitted half of the pipeline
@@ -53,6 +54,9 @@ type inbound struct {
 	stream   *responseStream
 	identity *Identity
 	charged  bool // the request limiter was charged before the session lookup (2025 HTTP)
+	// creationKey is the idempotency key of a Server.CreateTask call
+	// (Request.CreationKey).
+	creationKey string
 }
 
 // handle runs the admitted half of the pipeline for an HTTP request.
@@ -106,7 +110,7 @@ func (ep *Endpoint) dispatch(s *Server, in inbound, req *mcp.Request, p *rawPara
 	ctx, span := s.startTrace(ctx, r, info, version, p)
 	s.opts.Observer.RequestStarted(ctx, info)
 	outcome := OutcomeProtocolError
-	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, span: span}
+	c := &call{srv: s, ep: ep, r: r, req: req, params: p, id: id, stream: st, span: span, creationKey: in.creationKey}
 	c.finish = func(outcome Outcome) {
 		elapsed := s.opts.now().Sub(start)
 		s.opts.Observer.RequestFinished(ctx, info, outcome, elapsed)
@@ -358,6 +362,7 @@ func (c *call) newRequest(name string) (*Request, *protocolError) {
 		InputResponses: c.params.InputResponses,
 		id:             c.req.ID,
 		stream:         c.stream,
+		creationKey:    c.creationKey,
 	}
 	if enc := c.params.RequestState; enc != nil {
 		state, round, err := c.srv.sealer.open(*enc, c.binding(name))

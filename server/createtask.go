@@ -27,7 +27,17 @@ type CreateTaskParams struct {
 	// nobody else does. No AdmissionController runs; the program vouches
 	// for the identity, as stdio's StdioOptions.Identity does.
 	Identity Identity
+	// IdempotencyKey, when set, is the key a deduplicating task tool uses
+	// instead of one it reads from the arguments (Request.CreationKey):
+	// CreateTask calls with the same key and arguments, from any node of a
+	// fleet, get one task. A durable tool's store matches it like the key
+	// field of a client's arguments: within the identity's tenant, for
+	// this endpoint and tool. At most MaxCreationKeyBytes bytes of UTF-8.
+	IdempotencyKey string
 }
+
+// MaxCreationKeyBytes bounds CreateTaskParams.IdempotencyKey.
+const MaxCreationKeyBytes = 256
 
 // CreateTask creates a task of a task tool outside any MCP request, for a
 // program that starts work on behalf of a user (a webhook, a scheduler, a
@@ -65,6 +75,9 @@ func (s *Server) CreateTask(ctx context.Context, p CreateTaskParams) (mcp.TaskIn
 	if p.Tool == "" || !utf8.ValidString(p.Tool) {
 		return mcp.TaskInfo{}, fmt.Errorf("%w: a tool name is needed", ErrBadParams)
 	}
+	if len(p.IdempotencyKey) > MaxCreationKeyBytes || !utf8.ValidString(p.IdempotencyKey) {
+		return mcp.TaskInfo{}, fmt.Errorf("%w: the idempotency key must be valid UTF-8 of at most %d bytes", ErrBadParams, MaxCreationKeyBytes)
+	}
 	args := p.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -93,7 +106,7 @@ func (s *Server) CreateTask(ctx context.Context, p CreateTaskParams) (mcp.TaskIn
 	}
 	sink := &finalMessage{}
 	id := p.Identity
-	ep.dispatch(s, inbound{r: stdioRequest(ctx), stream: newMessageStream(sink), identity: &id}, env.req, &rp)
+	ep.dispatch(s, inbound{r: stdioRequest(ctx), stream: newMessageStream(sink), identity: &id, creationKey: p.IdempotencyKey}, env.req, &rp)
 	if err := ctx.Err(); err != nil && sink.msg == nil {
 		return mcp.TaskInfo{}, err
 	}

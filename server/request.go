@@ -33,9 +33,17 @@ type Request struct {
 	round        int
 	taskCreation *task.CreationContext
 	created      *task.Task // see CreatedTask
+	creationKey  string     // see CreationKey
 	id           mcp.ID
 	stream       *responseStream
 }
+
+// CreationKey returns the idempotency key that a program passed to
+// Server.CreateTask (CreateTaskParams.IdempotencyKey) for this call, or ""
+// for a client's call and a CreateTask without one. A task tool that
+// deduplicates creations should prefer it to a key it reads from the
+// arguments; durable tools do.
+func (r *Request) CreationKey() string { return r.creationKey }
 
 // Capabilities returns the client capabilities declared by this request.
 // Capabilities are per request: never infer them from earlier requests.
