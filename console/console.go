@@ -45,6 +45,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/oauth"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -126,6 +127,10 @@ type Options struct {
 	// GaugesMaxAge is how long the overview reuses a Gauges snapshot.
 	// Default DefaultGaugesMaxAge.
 	GaugesMaxAge time.Duration
+	// Schedules, when set, adds the node's schedules to the overview:
+	// each one's period, next and last run, the task of its last period
+	// and the category of its last failure (a *schedule.Scheduler).
+	Schedules ScheduleSource
 	// Events, when set, drives the live updates (the store's
 	// EventPublisher). Nil: the pages are static.
 	Events task.EventPublisher
@@ -365,6 +370,12 @@ func parseTemplates() (map[string]*template.Template, error) {
 		out[p] = t
 	}
 	return out, nil
+}
+
+// ScheduleSource reports the schedules a node runs; *schedule.Scheduler
+// is one.
+type ScheduleSource interface {
+	Statuses() []schedule.Status
 }
 
 // funcs are the templates' helpers.

@@ -3,12 +3,15 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/store/sqlite"
 )
 
@@ -72,5 +75,33 @@ func TestOverviewGauges(t *testing.T) {
 				t.Errorf("reads of the gauges (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// fixedSchedules is a console.ScheduleSource with set statuses.
+type fixedSchedules []schedule.Status
+
+func (f fixedSchedules) Statuses() []schedule.Status { return f }
+
+// TestOverviewSchedules checks that the overview lists the node's
+// schedules, with a link to the last period's task, and shows no section
+// without them.
+func TestOverviewSchedules(t *testing.T) {
+	at := time.Date(2026, 12, 3, 2, 0, 0, 0, time.UTC)
+	f := newFixture(t, fixtureOpts{})
+	src := fixedSchedules{
+		{Name: "nightly", Tool: "report", Spec: "0 2 * * *", Next: at.Add(24 * time.Hour), LastPeriod: at},
+		{Name: "hourly", Tool: "crunch", Spec: "every 1h0m0s", Next: at.Add(time.Hour), LastFailure: "unavailable", LastFailureAt: at},
+	}
+	g := newFixture(t, fixtureOpts{schedules: src})
+	src[0].LastTaskID = g.completed // the source is read at each overview
+	r := g.get("/console/")
+	if r.status != http.StatusOK {
+		t.Fatalf("overview: %s", describe(r))
+	}
+	mustContain(t, "overview", r.body, `<h2 id="schedules">Schedules</h2>`, `<th scope="row">nightly</th><td>report</td><td>0 2 * * *</td>`,
+		`<td>2026-12-04 02:00:00.000 UTC</td>`, `href="/console/tasks/`+g.completed+`"`, "unavailable at 2026-12-03 02:00:00.000 UTC")
+	if r := f.get("/console/"); strings.Contains(r.body, `id="schedules"`) {
+		t.Error("an overview without schedules shows the section")
 	}
 }

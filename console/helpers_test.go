@@ -75,6 +75,8 @@ type fixtureOpts struct {
 	gauges func(*sqlite.Store) backend.GaugeSource
 	// noLogger leaves Options.Logger nil.
 	noLogger bool
+	// schedules is the console's Options.Schedules.
+	schedules console.ScheduleSource
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -105,7 +107,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		Store: st.Operator(), Gauges: src, Events: st.EventPublisher(), Token: []byte(token), ShowArguments: fo.showArgs,
 		Logger: logger, Now: f.clock.Now, MaxStreams: fo.maxStreams,
 		Coalesce: fo.coalesce, SignInPerAddress: fo.signIn, SignInGlobal: fo.globalSignIn,
-		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth,
+		SignInPerCredential: fo.credSignIn, OAuth: fo.oauth, Schedules: fo.schedules,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -30,6 +31,7 @@ type overviewView struct {
 	QueueMaxAge time.Duration
 	Chart       chart
 	Hour        hourTotals
+	Schedules   []schedule.Status // nil without Options.Schedules
 }
 
 type count struct {
@@ -118,6 +120,9 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 		v.Hour.Cancelled += b.Cancelled
 	}
 	v.Hour.FailureRate = rate(v.Hour.Failed, v.Hour.Completed+v.Hour.Failed)
+	if c.opts.Schedules != nil {
+		v.Schedules = c.opts.Schedules.Statuses()
+	}
 	return v, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
 	twprom "github.com/taskwire/taskwire/prometheus"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -90,7 +91,7 @@ func (a *nodeAdmin) workerMetrics(test worker.Metrics) worker.Metrics {
 // serves the admin endpoints on ln, the listener bound for --admin-addr
 // (listenNode), ready while st, the node's store, is (when it has a Ready
 // method: both stores do). On error the caller closes ln.
-func (a *nodeAdmin) start(srv *server.Server, st any, ln net.Listener, logger *slog.Logger) error {
+func (a *nodeAdmin) start(srv *server.Server, st any, sched *schedule.Scheduler, ln net.Listener, logger *slog.Logger) error {
 	if a == nil {
 		return nil
 	}
@@ -109,7 +110,7 @@ func (a *nodeAdmin) start(srv *server.Server, st any, ln net.Listener, logger *s
 		checks = append(checks, r.Ready)
 	}
 	var err error
-	if a.console, err = newConsole(a.cfg, st, logger); err != nil {
+	if a.console, err = newConsole(a.cfg, st, sched, logger); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	h, err := admin.New(admin.Options{Metrics: twprom.Handler(a.reg), Ready: admin.All(checks...), Logger: logger,

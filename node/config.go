@@ -13,6 +13,7 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/oauth"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -88,6 +89,12 @@ type Config struct {
 	// Tools. The node serves Tools on it and defaults its
 	// TaskProtocolVersions (server.New).
 	Endpoint *server.Endpoint
+	// Schedules create tasks of the endpoint's task tools on a
+	// timetable (package schedule), run by the node's HTTP server: every
+	// API node of a fleet may run the same ones, and each period gets one
+	// task. The console's overview lists them. A node without HTTP runs
+	// none; New refuses Schedules there.
+	Schedules []schedule.Schedule
 	// Subscriptions configure task listen streams
 	// (server.Options.Subscriptions). Nil: the server's default.
 	Subscriptions *server.SubscriptionOptions
@@ -228,6 +235,16 @@ func (c Config) withDefaults() (Config, error) {
 	http := c.Addr != "" || c.Listener != nil
 	if !http && c.Stdio == nil && c.Workers == 0 {
 		add("a node needs an HTTP address or at least one worker")
+	}
+	if len(c.Schedules) > 0 {
+		if !http {
+			add("schedules are run by an API node: give it an HTTP address")
+		}
+		if err := schedule.Check(c.Schedules); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				add("%s", line)
+			}
+		}
 	}
 	if c.MaxConns < 0 {
 		add("--max-conns must not be negative")

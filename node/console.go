@@ -10,6 +10,7 @@ import (
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/console"
 	"github.com/taskwire/taskwire/oauth"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/task"
 )
 
@@ -31,7 +32,7 @@ type Console struct {
 
 // newConsole returns the console of st, or nil when cfg has no token or
 // st is not an operator store.
-func newConsole(cfg Console, st any, logger *slog.Logger) (*console.Console, error) {
+func newConsole(cfg Console, st any, sched *schedule.Scheduler, logger *slog.Logger) (*console.Console, error) {
 	if cfg.Token == nil {
 		return nil, nil
 	}
@@ -43,6 +44,9 @@ func newConsole(cfg Console, st any, logger *slog.Logger) (*console.Console, err
 		OAuth: cfg.OAuth, OperatorScope: cfg.Scope}
 	if g, ok := st.(backend.GaugeSource); ok {
 		opts.Gauges = g
+	}
+	if sched != nil {
+		opts.Schedules = sched
 	}
 	if m, ok := st.(task.Manager); ok {
 		opts.Events = m.EventPublisher()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/mcp"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/worker"
 )
@@ -34,6 +35,10 @@ type Node struct {
 
 	admin *nodeAdmin   // metrics and the admin listener (admin.go), or nil
 	trace *nodeTracing // OTEL_* tracing (tracing.go), or nil
+
+	sched     *schedule.Scheduler // Config.Schedules, or nil
+	schedStop context.CancelFunc
+	schedDone chan struct{} // closed when sched.Run has returned
 
 	rt       *worker.Runtime
 	rtCancel context.CancelFunc
@@ -115,7 +120,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if err = n.admin.start(n.srv, st, adminLn, cfg.Logger); err != nil {
+	if len(cfg.Schedules) > 0 {
+		if n.sched, err = schedule.New(n.srv, cfg.Schedules, schedule.Options{Logger: cfg.Logger}); err != nil {
+			n.srv.Close()
+			return err
+		}
+	}
+	if err = n.admin.start(n.srv, st, n.sched, adminLn, cfg.Logger); err != nil {
 		if n.srv != nil {
 			n.srv.Close()
 		}
@@ -124,6 +135,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 
 	// Nothing can fail from here on.
 	n.startRuntime()
+	if n.sched != nil {
+		var sctx context.Context
+		sctx, n.schedStop = context.WithCancel(context.Background())
+		n.schedDone = make(chan struct{})
+		go func() { // owned by the node: Shutdown stops and waits for it
+			defer close(n.schedDone)
+			n.sched.Run(sctx)
+		}()
+	}
 	if n.hs != nil {
 		n.serveDone = make(chan struct{})
 		go func() {
@@ -382,6 +402,10 @@ func (n *Node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		var errs []error
 		n.admin.drain()
+		if n.sched != nil {
+			n.schedStop()
+			<-n.schedDone
+		}
 		if n.srv != nil {
 			n.srv.Close()
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/mcptest"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/worker"
 	"github.com/taskwire/taskwire/worker/workertest"
@@ -156,6 +157,11 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		{"negative max conns", Config{
 			StoreSpec: StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: "x.db"}}, Workers: 1, MaxConns: -1,
 		}, []string{"--max-conns must not be negative"}},
+		{"schedules", Config{
+			StoreSpec: StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: "x.db"}}, Workers: 1,
+			Schedules: []schedule.Schedule{{Name: "a b", Tool: "t", Every: time.Hour}},
+		}, []string{"schedules are run by an API node", `schedule "a b": the name may hold only`,
+			`schedule "a b": an Identity with a Principal is required`}},
 		{"stdio with an address", Config{
 			StoreSpec: StoreSpec{Spec: store.Spec{Kind: store.SQLite, Path: "x.db"}},
 			Addr:      "127.0.0.1:0", Stdio: &Stdio{},

@@ -13,6 +13,7 @@
 //	                 [--auth-dpop allowed] [--auth-dpop-nonce]
 //	                 [--admin-addr ADDR] [--admin-allowed-hosts HOSTS] [--admin-token-file FILE]
 //	                 [--console-show-arguments] [--console-scope taskwire:operator] [--skills DIR]
+//	                 [--schedules FILE]
 //	taskwire serve --stdio [--principal local] [--drain-timeout 10s] [--store SPEC] [--workers 4] [...]
 //	taskwire gateway --upstream URL [--upstream-header 'Name: value']... | --upstream-cmd 'CMD ARGS...'
 //	                 [--task-tools GLOBS] [--retry-tools GLOBS] [--call-timeout 30s]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskwire/taskwire/internal/cliflags"
 	"github.com/taskwire/taskwire/node"
+	"github.com/taskwire/taskwire/schedule"
 	"github.com/taskwire/taskwire/server"
 	"github.com/taskwire/taskwire/store"
 	"github.com/taskwire/taskwire/store/postgres"
@@ -70,7 +71,7 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 type serveFlags struct {
 	cmd                                    string // the command's name (Program.ServeName), for messages
 	common                                 commonFlags
-	addr, hostList                         *string
+	addr, hostList, schedules              *string
 	workers, maxConns, maxConnsPerAddr     *int
 	taskBurst, maxActive                   *int
 	sessionsPerCaller, sessionsMax         *int
@@ -90,6 +91,8 @@ type serveFlags struct {
 func (p *Program) addServeFlags(fs *flag.FlagSet) *serveFlags {
 	f := &serveFlags{common: p.addCommonFlags(fs)}
 	f.addr = fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	f.schedules = fs.String("schedules", "", "JSON `file` of schedules that create tasks of the node's task tools on a timetable "+
+		"(see go doc github.com/taskwire/taskwire/schedule.Decode); every node of a fleet may run the same file")
 	f.workers = fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
 	f.lease = fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
 	f.noMigrate = fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
@@ -132,6 +135,9 @@ func (f *serveFlags) checkTransport() error {
 	}
 	if *f.stdio.on && *f.hostList != "" {
 		return usageErrorf("%s: --allowed-hosts does not apply to --stdio", f.cmd)
+	}
+	if *f.stdio.on && *f.schedules != "" {
+		return usageErrorf("%s: --schedules does not apply to --stdio", f.cmd)
 	}
 	return nil
 }
@@ -208,6 +214,13 @@ func (p *Program) serveHTTP(ctx context.Context, f *serveFlags, base node.Config
 	base.BodyTimeout, base.IdleTimeout = *f.bodyTimeout, *f.idleTimeout
 	base.InsecureDevAuth = *f.insecureDevAuth
 	base.AdminAddr, base.AdminAllowedHosts = f.admin.addr, f.admin.hosts
+	if *f.schedules != "" {
+		s, err := readSchedules(*f.schedules)
+		if err != nil {
+			return fmt.Errorf("%s: --schedules: %w", f.cmd, err)
+		}
+		base.Schedules = s
+	}
 	cfg := p.config(base)
 	// The non-loopback --addr check needs the resource server: with
 	// --auth-issuer it runs when the node starts.
@@ -349,4 +362,14 @@ func (p *Program) migrate(ctx context.Context, args []string, stdout, stderr io.
 	}
 	fmt.Fprintf(stdout, "%s: store %s (%s) is at schema version %d\n", p.Name, spec, spec.Describe(spec.Schema), version)
 	return nil
+}
+
+// readSchedules reads a --schedules file.
+func readSchedules(path string) ([]schedule.Schedule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return schedule.Decode(f)
 }
