@@ -39,6 +39,8 @@ type Job struct {
 	pending mcp.InputRequests
 	// checkpoint is the last checkpoint: the claim's, then this run's.
 	checkpoint []byte
+	// steps serializes Step's read, merge and write of the checkpoint.
+	steps sync.Mutex
 }
 
 // jobRun is the runtime side of one run of a job.
