@@ -36,7 +36,7 @@ const (
 	textNotRecorded   = "The gateway could not record the upstream task of this call and cancelled it; " +
 		"the call is not repeated, since the tool is not marked safe to retry."
 	textNoTaskCaller = "An earlier run of this call started an upstream task that this gateway cannot follow " +
-		"(its upstream is no longer an HTTP server); the call is not repeated."
+		"(it no longer runs task tools); the call is not repeated."
 	textBadCheckpoint = "The gateway cannot read what an earlier run of this call recorded; the call is not repeated."
 	textNotRepeated   = " The call is not repeated, since the tool is not marked safe to retry."
 )
@@ -188,6 +188,9 @@ func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, 
 	fctx, cancel := context.WithTimeout(ctx, g.planOf(name).timeout)
 	defer cancel()
 	following(ctx, t.ID())
+	if rt, ok := t.(routedTask); ok {
+		defer rt.route(ctx)() // a stdio upstream's requests for t
+	}
 	last := ""
 	answered := map[string]bool{}
 	for {
