@@ -395,3 +395,25 @@ func TestStdioUpstreamInputAmbiguous(t *testing.T) {
 		t.Errorf("slow.build: %v", err)
 	}
 }
+
+// TestStdioUpstreamTaskRequiredPassThrough: with task tools, the stdio
+// session declares tasks, so the upstream's durable tools are
+// task-required to it; a call of one that is not a task tool of the
+// gateway passes through inline all the same: the gateway makes the
+// upstream task and waits for its result.
+func TestStdioUpstreamTaskRequiredPassThrough(t *testing.T) {
+	opts, dir := stdioTaskOptions(t, gateway.Options{TaskTools: []string{"ask.*"}})
+	gw := startGatewayOn(t, opts, filepath.Join(t.TempDir(), "gateway.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res, err := newClient(t, gw.url).Call(ctx, "slow.task", BuildIn{Steps: 2})
+	if err != nil || res.Task != nil {
+		t.Fatalf("slow.task: %+v %v, want an inline result", res, err)
+	}
+	if diff := cmp.Diff(BuildOut{Steps: 2, Call: 1}, structured[BuildOut](t, res.Result)); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if n := calls(t, dir, "tools-call"); n != 1 {
+		t.Errorf("the upstream got %d tools/call, want 1", n)
+	}
+}
