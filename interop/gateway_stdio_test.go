@@ -30,16 +30,8 @@ import (
 // process reads is counted in dir/polls.
 func serveMCPGoStdio(dir string) int {
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
-	hooks := &mcpgoserver.TaskHooks{}
-	hooks.AddOnTaskCancelled(func(context.Context, mcpgoserver.TaskMetrics) {
-		_ = os.WriteFile(filepath.Join(dir, "stopped"), nil, 0o600)
-	})
-	s := mcpgoserver.NewMCPServer("peer-mcpgo-stdio-tasks", "1.0.0",
-		mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithTaskCapabilities(true, true, true),
-		mcpgoserver.WithTaskHooks(hooks))
-	s.AddTool(mcpgomcp.NewTool("slow.build", mcpgomcp.WithDescription("Build slowly."),
-		mcpgomcp.WithTaskSupport(mcpgomcp.TaskSupportOptional),
-		mcpgomcp.WithNumber("steps", mcpgomcp.Description("how many steps"))),
+	s := mcpGoSlowBuildServer("peer-mcpgo-stdio-tasks",
+		func() { _ = os.WriteFile(filepath.Join(dir, "stopped"), nil, 0o600) },
 		// mcp-go ends the handler's context once the CreateTaskResult is
 		// sent (see mcpGoTaskServer): the handler ignores it.
 		func(context.Context, mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
@@ -125,6 +117,22 @@ func mcpGoStdioGateway(t *testing.T, ctx context.Context) (*gateway.Gateway, str
 	return g, dir
 }
 
+// followedMCPGoStdioTask serves a mcpGoStdioGateway from a node, calls
+// slow.build and returns the upstream's directory and the downstream
+// task once the gateway polls the mcp-go task.
+func followedMCPGoStdioTask(t *testing.T, ctx context.Context) (string, *client.Task) {
+	t.Helper()
+	g, dir := mcpGoStdioGateway(t, ctx)
+	url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
+	res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
+	if err != nil || res.Task == nil {
+		t.Fatalf("slow.build: %+v %v, want a task", res, err)
+	}
+	awaitCount(t, ctx, dir, "calls", 1)
+	awaitCount(t, ctx, dir, "polls", 1)
+	return dir, res.Task
+}
+
 // awaitCount waits until the count name in dir reaches n.
 func awaitCount(t *testing.T, ctx context.Context, dir, name string, n int) {
 	t.Helper()
@@ -150,18 +158,11 @@ func TestGatewayMCPGoStdioUpstreamTasks(t *testing.T) {
 	t.Run("followed to its result", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
-		g, dir := mcpGoStdioGateway(t, ctx)
-		url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
-		res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
-		if err != nil || res.Task == nil {
-			t.Fatalf("slow.build: %+v %v, want a task", res, err)
-		}
-		awaitCount(t, ctx, dir, "calls", 1)
-		awaitCount(t, ctx, dir, "polls", 1)
+		dir, task := followedMCPGoStdioTask(t, ctx)
 		if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := res.Task.Wait(ctx)
+		out, err := task.Wait(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,17 +177,11 @@ func TestGatewayMCPGoStdioUpstreamTasks(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
-		g, dir := mcpGoStdioGateway(t, ctx)
-		url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
-		res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
-		if err != nil || res.Task == nil {
-			t.Fatalf("slow.build: %+v %v, want a task", res, err)
-		}
-		awaitCount(t, ctx, dir, "polls", 1)
-		if err := res.Task.Cancel(ctx); err != nil {
+		dir, task := followedMCPGoStdioTask(t, ctx)
+		if err := task.Cancel(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := res.Task.Wait(ctx); !errors.Is(err, client.ErrTaskCancelled) {
+		if _, err := task.Wait(ctx); !errors.Is(err, client.ErrTaskCancelled) {
 			t.Errorf("downstream Wait: %v, want the task cancelled", err)
 		}
 		for {
@@ -204,17 +199,11 @@ func TestGatewayMCPGoStdioUpstreamTasks(t *testing.T) {
 	t.Run("the process died and forgot the task", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
-		g, dir := mcpGoStdioGateway(t, ctx)
-		url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
-		res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
-		if err != nil || res.Task == nil {
-			t.Fatalf("slow.build: %+v %v, want a task", res, err)
-		}
-		awaitCount(t, ctx, dir, "polls", 1)
+		dir, task := followedMCPGoStdioTask(t, ctx)
 		if err := os.WriteFile(filepath.Join(dir, "die"), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = res.Task.Wait(ctx)
+		_, err := task.Wait(ctx)
 		var failed *client.TaskFailedError
 		if !errors.As(err, &failed) || !strings.Contains(failed.Err.Message, "no longer knows the task") {
 			t.Errorf("Wait: %v, want a failure saying the upstream no longer knows the task", err)
