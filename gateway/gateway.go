@@ -59,7 +59,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		up = s
-		if len(opts.TaskTools) > 0 {
+		if opts.hasTaskTools() {
 			g.tasks = s // runs task tools as upstream tasks where it offers them
 		}
 	} else {

@@ -86,7 +86,7 @@ type stdioUpstream struct {
 // onRestart is called, from the supervising goroutine with a context that
 // ends on close, after each restart, before calls reach the new process.
 func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
-	u := &stdioUpstream{calls: map[*context.Context]struct{}{}, declaresTasks: len(opts.TaskTools) > 0}
+	u := &stdioUpstream{calls: map[*context.Context]struct{}{}, declaresTasks: opts.hasTaskTools()}
 	caps := &mcp.LegacyClientCapabilities{
 		// Relayed to the task's client: a request naming an upstream
 		// task to the run following it, another when a single call is

@@ -56,6 +56,21 @@ type upstreamTaskState struct {
 	Version string `json:"upstreamVersion,omitempty"`
 }
 
+// hasTaskTools reports whether o may make any tool a task tool: a
+// TaskTools pattern, or an Options.Tools entry that says task true. Only
+// then does the gateway declare tasks upstream.
+func (o Options) hasTaskTools() bool {
+	if len(o.TaskTools) > 0 {
+		return true
+	}
+	for _, ts := range o.Tools {
+		if ts.Task != nil && *ts.Task {
+			return true
+		}
+	}
+	return false
+}
+
 // taskCaller is an upstream that runs a call as a task of its own where
 // it offers tasks.
 type taskCaller interface {

@@ -407,3 +407,15 @@ func TestStdioUpstreamTaskRequiredPassThrough(t *testing.T) {
 		t.Errorf("the upstream got %d tools/call, want 1", n)
 	}
 }
+
+// TestStdioUpstreamTaskByToolSettings: a tool made a task tool by its
+// Options.Tools entry alone (no TaskTools pattern) runs as an upstream
+// task too.
+func TestStdioUpstreamTaskByToolSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	opts, dir := stdioTaskOptions(t, gateway.Options{Tools: []gateway.ToolSettings{{Match: "slow.task", Task: new(true)}}})
+	_, task := heldStdioTask(t, ctx, opts, filepath.Join(t.TempDir(), "gateway.db"))
+	touch(t, dir, "release")
+	wantCompleted(t, ctx, task, dir)
+}
