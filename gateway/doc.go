@@ -159,9 +159,15 @@
 //
 // A request the upstream asks again with other parameters (a timestamp in
 // its message, say) is another round, within the runtime's bound on
-// rounds. stdio does not tie a server's request to the call it serves:
-// a stdio upstream's request is relayed when a single tools/call is in
-// flight on the process, and refused (-32603 to the process) otherwise.
+// rounds. stdio does not tie a server's request to the call it serves: a
+// stdio upstream's request that names an upstream task (the 2025-11-25
+// related-task _meta key) is relayed by the run that follows that task,
+// whatever else is in flight on the process; one that names none is
+// relayed when a single tools/call is in flight, and otherwise refused
+// with a JSON-RPC error -32603 to the process saying the gateway cannot
+// tell which call it serves (no client is asked; the log line names the
+// method and how many calls were in flight). A task run whose call then
+// fails completes with an isError result saying so.
 //
 // # Upstream tasks
 //
@@ -171,8 +177,15 @@
 // that declares tasks (the pass-through one declares none): under
 // 2026-07-28 it declares the Tasks extension and the upstream decides;
 // in a 2025-11-25 session it asks for a task (params.task) for a tool
-// whose execution.taskSupport is "optional" or "required". An upstream
-// that answers inline gives the run its result as before. For an upstream
+// whose execution.taskSupport is "optional" or "required". A stdio
+// upstream has one session per process, which declares the 2025-11-25
+// tasks capability when there are task tools: a task tool's run asks for
+// a task where the process negotiated 2025-11-25, advertises
+// tasks.requests.tools.call and lists the tool with such a taskSupport,
+// and a call passed through inline of a tool that says "required" makes
+// the task and waits for its result (tasks/result) as an inline call
+// would. An upstream that answers inline gives the run its result as
+// before. For an upstream
 // task the run saves the task's ID as the job's checkpoint
 // (worker.Job.Checkpoint) before it waits on it, then polls tasks/get at
 // the upstream's pollIntervalMs (clamped to 100 ms–30 s, 1 s without a
@@ -217,7 +230,14 @@
 // HTTP 404: the client opens a new session, in which the task is unknown,
 // and the run fails saying so rather than calling again. 2026-07-28 tasks
 // are bound to the gateway's identity (Options.UpstreamHeaders) and resume
-// from any process. A stdio upstream runs every call inline.
+// from any process. A stdio upstream's session is implicit: its
+// checkpoint holds the task's ID alone, and a run after the process was
+// restarted (it died, or the gateway restarted) asks the process that
+// runs then. One with a durable task store (a taskwire node over stdio)
+// knows the task, and the run follows it with no second call; one that
+// answers it does not know the task (-32602: mcp-go keeps its tasks in
+// memory) fails the run as an unknown task, never called again. A failed
+// poll while the process restarts is a failed poll as above.
 //
 // # Inline tools
 //
@@ -243,9 +263,12 @@
 //
 // # Not yet
 //
-// Upstream tasks over stdio; relaying the input requests of a 2025-era
-// upstream's calls passed through inline, and of a stdio upstream with
-// several calls in flight;
+// Relaying the input requests of a 2025-era upstream's calls passed
+// through inline, and a stdio upstream's requests that name no task while
+// several calls are in flight (refused, see Input); a stdio upstream is
+// spoken to in a 2025 revision only (initialize), so a server that speaks
+// only 2026-07-28 over stdio cannot be fronted, and 2026-07-28 upstream
+// tasks and input rounds are used over HTTP only;
 // task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
 // subscriptions.

@@ -30,7 +30,8 @@ type Gateway struct {
 	log     *slog.Logger
 	cat     *catalog // keeps the mirror current (catalog.go)
 	// tasks runs task tools as upstream tasks where the upstream offers
-	// them (uptask.go); nil for a stdio upstream.
+	// them (uptask.go): for HTTP a client of its own, for stdio the
+	// upstream itself; nil without task tools.
 	tasks taskCaller
 }
 
@@ -58,6 +59,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		up = s
+		if opts.hasTaskTools() {
+			g.tasks = s // runs task tools as upstream tasks where it offers them
+		}
 	} else {
 		h, err := newHTTPUpstream(opts, g.cat.listChanged)
 		if err != nil {
@@ -66,12 +70,14 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		up = h
 	}
 	g.upstream = up
-	tc, err := newTaskCaller(opts)
-	if err != nil {
-		_ = up.close()
-		return nil, fmt.Errorf("gateway: %w", err)
+	if g.tasks == nil {
+		tc, err := newTaskCaller(opts)
+		if err != nil {
+			_ = up.close()
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		g.tasks = tc
 	}
-	g.tasks = tc
 	listed, err := up.listTools(lctx)
 	if err != nil {
 		_ = up.close()

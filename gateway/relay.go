@@ -66,7 +66,32 @@ type relayRun struct {
 	task    string // the upstream task the run follows, if any
 	pending bool   // a request was recorded as pending: the run must end
 	refused bool   // a request was refused (not a retry tool)
-	asked   mcp.InputRequests
+	// ambiguous: a stdio upstream sent a request naming no task while
+	// this call and others were in flight, and it was refused.
+	ambiguous bool
+	asked     mcp.InputRequests
+}
+
+// errAmbiguous answers a stdio upstream's request that names no task
+// while no call or several calls are in flight: stdio ties no request to
+// a call, so the gateway cannot tell which call, and which client, it
+// serves.
+var errAmbiguous = mcp.NewError(mcp.CodeInternalError,
+	"The gateway cannot tell which of its calls this request serves (it names no task, and not exactly one call is in flight); it is not relayed.")
+
+// textAmbiguous is the text of a task whose call failed after the stdio
+// upstream's input request was refused as errAmbiguous.
+const textAmbiguous = "The upstream tool asked for input while other calls to the same upstream process were in flight; " +
+	"over stdio the gateway cannot tell which call such a request serves, so it refused it."
+
+// markAmbiguous records, on the run of ctx if any, that an input request
+// was refused as errAmbiguous while its call was in flight.
+func markAmbiguous(ctx context.Context) {
+	if r, _ := ctx.Value(relayKey{}).(*relayRun); r != nil {
+		r.mu.Lock()
+		r.ambiguous = true
+		r.mu.Unlock()
+	}
 }
 
 // withInlineRelay returns the context of the upstream call of a call
@@ -109,10 +134,10 @@ func withRelay(ctx context.Context, job *worker.Job, retry bool) (context.Contex
 
 // outcome reports what the run's requests came to: pending (return
 // worker.ErrInputPending), refused, or neither.
-func (r *relayRun) outcome() (pending, refused bool) {
+func (r *relayRun) outcome() (pending, refused, ambiguous bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pending, r.refused
+	return r.pending, r.refused, r.ambiguous
 }
 
 // relayHandlers are the gateway client's handlers of the upstream's input
@@ -201,12 +226,15 @@ func (g *Gateway) settleRelay(ctx context.Context, r *relayRun, name string, err
 	if ctx.Err() != nil {
 		return nil, nil, false
 	}
-	switch pending, refused := r.outcome(); {
+	switch pending, refused, ambiguous := r.outcome(); {
 	case pending:
 		return nil, worker.ErrInputPending, true
 	case refused && err != nil:
 		g.log.Warn("gateway: upstream input request of a tool not safe to retry refused", "tool", name)
 		return nil, worker.ToolError(textNotRelayed), true
+	case ambiguous && err != nil:
+		g.log.Warn("gateway: an upstream call failed after its process's input request was refused as ambiguous", "tool", name)
+		return nil, worker.ToolError(textAmbiguous), true
 	}
 	return nil, nil, false
 }

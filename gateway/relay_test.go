@@ -311,3 +311,58 @@ func approvingClient(t *testing.T, url string, asked *atomic.Int64, versions ...
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// TestUpstreamInputRoundsConcurrent: several task runs whose 2026-07-28
+// upstream calls answer input_required at once each get their own input
+// round (the round is tied to its call by construction), and each call
+// made again with its answer completes: nothing is refused for the other
+// calls in flight.
+func TestUpstreamInputRoundsConcurrent(t *testing.T) {
+	const n = 3
+	upURL, _ := newAskingUpstream(t)
+	url := startGateway(t, gateway.Options{Upstream: upURL, TaskTools: []string{"ask.deploy"}, RetryTools: []string{"ask.deploy"}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	// No client answers before every task asked: all input rounds are
+	// pending at once.
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	var wg sync.WaitGroup
+	for range n {
+		var once sync.Once
+		c, err := client.New(url, client.Options{
+			Token: func(context.Context) (string, error) { return "alice", nil },
+			Handlers: client.Handlers{Elicit: func(ctx context.Context, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+				once.Do(arrived.Done)
+				select {
+				case <-all:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcp.ElicitResult{Action: mcp.ElicitActionAccept, Content: map[string]any{"ok": true}}, nil
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		res, err := c.Call(ctx, "ask.deploy", map[string]any{})
+		if err != nil || res.Task == nil {
+			t.Fatalf("ask.deploy: %+v %v, want a task", res, err)
+		}
+		wg.Go(func() {
+			out, err := res.Task.Wait(ctx)
+			if err != nil {
+				t.Errorf("Wait: %v", err)
+				return
+			}
+			var got DeployOut
+			if err := json.Unmarshal(out.StructuredContent, &got); err != nil || !got.Approved {
+				t.Errorf("result %s (%v), want approved", out.StructuredContent, err)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -53,10 +53,21 @@ type stdioUpstream struct {
 	maxTools int
 
 	// calls are the contexts of the tools/call requests in flight, so
-	// that a request of the process's own (stdio ties none to a call) is
-	// relayed when one call is in flight (relay.go).
+	// that a request of the process's own that names no task (stdio ties
+	// none to a call) is relayed when one call is in flight (relay.go).
 	cmu   sync.Mutex
 	calls map[*context.Context]struct{}
+	// routes send the requests that name an upstream task to the run
+	// that follows it (uptask_stdio.go).
+	routes stdioRoutes
+	// declaresTasks: the session declares the 2025-11-25 tasks
+	// capability (there are task tools), so that task tools run as
+	// upstream tasks where the process offers them.
+	declaresTasks bool
+	// exec is the execution.taskSupport of each tool of the latest
+	// listing, by name.
+	emu  sync.Mutex
+	exec map[string]string
 
 	mu      sync.Mutex
 	conn    *mcpstdio.Conn // nil while the process restarts
@@ -75,14 +86,20 @@ type stdioUpstream struct {
 // onRestart is called, from the supervising goroutine with a context that
 // ends on close, after each restart, before calls reach the new process.
 func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
-	u := &stdioUpstream{calls: map[*context.Context]struct{}{}}
+	u := &stdioUpstream{calls: map[*context.Context]struct{}{}, declaresTasks: opts.hasTaskTools()}
+	caps := &mcp.LegacyClientCapabilities{
+		// Relayed to the task's client: a request naming an upstream
+		// task to the run following it, another when a single call is
+		// in flight.
+		Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}, URL: mcp.Object{}},
+		Sampling:    &mcp.SamplingCapability{},
+	}
+	if u.declaresTasks {
+		caps.Tasks = &mcp.ClientTasksCapability{}
+	}
 	so := mcpstdio.Options{
-		Handler: u.answer,
-		// Relayed to the task's client when a single call is in flight.
-		Capabilities: &mcp.LegacyClientCapabilities{
-			Elicitation: &mcp.ElicitationCapability{Form: mcp.Object{}, URL: mcp.Object{}},
-			Sampling:    &mcp.SamplingCapability{},
-		},
+		Handler:      u.answer,
+		Capabilities: caps,
 		Notify: func(method string, _ json.RawMessage) {
 			if k := listChangeOf(method); k != 0 && onListChanged != nil {
 				onListChanged(k)
@@ -254,6 +271,7 @@ func (u *stdioUpstream) listOn(ctx context.Context, c *mcpstdio.Conn) ([]*mcp.To
 		all    []*mcp.Tool
 		cursor string
 		seen   = map[string]bool{}
+		exec   = map[string]string{}
 	)
 	for range maxListPages {
 		raw, err := u.requestOn(ctx, c, mcp.MethodToolsList, &mcp.ListToolsParams{Cursor: cursor}, nil)
@@ -265,8 +283,12 @@ func (u *stdioUpstream) listOn(ctx context.Context, c *mcpstdio.Conn) ([]*mcp.To
 			return nil, &client.ProtocolError{Method: mcp.MethodToolsList, Reason: "a malformed result", Err: err}
 		}
 		all = append(all, page.Tools...)
+		addExecution(exec, raw)
 		switch {
 		case page.NextCursor == "" || len(all) > u.maxTools:
+			u.emu.Lock()
+			u.exec = exec
+			u.emu.Unlock()
 			return all, nil // the gateway refuses more than MaxTools
 		case seen[page.NextCursor]:
 			return nil, &client.ProtocolError{Method: mcp.MethodToolsList, Reason: "the upstream repeats a cursor"}
@@ -277,6 +299,34 @@ func (u *stdioUpstream) listOn(ctx context.Context, c *mcpstdio.Conn) ([]*mcp.To
 }
 
 func (u *stdioUpstream) callTool(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, error) {
+	res, id, err := u.toolsCall(ctx, name, args, progress, false)
+	if err != nil || id == "" {
+		return res, err
+	}
+	// A tool the process runs only as a task: its result is waited for
+	// inline, the task's requests routed to this call.
+	t := &stdioTask{u: u, id: id}
+	defer t.route(ctx)()
+	res, err = t.Wait(ctx)
+	var failed *client.TaskFailedError
+	switch {
+	case errors.As(err, &failed):
+		return nil, failed.Err
+	case errors.Is(err, client.ErrTaskCancelled):
+		return nil, &client.RPCError{Code: mcp.CodeInternalError, Message: "the upstream cancelled the task of the call"}
+	case err != nil && ctx.Err() != nil:
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		_ = t.Cancel(cctx) // best effort: the call is abandoned
+		cancel()
+	}
+	return res, err
+}
+
+// toolsCall makes one tools/call of the running process, asking for a
+// task where the process runs the tool only as a task, or, with
+// preferTask, where it offers one (offersTask). It returns the inline
+// result, or the ID of the task the process created.
+func (u *stdioUpstream) toolsCall(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress), preferTask bool) (*mcp.CallToolResult, string, error) {
 	var onProgress func(json.RawMessage)
 	if progress != nil {
 		onProgress = func(raw json.RawMessage) {
@@ -288,27 +338,53 @@ func (u *stdioUpstream) callTool(ctx context.Context, name string, args json.Raw
 	}
 	c, err := u.current(ctx, mcp.MethodToolsCall)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if u.offered != nil && !u.offered(name) {
-		return nil, errToolGone
+		return nil, "", errToolGone
+	}
+	p := &stdioCallParams{CallToolParams: mcp.CallToolParams{Name: name, Arguments: args}}
+	if offered, required := u.offersTask(c, name); required || (offered && preferTask) {
+		p.Task = &mcp.TaskMetadata{}
 	}
 	key := &ctx
 	u.cmu.Lock()
 	u.calls[key] = struct{}{}
 	u.cmu.Unlock()
-	raw, err := u.requestOn(ctx, c, mcp.MethodToolsCall, &mcp.CallToolParams{Name: name, Arguments: args}, onProgress)
+	raw, err := u.requestOn(ctx, c, mcp.MethodToolsCall, p, onProgress)
 	u.cmu.Lock()
 	delete(u.calls, key)
 	u.cmu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &client.ProtocolError{Method: mcp.MethodToolsCall, Reason: "a malformed result", Err: err}
+	if p.Task == nil {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, "", &client.ProtocolError{Method: mcp.MethodToolsCall, Reason: "a malformed result", Err: err}
+		}
+		return &res, "", nil
 	}
-	return &res, nil
+	return decodeCall(raw)
+}
+
+// addExecution adds the execution.taskSupport of each tool of a
+// tools/list result to exec.
+func addExecution(exec map[string]string, raw json.RawMessage) {
+	var page struct {
+		Tools []struct {
+			Name      string             `json:"name"`
+			Execution *mcp.ToolExecution `json:"execution"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(raw, &page) != nil {
+		return
+	}
+	for _, t := range page.Tools {
+		if t.Execution != nil {
+			exec[t.Name] = t.Execution.TaskSupport
+		}
+	}
 }
 
 func (u *stdioUpstream) protocolVersion() string {
@@ -327,22 +403,37 @@ func (u *stdioUpstream) close() error {
 }
 
 // answer answers a request the process sends (elicitation/create,
-// sampling/createMessage) by relaying it as the input of the task run
-// whose call is the only one in flight; with none or several in flight,
-// it cannot tell which call the request serves and refuses it
-// (-32603 to the process).
+// sampling/createMessage) by relaying it as the input of a task run: a
+// request whose params name an upstream task (the related-task _meta key)
+// to the run that follows that task; another to the run whose call is the
+// only one in flight. With none, or several in flight, the gateway cannot
+// tell which call the request serves: it answers the process with a
+// JSON-RPC error saying so (nothing is asked of any client), and marks
+// each call in flight, so that a run whose call then fails says why
+// (settleRelay).
 func (u *stdioUpstream) answer(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	u.cmu.Lock()
 	var call context.Context
-	if len(u.calls) == 1 {
-		for k := range u.calls {
-			call = *k
+	if id := relatedTask(params); id != "" {
+		if call = u.routes.of(id); call == nil {
+			u.log.Warn("gateway: an input request of the upstream process is refused: no run follows its task", "method", clip(method))
+			return nil, mcp.NewError(mcp.CodeInvalidParams, "The gateway follows no such task.")
 		}
-	}
-	u.cmu.Unlock()
-	if call == nil {
-		u.log.Warn("gateway: an input request of the upstream process is refused: not one call is in flight", "method", clip(method))
-		return nil, errNotRelayed
+	} else {
+		u.cmu.Lock()
+		n := len(u.calls)
+		for k := range u.calls {
+			if n == 1 {
+				call = *k
+			} else {
+				markAmbiguous(*k)
+			}
+		}
+		u.cmu.Unlock()
+		if call == nil {
+			u.log.Warn("gateway: an input request of the upstream process is refused: not one call is in flight",
+				"method", clip(method), "calls", n)
+			return nil, errAmbiguous
+		}
 	}
 	var out json.RawMessage
 	if err := relay(call, method, params, &out); err != nil {

@@ -21,11 +21,15 @@ import (
 )
 
 // The test binary is also the stdio upstream the tests start, when
-// GATEWAY_TEST_SERVER is "stdio"; GATEWAY_TEST_DIR holds a file per tool
+// GATEWAY_TEST_SERVER is "stdio" (inline tools) or "stdio-tasks" (durable
+// tools, serveStdioTaskUpstream); GATEWAY_TEST_DIR holds a file per tool
 // counting its calls across the upstream's processes.
 func TestMain(m *testing.M) {
-	if os.Getenv("GATEWAY_TEST_SERVER") == "stdio" {
+	switch os.Getenv("GATEWAY_TEST_SERVER") {
+	case "stdio":
 		os.Exit(serveStdioUpstream(os.Getenv("GATEWAY_TEST_DIR")))
+	case "stdio-tasks":
+		os.Exit(serveStdioTaskUpstream(os.Getenv("GATEWAY_TEST_DIR")))
 	}
 	os.Exit(m.Run())
 }

@@ -36,7 +36,7 @@ const (
 	textNotRecorded   = "The gateway could not record the upstream task of this call and cancelled it; " +
 		"the call is not repeated, since the tool is not marked safe to retry."
 	textNoTaskCaller = "An earlier run of this call started an upstream task that this gateway cannot follow " +
-		"(its upstream is no longer an HTTP server); the call is not repeated."
+		"(it no longer runs task tools); the call is not repeated."
 	textBadCheckpoint = "The gateway cannot read what an earlier run of this call recorded; the call is not repeated."
 	textNotRepeated   = " The call is not repeated, since the tool is not marked safe to retry."
 )
@@ -54,6 +54,21 @@ type upstreamTaskState struct {
 	// of Task; empty for a 2026-07-28 task.
 	Session string `json:"upstreamSession,omitempty"`
 	Version string `json:"upstreamVersion,omitempty"`
+}
+
+// hasTaskTools reports whether o may make any tool a task tool: a
+// TaskTools pattern, or an Options.Tools entry that says task true. Only
+// then does the gateway declare tasks upstream.
+func (o Options) hasTaskTools() bool {
+	if len(o.TaskTools) > 0 {
+		return true
+	}
+	for _, ts := range o.Tools {
+		if ts.Task != nil && *ts.Task {
+			return true
+		}
+	}
+	return false
 }
 
 // taskCaller is an upstream that runs a call as a task of its own where
@@ -188,6 +203,9 @@ func (g *Gateway) followTask(ctx context.Context, job *worker.Job, name string, 
 	fctx, cancel := context.WithTimeout(ctx, g.planOf(name).timeout)
 	defer cancel()
 	following(ctx, t.ID())
+	if rt, ok := t.(routedTask); ok {
+		defer rt.route(ctx)() // a stdio upstream's requests for t
+	}
 	last := ""
 	answered := map[string]bool{}
 	for {

@@ -50,9 +50,9 @@ type httpTask struct {
 func (t *httpTask) Session() (string, string) { return t.session, t.version }
 
 // newTaskCaller returns the taskCaller of an HTTP upstream with task
-// tools, nil otherwise: a stdio upstream runs every call inline.
+// tools, nil otherwise (a stdio upstream is its own, uptask_stdio.go).
 func newTaskCaller(opts Options) (taskCaller, error) {
-	if opts.Upstream == "" || len(opts.TaskTools) == 0 {
+	if opts.Upstream == "" || !opts.hasTaskTools() {
 		return nil, nil
 	}
 	co := client.Options{

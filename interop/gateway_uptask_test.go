@@ -83,14 +83,7 @@ func newMCPGoTaskServer(t *testing.T) *mcpGoTaskServer {
 // address, as a restarted process would be: it knows no session and no
 // task. Calls held in the old one stay held until releaseAll.
 func (u *mcpGoTaskServer) restart() {
-	hooks := &mcpgoserver.TaskHooks{}
-	hooks.AddOnTaskCancelled(func(context.Context, mcpgoserver.TaskMetrics) { u.stopped <- context.Canceled })
-	s := mcpgoserver.NewMCPServer("peer-mcpgo-tasks", "1.0.0",
-		mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithTaskCapabilities(true, true, true),
-		mcpgoserver.WithTaskHooks(hooks))
-	s.AddTool(mcpgomcp.NewTool("slow.build", mcpgomcp.WithDescription("Build slowly."),
-		mcpgomcp.WithTaskSupport(mcpgomcp.TaskSupportOptional),
-		mcpgomcp.WithNumber("steps", mcpgomcp.Description("how many steps"))),
+	s := mcpGoSlowBuildServer("peer-mcpgo-tasks", func() { u.stopped <- context.Canceled },
 		func(context.Context, mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
 			call := int(u.calls.Add(1))
 			u.held <- struct{}{}
@@ -99,6 +92,21 @@ func (u *mcpGoTaskServer) restart() {
 		})
 	var h http.Handler = mcpgoserver.NewStreamableHTTPServer(s)
 	u.mcp.Store(&h)
+}
+
+// mcpGoSlowBuildServer is an mcp-go server named name with the 2025-11-25
+// tasks and one tool, slow.build (execution.taskSupport "optional"),
+// answered by handler; cancelled is called for each task mcp-go cancels.
+func mcpGoSlowBuildServer(name string, cancelled func(), handler mcpgoserver.ToolHandlerFunc) *mcpgoserver.MCPServer {
+	hooks := &mcpgoserver.TaskHooks{}
+	hooks.AddOnTaskCancelled(func(context.Context, mcpgoserver.TaskMetrics) { cancelled() })
+	s := mcpgoserver.NewMCPServer(name, "1.0.0",
+		mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithTaskCapabilities(true, true, true),
+		mcpgoserver.WithTaskHooks(hooks))
+	s.AddTool(mcpgomcp.NewTool("slow.build", mcpgomcp.WithDescription("Build slowly."),
+		mcpgomcp.WithTaskSupport(mcpgomcp.TaskSupportOptional),
+		mcpgomcp.WithNumber("steps", mcpgomcp.Description("how many steps"))), handler)
+	return s
 }
 
 func (u *mcpGoTaskServer) releaseAll() { u.once.Do(func() { close(u.release) }) }

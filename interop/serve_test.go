@@ -30,6 +30,11 @@ const buildTimeout = 10 * time.Minute
 var taskwireBin string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("INTEROP_MCPGO_STDIO_DIR"); dir != "" {
+		// The test binary as an mcp-go stdio server the gateway starts
+		// (gateway_stdio_test.go).
+		os.Exit(serveMCPGoStdio(dir))
+	}
 	os.Exit(runMain(m))
 }
 

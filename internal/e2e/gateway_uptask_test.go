@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,5 +155,67 @@ func TestGatewayUpstreamTaskCrash(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int64{"once.task": 1, "again.task": 1}, got); diff != "" {
 		t.Errorf("upstream calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestGatewayStdioUpstreamTaskCrash SIGKILLs `taskwire gateway` while a
+// worker follows an upstream task of the `taskwire serve --stdio` process
+// it started (--upstream-cmd, 2025-11-25 tasks over stdio, the upstream's
+// store a SQLite file of its own), and restarts it on the same files. The
+// restarted gateway starts a new upstream process, which knows the task,
+// and follows it to its result: the upstream ran one task (one report
+// file), though the tool is a retry tool.
+func TestGatewayStdioUpstreamTaskCrash(t *testing.T) {
+	dir := t.TempDir()
+	reports := filepath.Join(dir, "reports")
+	upstream := strings.Join([]string{taskwireBinary(t), "serve", "--stdio", "--store", "sqlite:" + filepath.Join(dir, "upstream.db"),
+		"--workers", "2", "--lease", "1s", "--reports-dir", reports, "--log-level", "warn"}, " ")
+	args := []string{"gateway", "--upstream-cmd", upstream, "--task-tools", "reports.*", "--retry-tools", "reports.*",
+		"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "gateway.db"), "--workers", "2", "--lease", "1s",
+		"--log-level", "warn", "--shutdown-grace", "1s"}
+	first := launchProc(t, "gateway#1", args...)
+	first.awaitServing()
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	token := func(context.Context) (string, error) { return "alice", nil }
+	c1, err := mcpclient.New(first.url, mcpclient.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	res, err := c1.Call(ctx, "reports.generate", map[string]any{"accountId": "acme", "rows": 4, "seconds": 4})
+	if err != nil || res.Task == nil {
+		t.Fatalf("reports.generate: %+v %v, want a task", res, err)
+	}
+	// The upstream task's progress reaches the downstream task: the
+	// gateway recorded the upstream task and follows it.
+	poll(t, startTimeout, 50*time.Millisecond, func() string { return "the upstream task's progress\n" + first.output() }, func() bool {
+		d, err := res.Task.Get(ctx)
+		return err == nil && strings.HasPrefix(d.StatusMessage, "row ")
+	})
+	first.kill()
+
+	second := launchProc(t, "gateway#2", args...)
+	second.awaitServing()
+	c2, err := mcpclient.New(second.url, mcpclient.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	out, err := c2.Task(res.Task.ID()).Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait: %v\n%s", err, second.output())
+	}
+	var report struct {
+		AccountID string `json:"accountId"`
+		Rows      int    `json:"rows"`
+	}
+	if err := json.Unmarshal(out.StructuredContent, &report); err != nil || report.AccountID != "acme" || report.Rows != 4 {
+		t.Errorf("result %s (%v), want the report of acme's 4 rows", out.StructuredContent, err)
+	}
+	files, err := os.ReadDir(reports)
+	if err != nil || len(files) != 1 {
+		t.Errorf("the upstream wrote %d report files (%v), want 1: one upstream task", len(files), err)
 	}
 }
