@@ -154,8 +154,23 @@
 // (a 2025-era client gets the request on its session's stream, as from any
 // taskwire tool), and when the client calls again with the answer, the
 // upstream, called again as its own input rounds expect, asks the same
-// request and is given it. A 2025-era upstream's request during such a
-// call is refused: that call cannot be made again like an input round.
+// request and is given it. A 2025-era upstream (HTTP or stdio) waits for
+// the answer on the call itself, which cannot be made again: the gateway
+// keeps that upstream call open (held) and answers its client with
+// input_required, whose requestState names the held call (an unguessable
+// ID, sealed by the server to the principal, tool and arguments). A
+// 2025-era client gets the request on its session's stream; a 2026-07-28
+// client calls again with the answer, which must reach the gateway process
+// that holds the call (any other answers -32602 saying so). The answer
+// goes back upstream on the open request and the call goes on, its
+// progress forwarded to the request now waiting. A request the client
+// declared no capability for is answered upstream with -32601 and never
+// reaches the client. Options.MaxHeldCalls calls are held at once (a
+// request beyond is answered upstream with an error), each for
+// Options.HoldTimeout (then its upstream request is answered with an error
+// and the call cancelled a second later), at most 10 requests per call;
+// each stretch the call runs with a client attached has the tool's
+// timeout.
 //
 // A request the upstream asks again with other parameters (a timestamp in
 // its message, say) is another round, within the runtime's bound on
@@ -243,9 +258,8 @@
 //
 // # Not yet
 //
-// Upstream tasks over stdio; relaying the input requests of a 2025-era
-// upstream's calls passed through inline, and of a stdio upstream with
-// several calls in flight;
+// Upstream tasks over stdio; relaying the input requests of a stdio
+// upstream with several calls in flight;
 // task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
 // subscriptions.
