@@ -113,6 +113,35 @@ func TestResumeForgottenSession(t *testing.T) {
 	}
 }
 
+// TestEndKeptSession: EndSession ends a kept session with DELETE, where
+// Close would have left it open; a resumed client ends the session it
+// took up.
+func TestEndKeptSession(t *testing.T) {
+	f := taskFront(t)
+	ctx := testContext(t)
+	c1 := keptClient(t, f.url, nil)
+	if err := add(ctx, c1); err != nil {
+		t.Fatal(err)
+	}
+	id, version := c1.Session()
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := keptClient(t, f.url, &client.SessionResume{ID: id, ProtocolVersion: version})
+	if err := add(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.EndSession(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.EndSession(); err != nil { // closed: nothing more is sent
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]wireReq{{Verb: http.MethodDelete, Session: "s1", Status: 200}}, f.requests(http.MethodDelete)); diff != "" {
+		t.Errorf("DELETEs (-want +got):\n%s", diff)
+	}
+}
+
 // TestResumeSessionOptions: ResumeSession is validated in full at New.
 func TestResumeSessionOptions(t *testing.T) {
 	for _, tc := range []struct {
