@@ -221,8 +221,15 @@
 // tasks to the session that created them (mcp-go does), so for such a
 // task the checkpoint also holds the session's ID and revision (the ID,
 // like the task's, is a capability and never logged), and the task
-// client keeps its sessions open on Close (no DELETE; the pass-through
-// client still ends its own). A run that finds a task of a session other
+// client keeps its session open on Close (no DELETE) while a task it
+// created there is unsettled: a run that followed the task to an outcome
+// no later run revisits (its result read; failed, cancelled, unknown or
+// timed out upstream) settles it, one that ended otherwise (a shutdown, a
+// lost lease, input pending, polling failed) does not. With none left,
+// Close ends the session with DELETE (client.Client.EndSession). The
+// sessions resumed from an earlier process are never ended: it may have
+// created tasks there that no run of this one has followed yet. The
+// pass-through client always ends its own. A run that finds a task of a session other
 // than the task client's current one (a gateway restarted after a crash
 // or a shutdown, a new Gateway on the same store) follows it through a
 // client that resumes that session without initialize
