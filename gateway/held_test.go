@@ -36,20 +36,7 @@ func newLegacyAskingUpstream(t *testing.T) *legacyAskingUpstream {
 	t.Helper()
 	u := &legacyAskingUpstream{refused: make(chan *mcp.Error, 16)}
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "asking", Version: "1.0.0"})
-	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"}, func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, DeployOut, error) {
-		n := int(u.calls.Add(1))
-		ans, ok := req.InputResponses["approve"]
-		if !ok {
-			form := mcp.NewElicitFormRequest("Deploy to production?",
-				[]byte(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`))
-			return nil, DeployOut{}, server.InputRequired(mcp.InputRequests{"approve": form}, []byte("round-1"))
-		}
-		var er mcp.ElicitResult
-		if err := json.Unmarshal(ans, &er); err != nil {
-			return nil, DeployOut{}, err
-		}
-		return nil, DeployOut{Approved: er.Action == mcp.ElicitActionAccept && er.Content["ok"] == true, Call: n}, nil
-	})
+	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"}, askingDeploy(&u.calls))
 	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
 	if err != nil {
 		t.Fatal(err)

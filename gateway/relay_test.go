@@ -38,7 +38,26 @@ func newAskingUpstream(t *testing.T) (url string, calls *atomic.Int64) {
 	t.Helper()
 	calls = new(atomic.Int64)
 	ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: "asking", Version: "1.0.0"})
-	deploy := func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, DeployOut, error) {
+	deploy := askingDeploy(calls)
+	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"}, deploy)
+	server.AddTool(ep, &mcp.Tool{Name: "once.deploy"}, deploy)
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs.URL + "/mcp", calls
+}
+
+// askingDeploy is the handler of the asking upstreams' deploy tools: it
+// asks for approval (an input round) and answers with the approval and
+// its count of calls.
+func askingDeploy(calls *atomic.Int64) server.ToolHandlerFor[struct{}, DeployOut] {
+	return func(_ context.Context, req *server.Request, _ struct{}) (*mcp.CallToolResult, DeployOut, error) {
 		n := int(calls.Add(1))
 		ans, ok := req.InputResponses["approve"]
 		if !ok {
@@ -52,18 +71,6 @@ func newAskingUpstream(t *testing.T) (url string, calls *atomic.Int64) {
 		}
 		return nil, DeployOut{Approved: er.Action == mcp.ElicitActionAccept && er.Content["ok"] == true, Call: n}, nil
 	}
-	server.AddTool(ep, &mcp.Tool{Name: "ask.deploy"}, deploy)
-	server.AddTool(ep, &mcp.Tool{Name: "once.deploy"}, deploy)
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-	})
-	return hs.URL + "/mcp", calls
 }
 
 // TestUpstreamInputBecomesAnInputRound: an upstream's request for input
