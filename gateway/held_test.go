@@ -293,3 +293,27 @@ func TestInlineInputHeldDeadline(t *testing.T) {
 		t.Errorf("a late answer got %s, want -32602", res.Body)
 	}
 }
+
+// TestStdioInlineInputHeld: an --upstream-cmd process's elicitation/create
+// during the one call in flight, passed through inline, reaches the
+// client on the open call: one tools/call, whose handler (a taskwire
+// stdio server) runs twice, asking and then answered.
+func TestStdioInlineInputHeld(t *testing.T) {
+	opts, dir := stdioOptions(t, gateway.Options{})
+	url := startGateway(t, opts)
+	var asked atomic.Int64
+	c := approvingClient(t, url, &asked)
+	res, err := c.Call(t.Context(), "ask.deploy", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := structured[DeployOut](t, res.Result); !got.Approved {
+		t.Errorf("result %+v, want approved", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the client was asked %d times, want 1", n)
+	}
+	if n := calls(t, dir, "ask.deploy"); n != 2 {
+		t.Errorf("ask.deploy's handler ran %d times, want 2", n)
+	}
+}
