@@ -266,8 +266,9 @@
 // # Not yet
 //
 // Upstream tasks over stdio; relaying the input requests of a stdio
-// upstream with several calls in flight;
-// task tools the upstream adds
+// upstream with several calls in flight; task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
-// subscriptions.
+// subscriptions (a 2025-era session's resources/subscribe is accepted but
+// never reaches the upstream); ending the sessions resumed from an
+// earlier process.
 package gateway
