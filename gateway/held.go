@@ -137,7 +137,9 @@ func (g *Gateway) passThroughHeld(ctx context.Context, req *server.Request, name
 	if h == nil {
 		return nil, errNotHeld
 	}
+	h.mu.Lock()
 	a := h.pending
+	h.mu.Unlock()
 	ans, ok := req.InputResponses[a.key]
 	h.attach(progress)
 	if !ok {
@@ -259,18 +261,23 @@ func supportsInput(caps *mcp.ClientCapabilities, r *mcp.InputRequest) bool {
 // hold registers h, waiting for the client's answer to a, within max held
 // calls, and starts its hold deadline. It reports false when max are held.
 func (hc *heldCalls) hold(max int, h *heldCall, a *heldAsk) bool {
-	hc.mu.Lock()
-	if len(hc.calls) >= max {
-		hc.mu.Unlock()
-		return false
-	}
-	hc.calls[h.id] = h
-	hc.mu.Unlock()
+	// pending is set before h can be taken from the registry; when
+	// the registry is full, h stays attached as it was.
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	attached := h.onProgress
 	h.pending, h.onProgress = a, nil
 	h.resetTimerLocked(h.holdFor, func() { hc.expire(h) })
-	return true
+	h.mu.Unlock()
+	hc.mu.Lock()
+	full := len(hc.calls) >= max
+	if !full {
+		hc.calls[h.id] = h
+	}
+	hc.mu.Unlock()
+	if full {
+		h.attach(attached)
+	}
+	return !full
 }
 
 // take removes the call held under id for who, or returns nil.
