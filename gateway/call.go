@@ -130,12 +130,16 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
 		timeout := g.planOf(name).timeout
-		if g.upstream.protocolVersion() != mcp.LatestProtocolVersion {
+		modern := g.upstream.protocolVersion() == mcp.LatestProtocolVersion
+		if !modern && canAnswerInput(req.Capabilities()) {
 			// A 2025-era upstream asks for input on the open call: the
 			// call is held while the client answers (held.go).
 			return g.passThroughHeld(ctx, req, name, timeout, progress)
 		}
-		rctx, relayed := withInlineRelay(ctx, req.InputResponses, true)
+		// A 2026-07-28 upstream's input is this call's own round; a
+		// 2025-era one's, for a client that can answer none, is refused
+		// with -32601 (relay.go).
+		rctx, relayed := withInlineRelay(ctx, req.InputResponses, modern)
 		cctx, res, err := g.call(rctx, timeout, name, req.Arguments, progress)
 		if asked := relayed.inlineRound(); asked != nil && ctx.Err() == nil {
 			// The upstream asked for input: this call's own round

@@ -258,6 +258,13 @@ func supportsInput(caps *mcp.ClientCapabilities, r *mcp.InputRequest) bool {
 	return false
 }
 
+// canAnswerInput reports whether caps declare any input an upstream may
+// ask for: a client without would have every request refused, so its
+// calls need not be held.
+func canAnswerInput(caps *mcp.ClientCapabilities) bool {
+	return caps.SupportsElicitationForm() || caps.SupportsElicitationURL() || caps != nil && caps.Sampling != nil
+}
+
 // hold registers h, waiting for the client's answer to a, within max held
 // calls, and starts its hold deadline. It reports false when max are held.
 func (hc *heldCalls) hold(max int, h *heldCall, a *heldAsk) bool {

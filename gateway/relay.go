@@ -241,8 +241,10 @@ func (r *relayRun) relayInline(method string, params, out any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.modern {
+		// A client that declared no input capability (held.go): the
+		// upstream gets what a client without them answers.
 		r.refused = true
-		return errNotRelayed
+		return mcp.MethodNotFound()
 	}
 	if r.asked == nil {
 		r.asked = mcp.InputRequests{}
