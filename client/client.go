@@ -342,7 +342,16 @@ func (c *Client) ServerCapabilities() *mcp.ServerCapabilities {
 // goroutine of the client outlives it. It returns the error of a DELETE
 // that failed or timed out; the client is closed all the same. Close is
 // idempotent.
-func (c *Client) Close() error {
+func (c *Client) Close() error { return c.close(false) }
+
+// EndSession closes c as Close does, and ends its 2025-era session with
+// DELETE even when Options.KeepSession is set: for a kept session that no
+// other client needs any longer. It returns the error of a DELETE that
+// failed or timed out; the client is closed all the same. Without a
+// session it is Close; once c is closed it does nothing.
+func (c *Client) EndSession() error { return c.close(true) }
+
+func (c *Client) close(endSession bool) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -354,7 +363,7 @@ func (c *Client) Close() error {
 	c.closeFn()
 	c.wg.Wait()
 	var err error
-	if legacy && sid != "" && !c.opts.KeepSession {
+	if legacy && sid != "" && (!c.opts.KeepSession || endSession) {
 		err = c.deleteSession()
 	}
 	if c.own != nil {

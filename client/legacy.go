@@ -208,7 +208,9 @@ func (c *Client) answerServerRequest(ctx context.Context, m *wireMessage) error 
 		raw, err := c.fulfilOne(ctx, &mcp.InputRequest{Method: m.Method, Params: m.Params})
 		if err != nil {
 			c.opts.Logger.Debug("client: input handler failed", "method", m.Method, "err", err)
-			rpcErr = &mcp.Error{Code: mcp.CodeInternalError, Message: "Internal error"}
+			if !errors.As(err, &rpcErr) {
+				rpcErr = &mcp.Error{Code: mcp.CodeInternalError, Message: "Internal error"}
+			}
 			break
 		}
 		result = raw

@@ -34,6 +34,9 @@ const (
 // requests of a 2025-era session. A nil handler means the client does not
 // declare the capability; a request for it then fails with an
 // *InputRequiredError (or, in a session, a JSON-RPC error to the server).
+// In a session, a handler's error answers the server's request with
+// -32603 "Internal error", or with the error itself when it is (or wraps)
+// an *mcp.Error.
 type Handlers struct {
 	// Elicit asks the user. It returns the user's answer (accept, decline
 	// or cancel); an error aborts the request that needed it.

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,14 +83,7 @@ func TestResumeSession(t *testing.T) {
 func TestResumeForgottenSession(t *testing.T) {
 	f := taskFront(t)
 	ctx := testContext(t)
-	c1 := keptClient(t, f.url, nil)
-	if err := add(ctx, c1); err != nil {
-		t.Fatal(err)
-	}
-	id, version := c1.Session()
-	if err := c1.Close(); err != nil {
-		t.Fatal(err)
-	}
+	id, version := keptSession(t, ctx, f.url)
 	f.restart(t)
 	c2 := newClient(t, f.url, client.Options{ProtocolVersions: []string{mcp.ProtocolVersion20251125},
 		ResumeSession: &client.SessionResume{ID: id, ProtocolVersion: version}})
@@ -109,6 +103,43 @@ func TestResumeForgottenSession(t *testing.T) {
 		t.Errorf("POSTs (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]wireReq{{Verb: http.MethodDelete, Session: "s2", Status: 200}}, f.requests(http.MethodDelete)); diff != "" {
+		t.Errorf("DELETEs (-want +got):\n%s", diff)
+	}
+}
+
+// keptSession opens a session at url with a call in it, closes its client
+// keeping it, and returns its ID and revision.
+func keptSession(t *testing.T, ctx context.Context, url string) (id, version string) {
+	t.Helper()
+	c := keptClient(t, url, nil)
+	if err := add(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	id, version = c.Session()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return id, version
+}
+
+// TestEndKeptSession: EndSession ends a kept session with DELETE, where
+// Close would have left it open; a resumed client ends the session it
+// took up.
+func TestEndKeptSession(t *testing.T) {
+	f := taskFront(t)
+	ctx := testContext(t)
+	id, version := keptSession(t, ctx, f.url)
+	c2 := keptClient(t, f.url, &client.SessionResume{ID: id, ProtocolVersion: version})
+	if err := add(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.EndSession(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.EndSession(); err != nil { // closed: nothing more is sent
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]wireReq{{Verb: http.MethodDelete, Session: "s1", Status: 200}}, f.requests(http.MethodDelete)); diff != "" {
 		t.Errorf("DELETEs (-want +got):\n%s", diff)
 	}
 }

@@ -24,7 +24,7 @@ const (
 		"and is not repeated, since the tool is not marked safe to retry."
 	textShutdown = "The upstream call was interrupted by a gateway shutdown and is not repeated, " +
 		"since the tool is not marked safe to retry."
-	textInput      = "The upstream tool asked for input, which the gateway relays for a call it passes through inline only from a 2026-07-28 upstream."
+	textInput      = "The upstream tool asked for input, which the gateway could not relay for this call."
 	textInputOther = "The upstream tool asked for input the gateway cannot relay."
 )
 
@@ -130,34 +130,60 @@ func (g *Gateway) passThrough(name string) server.ToolHandler {
 			_ = req.ReportProgress(ctx, p.Progress, total, progressText(p.Message))
 		}
 		timeout := g.planOf(name).timeout
-		rctx, relayed := withInlineRelay(ctx, req.InputResponses, g.upstream.protocolVersion() == mcp.LatestProtocolVersion)
+		modern := g.upstream.protocolVersion() == mcp.LatestProtocolVersion
+		if !modern && canAnswerInput(req.Capabilities()) {
+			// A 2025-era upstream asks for input on the open call: the
+			// call is held while the client answers (held.go).
+			return g.passThroughHeld(ctx, req, name, timeout, progress)
+		}
+		// A 2026-07-28 upstream's input is this call's own round; a
+		// 2025-era one's, for a client that can answer none, is refused
+		// with -32601 (relay.go).
+		rctx, relayed := withInlineRelay(ctx, req.InputResponses, modern)
 		cctx, res, err := g.call(rctx, timeout, name, req.Arguments, progress)
 		if asked := relayed.inlineRound(); asked != nil && ctx.Err() == nil {
 			// The upstream asked for input: this call's own round
 			// (relay.go).
 			return nil, server.InputRequired(asked, nil)
 		}
-		if err == nil {
-			return res, nil
-		}
-		if ctx.Err() != nil { // the downstream request ended first
-			return nil, context.Cause(ctx)
-		}
-		cat := classify(cctx, err)
-		g.log.Warn("gateway: pass-through call failed", "tool", name, "category", string(cat))
-		var rpc *client.RPCError
-		switch {
-		case errors.As(err, &rpc):
-			return nil, upstreamError(rpc)
-		case cat == catInput:
-			return toolErrorResult(textInput), nil
-		case cat == catGone:
-			return toolErrorResult(textToolGone), nil
-		case cat == catTimeout:
-			return toolErrorResult(fmt.Sprintf("The upstream tool did not answer within %v.", timeout)), nil
-		}
-		return toolErrorResult(fmt.Sprintf("The gateway could not complete the call: %s toward the upstream server.", cat)), nil
+		return g.inlineOutcome(ctx, cctx, name, timeout, res, err)
 	}
+}
+
+// inlineOutcome maps the outcome of the upstream call of a call passed
+// through inline, made within cctx (or ended by one of held.go's causes),
+// to the downstream result, for the downstream request's ctx.
+func (g *Gateway) inlineOutcome(ctx, cctx context.Context, name string, timeout time.Duration, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil { // the downstream request ended first
+		return nil, context.Cause(ctx)
+	}
+	cat := classify(cctx, err)
+	switch {
+	case errors.Is(err, errRoundTimeout):
+		cat = catTimeout
+	case errors.Is(err, errHoldExpired):
+		cat = catInput
+	case errors.Is(err, errHeldGone):
+		cat = catClosed
+	}
+	g.log.Warn("gateway: pass-through call failed", "tool", name, "category", string(cat))
+	var rpc *client.RPCError
+	switch {
+	case errors.Is(err, errHoldExpired):
+		return toolErrorResult(fmt.Sprintf("The upstream tool asked for input, which the client did not give within %v.", g.opts.HoldTimeout)), nil
+	case errors.As(err, &rpc):
+		return nil, upstreamError(rpc)
+	case cat == catInput:
+		return toolErrorResult(textInput), nil
+	case cat == catGone:
+		return toolErrorResult(textToolGone), nil
+	case cat == catTimeout:
+		return toolErrorResult(fmt.Sprintf("The upstream tool did not answer within %v.", timeout)), nil
+	}
+	return toolErrorResult(fmt.Sprintf("The gateway could not complete the call: %s toward the upstream server.", cat)), nil
 }
 
 // runTask is the worker handler of a task tool: one upstream call per run,

@@ -154,8 +154,23 @@
 // (a 2025-era client gets the request on its session's stream, as from any
 // taskwire tool), and when the client calls again with the answer, the
 // upstream, called again as its own input rounds expect, asks the same
-// request and is given it. A 2025-era upstream's request during such a
-// call is refused: that call cannot be made again like an input round.
+// request and is given it. A 2025-era upstream (HTTP or stdio) waits for
+// the answer on the call itself, which cannot be made again: the gateway
+// keeps that upstream call open (held) and answers its client with
+// input_required, whose requestState names the held call (an unguessable
+// ID, sealed by the server to the principal, tool and arguments). A
+// 2025-era client gets the request on its session's stream; a 2026-07-28
+// client calls again with the answer, which must reach the gateway process
+// that holds the call (any other answers -32602 saying so). The answer
+// goes back upstream on the open request and the call goes on, its
+// progress forwarded to the request now waiting. A request the client
+// declared no capability for is answered upstream with -32601 and never
+// reaches the client. Options.MaxHeldCalls calls are held at once (a
+// request beyond is answered upstream with an error), each for
+// Options.HoldTimeout (then its upstream request is answered with an error
+// and the call cancelled a second later), at most 10 requests per call;
+// each stretch the call runs with a client attached has the tool's
+// timeout.
 //
 // A request the upstream asks again with other parameters (a timestamp in
 // its message, say) is another round, within the runtime's bound on
@@ -219,8 +234,15 @@
 // tasks to the session that created them (mcp-go does), so for such a
 // task the checkpoint also holds the session's ID and revision (the ID,
 // like the task's, is a capability and never logged), and the task
-// client keeps its sessions open on Close (no DELETE; the pass-through
-// client still ends its own). A run that finds a task of a session other
+// client keeps its session open on Close (no DELETE) while a task it
+// created there is unsettled: a run that followed the task to an outcome
+// no later run revisits (its result read; failed, cancelled, unknown or
+// timed out upstream) settles it, one that ended otherwise (a shutdown, a
+// lost lease, input pending, polling failed) does not. With none left,
+// Close ends the session with DELETE (client.Client.EndSession). The
+// sessions resumed from an earlier process are never ended: it may have
+// created tasks there that no run of this one has followed yet. The
+// pass-through client always ends its own. A run that finds a task of a session other
 // than the task client's current one (a gateway restarted after a crash
 // or a shutdown, a new Gateway on the same store) follows it through a
 // client that resumes that session without initialize
@@ -263,13 +285,13 @@
 //
 // # Not yet
 //
-// Relaying the input requests of a 2025-era upstream's calls passed
-// through inline, and a stdio upstream's requests that name no task while
-// several calls are in flight (refused, see Input); a stdio upstream is
-// spoken to in a 2025 revision only (initialize), so a server that speaks
-// only 2026-07-28 over stdio cannot be fronted, and 2026-07-28 upstream
-// tasks and input rounds are used over HTTP only;
-// task tools the upstream adds
+// A stdio upstream's requests that name no task while several calls are
+// in flight (refused, see Input); a stdio upstream is spoken to in a 2025
+// revision only (initialize), so a server that speaks only 2026-07-28 over
+// stdio cannot be fronted, and 2026-07-28 upstream tasks and input rounds
+// are used over HTTP only; task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
-// subscriptions.
+// subscriptions (a 2025-era session's resources/subscribe is accepted but
+// never reaches the upstream); ending the sessions resumed from an
+// earlier process.
 package gateway

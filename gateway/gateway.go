@@ -33,6 +33,9 @@ type Gateway struct {
 	// them (uptask.go): for HTTP a client of its own, for stdio the
 	// upstream itself; nil without task tools.
 	tasks taskCaller
+	// held are the inline calls kept open while their client answers
+	// the upstream's input request (held.go).
+	held *heldCalls
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -48,7 +51,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	opts = opts.withDefaults()
-	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger}
+	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger, held: newHeldCalls()}
 	g.cat = newCatalog(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
@@ -258,6 +261,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // the gateway after the node serving it has stopped. Close is idempotent.
 func (g *Gateway) Close() error {
 	g.cat.close()
+	g.held.close()
 	err := g.upstream.close()
 	if g.tasks != nil {
 		err = errors.Join(err, g.tasks.close())

@@ -43,6 +43,12 @@ const (
 	// DefaultListTimeout is Options.ListTimeout when it is zero: the
 	// deadline of connecting to the upstream and listing its tools.
 	DefaultListTimeout = 30 * time.Second
+	// DefaultMaxHeldCalls is Options.MaxHeldCalls when it is zero.
+	DefaultMaxHeldCalls = 16
+	// DefaultHoldTimeout is Options.HoldTimeout when it is zero.
+	DefaultHoldTimeout = 2 * time.Minute
+	// MaxHoldTimeout bounds Options.HoldTimeout.
+	MaxHoldTimeout = 30 * time.Minute
 	// MaxGlobs bounds the patterns of Options.TaskTools and
 	// Options.RetryTools, each.
 	MaxGlobs = 256
@@ -113,6 +119,17 @@ type Options struct {
 	// at most MaxMaxInFlight; a call beyond it waits for a slot within its
 	// deadline. Zero: DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxHeldCalls bounds the calls passed through inline to a 2025-era
+	// upstream that are kept open at once while their client answers an
+	// input request of the upstream (each keeps its MaxInFlight slot); a
+	// request beyond it is answered upstream with an error. At most
+	// MaxInFlight. Zero: DefaultMaxHeldCalls (or MaxInFlight if smaller).
+	MaxHeldCalls int
+	// HoldTimeout is how long such a call is kept open for its client's
+	// answer, at most MaxHoldTimeout; then the upstream request is
+	// answered with an error and the call cancelled a second later. Zero:
+	// DefaultHoldTimeout.
+	HoldTimeout time.Duration
 	// MaxTools bounds the tools the upstream may list. Zero:
 	// DefaultMaxTools.
 	MaxTools int
@@ -182,6 +199,14 @@ func (o Options) Validate() error {
 	between("ListTimeout", o.ListTimeout, MaxCallTimeout)
 	if o.MaxInFlight < 0 || o.MaxInFlight > MaxMaxInFlight {
 		bad("MaxInFlight must be between 0 (the default) and %d, not %d", MaxMaxInFlight, o.MaxInFlight)
+	}
+	between("HoldTimeout", o.HoldTimeout, MaxHoldTimeout)
+	inFlight := o.MaxInFlight
+	if inFlight <= 0 {
+		inFlight = DefaultMaxInFlight
+	}
+	if o.MaxHeldCalls < 0 || o.MaxHeldCalls > inFlight {
+		bad("MaxHeldCalls must be between 0 (the default) and MaxInFlight, not %d", o.MaxHeldCalls)
 	}
 	if o.MaxTools < 0 {
 		bad("MaxTools must not be negative")
@@ -285,6 +310,10 @@ func (o Options) withDefaults() Options {
 	def(&o.ListTimeout, DefaultListTimeout)
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
+	}
+	def(&o.HoldTimeout, DefaultHoldTimeout)
+	if o.MaxHeldCalls == 0 {
+		o.MaxHeldCalls = min(DefaultMaxHeldCalls, o.MaxInFlight)
 	}
 	if o.MaxTools == 0 {
 		o.MaxTools = DefaultMaxTools

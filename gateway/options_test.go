@@ -53,6 +53,8 @@ func TestValidateNamesEveryField(t *testing.T) {
 			TaskCallTimeout: 48 * time.Hour,
 			MaxInFlight:     -1,
 			MaxAttempts:     -1,
+			MaxHeldCalls:    gateway.DefaultMaxInFlight + 1,
+			HoldTimeout:     time.Hour,
 		}, []string{
 			"UpstreamHeaders: Mcp-Session-Id is set by the gateway's client and cannot be configured",
 			"UpstreamHeaders: the value of X-Key holds a control character",
@@ -63,6 +65,8 @@ func TestValidateNamesEveryField(t *testing.T) {
 			"TaskCallTimeout must be between 0 (the default) and 24h0m0s, not 48h0m0s",
 			"MaxInFlight must be between 0 (the default) and 10000, not -1",
 			"MaxAttempts must not be negative",
+			"MaxHeldCalls must be between 0 (the default) and MaxInFlight, not 65",
+			"HoldTimeout must be between 0 (the default) and 30m0s, not 1h0m0s",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,9 +27,10 @@ import (
 // request, and once the client has answered, the next run calls the
 // upstream again and answers the same request, when the upstream asks it
 // again, with the client's answer. That second call is why only retry
-// tools are relayed: for another task tool, or for a call passed through
-// inline, the request is refused (the upstream sees an error for it) and
-// the call goes on or fails as the upstream decides.
+// tools are relayed: for another task tool the request is refused (the
+// upstream sees an error for it) and the call goes on or fails as the
+// upstream decides. A call passed through inline asks its own client
+// instead (relayInline, held.go).
 
 // relayKinds are the input kinds a relaying task tool declares
 // (server.WithTaskInput): what an upstream may ask.
@@ -61,6 +62,9 @@ type relayRun struct {
 	// designed to be called again with the answers.
 	inline, modern bool
 	answers        mcp.InputResponses
+	// held is the held call (held.go) of a call passed through inline
+	// toward a 2025-era upstream, whose requests it relays.
+	held *heldCall
 
 	mu      sync.Mutex
 	task    string // the upstream task the run follows, if any
@@ -244,8 +248,9 @@ func (g *Gateway) settleRelay(ctx context.Context, r *relayRun, name string, err
 // carries one; else, for a 2026-07-28 upstream, by ending the call so
 // that the gateway asks its own client (the client then calls again with
 // the answer, and the upstream, called again, asks the same request and
-// gets it). A 2025-era upstream's request is refused: its call cannot be
-// made again like an input round.
+// gets it). A 2025-era upstream's call cannot be made again like an input
+// round: its request is relayed on the open call (held.go), or refused
+// when the call is not held.
 func (r *relayRun) relayInline(method string, params, out any) error {
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -258,11 +263,16 @@ func (r *relayRun) relayInline(method string, params, out any) error {
 		}
 		return nil
 	}
+	if !r.modern && r.held != nil {
+		return r.held.ask(r.held.callCtx, method, raw, out)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.modern {
+		// A client that declared no input capability (held.go): the
+		// upstream gets what a client without them answers.
 		r.refused = true
-		return errNotRelayed
+		return mcp.MethodNotFound()
 	}
 	if r.asked == nil {
 		r.asked = mcp.InputRequests{}

@@ -130,6 +130,7 @@ func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name str
 		}
 		defer release()
 		res, err := g.followTask(ctx, job, name, retry, t)
+		g.settleTask(ctx, t, err)
 		return res, true, err
 	case g.tasks == nil, !retry && job.InterruptedRuns() > 0:
 		// An inline call, or the inline path's refusal to call again
@@ -151,6 +152,7 @@ func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name str
 		return nil, true, err
 	}
 	res, err = g.followTask(ctx, job, name, retry, t)
+	g.settleTask(ctx, t, err)
 	return res, true, err
 }
 
@@ -307,7 +309,7 @@ func (g *Gateway) followFailure(ctx, fctx context.Context, job *worker.Job, name
 	cat := classify(fctx, err)
 	g.log.Warn("gateway: following an upstream task failed; the next run follows it again", "tool", name, "category", string(cat))
 	// Following again repeats no call: retried for every task tool.
-	return nil, worker.Unavailable(fmt.Errorf("gateway: following the upstream task: %s", cat))
+	return nil, worker.Unavailable(fmt.Errorf("gateway: following the upstream task: %s: %w", cat, errFollowAgain))
 }
 
 // spent marks the job's upstream task spent, so that the next run of the

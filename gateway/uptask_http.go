@@ -32,6 +32,11 @@ type httpTasks struct {
 	closed  bool
 	seq     uint64
 	resumed map[string]*resumedSession // by session ID
+	// open are the unsettled tasks this process created, by session ID
+	// and task ID; pinned the sessions with too many to track, kept open
+	// (uptask_sessions.go).
+	open   map[string]map[string]struct{}
+	pinned map[string]bool
 }
 
 // resumedSession is the client of a resumed session and its use.
@@ -73,7 +78,8 @@ func newTaskCaller(opts Options) (taskCaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream task client: %w", err)
 	}
-	return &httpTasks{c: c, url: opts.Upstream, opts: co, resumed: map[string]*resumedSession{}}, nil
+	return &httpTasks{c: c, url: opts.Upstream, opts: co, resumed: map[string]*resumedSession{},
+		open: map[string]map[string]struct{}{}, pinned: map[string]bool{}}, nil
 }
 
 func (h *httpTasks) callTask(ctx context.Context, name string, args json.RawMessage, progress func(client.Progress)) (*mcp.CallToolResult, upstreamTask, error) {
@@ -87,6 +93,9 @@ func (h *httpTasks) callTask(ctx context.Context, name string, args json.RawMess
 		// The session that created the task: the current one (a renewal
 		// during the call sent it again in the new session).
 		sid, version := h.c.Session()
+		h.mu.Lock()
+		h.createdLocked(sid, res.Task.ID())
+		h.mu.Unlock()
 		return nil, &httpTask{Task: res.Task, session: sid, version: version}, nil
 	case res.Result == nil:
 		return nil, nil, &client.ProtocolError{Method: mcp.MethodToolsCall, Reason: "an empty answer"}
@@ -164,15 +173,17 @@ func (h *httpTasks) idleResumed() int {
 	return n
 }
 
-// close closes the task client and every resumed one; their sessions
-// stay open at the upstream, for the tasks a later gateway follows.
+// close closes the task client and every resumed one. The resumed
+// sessions stay open at the upstream, for the tasks a later gateway
+// follows; the task client's own does too unless none of its tasks is
+// unsettled (closeOwn).
 func (h *httpTasks) close() error {
 	h.mu.Lock()
 	h.closed = true
 	resumed := h.resumed
 	h.resumed = map[string]*resumedSession{}
 	h.mu.Unlock()
-	err := h.c.Close()
+	err := h.closeOwn()
 	for _, r := range resumed {
 		err = errors.Join(err, r.c.Close())
 	}

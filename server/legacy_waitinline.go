@@ -112,12 +112,15 @@ func stillRunning(waited time.Duration) *mcp.CallToolResult {
 // grows. Until a worker reports numbers (task.Progress), the number counts
 // the notifications; from then on it is the worker's count, with its total
 // when known, and a change whose count does not exceed the last number sent
-// is not sent (the protocol requires the number to increase).
+// is not sent (the protocol requires the number to increase). A worker's
+// first count that does not exceed the numbers sent before it is shifted
+// above them, with every later count and total (offset).
 type inlineProgress struct {
 	c       *call
 	token   json.RawMessage
 	n       float64
-	numbers bool // a worker's count was sent
+	offset  float64 // added to the worker's counts and totals
+	numbers bool    // a worker's count was sent
 	last    string
 }
 
@@ -145,11 +148,18 @@ func (p *inlineProgress) report(status mcp.TaskStatus, message string, count *ta
 	}
 	params := mcp.ProgressParams{ProgressToken: p.token, Message: message}
 	switch {
-	case count != nil && count.Current > p.n:
+	case count != nil && !p.numbers && count.Current <= p.n:
+		// The worker's first count does not exceed the numbers of the
+		// notifications sent before it ("Task working" is 1, and so is
+		// many a worker's first step): its counts, and its total, are
+		// shifted above them, so that every step reaches the client.
+		p.offset = p.n - count.Current + 1
+		fallthrough
+	case count != nil && count.Current+p.offset > p.n:
 		p.numbers = true
-		params.Progress = count.Current
+		params.Progress = count.Current + p.offset
 		if count.Total > 0 {
-			total := count.Total
+			total := count.Total + p.offset
 			params.Total = &total
 		}
 	case p.numbers || count != nil:

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +225,49 @@ func TestLegacyWaitsEndOnClose(t *testing.T) {
 	}
 }
 
+// TestWaitInlineWorkerFirstStep: a worker whose first count is 1, the
+// number "Task working" was sent with, has its counts and total shifted
+// above it: every step reaches the client, the last at its total.
+func TestWaitInlineWorkerFirstStep(t *testing.T) {
+	r := newLTRig(t, nil)
+	c := r.client(ltV06, ltNoCaps, "")
+	msgs, _ := ltStream(t, c, inlineCall(""))
+	id := r.nextCreated()
+	got := []string{progressNumbers(t, next(t, msgs))}
+	for i := 1; i <= 3; i++ {
+		if _, err := r.mem.ReportProgress(id, fmt.Sprintf("step %d of 3", i), &task.Progress{Current: float64(i), Total: 3}); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, progressNumbers(t, next(t, msgs)))
+	}
+	r.mem.Complete(id, ltResult(5), "")
+	if m := next(t, msgs); m.Method != "" {
+		t.Errorf("after the progress: %s, want the result", m.Method)
+	}
+	want := []string{"1 - Task working", "2 4 step 1 of 3", "3 4 step 2 of 3", "4 4 step 3 of 3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}
+
+// progressNumbers is a progress notification's number, total ("-" for
+// none) and message.
+func progressNumbers(t *testing.T, m legacyMsg) string {
+	t.Helper()
+	if m.Method != mcp.NotificationProgress {
+		t.Fatalf("got %s %s, want progress", m.Method, m.Result)
+	}
+	var p mcp.ProgressParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	total := "-"
+	if p.Total != nil {
+		total = jsonString(*p.Total)
+	}
+	return jsonString(p.Progress) + " " + total + " " + p.Message
+}
+
 // TestWaitInlineWorkerProgress: a worker's progress count reaches a
 // 2025-era client waiting inline as the numbers of notifications/progress,
 // with the total; a count that does not grow is not sent, since the
@@ -233,21 +277,7 @@ func TestWaitInlineWorkerProgress(t *testing.T) {
 	c := r.client(ltV06, ltNoCaps, "")
 	msgs, _ := ltStream(t, c, inlineCall(""))
 	id := r.nextCreated()
-	numbers := func(m legacyMsg) string {
-		t.Helper()
-		if m.Method != mcp.NotificationProgress {
-			t.Fatalf("got %s %s, want progress", m.Method, m.Result)
-		}
-		var p mcp.ProgressParams
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			t.Fatal(err)
-		}
-		total := "-"
-		if p.Total != nil {
-			total = jsonString(*p.Total)
-		}
-		return jsonString(p.Progress) + " " + total + " " + p.Message
-	}
+	numbers := func(m legacyMsg) string { t.Helper(); return progressNumbers(t, m) }
 	report := func(msg string, p *task.Progress) {
 		t.Helper()
 		if _, err := r.mem.ReportProgress(id, msg, p); err != nil {
