@@ -199,6 +199,22 @@ func (c Config) Validate() error {
 	return err
 }
 
+// scheduleProblems lists the problems of c.Schedules, one line each; http
+// is whether the node serves HTTP.
+func (c Config) scheduleProblems(http bool) []string {
+	if len(c.Schedules) == 0 {
+		return nil
+	}
+	var problems []string
+	if !http {
+		problems = append(problems, "schedules are run by an API node: give it an HTTP address")
+	}
+	if err := schedule.Check(c.Schedules); err != nil {
+		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	}
+	return problems
+}
+
 // withDefaults checks the configuration and returns it with its defaults
 // filled in. Every problem is reported, joined in one error.
 func (c Config) withDefaults() (Config, error) {
@@ -236,16 +252,7 @@ func (c Config) withDefaults() (Config, error) {
 	if !http && c.Stdio == nil && c.Workers == 0 {
 		add("a node needs an HTTP address or at least one worker")
 	}
-	if len(c.Schedules) > 0 {
-		if !http {
-			add("schedules are run by an API node: give it an HTTP address")
-		}
-		if err := schedule.Check(c.Schedules); err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				add("%s", line)
-			}
-		}
-	}
+	errs = append(errs, c.scheduleProblems(http)...)
 	if c.MaxConns < 0 {
 		add("--max-conns must not be negative")
 	}
