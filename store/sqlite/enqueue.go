@@ -120,8 +120,8 @@ func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContex
 		runAt = opts.RunAt.UnixMilli()
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at, kind, created_at,
-		expires_at) VALUES (?, 'available', ?, ?, ?, ?, ?)`, id, e.MaxAttempts, runAt, cc.Origin.Tool(), nowMs,
-		expires); err != nil {
+		expires_at, queue, priority) VALUES (?, 'available', ?, ?, ?, ?, ?, ?, ?)`, id, e.MaxAttempts, runAt,
+		cc.Origin.Tool(), nowMs, expires, e.Queue, e.Priority); err != nil {
 		return task.Task{}, wrapErr("insert job", err)
 	}
 	if err := outbox(ctx, tx, id, nowMs); err != nil {
