@@ -317,12 +317,12 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	started  bool
-	handlers map[string]handler        // immutable once started
-	queues   []*queueState             // the served queues, set at start
+	handlers map[string]handler // immutable once started
+	queues   []*queueState      // the served queues, set at start
 	// hinted is set by an event hint or a rescue: every queue may have
 	// jobs to claim.
-	hinted atomic.Bool
-	running  map[string][]*leaseKeeper // running jobs by task, for hints
+	hinted  atomic.Bool
+	running map[string][]*leaseKeeper // running jobs by task, for hints
 	// stopCause, once set by stopJobs, cancels every running job and every
 	// job that starts afterwards.
 	stopCause error
