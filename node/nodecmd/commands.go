@@ -299,7 +299,7 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
 		"one PostgreSQL store with its serve nodes.")
 	common := p.addCommonFlags(fs)
-	workers := fs.Int("workers", 4, "jobs run at once, of every queue (default with --queues: the sum of its workers)")
+	workers := fs.Int("workers", 4, "jobs run at once, of every queue; with --queues and no --workers, the sum of the queues' workers")
 	queueList := fs.String("queues", "", "the `queues` to serve, comma-separated name=workers pairs, each with the jobs of it run at once "+
 		"(mail=4,reports=1); default: every queue of the durable tools, sharing --workers")
 	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
