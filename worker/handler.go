@@ -218,6 +218,9 @@ func (rt *Runtime) runJob(base context.Context, q *queueState, j backend.JobRow,
 			freed = true
 			<-q.slots
 			<-rt.slots
+			if rt.queueMetrics != nil {
+				rt.queueMetrics.QueueRunning(q.name, -1)
+			}
 			q.freed.Store(true)
 			rt.signalWake()
 		}

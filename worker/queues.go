@@ -32,6 +32,15 @@ func WithQueue(name string) HandlerOption {
 	return func(o *handlerOptions) { o.queue = name }
 }
 
+// QueueMetrics is an optional extension of Metrics: when Options.Metrics
+// implements it, the runtime reports the jobs running in each of its
+// queues (a bounded label: the served queues, at most MaxQueues).
+type QueueMetrics interface {
+	// QueueRunning adds delta (1 when a job of queue starts, -1 when it
+	// frees its slot) to the jobs of queue running in this runtime.
+	QueueRunning(queue string, delta int)
+}
+
 // checkQueues validates Options.Queues against Concurrency (zero: not
 // set) and returns the Concurrency to use: the one given, or the sum of
 // the queues' MaxWorkers when Queues is set and Concurrency is not.

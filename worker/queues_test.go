@@ -125,6 +125,14 @@ func TestQueuesBoundTheirWorkers(t *testing.T) {
 				t.Errorf("a claim of queue %q", c.Queue)
 			}
 		}
+		h.metrics.mu.Lock()
+		defer h.metrics.mu.Unlock()
+		if d := cmp.Diff(map[string]int{"mail": 1, "reports": 2}, h.metrics.mostRunning); d != "" {
+			t.Errorf("most running by queue, as the metrics saw it (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(map[string]int{"mail": 0, "reports": 0}, h.metrics.running); d != "" {
+			t.Errorf("running by queue at the end (-want +got):\n%s", d)
+		}
 	})
 }
 

@@ -296,10 +296,12 @@ func (o Options) withDefaults() (Options, error) {
 // for their kinds. Register handlers with AddHandler or AddRawHandler, then
 // call Run once. A Runtime is safe for concurrent use.
 type Runtime struct {
-	opts      Options
-	log       *slog.Logger
-	metrics   Metrics
-	validator *task.Validator
+	opts    Options
+	log     *slog.Logger
+	metrics Metrics
+	// queueMetrics is metrics when it is a QueueMetrics, else nil.
+	queueMetrics QueueMetrics
+	validator    *task.Validator
 
 	// slots is the handler semaphore: one token per running job. Only the
 	// claim loop acquires; finishing jobs release and signal wake.
@@ -335,15 +337,17 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	qm, _ := o.Metrics.(QueueMetrics)
 	return &Runtime{
-		opts:      o,
-		log:       o.Logger,
-		metrics:   o.Metrics,
-		validator: task.NewValidator(task.ValidatorOptions{}),
-		slots:     make(chan struct{}, o.Concurrency),
-		wake:      make(chan struct{}, 1),
-		handlers:  map[string]handler{},
-		running:   map[string][]*leaseKeeper{},
+		opts:         o,
+		log:          o.Logger,
+		metrics:      o.Metrics,
+		queueMetrics: qm,
+		validator:    task.NewValidator(task.ValidatorOptions{}),
+		slots:        make(chan struct{}, o.Concurrency),
+		wake:         make(chan struct{}, 1),
+		handlers:     map[string]handler{},
+		running:      map[string][]*leaseKeeper{},
 	}, nil
 }
 
@@ -548,6 +552,9 @@ func (rt *Runtime) start(ctx, base context.Context, jobs *sync.WaitGroup, r clai
 		// reservation.
 		rt.slots <- struct{}{}
 		r.q.slots <- struct{}{}
+		if rt.queueMetrics != nil {
+			rt.queueMetrics.QueueRunning(r.q.name, 1)
+		}
 		jobs.Go(func() { rt.runJob(base, r.q, j, r.at) })
 	}
 }
