@@ -159,25 +159,9 @@ func TestFindTaskPlan(t *testing.T) {
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(q.name+"/"+mode, func(t *testing.T) {
-				tx, err := s.pool.Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tx.Rollback(ctx)
-				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-					t.Fatal(err)
-				}
-				var out []byte
-				err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.sql, nil, id, "main", "acme").Scan(&out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var plans []struct{ Plan planNode }
-				if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-					t.Fatalf("EXPLAIN output %s: %v", out, err)
-				}
+				plan, out := explain(t, s, mode, q.sql, nil, id, "main", "acme")
 				var scans []string
-				plans[0].Plan.walk(func(n planNode) {
+				plan.walk(func(n planNode) {
 					if n.Relation == "tasks" {
 						scans = append(scans, fmt.Sprintf("%s %s (%v pages)", n.NodeType, n.IndexName, n.SharedHit))
 					}
@@ -225,28 +209,13 @@ func TestClaimPlan(t *testing.T) {
 	}{{"claim", s.q.claim, nil}, {"claimKinds", s.q.claimKinds, []string{"echo"}}} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(q.name+"/"+mode, func(t *testing.T) {
-				tx, err := s.pool.Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tx.Rollback(ctx)
-				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-					t.Fatal(err)
-				}
 				args := []any{nil, limit, "w", int64(60000), "mail"}
 				if q.kinds != nil {
 					args = append(args, q.kinds)
 				}
-				var out []byte
-				if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.sql, args...).Scan(&out); err != nil {
-					t.Fatal(err)
-				}
-				var plans []struct{ Plan planNode }
-				if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-					t.Fatalf("EXPLAIN output %s: %v", out, err)
-				}
+				plan, out := explain(t, s, mode, q.sql, args...)
 				var claimScans, problems []string
-				plans[0].Plan.walk(func(n planNode) {
+				plan.walk(func(n planNode) {
 					switch {
 					case n.Subplan == "CTE c":
 						// Sorting the claimed rows is fine; sorting the
@@ -274,4 +243,29 @@ func TestClaimPlan(t *testing.T) {
 			})
 		}
 	}
+}
+
+// explain runs EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of query with args
+// under plan_cache_mode mode, in a transaction it rolls back, and returns
+// the plan and its JSON.
+func explain(t *testing.T, s *Store, mode, query string, args ...any) (planNode, []byte) {
+	t.Helper()
+	ctx := ctxT(t)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	return plans[0].Plan, out
 }
