@@ -113,17 +113,17 @@ const (
 	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context, queue, priority)
 			SELECT $2::text, $3::text, $4::text, $5::text, $6::text, 'working', $7::bytea, n.now, n.now,
 				CASE WHEN $8::bigint > 0 THEN n.now + $8::bigint * interval '1 millisecond' END,
-				$8::bigint, $9::bigint, $10::text, $13::text
+				$8::bigint, $9::bigint, $10::text, $13::text, $14::text, $15::smallint
 			FROM n
 			ON CONFLICT (tenant, endpoint, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-			RETURNING id, kind, created_at, expires_at),
+			RETURNING id, kind, created_at, expires_at, queue, priority),
 		j AS (
 			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at, queue, priority)
 			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at, kind, expires_at,
-				$14::text, $15::smallint
+				queue, priority
 			FROM t)
 		SELECT created_at FROM t`
 
@@ -142,9 +142,9 @@ const (
 					queue, priority)),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms, trace_context)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, trace_context, queue, priority)
 			SELECT v.id, v.endpoint, v.tenant, v.principal, v.kind, 'working', v.origin, n.now, n.now,
-				v.expires_at, v.ttl_ms, v.poll_ms, v.trace
+				v.expires_at, v.ttl_ms, v.poll_ms, v.trace, v.queue, v.priority
 			FROM v, n),
 		j AS (
 			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at, queue, priority)

@@ -184,3 +184,62 @@ func checkRangeErr(t *testing.T, op string, err error, want string) {
 		t.Errorf("%s: %v; want an error about the %s", op, err, want)
 	}
 }
+
+// testOperatorRetryQueue: an operator's retry of a failed task enqueues
+// in the failed task's queue with its priority, also once the failed
+// task's job row was pruned: a job in another queue would never be
+// claimed by the runtimes serving the tool's queue.
+func testOperatorRetryQueue(t *testing.T, b OperatorBackend, c *Clock) {
+	tk, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{"n":1}`), backend.EnqueueOptions{Queue: "mail", Priority: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{tk.ID(): "failed"}
+	if d := cmp.Diff([]string{"failed"}, claimFromAndFail(t, b, c, labels)); d != "" {
+		t.Fatalf("claim of mail (-want +got):\n%s", d)
+	}
+	if p, ok := b.Jobs().(backend.Pruner); ok {
+		c.Advance(time.Hour)
+		if n, err := p.PruneJobs(bg, c.Now(), 10); err != nil || n != 1 {
+			t.Fatalf("PruneJobs = %d, %v; want the failed task's job", n, err)
+		}
+	}
+	again, err := b.Operator().Retry(bg, tk.ID())
+	if err != nil {
+		t.Fatalf("OperatorRetry: %v", err)
+	}
+	labels[again.ID()] = "retry"
+	// A job of a higher priority (2) enqueued after the retry runs before
+	// it: the retry kept its priority (3).
+	c.Advance(time.Millisecond)
+	o, err := b.Enqueue(bg, creation(t, endpointA, tenantA, toolA, `{"n":2}`), backend.EnqueueOptions{Queue: "mail", Priority: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels[o.ID()] = "later, higher"
+	c.Advance(time.Millisecond)
+	if got := claimFrom(t, b, c, "", nil, 10, labels); len(got) != 0 {
+		t.Errorf("the default queue holds %v; want nothing", got)
+	}
+	if d := cmp.Diff([]string{"later, higher", "retry"}, claimFrom(t, b, c, "mail", nil, 10, labels)); d != "" {
+		t.Errorf("claim of mail after the retry (-want +got):\n%s", d)
+	}
+}
+
+// claimFromAndFail claims the jobs of queue "mail" and fails each, and
+// returns their labels.
+func claimFromAndFail(t *testing.T, b backend.Store, c *Clock, labels map[string]string) []string {
+	t.Helper()
+	jobs, err := b.Jobs().Claim(bg, backend.ClaimParams{Worker: "w", Queue: "mail", Limit: 10, Lease: lease, Now: c.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, j := range jobs {
+		if err := b.Jobs().Fail(bg, j.Lease, toolError, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, labels[j.TaskID])
+	}
+	return got
+}

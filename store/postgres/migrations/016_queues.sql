@@ -20,6 +20,12 @@
 ALTER TABLE {{schema}}.jobs ADD COLUMN queue TEXT NOT NULL DEFAULT 'default',
     ADD COLUMN priority SMALLINT NOT NULL DEFAULT 1;
 
+-- The task row repeats them, so that an operator's retry of a failed task
+-- (backend.Operator.Retry) enqueues in the same queue after its job row
+-- was pruned.
+ALTER TABLE {{schema}}.tasks ADD COLUMN queue TEXT NOT NULL DEFAULT 'default',
+    ADD COLUMN priority SMALLINT NOT NULL DEFAULT 1;
+
 DROP INDEX {{schema}}.jobs_claim;
 CREATE INDEX jobs_claim_queue ON {{schema}}.jobs (queue, priority, run_at, created_at, task_id)
     WHERE state = 'available';

@@ -19,5 +19,11 @@
 ALTER TABLE jobs ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;
 
+-- The task row repeats them, so that an operator's retry of a failed task
+-- (backend.Operator.Retry) enqueues in the same queue after its job row
+-- was pruned.
+ALTER TABLE tasks ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1;
+
 DROP INDEX jobs_claim_order;
 CREATE INDEX jobs_claim_queue ON jobs (queue, priority, run_at, created_at, task_id) WHERE state = 'available';
