@@ -90,10 +90,10 @@ type queueState struct {
 	// freed is set when a job of the queue frees its slots, so that the
 	// claim loop claims for this queue (and no other) on the wake.
 	freed atomic.Bool
-	// The claim loop's own state: claims under way, the slots they
+	// The claim loop's own state: the slots its claims under way
 	// reserved, and whether there may be jobs to claim.
-	inFlight, reserved int
-	want               bool
+	reserved int
+	want     bool
 }
 
 // free is the number of this queue's slots neither held nor reserved.

@@ -451,7 +451,7 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup) {
 }
 
 // claimsInFlight bounds the Store.Claim calls of one runtime that run at
-// once for one queue. A job created while a claim is under way is not in
+// once, of all its queues. A job created while a claim is under way is not in
 // that claim's snapshot; with a second claim started at once on its hint,
 // it waits for one claim instead of the rest of the current one and then
 // its own.
@@ -468,9 +468,12 @@ type claimed struct {
 
 // claimLoop claims jobs while slots are free and starts one goroutine per
 // job, until ctx is done. Each claim takes the jobs of one served queue.
-// Up to claimsInFlight claims per queue run at once, each asking for at
-// most the free slots not reserved by the others, of the runtime and of
-// its queue: a claim of a queue starts when there may be jobs to take (at
+// Up to claimsInFlight claims run at once, whatever the number of queues
+// (the queues take turns), each asking for at most the free slots not
+// reserved by the others, of the runtime and of its queue: while claims
+// are under way, freed slots accumulate, so that the next claim takes
+// them in one batch rather than one small claim per queue. A claim of a
+// queue starts when there may be jobs to take (at
 // start, after a claim of the queue that returned jobs, on a hint or a
 // rescue for every queue, on a slot the queue's jobs freed, when the poll
 // timer fires for every queue). It sleeps only on channels: a claim's
@@ -484,17 +487,22 @@ func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 	polling := false // the poll timer is running
 	results := make(chan claimed, claimsInFlight*len(rt.queues))
 	inFlight, reserved := 0, 0
+	next := 0 // the queue the next pass looks at first, round-robin
 	for ctx.Err() == nil {
 		started := false
-		for _, q := range rt.queues {
+		for i := range rt.queues {
+			if inFlight >= claimsInFlight {
+				break
+			}
+			q := rt.queues[(next+i)%len(rt.queues)]
 			free := min(cap(rt.slots)-len(rt.slots)-reserved, q.free())
-			if !q.want || free <= 0 || q.inFlight >= claimsInFlight {
+			if !q.want || free <= 0 {
 				continue
 			}
+			next = (next + i + 1) % len(rt.queues)
 			q.want, started = false, true
 			limit := min(free, rt.opts.ClaimBatch)
 			inFlight++
-			q.inFlight++
 			reserved += limit
 			q.reserved += limit
 			go func() {
@@ -509,7 +517,6 @@ func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 		case <-ctx.Done():
 		case r := <-results:
 			inFlight--
-			r.q.inFlight--
 			reserved -= r.limit
 			r.q.reserved -= r.limit
 			rt.start(ctx, base, jobs, r)
