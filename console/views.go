@@ -27,7 +27,7 @@ type overviewView struct {
 	Queue       []count // by job state; nil without gauges
 	JobStates   []backend.JobState
 	Queues      []queueRow // by queue, in name order; nil without gauges
-	Oldest      string  // how long the oldest due job has waited
+	Oldest      string     // how long the oldest due job has waited
 	QueueAt     time.Time
 	QueueMaxAge time.Duration
 	Chart       chart
