@@ -30,9 +30,11 @@ const (
 // JobStates lists every JobState, in a fixed order.
 var JobStates = []JobState{JobAvailable, JobRetryWaiting, JobScheduled, JobRunning, JobInputWaiting}
 
-// JobKey keys the job counts of Gauges: a job kind as the application
-// registered it, and a state.
+// JobKey keys the job counts of Gauges: a job's queue (see
+// EnqueueOptions.Queue; DefaultQueue for jobs created before queues
+// existed), its kind as the application registered it, and a state.
 type JobKey struct {
+	Queue string
 	Kind  string
 	State JobState
 }
@@ -44,8 +46,8 @@ type Gauges struct {
 	// Tasks counts tasks by status, terminal and expired ones included
 	// until they are deleted.
 	Tasks map[task.Status]int
-	// Jobs counts the jobs that have not finished, by kind and state. A
-	// missing key is zero.
+	// Jobs counts the jobs that have not finished, by queue, kind and
+	// state. A missing key is zero.
 	Jobs map[JobKey]int
 	// OldestAvailable is how long the longest-waiting JobAvailable job has
 	// been due, by the store's clock; zero when none is.

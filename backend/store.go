@@ -25,9 +25,11 @@ import (
 // error) is committed together with an outbox row, and the task ID is
 // published on the store's task.EventPublisher after commit.
 type JobStore interface {
-	// Claim leases up to limit available jobs whose kind is in kinds (all
-	// kinds when kinds is empty) and whose run-at time has come, oldest
-	// run-at time first, until now+lease. A job keeps its run-at time when
+	// Claim leases up to limit available jobs of the queue p.Queue whose
+	// kind is in kinds (all kinds when kinds is empty) and whose run-at
+	// time has come, until now+lease: the highest priority first
+	// (EnqueueOptions.Priority) and, within a priority, the oldest run-at
+	// time first, then the oldest creation, then the lowest task ID. A job keeps its run-at time when
 	// it is rescued, released, or parked for input and answered, so such a
 	// job keeps its place in the queue ahead of later work; only Retry (and
 	// Enqueue's RunAt) set it. Jobs are claimed without blocking other
@@ -150,6 +152,11 @@ type ClaimParams struct {
 	Worker string
 	// Kinds limits the claim to these job kinds (tool names).
 	Kinds []string
+	// Queue is the queue the claim takes jobs from (see CheckQueue); ""
+	// means DefaultQueue. A claim takes the jobs of one queue only, so
+	// that it walks one range of the claim index: a worker serving
+	// several queues claims from each.
+	Queue string
 	// Limit bounds the jobs claimed. At least 1.
 	Limit int
 	// Lease is how long the claim lasts without a heartbeat.
@@ -291,6 +298,13 @@ type EnqueueOptions struct {
 	PollInterval time.Duration
 	// RunAt delays the first claim (default now).
 	RunAt time.Time
+	// Queue names the job's queue (default DefaultQueue); it must pass
+	// CheckQueue. Only a claim of that queue takes the job.
+	Queue string
+	// Priority orders the job within its queue: HighestPriority (1)
+	// first, LowestPriority (4) last; zero means DefaultPriority. Other
+	// values fail the creation before anything is written.
+	Priority int
 }
 
 // DefaultMaxAttempts is the MaxAttempts of a job enqueued without one. With

@@ -26,12 +26,21 @@ type overviewView struct {
 	Total       int64
 	Tools       []toolRow
 	Queue       []count // by job state; nil without gauges
-	Oldest      string  // how long the oldest due job has waited
+	JobStates   []backend.JobState
+	Queues      []queueRow // by queue, in name order; nil without gauges
+	Oldest      string     // how long the oldest due job has waited
 	QueueAt     time.Time
 	QueueMaxAge time.Duration
 	Chart       chart
 	Hour        hourTotals
 	Schedules   []schedule.Status // nil without Options.Schedules
+}
+
+// queueRow counts the unfinished jobs of one queue by state.
+type queueRow struct {
+	Queue  string
+	Counts []int64 // in backend.JobStates order
+	Total  int64
 }
 
 type count struct {
@@ -105,9 +114,28 @@ func (c *Console) overview(ctx context.Context) (*overviewView, error) {
 	if c.opts.Gauges != nil {
 		v.QueueAt, v.QueueMaxAge = snapAt, c.opts.GaugesMaxAge
 		byState := map[backend.JobState]int64{}
+		stateIdx := map[backend.JobState]int{}
+		for i, st := range backend.JobStates {
+			stateIdx[st] = i
+		}
+		queues := map[string]*queueRow{}
 		for k, n := range snap.Jobs {
 			byState[k.State] += int64(n)
+			row := queues[k.Queue]
+			if row == nil {
+				row = &queueRow{Queue: k.Queue, Counts: make([]int64, len(backend.JobStates))}
+				queues[k.Queue] = row
+			}
+			if i, ok := stateIdx[k.State]; ok {
+				row.Counts[i] += int64(n)
+				row.Total += int64(n)
+			}
 		}
+		v.JobStates = backend.JobStates
+		for _, row := range queues {
+			v.Queues = append(v.Queues, *row)
+		}
+		sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].Queue < v.Queues[j].Queue })
 		for _, s := range backend.JobStates {
 			v.Queue = append(v.Queue, count{Label: string(s), N: byState[s]})
 		}

@@ -23,7 +23,8 @@ var errNoSet = errors.New("durable: nil Set")
 // problem, each naming its tool, sorted by tool name: invalid tool names
 // and schemas (including schemas that cannot be inferred from In or Out),
 // an IdempotencyKey that names no string field, negative job options, a
-// MaxAttempts or RunTimeout above its bound, a
+// MaxAttempts or RunTimeout above its bound, a Queue name or a Priority
+// that no store keeps (see TaskOptions.Queue and Priority), a
 // nil Tool or handler, a name declared or implemented twice, a handler
 // without a declaration, a declaration without a handler, and a handler
 // whose In or Out differ from its declaration's. It returns nil for a
@@ -192,6 +193,7 @@ func creationKey(req *server.Request, fromArgs string) string {
 func (d *decl) enqueue(ctx context.Context, req *server.Request, enq enqueuer, cc *task.CreationContext, key string) (task.Handle, error) {
 	opts := backend.EnqueueOptions{
 		IdempotencyKey: key, MaxAttempts: d.job.MaxAttempts, TTL: d.job.TTL, PollInterval: d.job.PollInterval,
+		Queue: d.job.Queue, Priority: d.job.Priority,
 	}
 	if d.job.Delay > 0 {
 		opts.RunAt = time.Now().Add(d.job.Delay)

@@ -195,6 +195,27 @@ func TestCheck(t *testing.T) {
 			`durable: tool "neg": RunTimeout must not be negative`,
 		},
 	}, {
+		name: "queues and priorities out of range",
+		build: func(s *durable.Set) {
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "ok"}, Run: add,
+				TaskOptions: durable.TaskOptions{Queue: "mail.out-2_x", Priority: backend.LowestPriority}})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "space"}, Run: add,
+				TaskOptions: durable.TaskOptions{Queue: "my queue"}})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "long"}, Run: add,
+				TaskOptions: durable.TaskOptions{Queue: strings.Repeat("q", backend.MaxQueueNameBytes+1)}})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "prio"}, Run: add,
+				TaskOptions: durable.TaskOptions{Priority: 5}})
+			durable.Add(s, durable.Tool[sumIn, sumOut]{Tool: &mcp.Tool{Name: "both"}, Run: add,
+				TaskOptions: durable.TaskOptions{Queue: "_q", Priority: -1}})
+		},
+		want: []string{
+			`durable: tool "both": Queue "_q": a queue name must hold only ASCII letters, digits, '_', '-' and '.', starting with a letter or a digit`,
+			`durable: tool "both": Priority: a priority must be between 1 (highest) and 4 (lowest), got -1`,
+			`durable: tool "long": Queue "` + strings.Repeat("q", backend.MaxQueueNameBytes+1) + `": a queue name must be at most 64 bytes, got 65`,
+			`durable: tool "prio": Priority: a priority must be between 1 (highest) and 4 (lowest), got 5`,
+			`durable: tool "space": Queue "my queue": a queue name must hold only ASCII letters, digits, '_', '-' and '.', starting with a letter or a digit`,
+		},
+	}, {
 		name: "every problem at once",
 		build: func(s *durable.Set) {
 			tool := sumTool()

@@ -81,6 +81,20 @@ type TaskOptions struct {
 	// (see [worker.WithRunTimeout]). Check, Serve and Work report a
 	// negative value and one above [worker.MaxRunTimeout].
 	RunTimeout time.Duration
+	// Queue names the queue of the tool's jobs (default
+	// backend.DefaultQueue, "default"): the tasks are enqueued in it, and
+	// a worker runtime claims them only while it serves that queue
+	// (worker.Options.Queues; by default a runtime serves the queues of
+	// the tools Work registers). Check, Serve and Work report a name that
+	// backend.CheckQueue refuses: 1 to 64 ASCII letters, digits, '_', '-'
+	// and '.', starting with a letter or a digit.
+	Queue string
+	// Priority orders the tool's jobs within their queue: 1
+	// (backend.HighestPriority) runs first, 4 (backend.LowestPriority)
+	// last, and jobs of one priority run oldest first. Zero means
+	// backend.DefaultPriority, the highest: give background tools a
+	// larger number. Check, Serve and Work report other values.
+	Priority int
 	// RequireTasks hides the tool from clients that do not use tasks.
 	// By default (false) a 2025-era client without tasks (a 2025-06-18
 	// session, or a 2025-11-25 client that did not declare the tasks
@@ -287,10 +301,14 @@ func (j TaskOptions) toolOptions() []server.ToolOption {
 
 // handlerOptions are the worker options of the declaration.
 func (j TaskOptions) handlerOptions() []worker.HandlerOption {
-	if j.RunTimeout == 0 {
-		return nil
+	var opts []worker.HandlerOption
+	if j.RunTimeout != 0 {
+		opts = append(opts, worker.WithRunTimeout(j.RunTimeout))
 	}
-	return []worker.HandlerOption{worker.WithRunTimeout(j.RunTimeout)}
+	if j.Queue != "" {
+		opts = append(opts, worker.WithQueue(j.Queue))
+	}
+	return opts
 }
 
 // checkJob reports job options that no store accepts; it returns whether
@@ -309,6 +327,14 @@ func (s *Set) checkJob(name string, j TaskOptions) bool {
 		s.report(name, "RunTimeout must not be negative")
 	} else if j.RunTimeout > worker.MaxRunTimeout {
 		s.report(name, "RunTimeout must be at most %v (worker.MaxRunTimeout), got %v", worker.MaxRunTimeout, j.RunTimeout)
+	}
+	if j.Queue != "" {
+		if err := backend.CheckQueue(j.Queue); err != nil {
+			s.report(name, "Queue %q: %v", j.Queue, err)
+		}
+	}
+	if err := backend.CheckPriority(j.Priority); err != nil {
+		s.report(name, "Priority: %v", err)
 	}
 	return len(s.problems) == n
 }

@@ -112,6 +112,12 @@ type Config struct {
 	// Workers is the number of jobs run at once in this process. 0: no
 	// worker runtime (an API-only node).
 	Workers int
+	// Queues, when set, names the queues the node's workers serve, each
+	// with its own bound on jobs run at once, all within Workers
+	// (worker.Options.Queues): the node then claims only the jobs of the
+	// durable tools of these queues. Nil: every queue of Tools. The
+	// worker runtime validates it when the node starts.
+	Queues map[string]worker.QueueConfig
 	// Lease is how long a worker's claim on a job lasts without a
 	// heartbeat. Zero: DefaultLease.
 	Lease time.Duration

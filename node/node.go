@@ -183,6 +183,7 @@ func (n *Node) newRuntime() error {
 		Store:         n.store.Jobs(),
 		Events:        n.store.EventPublisher(),
 		Concurrency:   cfg.Workers,
+		Queues:        cfg.Queues,
 		Lease:         cfg.Lease,
 		ShutdownGrace: cfg.ShutdownGrace,
 		PollInterval:  cfg.PollInterval,

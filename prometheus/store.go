@@ -89,7 +89,8 @@ func (o StoreOptions) validate() error {
 // RegisterStoreGauges registers, on reg, gauges of a store read at scrape
 // time from src (*sqlite.Store, *postgres.Store and *memory.Manager
 // implement backend.GaugeSource): tasks by status, unfinished jobs by kind
-// and state, the age of the oldest available job, and live sessions, with
+// and state and by queue and state (taskwire_store_queue_jobs, bounded by
+// MaxQueueSeries), the age of the oldest available job, and live sessions, with
 // taskwire_store_up, taskwire_store_read_errors_total and
 // taskwire_store_read_duration_seconds about the read itself. A read that
 // fails or passes its Timeout leaves the store's series out of that scrape
@@ -123,6 +124,9 @@ var (
 		"Tasks in the store by status, terminal and expired ones included until deleted.", []string{"status"}, nil)
 	storeJobsDesc = prom.NewDesc(namespace+"_store_jobs",
 		"Unfinished jobs in the store by kind and state (available, retry_waiting, scheduled, running, input_waiting).", []string{"kind", "state"}, nil)
+	storeQueueJobsDesc = prom.NewDesc(namespace+"_store_queue_jobs",
+		"Unfinished jobs in the store by queue and state: the queues found, up to MaxQueueSeries, the rest as queue \"other\".",
+		[]string{"queue", "state"}, nil)
 	storeOldestDesc = prom.NewDesc(namespace+"_store_oldest_available_job_age_seconds",
 		"How long the longest-waiting available job has been due; 0 when none is.", nil, nil)
 	storeSessionsDesc = prom.NewDesc(namespace+"_store_sessions",
@@ -153,7 +157,7 @@ type storeCollector struct {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prom.Desc) {
-	for _, d := range []*prom.Desc{storeTasksDesc, storeJobsDesc, storeOldestDesc, storeSessionsDesc, storeUpDesc, storeReadDesc, storeErrorsDesc} {
+	for _, d := range []*prom.Desc{storeTasksDesc, storeJobsDesc, storeQueueJobsDesc, storeOldestDesc, storeSessionsDesc, storeUpDesc, storeReadDesc, storeErrorsDesc} {
 		ch <- d
 	}
 }
@@ -175,6 +179,13 @@ func (c *storeCollector) Collect(ch chan<- prom.Metric) {
 		// invalid UTF-8, so only a row written by other means) is left
 		// out rather than failing the scrape.
 		if m, err := prom.NewConstMetric(storeJobsDesc, prom.GaugeValue, float64(n), job.Kind, string(job.State)); err == nil {
+			ch <- m
+		}
+	}
+	for q, n := range queueSeries(snap.Jobs) {
+		// Queue names are ASCII (backend.CheckQueue); a row written by
+		// other means that is no label value is left out.
+		if m, err := prom.NewConstMetric(storeQueueJobsDesc, prom.GaugeValue, float64(n), q.Queue, string(q.State)); err == nil {
 			ch <- m
 		}
 	}
@@ -242,7 +253,48 @@ func (c *storeCollector) jobSeries(jobs map[backend.JobKey]int) map[backend.JobK
 		if !own[j.Kind] {
 			j.Kind = otherKind
 		}
+		j.Queue = "" // summed over the queues: see queueSeries
 		out[j] += n
+	}
+	return out
+}
+
+// MaxQueueSeries bounds the queues of taskwire_store_queue_jobs: the
+// queues found in the store, in name order, up to this many, each with
+// every state; the jobs of the rest count under the queue "other".
+const MaxQueueSeries = 32
+
+// queueSeries returns the value of every queue series: the jobs summed
+// over their kinds by queue and state.
+func queueSeries(jobs map[backend.JobKey]int) map[backend.JobKey]int {
+	seen := map[string]bool{}
+	var queues []string
+	for j := range jobs {
+		if !seen[j.Queue] {
+			seen[j.Queue] = true
+			queues = append(queues, j.Queue)
+		}
+	}
+	slices.Sort(queues)
+	own := map[string]bool{}
+	for _, q := range queues[:min(len(queues), MaxQueueSeries)] {
+		own[q] = true
+	}
+	if len(queues) > MaxQueueSeries {
+		own[otherKind] = true
+	}
+	out := map[backend.JobKey]int{}
+	for q := range own {
+		for _, s := range backend.JobStates {
+			out[backend.JobKey{Queue: q, State: s}] = 0
+		}
+	}
+	for j, n := range jobs {
+		k := backend.JobKey{Queue: j.Queue, State: j.State}
+		if !own[j.Queue] {
+			k.Queue = otherKind
+		}
+		out[k] += n
 	}
 	return out
 }

@@ -258,3 +258,53 @@ func TestRegisterValidates(t *testing.T) {
 		t.Fatalf("registering after failed attempts: %v", err)
 	}
 }
+
+// TestStoreQueueGauges: the jobs are counted by queue and state too, the
+// same kind in two queues apart, summed over the queues by kind, and the
+// queues beyond MaxQueueSeries add up under "other".
+func TestStoreQueueGauges(t *testing.T) {
+	st := openSQLite(t)
+	ctx := context.Background()
+	for _, q := range []string{"", "mail", "mail"} {
+		if _, err := st.Enqueue(ctx, creation(t, "send", "t"), backend.EnqueueOptions{Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := twprom.NewRegistry()
+	if err := twprom.RegisterStoreGauges(reg, st, twprom.StoreOptions{MinInterval: -1}); err != nil {
+		t.Fatal(err)
+	}
+	f := scrape(t, twprom.Handler(reg))
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"taskwire_store_queue_jobs", []string{"queue", "mail", "state", "available"}, 2},
+		{"taskwire_store_queue_jobs", []string{"queue", "default", "state", "available"}, 1},
+		{"taskwire_store_queue_jobs", []string{"queue", "mail", "state", "running"}, 0},
+		{"taskwire_store_jobs", []string{"kind", "send", "state", "available"}, 3},
+	} {
+		if got, ok := f.Value(c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if got := len(f.Series("taskwire_store_queue_jobs")); got != 2*len(backend.JobStates) {
+		t.Errorf("%d queue series, want %d", got, 2*len(backend.JobStates))
+	}
+
+	for i := range twprom.MaxQueueSeries {
+		if _, err := st.Enqueue(ctx, creation(t, "send", "t"), backend.EnqueueOptions{Queue: fmt.Sprintf("z%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f = scrape(t, twprom.Handler(reg))
+	if got := len(f.Series("taskwire_store_queue_jobs")); got != (twprom.MaxQueueSeries+1)*len(backend.JobStates) {
+		t.Errorf("%d queue series, want %d", got, (twprom.MaxQueueSeries+1)*len(backend.JobStates))
+	}
+	// The 34 queues in name order: default, mail, z00..z29 own series;
+	// z30 and z31 count under other.
+	if got, _ := f.Value("taskwire_store_queue_jobs", "queue", "other", "state", "available"); got != 2 {
+		t.Errorf("other queues: %v available jobs, want 2", got)
+	}
+}

@@ -16,13 +16,17 @@ type WorkerMetrics struct {
 	failures    *prom.CounterVec
 	durations   *prom.HistogramVec
 	maintenance *prom.CounterVec
+	running     *prom.GaugeVec
 
 	// Series by label values, looked up once per combination.
 	transitionSeries *seriesCache[prom.Counter]
 	durationSeries   *seriesCache[prom.Observer]
 }
 
-var _ worker.Metrics = (*WorkerMetrics)(nil)
+var (
+	_ worker.Metrics      = (*WorkerMetrics)(nil)
+	_ worker.QueueMetrics = (*WorkerMetrics)(nil)
+)
 
 // NewWorkerMetrics registers the worker runtime's metrics on reg. It fails
 // when reg is nil or already holds metrics of the same names.
@@ -45,8 +49,12 @@ func NewWorkerMetrics(reg prom.Registerer) (*WorkerMetrics, error) {
 			Namespace: namespace, Subsystem: "worker", Name: "maintenance_total",
 			Help: "Jobs, tasks or rows handled by maintenance passes, by operation (rescued, expired_deleted, outbox_pruned, job_pruned).",
 		}, []string{"operation"}),
+		running: prom.NewGaugeVec(prom.GaugeOpts{
+			Namespace: namespace, Subsystem: "worker", Name: "queue_running_jobs",
+			Help: "Jobs running in this runtime, by queue (the queues it serves, at most worker.MaxQueues).",
+		}, []string{"queue"}),
 	}
-	if err := register(reg, m.transitions, m.failures, m.durations, m.maintenance); err != nil {
+	if err := register(reg, m.transitions, m.failures, m.durations, m.maintenance, m.running); err != nil {
 		return nil, err
 	}
 	m.transitionSeries = &seriesCache[prom.Counter]{make: func(l labels3) prom.Counter { return m.transitions.WithLabelValues(l[0], l[1]) }}
@@ -72,4 +80,9 @@ func (m *WorkerMetrics) HandlerDuration(kind string, d time.Duration) {
 // Maintenance implements worker.Metrics.
 func (m *WorkerMetrics) Maintenance(t worker.Transition, n int) {
 	m.maintenance.WithLabelValues(string(t)).Add(float64(n))
+}
+
+// QueueRunning implements worker.QueueMetrics.
+func (m *WorkerMetrics) QueueRunning(queue string, delta int) {
+	m.running.WithLabelValues(queue).Add(float64(delta))
 }

@@ -90,7 +90,7 @@ func TestClaimsAskForUnreservedSlots(t *testing.T) {
 		}
 		h.start()
 		synctest.Wait()
-		h.rt.signalWake() // a hint while the first claim stalls
+		h.rt.hint("") // a hint while the first claim stalls
 		synctest.Wait()
 		close(stalled.gate)
 		synctest.Wait()

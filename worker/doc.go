@@ -140,10 +140,15 @@
 // the completion batchers, and per running job a handler goroutine and,
 // while a heartbeat, a cancel check or a progress write is under way, one
 // more. Concurrency is
-// bounded by a semaphore of Options.Concurrency slots; up to two claims run
-// at once, each asking for at most the free slots the other has not
-// reserved (and ClaimBatch), so that a task created while a claim is under
-// way is claimed on its hint at once rather than after that claim returns.
+// bounded by a semaphore of Options.Concurrency slots, and each served
+// queue's by one of its own (QueueConfig.MaxWorkers; Concurrency when
+// Options.Queues is nil). A claim takes the jobs of one queue; up to two
+// claims run at once, of all queues together (the queues take turns), each
+// asking for at most the free slots, of the runtime and of the queue, that
+// the other has not reserved (and ClaimBatch), so that a task created
+// while a claim is under way is claimed on its hint at once rather than
+// after that claim returns. A slot that frees wakes the claims of its
+// queue; a hint or a rescue, those of every queue.
 // After a claim that returned nothing the loop sleeps PollInterval, or less
 // when an event hint arrives or a slot frees. When
 // Run's context is done it stops claiming, waits up to ShutdownGrace for

@@ -124,7 +124,7 @@ func TestStoreErrorsAreLogged(t *testing.T) {
 		logs := h.logs.String()
 		for _, want := range []string{
 			`msg="worker: heartbeat failed" kind=slow attempt=1 err="postgres: heartbeat: connection reset by peer"`,
-			`msg="worker: claim failed" err="dial tcp: connection refused"`,
+			`msg="worker: claim failed" queue=default err="dial tcp: connection refused"`,
 		} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("log lacks %s:\n%s", want, logs)

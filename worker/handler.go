@@ -211,12 +211,17 @@ type outcome struct {
 // runJob runs one claimed job to its final write and frees its slot: once
 // its completion is queued for a batch (the slot bounds running handlers;
 // the batcher's queue bounds the completions waiting), or when it returns.
-func (rt *Runtime) runJob(base context.Context, j backend.JobRow, claimedAt time.Time) {
+func (rt *Runtime) runJob(base context.Context, q *queueState, j backend.JobRow, claimedAt time.Time) {
 	freed := false
 	freeSlot := func() {
 		if !freed {
 			freed = true
+			<-q.slots
 			<-rt.slots
+			if rt.queueMetrics != nil {
+				rt.queueMetrics.QueueRunning(q.name, -1)
+			}
+			q.freed.Store(true)
 			rt.signalWake()
 		}
 	}

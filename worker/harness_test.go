@@ -279,11 +279,22 @@ type recMetrics struct {
 	failures    map[string]int // "kind category"
 	maintenance map[Transition]int
 	kinds       map[string]bool
-	labels      []string // every label value seen
+	labels      []string       // every label value seen
+	running     map[string]int // QueueRunning: jobs running by queue
+	mostRunning map[string]int // the most running at once by queue
 }
 
 func newRecMetrics() *recMetrics {
-	return &recMetrics{transitions: map[string]int{}, failures: map[string]int{}, maintenance: map[Transition]int{}, kinds: map[string]bool{}}
+	return &recMetrics{transitions: map[string]int{}, failures: map[string]int{}, maintenance: map[Transition]int{}, kinds: map[string]bool{},
+		running: map[string]int{}, mostRunning: map[string]int{}}
+}
+
+func (m *recMetrics) QueueRunning(queue string, delta int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running[queue] += delta
+	m.mostRunning[queue] = max(m.mostRunning[queue], m.running[queue])
+	m.labels = append(m.labels, queue)
 }
 
 func (m *recMetrics) JobTransition(kind string, tr Transition) {

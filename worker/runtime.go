@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -38,11 +39,24 @@ type Options struct {
 	// text cannot hold a NUL byte, and the name is shown to operators).
 	Name string
 
-	// Concurrency bounds the handlers running at once. Default 10. A job
+	// Concurrency bounds the handlers running at once, of every queue. Default
+	// 10, or the sum of the queues' MaxWorkers when Queues is set. A job
 	// whose handler has returned and whose completion waits for its batch
 	// to commit no longer counts; the completions waiting are bounded by
 	// Concurrency too.
 	Concurrency int
+	// Queues, when set, names the queues the runtime serves, each with its
+	// own bound on running handlers (QueueConfig.MaxWorkers), all within
+	// Concurrency: the runtime claims the jobs of the kinds whose handler
+	// names one of these queues (WithQueue), and leaves the jobs of the
+	// other handlers' queues to other runtimes. Nil (the default) serves
+	// every queue the handlers name, all sharing Concurrency. New refuses
+	// an empty map, more than MaxQueues queues, a name backend.CheckQueue
+	// refuses, and a MaxWorkers below 1 or above a Concurrency that is
+	// set; Run refuses a queue no handler names. The runtime claims from
+	// each queue with free slots apart (a claim takes one queue's jobs),
+	// so an idle runtime polls each of its queues every PollInterval.
+	Queues map[string]QueueConfig
 	// ClaimBatch bounds the jobs taken by one claim; each claim asks for at
 	// most the number of free handler slots. Default Concurrency; it must
 	// not exceed Concurrency.
@@ -196,6 +210,12 @@ func (o Options) withDefaults() (Options, error) {
 	if err := checkWorkerName(o.Name); err != nil {
 		return o, err
 	}
+	c, err := checkQueues(o.Queues, o.Concurrency)
+	if err != nil {
+		return o, err
+	}
+	o.Concurrency = c
+	o.Queues = maps.Clone(o.Queues)
 	if o.Name == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
@@ -276,10 +296,12 @@ func (o Options) withDefaults() (Options, error) {
 // for their kinds. Register handlers with AddHandler or AddRawHandler, then
 // call Run once. A Runtime is safe for concurrent use.
 type Runtime struct {
-	opts      Options
-	log       *slog.Logger
-	metrics   Metrics
-	validator *task.Validator
+	opts    Options
+	log     *slog.Logger
+	metrics Metrics
+	// queueMetrics is metrics when it is a QueueMetrics, else nil.
+	queueMetrics QueueMetrics
+	validator    *task.Validator
 
 	// slots is the handler semaphore: one token per running job. Only the
 	// claim loop acquires; finishing jobs release and signal wake.
@@ -297,9 +319,12 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	started  bool
-	handlers map[string]handler        // immutable once started
-	kinds    []string                  // sorted registered kinds, set at start
-	running  map[string][]*leaseKeeper // running jobs by task, for hints
+	handlers map[string]handler // immutable once started
+	queues   []*queueState      // the served queues, set at start
+	// hinted is set by an event hint or a rescue: every queue may have
+	// jobs to claim.
+	hinted  atomic.Bool
+	running map[string][]*leaseKeeper // running jobs by task, for hints
 	// stopCause, once set by stopJobs, cancels every running job and every
 	// job that starts afterwards.
 	stopCause error
@@ -312,15 +337,17 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	qm, _ := o.Metrics.(QueueMetrics)
 	return &Runtime{
-		opts:      o,
-		log:       o.Logger,
-		metrics:   o.Metrics,
-		validator: task.NewValidator(task.ValidatorOptions{}),
-		slots:     make(chan struct{}, o.Concurrency),
-		wake:      make(chan struct{}, 1),
-		handlers:  map[string]handler{},
-		running:   map[string][]*leaseKeeper{},
+		opts:         o,
+		log:          o.Logger,
+		metrics:      o.Metrics,
+		queueMetrics: qm,
+		validator:    task.NewValidator(task.ValidatorOptions{}),
+		slots:        make(chan struct{}, o.Concurrency),
+		wake:         make(chan struct{}, 1),
+		handlers:     map[string]handler{},
+		running:      map[string][]*leaseKeeper{},
 	}, nil
 }
 
@@ -349,8 +376,13 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		rt.mu.Unlock()
 		return errors.New("worker: no handlers registered")
 	}
+	qs, err := rt.servedQueues()
+	if err != nil {
+		rt.mu.Unlock()
+		return err
+	}
 	rt.started = true
-	rt.kinds = slices.Sorted(maps.Keys(rt.handlers))
+	rt.queues = qs
 	rt.mu.Unlock()
 
 	// base outlives ctx: final writes and releases during the drain use it.
@@ -419,13 +451,15 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup) {
 }
 
 // claimsInFlight bounds the Store.Claim calls of one runtime that run at
-// once. A job created while a claim is under way is not in that claim's
-// snapshot; with a second claim started at once on its hint, it waits for
-// one claim instead of the rest of the current one and then its own.
+// once, of all its queues. A job created while a claim is under way is not in
+// that claim's snapshot; with a second claim started at once on its hint,
+// it waits for one claim instead of the rest of the current one and then
+// its own.
 const claimsInFlight = 2
 
 // claimed is the outcome of one Store.Claim call of the claim loop.
 type claimed struct {
+	q     *queueState
 	jobs  []backend.JobRow
 	at    time.Time
 	limit int // the slots the call reserved
@@ -433,32 +467,50 @@ type claimed struct {
 }
 
 // claimLoop claims jobs while slots are free and starts one goroutine per
-// job, until ctx is done. Up to claimsInFlight claims run at once, each
-// asking for at most the free slots not reserved by the others: a claim
-// starts when there may be jobs to take (at start, after a claim that
-// returned jobs, on a hint or a freed slot, when the poll timer fires). It
-// sleeps only on channels: a claim's result, a free slot, a hint, or the
-// poll timer after an empty or failed claim. It returns once no claim is
-// under way.
+// job, until ctx is done. Each claim takes the jobs of one served queue.
+// Up to claimsInFlight claims run at once, whatever the number of queues
+// (the queues take turns), each asking for at most the free slots not
+// reserved by the others, of the runtime and of its queue: while claims
+// are under way, freed slots accumulate, so that the next claim takes
+// them in one batch rather than one small claim per queue. A claim of a
+// queue starts when there may be jobs to take (at
+// start, after a claim of the queue that returned jobs, on a hint or a
+// rescue for every queue, on a slot the queue's jobs freed, when the poll
+// timer fires for every queue). It sleeps only on channels: a claim's
+// result, a wake (hint, rescue or freed slot), or the poll timer, which
+// a claim that returned nothing (or failed) starts unless it runs already.
+// It returns once no claim is under way.
 func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 	poll := time.NewTimer(rt.opts.PollInterval)
 	poll.Stop()
 	defer poll.Stop()
-	results := make(chan claimed, claimsInFlight)
+	polling := false // the poll timer is running
+	results := make(chan claimed, claimsInFlight*len(rt.queues))
 	inFlight, reserved := 0, 0
-	want := true // there may be jobs to claim
+	next := 0 // the queue the next pass looks at first, round-robin
 	for ctx.Err() == nil {
-		free := cap(rt.slots) - len(rt.slots) - reserved
-		if want && free > 0 && inFlight < claimsInFlight {
-			want = false
-			poll.Stop()
+		started := false
+		for i := range rt.queues {
+			if inFlight >= claimsInFlight {
+				break
+			}
+			q := rt.queues[(next+i)%len(rt.queues)]
+			free := min(cap(rt.slots)-len(rt.slots)-reserved, q.free())
+			if !q.want || free <= 0 {
+				continue
+			}
+			next = (next + i + 1) % len(rt.queues)
+			q.want, started = false, true
 			limit := min(free, rt.opts.ClaimBatch)
 			inFlight++
 			reserved += limit
+			q.reserved += limit
 			go func() {
-				js, at, err := rt.claim(ctx, limit)
-				results <- claimed{jobs: js, at: at, limit: limit, err: err}
+				js, at, err := rt.claim(ctx, q, limit)
+				results <- claimed{q: q, jobs: js, at: at, limit: limit, err: err}
 			}()
+		}
+		if started {
 			continue
 		}
 		select {
@@ -466,16 +518,26 @@ func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
 		case r := <-results:
 			inFlight--
 			reserved -= r.limit
+			r.q.reserved -= r.limit
 			rt.start(ctx, base, jobs, r)
 			if r.err == nil && len(r.jobs) > 0 {
-				want = true
-			} else if inFlight == 0 && !want {
+				r.q.want = true
+			} else if !polling {
 				poll.Reset(rt.opts.PollInterval)
+				polling = true
 			}
 		case <-rt.wake:
-			want = true
+			all := rt.hinted.Swap(false)
+			for _, q := range rt.queues {
+				if q.freed.Swap(false) || all {
+					q.want = true
+				}
+			}
 		case <-poll.C:
-			want = true
+			polling = false
+			for _, q := range rt.queues {
+				q.want = true
+			}
 		}
 	}
 	for ; inFlight > 0; inFlight-- {
@@ -493,26 +555,33 @@ func (rt *Runtime) start(ctx, base context.Context, jobs *sync.WaitGroup, r clai
 			rt.releaseUnstarted(base, j, r.at)
 			continue
 		}
-		rt.slots <- struct{}{} // never blocks: only the claim loop acquires, within its reservation
-		jobs.Go(func() { rt.runJob(base, j, r.at) })
+		// Neither blocks: only the claim loop acquires, within its
+		// reservation.
+		rt.slots <- struct{}{}
+		r.q.slots <- struct{}{}
+		if rt.queueMetrics != nil {
+			rt.queueMetrics.QueueRunning(r.q.name, 1)
+		}
+		jobs.Go(func() { rt.runJob(base, r.q, j, r.at) })
 	}
 }
 
-// claim runs one Store.Claim. On error it returns no jobs.
-func (rt *Runtime) claim(ctx context.Context, limit int) ([]backend.JobRow, time.Time, error) {
+// claim runs one Store.Claim of queue q. On error it returns no jobs.
+func (rt *Runtime) claim(ctx context.Context, q *queueState, limit int) ([]backend.JobRow, time.Time, error) {
 	now := rt.now()
 	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
 	defer cancel()
 	jobs, err := rt.opts.Store.Claim(cctx, backend.ClaimParams{
 		Worker: rt.opts.Name,
-		Kinds:  rt.kinds,
+		Kinds:  q.kinds,
+		Queue:  q.name,
 		Limit:  limit,
 		Lease:  rt.opts.Lease,
 		Now:    now,
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			rt.log.Error("worker: claim failed", "err", errText(err))
+			rt.log.Error("worker: claim failed", "queue", q.name, "err", errText(err))
 		}
 		return nil, now, err
 	}
@@ -559,6 +628,7 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 		if n > 0 {
 			rt.metrics.Maintenance(what, n)
 			if what == TransitionRescued {
+				rt.hinted.Store(true)
 				rt.signalWake()
 			}
 		}
@@ -575,6 +645,7 @@ func (rt *Runtime) rescue(ctx context.Context, now time.Time, limit int) (int, e
 
 // hint is the event subscriber: it must not block.
 func (rt *Runtime) hint(taskID string) {
+	rt.hinted.Store(true)
 	rt.signalWake()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -353,7 +353,8 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 			t.Errorf("stray job: state %s failures %d", j.state, j.failures)
 		}
 
-		allowed := map[string]bool{"known": true, unknownKind: true}
+		// The served queues are the queue labels: here the default one.
+		allowed := map[string]bool{"known": true, unknownKind: true, "default": true}
 		for _, tr := range []Transition{TransitionClaimed, TransitionCompleted, TransitionFailed, TransitionCancelled,
 			TransitionRetried, TransitionInputRequested, TransitionLeaseLost, TransitionReleased, TransitionRescued, TransitionExpiredDeleted} {
 			allowed[string(tr)] = true

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/taskwire/taskwire/backend"
 )
 
 // MaxRunTimeout bounds WithRunTimeout: a week, longer than any task is
@@ -22,6 +24,7 @@ type HandlerOption func(*handlerOptions)
 
 type handlerOptions struct {
 	runTimeout time.Duration
+	queue      string
 }
 
 // WithRunTimeout bounds each run of the handler (each attempt, and each
@@ -44,6 +47,7 @@ type handler struct {
 	run     RawHandler
 	timeout time.Duration // 0: none
 	cause   error         // the context cause of a run past its timeout
+	queue   string        // the queue its jobs are claimed from
 }
 
 // newHandler applies opts to h.
@@ -60,7 +64,12 @@ func newHandler(h RawHandler, opts []HandlerOption) (handler, error) {
 	case o.runTimeout > MaxRunTimeout:
 		return handler{}, fmt.Errorf("worker: a run timeout must be at most %v, got %v", MaxRunTimeout, o.runTimeout)
 	}
-	hd := handler{run: h, timeout: o.runTimeout}
+	if o.queue == "" {
+		o.queue = backend.DefaultQueue
+	} else if err := backend.CheckQueue(o.queue); err != nil {
+		return handler{}, fmt.Errorf("worker: WithQueue: %w", err)
+	}
+	hd := handler{run: h, timeout: o.runTimeout, queue: o.queue}
 	if hd.timeout > 0 {
 		hd.cause = fmt.Errorf("%w of %v passed", ErrRunTimeout, hd.timeout)
 	}

@@ -21,8 +21,8 @@
 //	                 [every flag of serve, --stdio included]
 //	taskwire gateway worker [the upstream flags of gateway] [every flag of worker]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
-//	                 [--workers 4] [--lease 30s] [--no-migrate] [--reports-dir DIR] [--log-level info]
-//	                 [--shutdown-grace 10s] [--admin-addr ADDR] [--admin-allowed-hosts HOSTS]
+//	                 [--workers 4] [--queues NAME=N,...] [--lease 30s] [--no-migrate] [--reports-dir DIR]
+//	                 [--log-level info] [--shutdown-grace 10s] [--admin-addr ADDR] [--admin-allowed-hosts HOSTS]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
 //	                 [--log-level info]
 //	taskwire version
@@ -75,7 +75,9 @@
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run
 // on --workers in-process workers (0 for an API-only node). worker runs only
-// the workers, for a fleet sharing one PostgreSQL store. --lease is how long
+// the workers, for a fleet sharing one PostgreSQL store; --queues
+// mail=4,reports=1 makes it serve only those queues of the durable tools,
+// each with its own bound on jobs run at once. --lease is how long
 // a worker's claim on a job lasts without a heartbeat: a job of a crashed
 // process runs again elsewhere after about one lease. Both apply pending
 // schema migrations unless --no-migrate is given; migrate only migrates.

@@ -312,7 +312,9 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
 		"one PostgreSQL store with its serve nodes.")
 	common := p.addCommonFlags(fs)
-	workers := fs.Int("workers", 4, "jobs run at once")
+	workers := fs.Int("workers", 4, "jobs run at once, of every queue; with --queues and no --workers, the sum of the queues' workers")
+	queueList := fs.String("queues", "", "the `queues` to serve, comma-separated name=workers pairs, each with the jobs of it run at once "+
+		"(mail=4,reports=1); default: every queue of the durable tools, sharing --workers")
 	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	configure := p.flags("worker", fs)
@@ -328,11 +330,16 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	queues, err := parseQueues(*queueList)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	*workers = queueWorkers(fs, *workers, queues)
 	if *workers < 1 {
 		return usageErrorf("%s: --workers must be at least 1", cmd)
 	}
 	cfg := p.config(node.Config{
-		StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Lease: *lease,
+		StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Queues: queues, Lease: *lease,
 		ShutdownGrace: *grace, Logger: logger, Messages: stdout, AdminAddr: adminAddr.addr,
 		AdminAllowedHosts: adminAddr.hosts,
 	})

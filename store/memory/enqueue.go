@@ -154,8 +154,9 @@ func (m *Manager) insertLocked(id string, cc *task.CreationContext, s storerules
 	}
 	e := &entry{
 		snap: snap, endpoint: cc.Request.Endpoint, tenant: cc.Request.Tenant, principal: cc.Request.Principal,
-		key: key, used: map[string]bool{},
-		job: &job{state: jobAvailable, kind: cc.Origin.Tool(), maxAttempts: s.MaxAttempts, runAt: now,
+		key: key, used: map[string]bool{}, queue: s.Queue, priority: s.Priority,
+		job: &job{state: jobAvailable, kind: cc.Origin.Tool(), queue: s.Queue, priority: s.Priority,
+			maxAttempts: s.MaxAttempts, runAt: now,
 			trace: task.DecodeTraceContext(cc.Trace.Encode())},
 	}
 	if s.TTL > 0 {

@@ -45,7 +45,7 @@ func (m *Manager) gauges(ctx context.Context, tasks bool) (backend.Gauges, error
 			continue
 		}
 		state := j.gaugeState(now)
-		snap.Jobs[backend.JobKey{Kind: j.kind, State: state}]++
+		snap.Jobs[backend.JobKey{Queue: j.queue, Kind: j.kind, State: state}]++
 		if due := now.Sub(j.runAt); state == backend.JobAvailable && due > snap.OldestAvailable {
 			snap.OldestAvailable = due
 		}

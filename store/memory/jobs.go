@@ -44,6 +44,8 @@ const (
 type job struct {
 	state        JobState
 	kind         string
+	queue        string
+	priority     int
 	attempt      int64
 	failures     int
 	interrupted  int
@@ -127,9 +129,10 @@ var (
 	_ backend.Checkpointer     = jobStore{}
 )
 
-// Claim implements backend.JobStore. It leases up to p.Limit due jobs of the
-// given kinds (all kinds when none are given), ordered by run-at time, then
-// creation time, then task ID. Claimable are available jobs of unexpired
+// Claim implements backend.JobStore. It leases up to p.Limit due jobs of
+// the queue p.Queue (backend.DefaultQueue when empty) and of the given
+// kinds (all kinds when none are given), ordered by priority, then run-at
+// time, then creation time, then task ID. Claimable are available jobs of unexpired
 // tasks, including jobs waiting for input whose task has a cancellation
 // request. A zero p.Now means the manager's clock. It costs O(n log n) in
 // the tasks held.
@@ -147,17 +150,18 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	if now.IsZero() {
 		now = m.now()
 	}
+	queue := cmp.Or(p.Queue, backend.DefaultQueue)
 	var due []*entry
 	for _, e := range m.tasks {
 		j := e.job
-		if j == nil || j.state != jobAvailable || j.runAt.After(now) || e.expired(now) ||
+		if j == nil || j.state != jobAvailable || j.queue != queue || j.runAt.After(now) || e.expired(now) ||
 			(len(p.Kinds) > 0 && !slices.Contains(p.Kinds, j.kind)) {
 			continue
 		}
 		due = append(due, e)
 	}
 	slices.SortFunc(due, func(a, b *entry) int {
-		return cmp.Or(a.job.runAt.Compare(b.job.runAt), a.snap.CreatedAt().Compare(b.snap.CreatedAt()),
+		return cmp.Or(cmp.Compare(a.job.priority, b.job.priority), a.job.runAt.Compare(b.job.runAt), a.snap.CreatedAt().Compare(b.snap.CreatedAt()),
 			cmp.Compare(a.snap.ID(), b.snap.ID()))
 	})
 	rows := make([]backend.JobRow, 0, min(len(due), p.Limit))

@@ -120,8 +120,12 @@ type entry struct {
 	used            map[string]bool
 	responses       mcp.InputResponses // with a job: every response accepted; else those not yet taken
 	cancelRequested bool
-	job             *job
-	events          []backend.TaskEvent // history, oldest first, at most backend.MaxTaskEvents
+	// queue and priority are the job's, kept with the task for an
+	// operator's retry after the job row is pruned.
+	queue    string
+	priority int
+	job      *job
+	events   []backend.TaskEvent // history, oldest first, at most backend.MaxTaskEvents
 }
 
 // expired reports whether the task's TTL has passed at now.

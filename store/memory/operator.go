@@ -208,7 +208,7 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 	}
 	cc := &task.CreationContext{Origin: e.snap.Origin(),
 		Request: task.RequestContext{Endpoint: e.endpoint, Tenant: e.tenant, Principal: e.principal}}
-	s, err := storerules.ResolveEnqueue(cc, storerules.RetryOptions(e.snap.TTL(), e.snap.PollInterval()),
+	s, err := storerules.ResolveEnqueue(cc, storerules.RetryOptions(e.snap.TTL(), e.snap.PollInterval(), e.queue, e.priority),
 		m.enqueueDefaults())
 	now := m.now()
 	if err == nil {

@@ -35,6 +35,8 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 		maxAttempts                                []int32
 		runAts                                     []*time.Time
 		traces                                     []*string
+		queues                                     []string
+		priorities                                 []int16
 	}
 	var c column
 	for i, it := range items {
@@ -59,10 +61,12 @@ func (s *Store) EnqueueBatch(ctx context.Context, items []backend.BatchItem) ([]
 		c.maxAttempts = append(c.maxAttempts, int32(e.MaxAttempts))
 		c.runAts = append(c.runAts, runAt)
 		c.traces = append(c.traces, taskdata.TraceColumn(cc))
+		c.queues = append(c.queues, e.Queue)
+		c.priorities = append(c.priorities, int16(e.Priority))
 	}
 	var created time.Time
 	err = s.pool.QueryRow(ctx, s.q.enqueueBatch, s.now(), c.ids, c.endpoints, c.tenants, c.principals, c.kinds,
-		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts, c.traces).Scan(&created)
+		c.origins, c.ttls, c.polls, c.maxAttempts, c.runAts, c.traces, c.queues, c.priorities).Scan(&created)
 	if err != nil {
 		return nil, wrapErr("insert tasks", err)
 	}

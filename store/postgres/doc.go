@@ -52,9 +52,10 @@
 //
 // # Job life cycle
 //
-// Enqueue creates a working task and an available job. Claim leases due
-// available jobs with FOR UPDATE SKIP LOCKED, oldest run_at first (then
-// creation time, then task ID), bumping attempt. Every fenced write
+// Enqueue creates a working task and an available job in its queue. Claim
+// leases due available jobs of one queue with FOR UPDATE SKIP LOCKED,
+// highest priority first, then oldest run_at (then creation time, then
+// task ID), bumping attempt. Every fenced write
 // (Heartbeat, RequestInput, Complete, Fail, Cancel, Retry, Release) applies
 // only while the job is running under the same attempt and its lease has
 // not expired; otherwise it returns backend.ErrLeaseLost and changes nothing.

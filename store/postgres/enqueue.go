@@ -90,7 +90,8 @@ func (s *Store) insert(ctx context.Context, ins *insertion) (task.Task, bool, er
 	var created time.Time
 	err := s.pool.QueryRow(ctx, s.q.enqueue, s.now(), ins.id, ins.cc.Request.Endpoint, ins.cc.Request.Tenant,
 		ins.cc.Request.Principal, ins.cc.Origin.Tool(), ins.cc.Origin.Persisted(), ins.e.TTL.Milliseconds(),
-		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt, taskdata.TraceColumn(ins.cc)).Scan(&created)
+		ins.e.PollInterval.Milliseconds(), key, ins.e.MaxAttempts, runAt, taskdata.TraceColumn(ins.cc), ins.e.Queue,
+		int16(ins.e.Priority)).Scan(&created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return task.Task{}, false, nil
 	}

@@ -47,21 +47,22 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (backend.Gauges, error) 
 					return err
 				}
 			}
-			rows, err := tx.Query(ctx, `SELECT coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*) FROM `+s.q.ident+`.jobs
+			rows, err := tx.Query(ctx, `SELECT queue, coalesce(kind, ''), state, run_at > `+gaugeNow+`, failures > 0, count(*)
+				FROM `+s.q.ident+`.jobs
 				WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > `+gaugeNow+`)
-				GROUP BY 1, 2, 3, 4`, now)
+				GROUP BY 1, 2, 3, 4, 5`, now)
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
-				var kind, state string
+				var queue, kind, state string
 				var later, failed bool
 				var n int
-				if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
+				if err := rows.Scan(&queue, &kind, &state, &later, &failed, &n); err != nil {
 					rows.Close()
 					return err
 				}
-				snap.Jobs[backend.JobKey{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+				snap.Jobs[backend.JobKey{Queue: queue, Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {

@@ -63,7 +63,7 @@ const (
 
 	sqlOperatorBinding = `SELECT endpoint, tenant, principal FROM {{schema}}.tasks WHERE id = $2 AND ` + live
 
-	sqlOperatorLockFailed = `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms
+	sqlOperatorLockFailed = `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms, queue, priority
 		FROM {{schema}}.tasks WHERE id = $2 AND ` + live + ` FOR UPDATE`
 
 	sqlOperatorRetried = `INSERT INTO {{schema}}.task_events (task_id, at, kind, attempt, message)
@@ -332,8 +332,10 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 		var status string
 		var origin []byte
 		var ttlMs, pollMs int64
+		var queue string
+		var priority int16
 		err := tx.QueryRow(ctx, s.q.expand(sqlOperatorLockFailed), now, id).Scan(&cc.Request.Endpoint,
-			&cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs)
+			&cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs, &queue, &priority)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, task.ErrNotFound
 		}
@@ -346,7 +348,8 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 		if cc.Origin, err = task.ParseOrigin(origin); err != nil {
 			return nil, fmt.Errorf("postgres: task origin: %w", err)
 		}
-		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond)
+		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond,
+			queue, int(priority))
 		e, err := storerules.ResolveEnqueue(&cc, opts, s.enqueueDefaults())
 		if err != nil {
 			return nil, fmt.Errorf("postgres: %w", err)
@@ -358,7 +361,7 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 		var created time.Time
 		if err := tx.QueryRow(ctx, s.q.enqueue, now, newID, cc.Request.Endpoint, cc.Request.Tenant,
 			cc.Request.Principal, cc.Origin.Tool(), cc.Origin.Persisted(), e.TTL.Milliseconds(),
-			e.PollInterval.Milliseconds(), nil, e.MaxAttempts, nil, nil).Scan(&created); err != nil {
+			e.PollInterval.Milliseconds(), nil, e.MaxAttempts, nil, nil, e.Queue, int16(e.Priority)).Scan(&created); err != nil {
 			return nil, wrapErr("operator retry", err)
 		}
 		if _, err := tx.Exec(ctx, s.q.expand(sqlOperatorRetried), now, id, newID); err != nil {

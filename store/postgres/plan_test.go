@@ -19,6 +19,8 @@ type planNode struct {
 	Loops       float64    `json:"Actual Loops"`
 	JoinRemoved float64    `json:"Rows Removed by Join Filter"`
 	IndexName   string     `json:"Index Name"`
+	Rows        float64    `json:"Actual Rows"`
+	Subplan     string     `json:"Subplan Name"`
 	SharedHit   float64    `json:"Shared Hit Blocks"`
 	Plans       []planNode `json:"Plans"`
 }
@@ -157,25 +159,9 @@ func TestFindTaskPlan(t *testing.T) {
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(q.name+"/"+mode, func(t *testing.T) {
-				tx, err := s.pool.Begin(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tx.Rollback(ctx)
-				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-					t.Fatal(err)
-				}
-				var out []byte
-				err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q.sql, nil, id, "main", "acme").Scan(&out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var plans []struct{ Plan planNode }
-				if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-					t.Fatalf("EXPLAIN output %s: %v", out, err)
-				}
+				plan, out := explain(t, s, mode, q.sql, nil, id, "main", "acme")
 				var scans []string
-				plans[0].Plan.walk(func(n planNode) {
+				plan.walk(func(n planNode) {
 					if n.Relation == "tasks" {
 						scans = append(scans, fmt.Sprintf("%s %s (%v pages)", n.NodeType, n.IndexName, n.SharedHit))
 					}
@@ -186,4 +172,100 @@ func TestFindTaskPlan(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestClaimPlan checks that a claim stays one range scan of
+// jobs_claim_queue that stops at its limit, under both the custom and the
+// generic (cached) plan, on a table holding several queues, every
+// priority, and jobs not due yet: no sort of the due jobs, no scan of the
+// jobs of other queues, no sequential scan of jobs or tasks. Sorting the
+// due jobs costs a claim time in proportion to the backlog.
+func TestClaimPlan(t *testing.T) {
+	t.Parallel()
+	const total, limit = 6000, 10
+	ctx := ctxT(t)
+	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
+	cc := creation(t, "acme", "echo", `{"n":1}`)
+	queues := []string{"default", "mail", "reports"}
+	items := make([]backend.BatchItem, 500)
+	for round := range total / len(items) {
+		for i := range items {
+			o := backend.EnqueueOptions{Queue: queues[(round+i)%len(queues)], Priority: 1 + i%backend.LowestPriority}
+			if i%5 == 0 {
+				o.RunAt = time.Now().Add(time.Hour)
+			}
+			items[i] = backend.BatchItem{Creation: cc, Options: o}
+		}
+		if _, err := s.EnqueueBatch(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+".jobs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		name, sql string
+		kinds     []string
+	}{{"claim", s.q.claim, nil}, {"claimKinds", s.q.claimKinds, []string{"echo"}}} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			t.Run(q.name+"/"+mode, func(t *testing.T) {
+				args := []any{nil, limit, "w", int64(60000), "mail"}
+				if q.kinds != nil {
+					args = append(args, q.kinds)
+				}
+				plan, out := explain(t, s, mode, q.sql, args...)
+				var claimScans, problems []string
+				plan.walk(func(n planNode) {
+					switch {
+					case n.Subplan == "CTE c":
+						// Sorting the claimed rows is fine; sorting the
+						// candidates is not.
+						n.walk(func(c planNode) {
+							if c.NodeType == "Sort" {
+								problems = append(problems, "a sort of the candidates")
+							}
+						})
+					case n.NodeType == "Seq Scan":
+						problems = append(problems, "a sequential scan of "+n.Relation)
+					case n.IndexName == "jobs_claim_queue":
+						claimScans = append(claimScans, fmt.Sprintf("%s (%v rows)", n.NodeType, n.Rows))
+						if n.Rows > limit {
+							problems = append(problems, fmt.Sprintf("%v candidate rows read for a limit of %d", n.Rows, limit))
+						}
+					}
+				})
+				if len(claimScans) != 1 || !strings.HasPrefix(claimScans[0], "Index Scan ") {
+					problems = append(problems, fmt.Sprintf("claim index scans %v; want one Index Scan", claimScans))
+				}
+				if len(problems) > 0 {
+					t.Errorf("claiming %d of %d jobs in 3 queues: %v\n%s", limit, total, problems, out)
+				}
+			})
+		}
+	}
+}
+
+// explain runs EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of query with args
+// under plan_cache_mode mode, in a transaction it rolls back, and returns
+// the plan and its JSON.
+func explain(t *testing.T, s *Store, mode, query string, args ...any) (planNode, []byte) {
+	t.Helper()
+	ctx := ctxT(t)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	return plans[0].Plan, out
 }

@@ -105,7 +105,7 @@ const (
 	// $2 id, $3 endpoint, $4 tenant, $5 principal, $6 kind, $7 origin,
 	// $8 TTL ms (0: unlimited), $9 poll interval ms, $10 idempotency key,
 	// $11 max attempts, $12 run at (NULL: now), $13 trace context (NULL:
-	// none). Returns the creation time, or no row when the idempotency key
+	// none), $14 queue, $15 priority. Returns the creation time, or no row when the idempotency key
 	// is taken. The job repeats the task's kind and expiry for the claim
 	// index. A creation writes no outbox row: its hint (after commit) only
 	// wakes workers, which poll anyway, so a listener that missed it in an
@@ -113,54 +113,59 @@ const (
 	sqlEnqueue = `WITH n AS (SELECT {{now}} AS now),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context, queue, priority)
 			SELECT $2::text, $3::text, $4::text, $5::text, $6::text, 'working', $7::bytea, n.now, n.now,
 				CASE WHEN $8::bigint > 0 THEN n.now + $8::bigint * interval '1 millisecond' END,
-				$8::bigint, $9::bigint, $10::text, $13::text
+				$8::bigint, $9::bigint, $10::text, $13::text, $14::text, $15::smallint
 			FROM n
 			ON CONFLICT (tenant, endpoint, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-			RETURNING id, kind, created_at, expires_at),
+			RETURNING id, kind, created_at, expires_at, queue, priority),
 		j AS (
-			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
-			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at, kind, expires_at
+			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at, queue, priority)
+			SELECT id, 'available', $11::integer, coalesce($12::timestamptz, created_at), created_at, kind, expires_at,
+				queue, priority
 			FROM t)
 		SELECT created_at FROM t`
 
 	// Inserts a batch of tasks: $2 IDs, $3 endpoints, $4 tenants, $5
 	// principals, $6 kinds, $7 origins, $8 TTLs ms (0: unlimited), $9 poll
 	// intervals ms, $10 max attempts, $11 run-at times (NULL: now), $12
-	// trace contexts (NULL: none). The
+	// trace contexts (NULL: none), $13 queues, $14 priorities. The
 	// job rows come from the batch itself, not from the tasks' RETURNING,
 	// so that the cached plan never joins the batch with itself. Returns
 	// the creation time; like sqlEnqueue, it writes no outbox row.
 	sqlEnqueueBatch = `WITH n AS (SELECT {{now}} AS now),
 		v AS (SELECT v.*, CASE WHEN v.ttl_ms > 0 THEN n.now + v.ttl_ms * interval '1 millisecond' END AS expires_at
 			FROM n, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
-				$9::bigint[], $10::integer[], $11::timestamptz[], $12::text[])
-				AS v(id, endpoint, tenant, principal, kind, origin, ttl_ms, poll_ms, max_attempts, run_at, trace)),
+				$9::bigint[], $10::integer[], $11::timestamptz[], $12::text[], $13::text[], $14::smallint[])
+				AS v(id, endpoint, tenant, principal, kind, origin, ttl_ms, poll_ms, max_attempts, run_at, trace,
+					queue, priority)),
 		t AS (
 			INSERT INTO {{schema}}.tasks (id, endpoint, tenant, principal, kind, status, origin, created_at,
-				updated_at, expires_at, ttl_ms, poll_interval_ms, trace_context)
+				updated_at, expires_at, ttl_ms, poll_interval_ms, trace_context, queue, priority)
 			SELECT v.id, v.endpoint, v.tenant, v.principal, v.kind, 'working', v.origin, n.now, n.now,
-				v.expires_at, v.ttl_ms, v.poll_ms, v.trace
+				v.expires_at, v.ttl_ms, v.poll_ms, v.trace, v.queue, v.priority
 			FROM v, n),
 		j AS (
-			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at)
-			SELECT v.id, 'available', v.max_attempts, coalesce(v.run_at, n.now), n.now, v.kind, v.expires_at
+			INSERT INTO {{schema}}.jobs (task_id, state, max_attempts, run_at, created_at, kind, expires_at, queue, priority)
+			SELECT v.id, 'available', v.max_attempts, coalesce(v.run_at, n.now), n.now, v.kind, v.expires_at,
+				v.queue, v.priority
 			FROM v, n)
 		SELECT now FROM n`
 
-	// $2 limit, $3 worker, $4 lease ms; $5 kinds in the filtered variant.
-	// The candidates come from the jobs table alone, in jobs_claim index
-	// order, so a claim costs O(limit) whatever the queue length; the job
+	// $2 limit, $3 worker, $4 lease ms, $5 queue; $6 kinds in the filtered
+	// variant. The candidates come from the jobs table alone, in
+	// jobs_claim_queue index order (one queue, then priority, run_at,
+	// created_at, task_id), so a claim costs O(limit) whatever the queue
+	// length; the job
 	// and task rows are then found by primary key ("= ANY(ARRAY(...))"
 	// keeps the planner from hashing a whole table when its estimates of
 	// the candidates are off).
 	sqlClaim = `WITH c AS (
 			SELECT task_id FROM {{schema}}.jobs
-			WHERE state = 'available' AND run_at <= {{now}} AND (expires_at IS NULL OR expires_at > {{now}})
-				{{kinds}}
-			ORDER BY run_at, created_at, task_id
+			WHERE state = 'available' AND queue = $5::text AND run_at <= {{now}}
+				AND (expires_at IS NULL OR expires_at > {{now}}) {{kinds}}
+			ORDER BY priority, run_at, created_at, task_id
 			LIMIT $2 FOR UPDATE SKIP LOCKED),
 		u AS (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
@@ -168,14 +173,14 @@ const (
 				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
+				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
 		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
 			u.first_failure_at, t.kind,
 			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
 			t.progress, t.progress_total
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
-		ORDER BY u.run_at, u.created_at, u.task_id`
+		ORDER BY u.priority, u.run_at, u.created_at, u.task_id`
 
 	// $4 lease ms.
 	sqlHeartbeat = `UPDATE {{schema}}.jobs SET lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
@@ -482,7 +487,7 @@ func newQueries(schema string) queries {
 	q.deleteHolder = q.expand(sqlDeleteHolder)
 	q.enqueue = q.expand(sqlEnqueue)
 	q.claim = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "", 1))
-	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($5::text[])", 1))
+	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($6::text[])", 1))
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
 	q.completeBatch = q.expand(sqlCompleteBatch)

@@ -8,7 +8,7 @@ import (
 
 // Claims and table statistics.
 //
-// A claim walks the jobs_claim index in order and stops at its limit, but
+// A claim walks the jobs_claim_queue index in order and stops at its limit, but
 // the planner chooses that plan only when it has statistics on the jobs
 // table. A table that was never analyzed (new, or filled by a burst before
 // autovacuum's first pass, which can take a minute) looks to the planner

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,8 +32,9 @@ func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 type jobStore struct{ s *Store }
 
 // Claim implements backend.JobStore. It leases up to p.Limit due available jobs
-// of the given kinds, oldest run_at first (then creation time, then task
-// ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
+// of the queue p.Queue (backend.DefaultQueue when empty) and of the given
+// kinds, highest priority first, then oldest run_at (then creation time,
+// then task ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers on any node never wait for each other or share a job.
 // Jobs of expired tasks are skipped. A job whose task has stored data this
 // code cannot read fails its task with the fixed internal error instead of
@@ -44,7 +46,7 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	}
 	s.ensureClaimStats(ctx)
 	now := s.at(p.Now)
-	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
+	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds(), cmp.Or(p.Queue, backend.DefaultQueue)}
 	if len(p.Kinds) > 0 {
 		query, args = s.q.claimKinds, append(args, p.Kinds)
 	}

@@ -48,9 +48,10 @@
 //
 // # Job life cycle
 //
-// Enqueue creates a working task and an available job. Claim leases due
-// available jobs, oldest run_at first (then creation time, then task ID),
-// bumping attempt, walking an index of available jobs in that order (the
+// Enqueue creates a working task and an available job in its queue. Claim
+// leases due available jobs of one queue, highest priority first, then
+// oldest run_at (then creation time, then task ID), bumping attempt,
+// walking an index of available jobs in that order (the
 // job row repeats its task's kind, creation time and expiry for it). A job
 // awaiting input becomes available once cancellation has been requested, so
 // that a worker sees the intent and can cancel. Every

@@ -107,11 +107,11 @@ func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContex
 		keyArg = opts.IdempotencyKey
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, endpoint, tenant, principal, kind, status, origin,
-		created_at, updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context)
-		VALUES (?, ?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?)`,
+		created_at, updated_at, expires_at, ttl_ms, poll_interval_ms, idempotency_key, trace_context, queue, priority)
+		VALUES (?, ?, ?, ?, ?, 'working', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, cc.Request.Endpoint, cc.Request.Tenant, cc.Request.Principal, cc.Origin.Tool(),
 		cc.Origin.Persisted(), nowMs, nowMs, expires, e.TTL.Milliseconds(), e.PollInterval.Milliseconds(), keyArg,
-		taskdata.TraceColumn(cc))
+		taskdata.TraceColumn(cc), e.Queue, e.Priority)
 	if err != nil {
 		return task.Task{}, wrapErr("insert task", err)
 	}
@@ -120,8 +120,8 @@ func (s *Store) insertTask(ctx context.Context, tx *wtx, cc *task.CreationContex
 		runAt = opts.RunAt.UnixMilli()
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, state, max_attempts, run_at, kind, created_at,
-		expires_at) VALUES (?, 'available', ?, ?, ?, ?, ?)`, id, e.MaxAttempts, runAt, cc.Origin.Tool(), nowMs,
-		expires); err != nil {
+		expires_at, queue, priority) VALUES (?, 'available', ?, ?, ?, ?, ?, ?, ?)`, id, e.MaxAttempts, runAt,
+		cc.Origin.Tool(), nowMs, expires, e.Queue, e.Priority); err != nil {
 		return task.Task{}, wrapErr("insert job", err)
 	}
 	if err := outbox(ctx, tx, id, nowMs); err != nil {

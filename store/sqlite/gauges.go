@@ -14,9 +14,9 @@ import (
 // sqlGaugeJobs counts the jobs that have not finished by kind, state,
 // whether they are due and whether a run failed; jobs of expired tasks,
 // which no claim takes, are left out like finished ones.
-const sqlGaugeJobs = `SELECT kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
+const sqlGaugeJobs = `SELECT queue, kind, state, run_at > ?1, failures > 0, count(*) FROM jobs
 	WHERE state IN ('available', 'running', 'awaiting_input') AND (expires_at IS NULL OR expires_at > ?1)
-	GROUP BY 1, 2, 3, 4`
+	GROUP BY 1, 2, 3, 4, 5`
 
 // sqlGaugeOldest is the run_at of the longest-waiting due job (the claim
 // index's first entry).
@@ -62,14 +62,14 @@ func (s *Store) gauges(ctx context.Context, tasks bool) (backend.Gauges, error) 
 		return backend.Gauges{}, wrapErr("gauges", err)
 	}
 	for rows.Next() {
-		var kind, state string
+		var queue, kind, state string
 		var later, failed bool
 		var n int
-		if err := rows.Scan(&kind, &state, &later, &failed, &n); err != nil {
+		if err := rows.Scan(&queue, &kind, &state, &later, &failed, &n); err != nil {
 			rows.Close()
 			return backend.Gauges{}, wrapErr("gauges", err)
 		}
-		snap.Jobs[backend.JobKey{Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
+		snap.Jobs[backend.JobKey{Queue: queue, Kind: kind, State: opsdata.JobState(state, later, failed)}] += n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -278,9 +278,12 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 		var status string
 		var origin []byte
 		var ttlMs, pollMs int64
-		err := tx.QueryRowContext(ctx, `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms
-			FROM tasks WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, id, nowMs).
-			Scan(&cc.Request.Endpoint, &cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs)
+		var queue string
+		var priority int
+		err := tx.QueryRowContext(ctx, `SELECT endpoint, tenant, principal, status, origin, ttl_ms, poll_interval_ms,
+			queue, priority FROM tasks WHERE id = ? AND (expires_at IS NULL OR expires_at > ?)`, id, nowMs).
+			Scan(&cc.Request.Endpoint, &cc.Request.Tenant, &cc.Request.Principal, &status, &origin, &ttlMs, &pollMs,
+				&queue, &priority)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, task.ErrNotFound
 		}
@@ -293,7 +296,8 @@ func (o operator) Retry(ctx context.Context, id string) (task.Task, error) {
 		if cc.Origin, err = task.ParseOrigin(origin); err != nil {
 			return nil, fmt.Errorf("sqlite: task origin: %w", err)
 		}
-		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond)
+		opts := storerules.RetryOptions(time.Duration(ttlMs)*time.Millisecond, time.Duration(pollMs)*time.Millisecond,
+			queue, priority)
 		e, err := storerules.ResolveEnqueue(&cc, opts, s.enqueueDefaults())
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -35,8 +36,9 @@ type jobStore struct{ s *Store }
 const fenceClause = `task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at > ?`
 
 // Claim implements backend.JobStore. It leases up to p.Limit due jobs of the
-// given kinds, oldest run_at first (then creation time, then task ID), in
-// one transaction on the single writer. Claimable are available jobs, and
+// queue p.Queue (backend.DefaultQueue when empty) and of the given kinds,
+// highest priority first, then oldest run_at (then creation time, then
+// task ID), in one transaction on the single writer. Claimable are available jobs, and
 // jobs awaiting input whose task has a cancellation request. Jobs of
 // expired tasks are skipped. A zero p.Now means the store's clock.
 func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
@@ -58,16 +60,17 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		}
 		kinds = string(b)
 	}
-	// The jobs come from jobs_claim_order in index order, and the scan
-	// stops at the limit whatever the queue length.
+	// The jobs come from jobs_claim_queue in index order (one queue, then
+	// priority, run_at, created_at, task_id), and the scan stops at the
+	// limit whatever the queue length.
 	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.first_failure_at,
 			j.max_attempts, j.kind, t.origin,
 			t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), j.checkpoint, t.progress, t.progress_total
-		FROM jobs j INDEXED BY jobs_claim_order JOIN tasks t ON t.id = j.task_id
-		WHERE j.state = 'available' AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
+		FROM jobs j INDEXED BY jobs_claim_queue JOIN tasks t ON t.id = j.task_id
+		WHERE j.state = 'available' AND j.queue = ?4 AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
-		ORDER BY j.run_at, j.created_at, j.task_id LIMIT ?3`
-	args := []any{nowMs, kinds, p.Limit}
+		ORDER BY j.priority, j.run_at, j.created_at, j.task_id LIMIT ?3`
+	args := []any{nowMs, kinds, p.Limit, cmp.Or(p.Queue, backend.DefaultQueue)}
 
 	var jobs []backend.JobRow
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {

@@ -43,6 +43,7 @@ func RunOperator(t *testing.T, open func(t *testing.T, now func() time.Time) Ope
 		{"ActivityOfABatch", testOperatorActivityBatch},
 		{"Cancel", testOperatorCancel},
 		{"Retry", testOperatorRetry},
+		{"RetryKeepsQueue", testOperatorRetryQueue},
 		{"Delete", testOperatorDelete},
 	}
 	for _, tc := range tests {

@@ -49,7 +49,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	}
 	c.Advance(30 * time.Second)
 	if _, err := b.Enqueue(ctx, creation(t, endpointA, tenantA, toolA, `{"n":3}`),
-		backend.EnqueueOptions{RunAt: c.Now().Add(time.Hour)}); err != nil {
+		backend.EnqueueOptions{RunAt: c.Now().Add(time.Hour), Queue: "mail"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
@@ -90,11 +90,11 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	want = backend.Gauges{
 		Tasks: map[task.Status]int{task.Working: 5, task.InputRequired: 1, task.Completed: 1},
 		Jobs: map[backend.JobKey]int{
-			{Kind: toolA, State: backend.JobAvailable}:    1,
-			{Kind: toolA, State: backend.JobScheduled}:    1,
-			{Kind: toolB, State: backend.JobRunning}:      1,
-			{Kind: toolB, State: backend.JobRetryWaiting}: 1,
-			{Kind: toolB, State: backend.JobInputWaiting}: 1,
+			{Queue: backend.DefaultQueue, Kind: toolA, State: backend.JobAvailable}:    1,
+			{Queue: "mail", Kind: toolA, State: backend.JobScheduled}:                  1,
+			{Queue: backend.DefaultQueue, Kind: toolB, State: backend.JobRunning}:      1,
+			{Queue: backend.DefaultQueue, Kind: toolB, State: backend.JobRetryWaiting}: 1,
+			{Queue: backend.DefaultQueue, Kind: toolB, State: backend.JobInputWaiting}: 1,
 		},
 		OldestAvailable: 30 * time.Second,
 		Sessions:        1,
@@ -121,7 +121,7 @@ func RunGauges(t *testing.T, open func(t *testing.T, now func() time.Time) Gauge
 	if err != nil {
 		t.Fatalf("Gauges: %v", err)
 	}
-	if n := got.Jobs[backend.JobKey{Kind: toolB, State: backend.JobAvailable}]; n != 1 {
+	if n := got.Jobs[backend.JobKey{Queue: backend.DefaultQueue, Kind: toolB, State: backend.JobAvailable}]; n != 1 {
 		t.Errorf("after the backoff, %d available %s jobs, want 1", n, toolB)
 	}
 	if got.OldestAvailable != 150*time.Second {

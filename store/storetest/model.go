@@ -31,6 +31,8 @@ const (
 type mTask struct {
 	id, endpoint, tenant, kind string
 	idemKey, value             string // value: the modelArgs label of the arguments
+	queue                      string // never "": the default is spelled out
+	priority                   int    // 1..4
 
 	status      task.Status
 	message     string

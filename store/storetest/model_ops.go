@@ -12,6 +12,14 @@ import (
 	"github.com/taskwire/taskwire/task"
 )
 
+// modelQueues are the queues the model test creates jobs in ("" is the
+// default queue) and modelClaimQueues those it claims from: no claim
+// names "unserved", whose jobs must never be claimed.
+var (
+	modelQueues      = []string{"", backend.DefaultQueue, "q-b", "unserved"}
+	modelClaimQueues = []string{"", backend.DefaultQueue, "q-b"}
+)
+
 // modelArgs are the arguments the model test creates tasks with: several
 // spellings of two values, labelled by hand so that the model knows which
 // texts an idempotency key must treat as the same arguments.
@@ -35,7 +43,8 @@ func (s *sequence) opCreate() string {
 	arg := modelArgs[s.rng.IntN(len(modelArgs))]
 	args := arg.text
 	ttl := []time.Duration{2 * time.Second, 6 * time.Second, -1}[s.rng.IntN(3)]
-	opts := backend.EnqueueOptions{TTL: ttl, MaxAttempts: 1 + s.rng.IntN(3)}
+	opts := backend.EnqueueOptions{TTL: ttl, MaxAttempts: 1 + s.rng.IntN(3),
+		Queue: modelQueues[s.rng.IntN(len(modelQueues))], Priority: s.rng.IntN(backend.LowestPriority + 1)}
 	if s.rng.IntN(3) == 0 {
 		opts.IdempotencyKey = []string{"idem-1", "idem-2"}[s.rng.IntN(2)]
 	}
@@ -44,8 +53,8 @@ func (s *sequence) opCreate() string {
 		opts.RunAt = s.c.Now().Add(time.Duration(s.rng.IntN(2000)) * time.Millisecond)
 		runAtMs = opts.RunAt.UnixMilli()
 	}
-	desc := fmt.Sprintf("create %s/%s/%s args=%s ttl=%v max=%d key=%q runAt=+%dms", endpoint, tenant, kind,
-		args, ttl, opts.MaxAttempts, opts.IdempotencyKey, runAtMs-s.nowMs())
+	desc := fmt.Sprintf("create %s/%s/%s args=%s ttl=%v max=%d key=%q runAt=+%dms queue=%q priority=%d", endpoint,
+		tenant, kind, args, ttl, opts.MaxAttempts, opts.IdempotencyKey, runAtMs-s.nowMs(), opts.Queue, opts.Priority)
 	got, err := s.b.Enqueue(bg, creation(s.t, endpoint, tenant, kind, args), opts)
 
 	nowMs := s.nowMs()
@@ -77,6 +86,7 @@ func (s *sequence) opCreate() string {
 		id: got.ID(), endpoint: endpoint, tenant: tenant, kind: kind, idemKey: opts.IdempotencyKey, value: arg.value,
 		status: task.Working, used: map[string]bool{}, responses: map[string]string{}, createdMs: nowMs,
 		state: jobAvailable, maxAttempts: opts.MaxAttempts, runAtMs: runAtMs, lastSeen: got.LastUpdatedAt(),
+		queue: cmp.Or(opts.Queue, backend.DefaultQueue), priority: cmp.Or(opts.Priority, backend.DefaultPriority),
 	}
 	if ttl > 0 {
 		m.expiresMs = nowMs + ttl.Milliseconds()
@@ -102,14 +112,17 @@ func (s *sequence) opClaim() string {
 		kinds = []string{[]string{toolA, toolB}[s.rng.IntN(2)]}
 	}
 	leaseDur := time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond
-	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v", limit, kinds, leaseDur)
-	jobs, err := s.b.Jobs().Claim(bg, backend.ClaimParams{Worker: "model", Kinds: kinds, Limit: limit, Lease: leaseDur, Now: s.c.Now()})
+	queue := modelClaimQueues[s.rng.IntN(len(modelClaimQueues))]
+	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v queue=%q", limit, kinds, leaseDur, queue)
+	jobs, err := s.b.Jobs().Claim(bg, backend.ClaimParams{Worker: "model", Kinds: kinds, Queue: queue, Limit: limit,
+		Lease: leaseDur, Now: s.c.Now()})
 	s.compare(desc, err, "ok")
 
 	nowMs := s.nowMs()
 	var want []*mTask
 	for _, m := range s.model.tasks {
-		if m.deleted || m.expired(nowMs) || m.runAtMs > nowMs || (len(kinds) > 0 && !slices.Contains(kinds, m.kind)) {
+		if m.deleted || m.expired(nowMs) || m.runAtMs > nowMs || (len(kinds) > 0 && !slices.Contains(kinds, m.kind)) ||
+			m.queue != cmp.Or(queue, backend.DefaultQueue) {
 			continue
 		}
 		if m.state == jobAvailable || (m.state == jobAwaiting && m.cancel) {
@@ -117,7 +130,8 @@ func (s *sequence) opClaim() string {
 		}
 	}
 	slices.SortFunc(want, func(a, b *mTask) int {
-		return cmp.Or(cmp.Compare(a.runAtMs, b.runAtMs), cmp.Compare(a.createdMs, b.createdMs), cmp.Compare(a.id, b.id))
+		return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.runAtMs, b.runAtMs),
+			cmp.Compare(a.createdMs, b.createdMs), cmp.Compare(a.id, b.id))
 	})
 	want = want[:min(limit, len(want))]
 	if len(jobs) != len(want) {

@@ -21,8 +21,10 @@
 // The suite pins the contract of task.Manager, backend.JobStore and
 // backend.Enqueuer beyond their doc comments, where backends must agree:
 //
-//   - Claim takes due jobs ordered by run-at time, then creation time, then
-//     task ID; RescueExpired by lease expiry, then task ID; DeleteExpired by
+//   - Claim takes due jobs of one queue (ClaimParams.Queue, "" meaning
+//     backend.DefaultQueue) ordered by priority (1 first), then run-at
+//     time, then creation time, then task ID; a job of a queue no claim
+//     names is never claimed; RescueExpired by lease expiry, then task ID; DeleteExpired by
 //     expiry, then task ID. A lease expires at now+lease: writes need
 //     now < expiry, rescue needs expiry <= now. A task expires at
 //     creation+TTL: it is gone when now >= expiry.
@@ -89,6 +91,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Rescue", testRescue},
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},
+		{"Queues", testQueues},
+		{"QueueOptionsRange", testQueueOptionsRange},
 		{"InterruptedRuns", testInterruptedRuns},
 		{"RetryUnavailable", testRetryUnavailable},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},

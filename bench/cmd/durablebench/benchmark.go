@@ -72,6 +72,10 @@ func runBenchmark(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fs, err = runE2EPhase(ctx, cfg, "sqlite", false, stdout, stderr)
 		case "sqlite-gateway-e2e":
 			fs, err = runE2EPhase(ctx, cfg, "sqlite", true, stdout, stderr)
+		case "pg-queues":
+			fs, err = runWorkerPhase(ctx, cfg.forQueues(), "postgres", stdout)
+		case "sqlite-queues":
+			fs, err = runWorkerPhase(ctx, cfg.forQueues(), "sqlite", stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stdout, "   FAILED: %v\n", err)

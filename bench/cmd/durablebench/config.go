@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
+	"github.com/taskwire/taskwire/worker"
 )
 
 // allPhases are the phases in their run order.
 var allPhases = []string{"pg-insert", "pg-worker", "river", "pg-e2e", "river-e2e", "sqlite-insert", "sqlite-worker", "sqlite-e2e",
-	"pg-gateway-e2e", "sqlite-gateway-e2e"}
+	"pg-gateway-e2e", "sqlite-gateway-e2e", "pg-queues", "sqlite-queues"}
 
 // config holds the flags of "durablebench run".
 type config struct {
@@ -61,6 +62,10 @@ type config struct {
 	Progress           bool
 	Checkpoint         bool
 	ProgressRounds     int
+	// Queues is the queue count of the pg-queues and sqlite-queues phases;
+	// queuePhase is set while one of them runs.
+	Queues     int
+	queuePhase bool
 }
 
 // parseFlags parses the flags of "durablebench run".
@@ -106,6 +111,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Analyze, "analyze", false, "run ANALYZE on the queue tables after pre-creating the jobs of the PostgreSQL worker phases (taskwire and River alike), as autovacuum eventually would")
 	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (Job.ReportProgress) in every job, and compare the throughputs")
 	fs.BoolVar(&c.Checkpoint, "checkpoint", false, "like -progress, with a handler that saves one checkpoint (Job.Checkpoint) in every job instead of a progress report")
+	fs.IntVar(&c.Queues, "queues", 4, "queues of the pg-queues and sqlite-queues phases: the -n jobs spread over this many queues (one kind each), "+
+		"worked by one runtime serving them all with -concurrency split evenly, against the same jobs in one queue")
 	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress or -checkpoint, how many times the four runs (without, with, with, without) repeat")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -136,6 +143,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, usageError{fmt.Sprintf("-enqueue-batch must be between 0 and %d", backend.MaxEnqueueBatch)}
 	case c.EnqueueGoroutines < 1 || c.InsertGoroutines < 1 || c.E2EClients < 1:
 		return config{}, usageError{"goroutine and client counts must be positive"}
+	case (slices.Contains(c.Phases, "pg-queues") || slices.Contains(c.Phases, "sqlite-queues")) &&
+		(c.Queues < 2 || c.Queues > worker.MaxQueues || c.Concurrency%c.Queues != 0):
+		return config{}, usageError{fmt.Sprintf("-queues must be between 2 and %d and divide -concurrency", worker.MaxQueues)}
 	case c.Concurrency < 1 || c.ClaimBatch < 1 || c.ClaimBatch > c.Concurrency:
 		return config{}, usageError{"-claim-batch must be between 1 and -concurrency"}
 	case c.E2EConcurrency < 1 || c.E2EClaimBatch < 1 || c.E2EClaimBatch > c.E2EConcurrency:

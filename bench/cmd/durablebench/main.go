@@ -22,6 +22,11 @@
 //	               the same driver
 //	sqlite-worker  as pg-worker on store/sqlite
 //	sqlite-e2e     as pg-e2e on store/sqlite
+//	pg-queues      claim throughput across queues: pg-worker four times side by
+//	               side (without, with, with, without), with the jobs in one
+//	               queue and spread over -queues queues (one kind each) that one
+//	               runtime serves with an even share of -concurrency
+//	sqlite-queues  as pg-queues on store/sqlite
 //
 // Every PostgreSQL phase works in a schema of its own (twbench_<random> or
 // riverbench_<random>) that it drops when it ends; SQLite phases work in a

@@ -24,7 +24,7 @@ import (
 // is the steadier figure on a loaded machine: it does not count the time
 // the process waits for a core.
 func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer) ([]figure, error) {
-	if !cfg.Progress && !cfg.Checkpoint {
+	if !cfg.Progress && !cfg.Checkpoint && !cfg.queuePhase {
 		r, err := runWorkerRun(ctx, cfg, kind, false, out)
 		return r.figs, err
 	}
@@ -35,7 +35,12 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 	for i := range total {
 		progress := order[i%len(order)]
 		what := "no-op handler"
-		if progress {
+		switch {
+		case cfg.queuePhase && progress:
+			what = fmtQueues(cfg.Queues, cfg.Concurrency)
+		case cfg.queuePhase:
+			what = fmtQueues(1, cfg.Concurrency)
+		case progress:
 			what = "one " + cfg.variant() + " per job"
 		}
 		fmt.Fprintf(out, "   -- run %d of %d: %s\n", i+1, total, what)
@@ -57,8 +62,18 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 	if cfg.Checkpoint {
 		v.variant = "checkpoint"
 	}
-	fmt.Fprintf(out, "   %s: %s\n", cfg.variant(), v)
 	runs := fmt.Sprintf("%d runs each", len(rates[0]))
+	if cfg.queuePhase {
+		v.with, v.without = fmt.Sprintf("with the jobs in %d queues", cfg.Queues), "in one queue"
+		fmt.Fprintf(out, "   queues: %s\n", v)
+		phase := cfg.workerPhase(kind)
+		return append(figs,
+			figure{Phase: phase, What: fmt.Sprintf("taskwire %s: median worker throughput with the jobs in %d queues, relative to one queue",
+				kind, cfg.Queues), Rate: v.rate, Unit: "%", Note: runs},
+			figure{Phase: phase, What: fmt.Sprintf("taskwire %s: median CPU time of this process per job with the jobs in %d queues, "+
+				"relative to one queue", kind, cfg.Queues), Rate: v.cpu, Unit: "%", Note: runs}), nil
+	}
+	fmt.Fprintf(out, "   %s: %s\n", cfg.variant(), v)
 	return append(figs,
 		figure{Phase: phaseName(kind, "worker"), What: "taskwire " + kind +
 			": median throughput with a " + cfg.variant() + " per job, relative to without", Rate: v.rate, Unit: "%", Note: runs},
@@ -73,6 +88,9 @@ type progressVerdict struct {
 	rates, cpus [2][]float64 // without, with: jobs/s and µs of CPU per job, per run
 	rate, cpu   float64      // medians with, relative to without, in %
 	variant     string       // what the runs with do per job; "" a progress report
+	// with and without, when set, describe the two sides instead of
+	// variant ("with the jobs in 4 queues", "in one queue").
+	with, without string
 }
 
 // variant names what the handler of the runs with does in every job.
@@ -103,7 +121,11 @@ func (v progressVerdict) String() string {
 	if what == "" {
 		what = "report"
 	}
-	return fmt.Sprintf("median worker throughput %.0f jobs/s with a "+what+" per job (runs: %s), %.0f without (runs: %s): %.1f %%; "+
+	with, without := "with a "+what+" per job", "without"
+	if v.with != "" {
+		with, without = v.with, v.without
+	}
+	return fmt.Sprintf("median worker throughput %.0f jobs/s "+with+" (runs: %s), %.0f "+without+" (runs: %s): %.1f %%; "+
 		"median CPU of this process per job %.1f µs with (runs: %s), %.1f µs without (runs: %s): %.1f %%; "+
 		"within %.0f %%: by jobs/s %s, by CPU per job %s",
 		median(v.rates[1]), fmtRates(v.rates[1]), median(v.rates[0]), fmtRates(v.rates[0]), v.rate,

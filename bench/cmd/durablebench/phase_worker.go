@@ -81,9 +81,11 @@ func (m *countingMetrics) anomalies() string {
 }
 
 // enqueueN creates n tasks with store.Enqueue, one per transaction, from
-// the given number of goroutines, and returns how long it took.
-func enqueueN(ctx context.Context, st backend.Enqueuer, n, goroutines int) (time.Duration, error) {
-	cc, err := creationContext(1)
+// the given number of goroutines, and returns how long it took. With
+// queues above 1 the tasks go round-robin to that many queues, each of a
+// kind of its own (queueKind).
+func enqueueN(ctx context.Context, st backend.Enqueuer, n, goroutines, queues int) (time.Duration, error) {
+	ccs, opts, err := queueCreations(queues)
 	if err != nil {
 		return 0, err
 	}
@@ -93,8 +95,9 @@ func enqueueN(ctx context.Context, st backend.Enqueuer, n, goroutines int) (time
 	start := time.Now()
 	for range goroutines {
 		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if _, err := st.Enqueue(ctx, cc, backend.EnqueueOptions{}); err != nil {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				q := int(i) % len(ccs)
+				if _, err := st.Enqueue(ctx, ccs[q], opts[q]); err != nil {
 					errc <- err
 					return
 				}
@@ -112,12 +115,12 @@ func enqueueN(ctx context.Context, st backend.Enqueuer, n, goroutines int) (time
 
 // enqueueBatchN creates n tasks with store.EnqueueBatch in batches of size
 // from one goroutine, and returns how long it took.
-func enqueueBatchN(ctx context.Context, st backend.Enqueuer, n, size int) (time.Duration, error) {
+func enqueueBatchN(ctx context.Context, st backend.Enqueuer, n, size, queues int) (time.Duration, error) {
 	be, ok := st.(backend.BatchEnqueuer)
 	if !ok {
 		return 0, errors.New("the store does not implement backend.BatchEnqueuer")
 	}
-	cc, err := creationContext(1)
+	ccs, opts, err := queueCreations(queues)
 	if err != nil {
 		return 0, err
 	}
@@ -125,8 +128,9 @@ func enqueueBatchN(ctx context.Context, st backend.Enqueuer, n, size int) (time.
 	start := time.Now()
 	for done := 0; done < n; done += len(items) {
 		items = items[:0]
-		for range min(size, n-done) {
-			items = append(items, backend.BatchItem{Creation: cc})
+		for i := range min(size, n-done) {
+			q := (done + i) % len(ccs)
+			items = append(items, backend.BatchItem{Creation: ccs[q], Options: opts[q]})
 		}
 		if _, err := be.EnqueueBatch(ctx, items); err != nil {
 			return 0, fmt.Errorf("enqueue batch: %w", err)
@@ -188,14 +192,18 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		}
 	}()
 	fmt.Fprintf(out, "   store: %s %s\n", kind, tgt.Where)
+	queues := 1 // the jobs go to the default queue, as they always did
+	if progress && cfg.queuePhase {
+		queues = cfg.Queues
+	}
 
 	var enqDur time.Duration
 	var how string
 	if cfg.EnqueueBatch > 0 {
-		enqDur, err = enqueueBatchN(ctx, tgt.Store, n, cfg.EnqueueBatch)
+		enqDur, err = enqueueBatchN(ctx, tgt.Store, n, cfg.EnqueueBatch, queues)
 		how = fmt.Sprintf("store.EnqueueBatch (batches of %d, one goroutine)", cfg.EnqueueBatch)
 	} else {
-		enqDur, err = enqueueN(ctx, tgt.Store, n, cfg.EnqueueGoroutines)
+		enqDur, err = enqueueN(ctx, tgt.Store, n, cfg.EnqueueGoroutines, queues)
 		how = fmt.Sprintf("store.Enqueue (1 task/tx, %d goroutines)", cfg.EnqueueGoroutines)
 	}
 	if err != nil {
@@ -234,6 +242,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		Events:        tgt.Store.EventPublisher(),
 		Name:          "durablebench",
 		Concurrency:   cfg.Concurrency,
+		Queues:        queueConfigs(queues, cfg.Concurrency),
 		ClaimBatch:    cfg.ClaimBatch,
 		PollInterval:  cfg.PollInterval,
 		ShutdownGrace: 5 * time.Second,
@@ -243,7 +252,7 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	if err != nil {
 		return workerRun{}, err
 	}
-	if err := rt.AddRawHandler(benchKind, func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
+	handler := func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
 		switch {
 		case progress && cfg.Checkpoint:
@@ -256,8 +265,15 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 			}
 		}
 		return noopResult(), nil
-	}); err != nil {
-		return workerRun{}, err
+	}
+	for q := range queues {
+		kind, opts := benchKind, []worker.HandlerOption(nil)
+		if queues > 1 {
+			kind, opts = queueKind(q), []worker.HandlerOption{worker.WithQueue(queueName(q))}
+		}
+		if err := rt.AddRawHandler(kind, handler, opts...); err != nil {
+			return workerRun{}, err
+		}
 	}
 	var sampler *waitSampler
 	if kind == "postgres" && cfg.Waits {
@@ -266,7 +282,9 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 		}
 	}
 	profile := kind + "-worker"
-	if progress {
+	if cfg.queuePhase {
+		profile = fmt.Sprintf("%s-queues-%d", kind, queues)
+	} else if progress {
 		profile += "-" + strings.ReplaceAll(cfg.variant(), " ", "-")
 	}
 	stopProfile, err := startProfile(cfg, profile, out)
@@ -345,8 +363,8 @@ wait:
 	if cfg.WhatIfNoCancelRead {
 		fmt.Fprintf(out, "   !!! WHAT-IF experiment: CancelRequested answered false without a database read (not taskwire's behaviour)\n")
 	}
-	fmt.Fprintf(out, "   worker (Concurrency %d, ClaimBatch %d, PollInterval %s): %d tasks completed in %.2fs: %.0f jobs/s\n",
-		cfg.Concurrency, cfg.ClaimBatch, cfg.PollInterval, n, elapsed.Seconds(), rate)
+	fmt.Fprintf(out, "   worker (Concurrency %d, ClaimBatch %d, PollInterval %s, %s): %d tasks completed in %.2fs: %.0f jobs/s\n",
+		cfg.Concurrency, cfg.ClaimBatch, cfg.PollInterval, fmtQueues(queues, cfg.Concurrency), n, elapsed.Seconds(), rate)
 	fmt.Fprintf(out, "   completions per second: %s\n", fmtTimeline(timeline))
 	fmt.Fprintf(out, "   %s\n", cpu)
 	fmt.Fprintf(out, "   %s\n", cpu.perJob(n))
@@ -373,10 +391,12 @@ wait:
 		return workerRun{}, errors.New("verify: not every task completed exactly")
 	}
 	name := "taskwire " + kind
-	handler := "no-op handler"
-	if progress && cfg.Checkpoint {
+	handlerText := "no-op handler"
+	if cfg.queuePhase {
+		name += ", " + fmtQueues(queues, cfg.Concurrency)
+	} else if progress && cfg.Checkpoint {
 		name += " with checkpoints"
-		handler = "handler with one checkpoint per job"
+		handlerText = "handler with one checkpoint per job"
 		c, err := tgt.checkpointCounts(vctx)
 		if err != nil {
 			return workerRun{}, fmt.Errorf("verify checkpoints: %w", err)
@@ -388,7 +408,7 @@ wait:
 		}
 	} else if progress {
 		name += " with progress"
-		handler = "handler with one progress report per job"
+		handlerText = "handler with one progress report per job"
 		p, err := tgt.progressCounts(vctx)
 		if err != nil {
 			return workerRun{}, fmt.Errorf("verify progress: %w", err)
@@ -405,11 +425,12 @@ wait:
 	if kind == "postgres" && cfg.Analyze {
 		name += " (ANALYZE before work)"
 	}
+	phase := cfg.workerPhase(kind)
 	figs := []figure{
-		{Phase: phaseName(kind, "worker"), What: name + ": " + how + " pre-creation", Rate: enqRate, Unit: "tasks/s"},
-		{Phase: phaseName(kind, "worker"), What: name + ": worker throughput, " + handler, Rate: rate, Unit: "jobs/s",
+		{Phase: phase, What: name + ": " + how + " pre-creation", Rate: enqRate, Unit: "tasks/s"},
+		{Phase: phase, What: name + ": worker throughput, " + handlerText, Rate: rate, Unit: "jobs/s",
 			Note: fmt.Sprintf("N=%d, Concurrency %d, ClaimBatch %d, PollInterval %s", n, cfg.Concurrency, cfg.ClaimBatch, cfg.PollInterval)},
-		{Phase: phaseName(kind, "worker"), What: name + ": insert + work (pre-creation, then the worker)", Rate: float64(n) / (enqDur + elapsed).Seconds(),
+		{Phase: phase, What: name + ": insert + work (pre-creation, then the worker)", Rate: float64(n) / (enqDur + elapsed).Seconds(),
 			Unit: "jobs/s", Note: fmt.Sprintf("N=%d", n)},
 	}
 	return workerRun{figs: figs, rate: rate, cpuPerJob: cpu.Self / time.Duration(n)}, nil

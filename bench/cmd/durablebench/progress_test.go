@@ -61,3 +61,29 @@ func TestProgressVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuesPhase runs sqlite-queues small: four runs, two with the jobs
+// in one queue and two with them in -queues queues, and the verdict.
+func TestQueuesPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the SQLite worker phase four times")
+	}
+	if _, err := parseFlags([]string{"-phases", "sqlite-queues", "-queues", "3", "-concurrency", "50", "-claim-batch", "20"}, io.Discard); err == nil {
+		t.Errorf("parseFlags accepted -queues that does not divide -concurrency")
+	}
+	t.Setenv(asMainEnv, "1")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-phases", "sqlite-queues", "-queues", "4", "-sqlite-n", "200",
+		"-concurrency", "48", "-claim-batch", "20", "-tmp", t.TempDir()}, &out, &out)
+	t.Logf("%s", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-- run 2 of 4: 4 queues of 12 workers", "-- run 4 of 4: one queue",
+		"queues: median worker throughput", "with the jobs in 4 queues (runs:", "in one queue (runs:",
+		"median worker throughput with the jobs in 4 queues, relative to one queue"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

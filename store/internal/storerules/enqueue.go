@@ -58,12 +58,16 @@ type Enqueue struct {
 	TTL          time.Duration // 0: unlimited
 	PollInterval time.Duration
 	MaxAttempts  int
+	Queue        string // backend.DefaultQueue when none was given
+	Priority     int    // backend.DefaultPriority when none was given
 }
 
 // ResolveEnqueue checks a creation context and its options and fills in the
 // defaults. A negative TTL means unlimited (0 in the result); TTL and
 // PollInterval must be whole milliseconds, and MaxAttempts at most
-// backend.MaxMaxAttempts. Text a store keeps must be valid
+// backend.MaxMaxAttempts. Queue must pass backend.CheckQueue (empty:
+// backend.DefaultQueue) and Priority backend.CheckPriority (zero:
+// backend.DefaultPriority). Text a store keeps must be valid
 // UTF-8 without NUL bytes (backend.ErrInvalidText).
 func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d EnqueueDefaults) (Enqueue, error) {
 	if cc == nil || cc.Origin.IsZero() || cc.Request.Endpoint == "" {
@@ -73,8 +77,15 @@ func ResolveEnqueue(cc *task.CreationContext, opts backend.EnqueueOptions, d Enq
 		return Enqueue{}, err
 	}
 	e := Enqueue{TTL: cmp.Or(opts.TTL, d.TTL), PollInterval: cmp.Or(opts.PollInterval, d.PollInterval),
-		MaxAttempts: cmp.Or(opts.MaxAttempts, d.MaxAttempts)}
+		MaxAttempts: cmp.Or(opts.MaxAttempts, d.MaxAttempts),
+		Queue:       cmp.Or(opts.Queue, backend.DefaultQueue), Priority: cmp.Or(opts.Priority, backend.DefaultPriority)}
 	e.TTL = max(e.TTL, 0)
+	if err := backend.CheckQueue(e.Queue); err != nil {
+		return Enqueue{}, fmt.Errorf("Queue: %w", err)
+	}
+	if err := backend.CheckPriority(opts.Priority); err != nil {
+		return Enqueue{}, fmt.Errorf("Priority: %w", err)
+	}
 	switch {
 	case e.TTL%time.Millisecond != 0 || e.PollInterval < 0 || e.PollInterval%time.Millisecond != 0:
 		return Enqueue{}, errors.New("TTL and PollInterval must be whole milliseconds")

@@ -100,16 +100,22 @@ func TestResolveEnqueue(t *testing.T) {
 		want Enqueue
 		err  string
 	}{
-		{"defaults", backend.EnqueueOptions{}, Enqueue{TTL: time.Hour, PollInterval: time.Second, MaxAttempts: 5}, ""},
+		{"defaults", backend.EnqueueOptions{}, Enqueue{TTL: time.Hour, PollInterval: time.Second, MaxAttempts: 5, Queue: "default", Priority: 1}, ""},
 		{"set", backend.EnqueueOptions{TTL: time.Minute, PollInterval: 2 * time.Second, MaxAttempts: 1},
-			Enqueue{TTL: time.Minute, PollInterval: 2 * time.Second, MaxAttempts: 1}, ""},
-		{"unlimited TTL", backend.EnqueueOptions{TTL: -1}, Enqueue{PollInterval: time.Second, MaxAttempts: 5}, ""},
+			Enqueue{TTL: time.Minute, PollInterval: 2 * time.Second, MaxAttempts: 1, Queue: "default", Priority: 1}, ""},
+		{"unlimited TTL", backend.EnqueueOptions{TTL: -1}, Enqueue{PollInterval: time.Second, MaxAttempts: 5, Queue: "default", Priority: 1}, ""},
 		{"most attempts", backend.EnqueueOptions{MaxAttempts: backend.MaxMaxAttempts},
-			Enqueue{TTL: time.Hour, PollInterval: time.Second, MaxAttempts: backend.MaxMaxAttempts}, ""},
+			Enqueue{TTL: time.Hour, PollInterval: time.Second, MaxAttempts: backend.MaxMaxAttempts, Queue: "default", Priority: 1}, ""},
 		{"too many attempts", backend.EnqueueOptions{MaxAttempts: backend.MaxMaxAttempts + 1}, Enqueue{},
 			"MaxAttempts must be between 0 and 2147483647"},
 		{"negative attempts", backend.EnqueueOptions{MaxAttempts: -1}, Enqueue{}, "MaxAttempts must be between 0 and 2147483647"},
 		{"TTL not whole ms", backend.EnqueueOptions{TTL: time.Second + 1}, Enqueue{}, "TTL and PollInterval must be whole milliseconds"},
+		{"queue and priority", backend.EnqueueOptions{Queue: "mail", Priority: 4},
+			Enqueue{TTL: time.Hour, PollInterval: time.Second, MaxAttempts: 5, Queue: "mail", Priority: 4}, ""},
+		{"bad queue", backend.EnqueueOptions{Queue: "a b"}, Enqueue{},
+			"Queue: a queue name must hold only ASCII letters, digits, '_', '-' and '.', starting with a letter or a digit"},
+		{"bad priority", backend.EnqueueOptions{Priority: 5}, Enqueue{},
+			"Priority: a priority must be between 1 (highest) and 4 (lowest), got 5"},
 		{"NUL in the key", backend.EnqueueOptions{IdempotencyKey: "k\x00"}, Enqueue{},
 			"idempotency key: backend: text must be valid UTF-8 without NUL bytes"},
 	} {

@@ -93,13 +93,14 @@ func (a *Activity) Buckets() []backend.ActivityBucket {
 }
 
 // RetryOptions are the EnqueueOptions of an operator's retry of a task
-// kept for ttl with the suggested poll interval (ttl 0: unlimited): the
-// same TTL and interval, and the store's default attempt budget.
-func RetryOptions(ttl, poll time.Duration) backend.EnqueueOptions {
+// kept for ttl with the suggested poll interval (ttl 0: unlimited), in
+// queue with priority: the same TTL, interval, queue and priority, and
+// the store's default attempt budget.
+func RetryOptions(ttl, poll time.Duration, queue string, priority int) backend.EnqueueOptions {
 	if ttl == 0 {
 		ttl = -1 // unlimited
 	}
-	return backend.EnqueueOptions{TTL: ttl, PollInterval: poll}
+	return backend.EnqueueOptions{TTL: ttl, PollInterval: poll, Queue: queue, Priority: priority}
 }
 
 // OperatorPage is the page of an operator listing that read up to limit+1
