@@ -44,7 +44,11 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	}
 	s.ensureClaimStats(ctx)
 	now := s.at(p.Now)
-	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds()}
+	instance, err := instanceKey(p.Instance)
+	if err != nil {
+		return nil, err
+	}
+	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds(), instance}
 	if len(p.Kinds) > 0 {
 		query, args = s.q.claimKinds, append(args, p.Kinds)
 	}

@@ -68,6 +68,10 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
 		ORDER BY j.run_at, j.created_at, j.task_id LIMIT ?3`
 	args := []any{nowMs, kinds, p.Limit}
+	var instance any // NULL: none (migration 014)
+	if p.Instance != "" {
+		instance = p.Instance
+	}
 
 	var jobs []backend.JobRow
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
@@ -107,9 +111,10 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			// 011); SET reads the row as it was, so claimed_attempt is the
 			// new attempt.
 			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
-				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1
+				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1,
+				lease_instance = ?
 				WHERE task_id = ? AND attempt = ?`,
-				p.Worker, expMs, p.Worker, nowMs, j.TaskID, j.Attempt)
+				p.Worker, expMs, p.Worker, nowMs, instance, j.TaskID, j.Attempt)
 			if err != nil {
 				return nil, wrapErr("claim", err)
 			}

@@ -394,6 +394,7 @@ func (s *sequence) opRescue() string {
 			m.errExhaust = true
 		} else {
 			m.state, m.leaseMs = jobAvailable, 0 // run-at kept
+			m.message = backend.InterruptedMessage
 		}
 	}
 	return fmt.Sprintf("%s → %d", desc, n)

@@ -90,6 +90,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},
 		{"InterruptedRuns", testInterruptedRuns},
+		{"Liveness", testLiveness},
 		{"RetryUnavailable", testRetryUnavailable},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
