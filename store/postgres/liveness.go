@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -52,6 +53,9 @@ func (j jobStore) HoldInstance(ctx context.Context) (backend.InstanceHold, error
 type instanceHold struct {
 	s   *Store
 	key int64
+	// id is ID's value: the key in decimal while the lock is held, ""
+	// while it is lost. It is read without h.mu, by every claim.
+	id atomic.Pointer[string]
 
 	mu   sync.Mutex
 	conn *pgx.Conn // holds the lock; nil while lost
@@ -86,17 +90,17 @@ func (h *instanceHold) connect(ctx context.Context) (bool, error) {
 	}
 	h.conn = conn
 	h.gen++
+	id := strconv.FormatInt(h.key, 10)
+	h.id.Store(&id)
 	return true, nil
 }
 
 // ID implements backend.InstanceHold.
 func (h *instanceHold) ID() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conn == nil {
-		return ""
+	if id := h.id.Load(); id != nil {
+		return *id
 	}
-	return strconv.FormatInt(h.key, 10)
+	return ""
 }
 
 // check makes sure the hold's lock is held, taking it again on a new
@@ -114,6 +118,7 @@ func (h *instanceHold) check(ctx context.Context) error {
 		}
 		_ = h.conn.Close(context.WithoutCancel(ctx))
 		h.conn = nil
+		h.id.Store(nil)
 	}
 	ok, err := h.connect(ctx)
 	if err != nil {
@@ -172,6 +177,7 @@ func (h *instanceHold) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
+	h.id.Store(nil)
 	if h.conn == nil {
 		return nil
 	}
