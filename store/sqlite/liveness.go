@@ -95,9 +95,9 @@ func validID(id string) bool {
 }
 
 // probe reports whether instance id is known dead: its lock file is this
-// host's and its lock could be taken. A dead instance's file is returned
-// locked; the caller closes it.
-func (h *instanceHold) probe(id string) *os.File {
+// host's (unless anyHost) and its lock could be taken. A dead instance's
+// file is returned locked; the caller closes it.
+func (h *instanceHold) probe(id string, anyHost bool) *os.File {
 	if id == h.id || !validID(id) {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (h *instanceHold) probe(id string) *os.File {
 	}
 	b := make([]byte, len(h.host)+1)
 	n, _ := f.ReadAt(b, 0)
-	if string(b[:n]) != h.host {
+	if !anyHost && string(b[:n]) != h.host {
 		f.Close() // another host's, or half made: wait for the lease
 		return nil
 	}
@@ -163,7 +163,7 @@ func (h *instanceHold) RescueDead(ctx context.Context, p backend.RescueParams) (
 		}
 	}()
 	for id := range running {
-		if f := h.probe(id); f != nil {
+		if f := h.probe(id, false); f != nil {
 			dead, files = append(dead, id), append(files, f)
 		}
 	}
@@ -191,9 +191,12 @@ func (h *instanceHold) RescueDead(ctx context.Context, p backend.RescueParams) (
 	return n, nil
 }
 
-// sweep removes the lock files of dead instances of this host that have
-// no running job (whose jobs a lease expiry rescued), so that the
-// directory holds about one file per live instance.
+// sweep removes the lock files it can lock that name no running job:
+// those of dead instances whose jobs a lease expiry rescued, and those a
+// crash left before their owner locked them. The directory then holds
+// about one file per live instance. A file swept that a starting instance
+// had just made (before locking it) only costs that instance the fast
+// path: its jobs would wait for their leases.
 func (h *instanceHold) sweep(ctx context.Context) {
 	running, err := h.runningInstances(ctx)
 	if err != nil {
@@ -208,7 +211,7 @@ func (h *instanceHold) sweep(ctx context.Context) {
 		if !ok || running[id] {
 			continue
 		}
-		if f := h.probe(id); f != nil {
+		if f := h.probe(id, true); f != nil {
 			os.Remove(f.Name())
 			f.Close()
 		}
