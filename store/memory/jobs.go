@@ -413,7 +413,8 @@ func (s jobStore) CancelRequested(ctx context.Context, taskID string) (bool, err
 // run for each: the job whose interrupted runs reach p.MaxInterruptedRuns
 // fails its task with the client-safe error {"code":-32603,"message":"The
 // task failed after repeated attempts."}; the others become available again
-// with their run-at time kept. Failures are not touched.
+// with their run-at time kept, and their task's status message
+// backend.InterruptedMessage. Failures are not touched.
 func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
 	return s.m.rescue(ctx, p, func(j *job, now time.Time) bool { return !now.Before(j.leaseExpires) })
 }

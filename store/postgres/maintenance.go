@@ -15,7 +15,9 @@ import (
 // {"code":-32603,"message":"The task failed after repeated attempts."};
 // the others become available again with their run_at unchanged, so they
 // are claimed before the jobs queued after them, and their next claim gets
-// a new attempt. Handler failures (failures, max_attempts) are not touched.
+// a new attempt. Their task's status message becomes
+// backend.InterruptedMessage (when it was another), with an outbox row.
+// Handler failures (failures, max_attempts) are not touched.
 // A zero p.Now means the store's clock.
 func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
 	return j.s.rescue(ctx, j.s.q.rescue, p)
