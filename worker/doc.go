@@ -59,9 +59,9 @@
 // store that is a [backend.LivenessRescuer] (store/sqlite, store/postgres,
 // store/memory), Run holds an instance mark that ends with the process
 // and names it in its claims, and every [Options.FastRescueEvery] (1 s)
-// takes back the jobs of instances whose mark is gone, one to two seconds
-// after their death on PostgreSQL and at the first pass of a worker that
-// starts on the same SQLite node. [Options.DisableFastRecovery] turns it
+// takes back the jobs of instances whose mark is gone: within about two
+// seconds of their death on PostgreSQL, and at the first pass of a worker
+// that starts on the same SQLite node. [Options.DisableFastRecovery] turns it
 // off (PostgreSQL behind a pooler that does not keep sessions).
 //
 // The handler's context carries the reason it was cancelled, for

@@ -162,9 +162,10 @@ const (
 	defaultShutdownGrace = 10 * time.Second
 	minProgressInterval  = 10 * time.Millisecond
 	// DefaultFastRescueEvery is the default Options.FastRescueEvery:
-	// store/postgres counts an instance dead at its second pass, so a
-	// killed worker's jobs are available again one to two seconds after
-	// its death.
+	// store/postgres counts an instance dead at the second pass that
+	// finds its lock free, so a killed worker's jobs are available again
+	// within about two seconds of its death (1 to 2 periods, and the
+	// time the server takes to end the session).
 	DefaultFastRescueEvery = time.Second
 	// DefaultMaxInterruptedRuns is the default Options.MaxInterruptedRuns:
 	// a job survives that many crashes, less one, of the processes running
