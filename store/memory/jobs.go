@@ -126,6 +126,7 @@ var (
 	_ backend.BatchCompleter   = jobStore{}
 	_ backend.ProgressReporter = jobStore{}
 	_ backend.Checkpointer     = jobStore{}
+	_ backend.LivenessRescuer  = jobStore{}
 )
 
 // Claim implements backend.JobStore. It leases up to p.Limit due jobs of the
