@@ -90,8 +90,10 @@ type JobStore interface {
 	// client-safe error {-32603, "The task failed after repeated
 	// attempts."} (poison-pill protection: a job that kills its process
 	// every time ends); the others become available again keeping their
-	// run-at time, and their next claim gets a new attempt. It returns how
-	// many jobs it handled.
+	// run-at time, and their next claim gets a new attempt, and their
+	// task's status message becomes InterruptedMessage (committed with an
+	// outbox row and published, like every observable change). It returns
+	// how many jobs it handled.
 	RescueExpired(ctx context.Context, p RescueParams) (int, error)
 
 	// DeleteExpired deletes at most limit tasks (with their jobs) whose
@@ -163,6 +165,12 @@ type ClaimParams struct {
 	Lease time.Duration
 	// Now is the claim time.
 	Now time.Time
+	// Instance, when set, is the ID of the claiming process instance
+	// (InstanceHold.ID): a store that is a LivenessRescuer records it with
+	// each job claimed, so that the jobs of a dead instance can be taken
+	// before their leases expire. Empty records none: those jobs wait for
+	// their leases.
+	Instance string
 }
 
 // ExhaustedError returns the error a task fails with when its job used all
@@ -173,6 +181,12 @@ type ClaimParams struct {
 func ExhaustedError() *mcp.Error {
 	return mcp.NewError(mcp.CodeInternalError, "The task failed after repeated attempts.")
 }
+
+// InterruptedMessage is the status message a rescue gives a task whose run
+// was interrupted and which will run again (RescueExpired,
+// InstanceHold.RescueDead): until the next run reports, tasks/get says
+// that the run died instead of repeating the dead run's last message.
+const InterruptedMessage = "The run was interrupted; it will resume."
 
 // RescueParams describe one RescueExpired pass.
 type RescueParams struct {

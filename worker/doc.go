@@ -36,8 +36,8 @@
 //	                                    Fail {-32603 "The task failed after repeated attempts."}
 //	any error after the run timeout   → as an other error, category timeout
 //	(WithRunTimeout)
-//	(no outcome: the lease expired)   → rescued by RescueExpired and run again; after
-//	                                    Options.MaxInterruptedRuns, Fail as above
+//	(no outcome: the lease expired,   → rescued by RescueExpired (or RescueDead) and run
+//	or the process died)                again; after Options.MaxInterruptedRuns, Fail as above
 //
 // Retries are bounded by count and, for infrastructure faults, by time.
 // DefaultBackoff waits exponentially from 1 s to 5 min, each wait between
@@ -51,7 +51,18 @@
 // is. A run lost to a crash, a kill or a lost lease is an interrupted run,
 // counted apart from handler failures, so crashes never use up
 // MaxAttempts; MaxInterruptedRuns (default 20) ends a job that brings its
-// process down every time. A rescued job keeps its place in the queue.
+// process down every time. A rescued job keeps its place in the queue,
+// and its task's status message says that the run was interrupted
+// ([backend.InterruptedMessage]) until the next run reports.
+//
+// A process that dies does not hold its jobs for their leases: with a
+// store that is a [backend.LivenessRescuer] (store/sqlite, store/postgres,
+// store/memory), Run holds an instance mark that ends with the process
+// and names it in its claims, and every [Options.FastRescueEvery] (1 s)
+// takes back the jobs of instances whose mark is gone: within about two
+// seconds of their death on PostgreSQL, and at the first pass of a worker
+// that starts on the same SQLite node. [Options.DisableFastRecovery] turns it
+// off (PostgreSQL behind a pooler that does not keep sessions).
 //
 // The handler's context carries the reason it was cancelled, for
 // [context.Cause]: [ErrRunTimeout] (the run outlived its kind's

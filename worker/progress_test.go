@@ -299,7 +299,8 @@ func TestReportProgressWritesUnderTheLease(t *testing.T) {
 }
 
 // TestReportProgressAfterLostLease: once another worker holds the job, a
-// progress write is refused, changes nothing, and cancels the handler with
+// progress write is refused, changes nothing (the task keeps the message
+// of the rescue), and cancels the handler with
 // cause ErrLeaseLost; nothing else is written for the run.
 func TestReportProgressAfterLostLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -336,7 +337,8 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		h.stop(t)
 
 		j := h.job(t, id)
-		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != "before" {
+		// The message is the rescue's, not the refused write's.
+		if len(j.reports) != 1 || j.reports[0].message != "before" || j.message != backend.InterruptedMessage {
 			t.Errorf("reports = %+v, message %q; want only the write made under the lease", j.reports, j.message)
 		}
 		if !errors.Is(cause, backend.ErrLeaseLost) {

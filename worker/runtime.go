@@ -79,8 +79,28 @@ type Options struct {
 	// RescueEvery is the period of Store.RescueExpired passes; one pass
 	// also runs when Run starts. Default Lease/2.
 	RescueEvery time.Duration
-	// RescueBatch is the limit of one RescueExpired call. Default 100.
+	// RescueBatch is the limit of one RescueExpired call, and of one
+	// InstanceHold.RescueDead call. Default 100.
 	RescueBatch int
+	// DisableFastRecovery turns off the rescue of a dead worker's jobs by
+	// its liveness, which the runtime otherwise uses when Store is a
+	// backend.LivenessRescuer: Run takes an instance hold, names it in
+	// every claim, and every FastRescueEvery takes the running jobs of
+	// instances whose hold has ended (a process that was killed or
+	// crashed), without waiting for their leases to expire. Turn it off
+	// where the hold cannot work: store/postgres behind a pooler that
+	// does not keep sessions (PgBouncer in transaction mode), where the
+	// dead look alive and the passes only cost queries. Jobs are then
+	// rescued by lease expiry alone, as they are in any case when the
+	// hold cannot be taken (Run logs why) or the dead worker's liveness
+	// is in doubt.
+	DisableFastRecovery bool
+	// FastRescueEvery is the period of the passes that rescue the jobs
+	// of dead instances (see DisableFastRecovery); one pass also runs
+	// when Run starts, so that a node that restarts takes back the jobs
+	// of its dead predecessor on SQLite at once. Each pass is one cheap
+	// query when no instance died. Default DefaultFastRescueEvery.
+	FastRescueEvery time.Duration
 	// MaxInterruptedRuns bounds the runs of one job that end without an
 	// outcome because their lease expired: the process crashed or was
 	// killed, lost the database, or stalled past its lease. Such runs do
@@ -155,6 +175,12 @@ const (
 	defaultCleanupBatch  = 500
 	defaultShutdownGrace = 10 * time.Second
 	minProgressInterval  = 10 * time.Millisecond
+	// DefaultFastRescueEvery is the default Options.FastRescueEvery:
+	// store/postgres counts an instance dead at the second pass that
+	// finds its lock free, so a killed worker's jobs are available again
+	// within about two seconds of its death (1 to 2 periods, and the
+	// time the server takes to end the session).
+	DefaultFastRescueEvery = time.Second
 	// DefaultMaxInterruptedRuns is the default Options.MaxInterruptedRuns:
 	// a job survives that many crashes, less one, of the processes running
 	// it.
@@ -201,7 +227,7 @@ func (o Options) withDefaults() (Options, error) {
 		{"RescueBatch", int64(o.RescueBatch)}, {"CleanupEvery", int64(o.CleanupEvery)},
 		{"CleanupBatch", int64(o.CleanupBatch)}, {"ShutdownGrace", int64(o.ShutdownGrace)},
 		{"MaxInterruptedRuns", int64(o.MaxInterruptedRuns)}, {"ProgressInterval", int64(o.ProgressInterval)},
-		{"RetryWindow", int64(o.RetryWindow)},
+		{"RetryWindow", int64(o.RetryWindow)}, {"FastRescueEvery", int64(o.FastRescueEvery)},
 	} {
 		if c.v < 0 {
 			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
@@ -252,6 +278,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RescueEvery == 0 {
 		o.RescueEvery = o.Lease / 2
+	}
+	if o.FastRescueEvery == 0 {
+		o.FastRescueEvery = DefaultFastRescueEvery
 	}
 	if o.RescueBatch == 0 {
 		o.RescueBatch = defaultRescueBatch
@@ -316,6 +345,9 @@ type Runtime struct {
 	// checkpoints batches checkpoint writes when the store keeps them;
 	// nil otherwise. Set by Run before any job starts.
 	checkpoints *batcher[backend.CheckpointWrite]
+	// hold is the runtime's instance hold (Options.DisableFastRecovery);
+	// nil when it has none. Set by Run before any claim.
+	hold backend.InstanceHold
 
 	mu       sync.Mutex
 	started  bool
@@ -393,10 +425,16 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		defer unsubscribe()
 	}
 
+	rt.hold = rt.holdInstance(ctx)
 	var maint sync.WaitGroup
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.RescueEvery, TransitionRescued, rt.opts.RescueBatch, rt.rescue)
 	})
+	if rt.hold != nil {
+		maint.Go(func() {
+			rt.maintain(ctx, rt.opts.FastRescueEvery, TransitionRescued, rt.opts.RescueBatch, rt.rescueDead)
+		})
+	}
 	maint.Go(func() {
 		rt.maintain(ctx, rt.opts.CleanupEvery, TransitionExpiredDeleted, rt.opts.CleanupBatch, rt.opts.Store.DeleteExpired)
 	})
@@ -429,6 +467,12 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		rt.checkpoints.close()
 	}
 	maint.Wait()
+	if rt.hold != nil {
+		// Every job was released or finished: none is left to rescue.
+		if err := rt.hold.Close(); err != nil {
+			rt.log.Warn("worker: releasing the instance hold failed", "err", errText(err))
+		}
+	}
 	return nil
 }
 
@@ -571,14 +615,11 @@ func (rt *Runtime) claim(ctx context.Context, q *queueState, limit int) ([]backe
 	now := rt.now()
 	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
 	defer cancel()
-	jobs, err := rt.opts.Store.Claim(cctx, backend.ClaimParams{
-		Worker: rt.opts.Name,
-		Kinds:  q.kinds,
-		Queue:  q.name,
-		Limit:  limit,
-		Lease:  rt.opts.Lease,
-		Now:    now,
-	})
+	p := backend.ClaimParams{Worker: rt.opts.Name, Kinds: q.kinds, Queue: q.name, Limit: limit, Lease: rt.opts.Lease, Now: now}
+	if rt.hold != nil {
+		p.Instance = rt.hold.ID()
+	}
+	jobs, err := rt.opts.Store.Claim(cctx, p)
 	if err != nil {
 		if ctx.Err() == nil {
 			rt.log.Error("worker: claim failed", "queue", q.name, "err", errText(err))
@@ -641,6 +682,31 @@ func (rt *Runtime) maintenancePass(ctx context.Context, what Transition, batch i
 // rescue is one Store.RescueExpired call.
 func (rt *Runtime) rescue(ctx context.Context, now time.Time, limit int) (int, error) {
 	return rt.opts.Store.RescueExpired(ctx, backend.RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
+}
+
+// holdInstance takes the runtime's instance hold, or returns nil when fast
+// recovery is off or the store cannot hold one (then logged, unless the
+// store does not support it in its configuration).
+func (rt *Runtime) holdInstance(ctx context.Context) backend.InstanceHold {
+	lr, ok := rt.opts.Store.(backend.LivenessRescuer)
+	if !ok || rt.opts.DisableFastRecovery {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
+	defer cancel()
+	h, err := lr.HoldInstance(hctx)
+	if err != nil {
+		if !errors.Is(err, backend.ErrLivenessUnsupported) {
+			rt.log.Warn("worker: no instance hold; the jobs of a dead worker wait for their leases", "err", errText(err))
+		}
+		return nil
+	}
+	return h
+}
+
+// rescueDead is one InstanceHold.RescueDead call.
+func (rt *Runtime) rescueDead(ctx context.Context, now time.Time, limit int) (int, error) {
+	return rt.hold.RescueDead(ctx, backend.RescueParams{Now: now, Limit: limit, MaxInterruptedRuns: rt.opts.MaxInterruptedRuns})
 }
 
 // hint is the event subscriber: it must not block.

@@ -27,8 +27,11 @@ import (
 const (
 	crawlStoreEnv = "TASKWIRE_E2E_CRAWL_STORE" // "sqlite:PATH" or "postgres:SCHEMA:URL"
 	crawlLogEnv   = "TASKWIRE_E2E_CRAWL_LOG"   // the file the worker appends its steps to
-	crawlLease    = 1500 * time.Millisecond
-	crawlPages    = 20
+	// crawlDefaultsEnv, when set, makes the worker keep the runtime's
+	// default lease and rescue settings (TestRecoveryAfterKill).
+	crawlDefaultsEnv = "TASKWIRE_E2E_CRAWL_DEFAULTS"
+	crawlLease       = 1500 * time.Millisecond
+	crawlPages       = 20
 )
 
 type crawlArgs struct {
@@ -69,8 +72,12 @@ func crawlWorkerMain() int {
 		defer mu.Unlock()
 		fmt.Fprintf(logf, format+"\n", args...)
 	}
-	rt, err := worker.New(worker.Options{Store: st.Jobs(), Events: st.EventPublisher(), Lease: crawlLease,
-		PollInterval: 50 * time.Millisecond, RescueEvery: 200 * time.Millisecond, ProgressInterval: 10 * time.Millisecond})
+	opts := worker.Options{Store: st.Jobs(), Events: st.EventPublisher(), Lease: crawlLease,
+		PollInterval: 50 * time.Millisecond, RescueEvery: 200 * time.Millisecond, ProgressInterval: 10 * time.Millisecond}
+	if os.Getenv(crawlDefaultsEnv) != "" {
+		opts = worker.Options{Store: st.Jobs(), Events: st.EventPublisher(), ProgressInterval: 10 * time.Millisecond}
+	}
+	rt, err := worker.New(opts)
 	if err == nil {
 		err = worker.AddHandler(rt, "crawl", func(ctx context.Context, job *worker.Job, in crawlArgs) (crawlArgs, error) {
 			var done int
@@ -110,12 +117,22 @@ func TestCheckpointAfterKill(t *testing.T) {
 				url := sharedPostgres(t)
 				spec = "postgres:" + newSchema(t, url) + ":" + url
 			}
-			checkpointAfterKill(t, spec)
+			checkpointAfterKill(t, spec, crawlKill{})
 		})
 	}
 }
 
-func checkpointAfterKill(t *testing.T, spec string) {
+// crawlKill says how checkpointAfterKill kills and replaces the worker.
+type crawlKill struct {
+	// secondFirst starts the second worker before the first is killed
+	// (instead of after): it takes over the job while running.
+	secondFirst bool
+	// within, when set, bounds the time from the task's creation to its
+	// completion.
+	within time.Duration
+}
+
+func checkpointAfterKill(t *testing.T, spec string, how crawlKill) {
 	ctx := context.Background()
 	st, err := openCrawlStore(ctx, spec)
 	if err != nil {
@@ -138,6 +155,7 @@ func checkpointAfterKill(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	rc.TaskID = tk.ID()
+	created := time.Now()
 	var high float64
 	var last task.Task
 	read := func() task.Task {
@@ -158,16 +176,25 @@ func checkpointAfterKill(t *testing.T, spec string) {
 	first := launchBinary(t, os.Args[0], "crawl#1", "-test.run=^$")
 	poll(t, 60*time.Second, 10*time.Millisecond, func() string { return fmt.Sprintf("progress %v before the kill", high) },
 		func() bool { read(); return high >= crawlPages/2 })
+	if how.secondFirst {
+		launchBinary(t, os.Args[0], "crawl#2", "-test.run=^$")
+	}
 	first.kill()
 	killed, atKill := time.Now(), high
-	launchBinary(t, os.Args[0], "crawl#2", "-test.run=^$")
+	if !how.secondFirst {
+		launchBinary(t, os.Args[0], "crawl#2", "-test.run=^$")
+	}
 	poll(t, 60*time.Second, 10*time.Millisecond, func() string { return "task still " + string(last.Status()) },
 		func() bool { return read().Status().Terminal() })
 	if last.Status() != task.Completed || string(last.Result().StructuredContent) != string(args) {
 		t.Fatalf("task %s, result %v", last.Status(), last.Result())
 	}
-	t.Logf("completed %v after the kill (lease %v, %d pages of 150 ms left)", time.Since(killed).Round(time.Millisecond),
-		crawlLease, crawlPages-int(atKill))
+	took := time.Since(created)
+	t.Logf("completed %v after the kill, %v after its creation (%d pages of 150 ms left at the kill)",
+		time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond), crawlPages-int(atKill))
+	if how.within > 0 && took > how.within {
+		t.Errorf("completed %v after its creation, want at most %v", took.Round(time.Millisecond), how.within)
+	}
 	checkCrawlLog(t, logPath)
 }
 

@@ -55,6 +55,7 @@ type job struct {
 	runAt        time.Time
 	leaseExpires time.Time         // while running
 	worker       string            // while running
+	instance     string            // while running: the claim's ClaimParams.Instance
 	trace        task.TraceContext // of the creating request, as the stores keep it
 	// category is the failure category of the change being applied, for
 	// the history events observe records of it; observe clears it.
@@ -109,8 +110,8 @@ func (m *Manager) Job(taskID string) (info JobInfo, found bool) {
 }
 
 // Jobs implements backend.Store: the JobStore of the worker runtime, over
-// the manager's tasks. It implements backend.BatchCompleter and
-// backend.ProgressReporter too, and follows backend.JobStore to the letter:
+// the manager's tasks. It implements backend.BatchCompleter,
+// backend.ProgressReporter and backend.LivenessRescuer too, and follows backend.JobStore to the letter:
 // every fenced write applies only while the job runs under the lease's
 // attempt and now (Options.Now) is before the lease's expiry, and returns
 // backend.ErrLeaseLost, changing nothing, otherwise. Fenced writes ignore
@@ -127,6 +128,7 @@ var (
 	_ backend.BatchCompleter   = jobStore{}
 	_ backend.ProgressReporter = jobStore{}
 	_ backend.Checkpointer     = jobStore{}
+	_ backend.LivenessRescuer  = jobStore{}
 )
 
 // Claim implements backend.JobStore. It leases up to p.Limit due jobs of
@@ -168,6 +170,7 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	for _, e := range due[:min(len(due), p.Limit)] {
 		b, j := e.mark(), e.job
 		j.state, j.attempt, j.leaseExpires, j.worker = jobRunning, j.attempt+1, now.Add(p.Lease), p.Worker
+		j.instance = p.Instance
 		e.observe(b, now)
 		rows = append(rows, backend.JobRow{
 			Lease: backend.Lease{TaskID: e.snap.ID(), Attempt: j.attempt}, Kind: j.kind, Origin: e.snap.Origin(),
@@ -415,15 +418,25 @@ func (s jobStore) CancelRequested(ctx context.Context, taskID string) (bool, err
 // run for each: the job whose interrupted runs reach p.MaxInterruptedRuns
 // fails its task with the client-safe error {"code":-32603,"message":"The
 // task failed after repeated attempts."}; the others become available again
-// with their run-at time kept. Failures are not touched.
+// with their run-at time kept, and their task's status message
+// backend.InterruptedMessage. Failures are not touched.
 func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
+	return s.m.rescue(ctx, p, func(j *job, now time.Time) bool { return !now.Before(j.leaseExpires) })
+}
+
+// rescue takes at most p.Limit running jobs that take selects, earliest
+// lease expiry first, then by task ID, and counts an interrupted run for
+// each: the job whose interrupted runs reach p.MaxInterruptedRuns fails
+// its task, the others become available with their run-at time kept and
+// their task's status message backend.InterruptedMessage. take is called
+// under m.mu.
+func (m *Manager) rescue(ctx context.Context, p backend.RescueParams, take func(j *job, now time.Time) bool) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if p.Limit < 1 {
 		return 0, nil
 	}
-	m := s.m
 	m.mu.Lock()
 	now := p.Now
 	if now.IsZero() {
@@ -431,7 +444,7 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 	}
 	var expired []*entry
 	for _, e := range m.tasks {
-		if e.job != nil && e.job.state == jobRunning && !now.Before(e.job.leaseExpires) {
+		if e.job != nil && e.job.state == jobRunning && take(e.job, now) {
 			expired = append(expired, e)
 		}
 	}
@@ -443,12 +456,20 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 	for _, e := range expired {
 		b, j := e.mark(), e.job
 		j.interrupted++
+		var q *task.Params
+		var apply func()
 		if j.interrupted < max(p.MaxInterruptedRuns, 1) {
-			j.state, j.leaseExpires, j.worker = jobAvailable, time.Time{}, ""
-			e.observe(b, now)
-			continue
+			j.state, j.leaseExpires, j.worker, j.instance = jobAvailable, time.Time{}, "", ""
+			if e.snap.StatusMessage() == backend.InterruptedMessage {
+				e.observe(b, now)
+				continue
+			}
+			tp := e.snap.Params()
+			tp.StatusMessage = backend.InterruptedMessage
+			q = &tp
+		} else {
+			q, apply = end(e, task.Failed, "", nil, backend.ExhaustedError())
 		}
-		q, apply := end(e, task.Failed, "", nil, backend.ExhaustedError())
 		if now.After(q.LastUpdatedAt) { // stamped at the rescue's time, as the durable stores do
 			q.LastUpdatedAt = now
 		}
@@ -458,7 +479,9 @@ func (s jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			return 0, err
 		}
 		e.snap = snap
-		apply()
+		if apply != nil {
+			apply()
+		}
 		e.observe(b, now)
 		publish = append(publish, snap.ID())
 	}

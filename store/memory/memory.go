@@ -106,6 +106,7 @@ type Manager struct {
 	mu    sync.Mutex
 	tasks map[string]*entry
 	keys  map[idemKey]string // idempotency key → task ID
+	holds map[string]bool    // instances held (backend.LivenessRescuer)
 }
 
 // entry is one task, with its job when Enqueue made it.

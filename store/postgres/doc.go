@@ -68,6 +68,13 @@
 // limit the rescuer passes. Only Retry changes run_at: a rescued, released
 // or answered job keeps its place in the claim order.
 //
+// The store is a backend.LivenessRescuer too (Jobs().HoldInstance): a
+// worker holds a session-level advisory lock for its life, on a connection
+// of its own, and the running jobs of workers whose lock no session holds
+// are rescued like expired leases within seconds (see HoldInstance for
+// poolers that do not keep sessions). Both rescues set the task's status
+// message to backend.InterruptedMessage.
+//
 // Times are whole milliseconds from Options.Now, or from the database
 // server's clock when it is nil; Claim, RescueExpired and DeleteExpired use
 // the time they are given. A task whose TTL has passed is not found, not

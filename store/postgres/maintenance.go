@@ -15,22 +15,29 @@ import (
 // {"code":-32603,"message":"The task failed after repeated attempts."};
 // the others become available again with their run_at unchanged, so they
 // are claimed before the jobs queued after them, and their next claim gets
-// a new attempt. Handler failures (failures, max_attempts) are not touched.
+// a new attempt. Their task's status message becomes
+// backend.InterruptedMessage (when it was another), with an outbox row.
+// Handler failures (failures, max_attempts) are not touched.
 // A zero p.Now means the store's clock.
 func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
-	s := j.s
+	return j.s.rescue(ctx, j.s.q.rescue, p)
+}
+
+// rescue runs one rescue statement (queries.rescue, queries.rescueDead)
+// with p and the extra arguments, and publishes the tasks it changed.
+func (s *Store) rescue(ctx context.Context, query string, p backend.RescueParams, extra ...any) (int, error) {
 	if p.Limit < 1 {
 		return 0, nil
 	}
 	var n int
 	var outboxIDs []int64
-	var failed []string
-	err := s.pool.QueryRow(ctx, s.q.rescue, s.at(p.Now), p.Limit, exhaustedJSON, max(p.MaxInterruptedRuns, 1)).
-		Scan(&n, &outboxIDs, &failed)
-	if err != nil {
+	var changed []string
+	args := append([]any{s.at(p.Now), p.Limit, exhaustedJSON, max(p.MaxInterruptedRuns, 1), backend.InterruptedMessage},
+		extra...)
+	if err := s.pool.QueryRow(ctx, query, args...).Scan(&n, &outboxIDs, &changed); err != nil {
 		return 0, wrapErr("rescue", err)
 	}
-	for i, id := range failed {
+	for i, id := range changed {
 		s.emit(event{id: outboxIDs[i], taskID: id})
 	}
 	return n, nil

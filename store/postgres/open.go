@@ -145,6 +145,7 @@ var (
 	_ backend.BatchCompleter   = jobStore{}
 	_ backend.ProgressReporter = jobStore{}
 	_ backend.Pruner           = jobStore{}
+	_ backend.LivenessRescuer  = jobStore{}
 )
 
 // Open connects to opts.URL, applies pending migrations to opts.Schema

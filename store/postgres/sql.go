@@ -153,11 +153,11 @@ const (
 			FROM v, n)
 		SELECT now FROM n`
 
-	// $2 limit, $3 worker, $4 lease ms, $5 queue; $6 kinds in the filtered
-	// variant. The candidates come from the jobs table alone, in
-	// jobs_claim_queue index order (one queue, then priority, run_at,
-	// created_at, task_id), so a claim costs O(limit) whatever the queue
-	// length; the job
+	// $2 limit, $3 worker, $4 lease ms, $5 queue, $6 claiming instance
+	// (NULL: none, migration 017); $7 kinds in the filtered variant. The
+	// candidates come from the jobs table alone, in jobs_claim_queue index
+	// order (one queue, then priority, run_at, created_at, task_id), so a
+	// claim costs O(limit) whatever the queue length; the job
 	// and task rows are then found by primary key ("= ANY(ARRAY(...))"
 	// keeps the planner from hashing a whole table when its estimates of
 	// the candidates are off).
@@ -170,7 +170,7 @@ const (
 		u AS (
 			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
 				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
-				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1
+				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
 			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
 			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
 				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
@@ -278,13 +278,14 @@ const (
 			FROM j WHERE t.id = j.task_id RETURNING t.id)
 		` + recordEvents
 
-	// $2 limit, $3 exhausted error, $4 max interrupted runs. Counts an
+	// $2 limit, $3 exhausted error, $4 max interrupted runs, $5 the
+	// message of a task that will run again (backend.InterruptedMessage);
+	// {{candidates}} selects, locks and orders the jobs taken. Counts an
 	// interrupted run, not a failure; run_at is kept, so a rescued job is
 	// claimed before the jobs queued after it. Returns the number of jobs
-	// rescued, and the outbox rows of the tasks failed.
-	sqlRescue = `WITH c AS (
-			SELECT task_id FROM {{schema}}.jobs WHERE state = 'running' AND lease_expires_at <= {{now}}
-			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED),
+	// rescued, and the outbox rows of the tasks changed: those failed, and
+	// those whose message changed.
+	sqlRescue = `WITH c AS ({{candidates}}),
 		j AS (
 			UPDATE {{schema}}.jobs SET interrupted_runs = jobs.interrupted_runs + 1,
 				state = CASE WHEN jobs.interrupted_runs + 1 >= $4::integer THEN 'done' ELSE 'available' END,
@@ -292,12 +293,39 @@ const (
 			FROM c WHERE jobs.task_id = c.task_id
 			RETURNING jobs.task_id, jobs.state = 'done' AS exhausted),
 		t AS (
-			UPDATE {{schema}}.tasks SET status = 'failed', status_message = '', input_requests = NULL,
-				result = NULL, error = $3, updated_at = GREATEST(tasks.updated_at, {{now}})
-			FROM j WHERE tasks.id = j.task_id AND j.exhausted
+			UPDATE {{schema}}.tasks SET status = CASE WHEN j.exhausted THEN 'failed' ELSE tasks.status END,
+				status_message = CASE WHEN j.exhausted THEN '' ELSE $5::text END,
+				input_requests = CASE WHEN j.exhausted THEN NULL ELSE tasks.input_requests END,
+				result = CASE WHEN j.exhausted THEN NULL ELSE tasks.result END,
+				error = CASE WHEN j.exhausted THEN $3 ELSE tasks.error END,
+				updated_at = GREATEST(tasks.updated_at, {{now}})
+			FROM j WHERE tasks.id = j.task_id AND (j.exhausted OR tasks.status_message IS DISTINCT FROM $5::text)
 			RETURNING tasks.id),
 		o AS (` + recordEvents + `)
 		SELECT (SELECT count(*) FROM j), ARRAY(SELECT id FROM o), ARRAY(SELECT task_id FROM o)`
+
+	// The jobs of RescueExpired: leases expired at $1.
+	rescueExpired = `SELECT task_id FROM {{schema}}.jobs WHERE state = 'running' AND lease_expires_at <= {{now}}
+			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED`
+
+	// instanceUnheld is true for a job row j whose claiming instance's
+	// advisory lock (keys: the high and low 31-bit halves of
+	// lease_instance) no session of this database holds.
+	instanceUnheld = `NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+			WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+				AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+				AND l.classid = (j.lease_instance >> 31)::oid AND l.objid = (j.lease_instance & 2147483647)::oid)`
+
+	// The jobs of InstanceHold.RescueDead: running jobs of the instances
+	// $6 whose locks are not held.
+	rescueDead = `SELECT task_id FROM {{schema}}.jobs j
+			WHERE state = 'running' AND lease_instance = ANY($6::bigint[]) AND ` + instanceUnheld + `
+			ORDER BY lease_expires_at, task_id LIMIT $2 FOR UPDATE SKIP LOCKED`
+
+	// The instances, other than $1, of running jobs whose locks are not
+	// held: those RescueDead suspects dead.
+	sqlUnheldInstances = `SELECT DISTINCT lease_instance FROM {{schema}}.jobs j
+		WHERE state = 'running' AND lease_instance IS NOT NULL AND lease_instance <> $1 AND ` + instanceUnheld
 
 	// Locks the task and its job without waiting: a fenced write that
 	// holds the job (and waits for the task) goes first. Tasks whose job
@@ -457,6 +485,7 @@ type queries struct {
 	claim, claimKinds, heartbeat, finish, retry, release     string
 	recordCategory                                           string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
+	rescueDead, unheldInstances                              string
 	pruneOutbox, outboxAfter, outboxLast, pruneJobs          string
 	pruneActivity                                            string
 	completeBatch, enqueueBatch                              string
@@ -487,7 +516,7 @@ func newQueries(schema string) queries {
 	q.deleteHolder = q.expand(sqlDeleteHolder)
 	q.enqueue = q.expand(sqlEnqueue)
 	q.claim = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "", 1))
-	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($6::text[])", 1))
+	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($7::text[])", 1))
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
 	q.completeBatch = q.expand(sqlCompleteBatch)
@@ -498,7 +527,9 @@ func newQueries(schema string) queries {
 	q.lockLease = q.expand(sqlLockLease)
 	q.lockKeys = q.expand(sqlLockKeys)
 	q.requestInput = q.expand(sqlRequestInput)
-	q.rescue = q.expand(sqlRescue)
+	q.rescue = q.expand(strings.Replace(sqlRescue, "{{candidates}}", rescueExpired, 1))
+	q.rescueDead = q.expand(strings.Replace(sqlRescue, "{{candidates}}", rescueDead, 1))
+	q.unheldInstances = q.expand(sqlUnheldInstances)
 	q.deleteExpired = q.expand(sqlDeleteExpired)
 	q.pruneOutbox = q.expand(sqlPruneOutbox)
 	q.pruneJobs = q.expand(sqlPruneJobs)

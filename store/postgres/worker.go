@@ -23,7 +23,8 @@ import (
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
 // implements backend.BatchCompleter, backend.ProgressReporter,
-// backend.Checkpointer and backend.Pruner too. It is valid until Close.
+// backend.Checkpointer, backend.Pruner and backend.LivenessRescuer too. It
+// is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
@@ -46,7 +47,11 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	}
 	s.ensureClaimStats(ctx)
 	now := s.at(p.Now)
-	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds(), cmp.Or(p.Queue, backend.DefaultQueue)}
+	instance, err := instanceKey(p.Instance)
+	if err != nil {
+		return nil, err
+	}
+	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds(), cmp.Or(p.Queue, backend.DefaultQueue), instance}
 	if len(p.Kinds) > 0 {
 		query, args = s.q.claimKinds, append(args, p.Kinds)
 	}

@@ -66,6 +66,12 @@
 // limit the rescuer passes. Only Retry changes run_at: a rescued, released
 // or answered job keeps its place in the claim order.
 //
+// The store is a backend.LivenessRescuer too (Jobs().HoldInstance): a
+// worker holds an flock on a lock file next to the database for its life,
+// and a worker of the same host rescues the running jobs of workers whose
+// lock it can take like expired leases, at once. Both rescues set the
+// task's status message to backend.InterruptedMessage.
+//
 // Times are Unix milliseconds from Options.Now. A task whose TTL has passed
 // is not found, not claimable, and removed by DeleteExpired.
 //

@@ -15,26 +15,38 @@ import (
 // {"code":-32603,"message":"The task failed after repeated attempts."};
 // the others become available again with their run_at unchanged, so they
 // are claimed before the jobs queued after them, and their next claim gets
-// a new attempt. Handler failures (failures, max_attempts) are not touched.
+// a new attempt. Their task's status message becomes
+// backend.InterruptedMessage (when it was another), with an outbox row.
+// Handler failures (failures, max_attempts) are not touched.
 // Each update is fenced by the attempt the rescuer read. A zero p.Now means
 // the store's clock.
 func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (int, error) {
-	s := j.s
+	now := p.Now
+	if now.IsZero() {
+		now = j.s.now()
+	}
+	return j.s.rescue(ctx, p, now, `SELECT task_id, attempt, interrupted_runs FROM jobs
+			WHERE state = 'running' AND lease_expires_at <= ?
+			ORDER BY lease_expires_at, task_id LIMIT ?`, now.UnixMilli())
+}
+
+// rescue takes at most p.Limit of the running jobs the query selects
+// (task_id, attempt, interrupted_runs, in rescue order; its arguments are
+// args and then the limit) and counts an interrupted run for each, at now:
+// the job whose interrupted runs reach p.MaxInterruptedRuns fails its
+// task, the others become available and their task's status message
+// backend.InterruptedMessage. Each update is fenced by the attempt read.
+func (s *Store) rescue(ctx context.Context, p backend.RescueParams, now time.Time, query string, args ...any) (int, error) {
 	if p.Limit < 1 {
 		return 0, nil
 	}
-	now := p.Now
-	if now.IsZero() {
-		now = s.now()
-	}
 	nowMs := now.UnixMilli()
 	maxRuns := max(p.MaxInterruptedRuns, 1)
+	args = append(args, p.Limit)
 	var n int
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		n = 0
-		rows, err := tx.QueryContext(ctx, `SELECT task_id, attempt, interrupted_runs FROM jobs
-			WHERE state = 'running' AND lease_expires_at <= ?
-			ORDER BY lease_expires_at, task_id LIMIT ?`, nowMs, p.Limit)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, wrapErr("rescue", err)
 		}
@@ -65,8 +77,8 @@ func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = ?, interrupted_runs = interrupted_runs + 1,
 				lease_owner = NULL, lease_expires_at = NULL
-				WHERE task_id = ? AND attempt = ? AND state = 'running' AND lease_expires_at <= ?`,
-				state, e.id, e.attempt, nowMs)
+				WHERE task_id = ? AND attempt = ? AND state = 'running'`,
+				state, e.id, e.attempt)
 			if err != nil {
 				return nil, wrapErr("rescue", err)
 			}
@@ -76,6 +88,18 @@ func (j jobStore) RescueExpired(ctx context.Context, p backend.RescueParams) (in
 			n++
 			if exhausted {
 				if err := setTerminal(ctx, tx, e.id, task.Failed, "", nil, exhaustedJSON, nowMs); err != nil {
+					return nil, err
+				}
+				publish = append(publish, e.id)
+				continue
+			}
+			res, err = tx.ExecContext(ctx, `UPDATE tasks SET status_message = ?, updated_at = max(updated_at, ?)
+				WHERE id = ? AND status_message IS NOT ?`, backend.InterruptedMessage, nowMs, e.id, backend.InterruptedMessage)
+			if err != nil {
+				return nil, wrapErr("rescue", err)
+			}
+			if k, _ := res.RowsAffected(); k > 0 {
+				if err := outbox(ctx, tx, e.id, nowMs); err != nil {
 					return nil, err
 				}
 				publish = append(publish, e.id)

@@ -125,6 +125,7 @@ var (
 	_ backend.BatchCompleter   = jobStore{}
 	_ backend.ProgressReporter = jobStore{}
 	_ backend.Pruner           = jobStore{}
+	_ backend.LivenessRescuer  = jobStore{}
 )
 
 // Open opens (creating when missing) the database at opts.Path, applies

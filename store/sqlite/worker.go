@@ -22,7 +22,8 @@ import (
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
 // implements backend.BatchCompleter, backend.ProgressReporter,
-// backend.Checkpointer and backend.Pruner too. It is valid until Close.
+// backend.Checkpointer, backend.Pruner and backend.LivenessRescuer too. It
+// is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
@@ -71,6 +72,10 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
 		ORDER BY j.priority, j.run_at, j.created_at, j.task_id LIMIT ?3`
 	args := []any{nowMs, kinds, p.Limit, cmp.Or(p.Queue, backend.DefaultQueue)}
+	var instance any // NULL: none (migration 014)
+	if p.Instance != "" {
+		instance = p.Instance
+	}
 
 	var jobs []backend.JobRow
 	err := s.write(ctx, func(tx *wtx) ([]string, error) {
@@ -110,9 +115,10 @@ func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			// 011); SET reads the row as it was, so claimed_attempt is the
 			// new attempt.
 			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
-				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1
+				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1,
+				lease_instance = ?
 				WHERE task_id = ? AND attempt = ?`,
-				p.Worker, expMs, p.Worker, nowMs, j.TaskID, j.Attempt)
+				p.Worker, expMs, p.Worker, nowMs, instance, j.TaskID, j.Attempt)
 			if err != nil {
 				return nil, wrapErr("claim", err)
 			}

@@ -382,6 +382,7 @@ func testOperatorLostLeases(t *testing.T, b OperatorBackend, c *Clock) {
 		{Kind: backend.EventCreated},
 		{Kind: backend.EventClaimed, Attempt: 1, Worker: "w"},
 		{Kind: backend.EventLeaseLost, Attempt: 1, Worker: "w", Message: "interrupted run 1"},
+		{Kind: backend.EventProgress, Attempt: 1, Message: backend.InterruptedMessage},
 		{Kind: backend.EventClaimed, Attempt: 2, Worker: "w"},
 		{Kind: backend.EventLeaseLost, Attempt: 2, Worker: "w", Message: "interrupted run 2"},
 		{Kind: backend.EventFailed, Attempt: 2},

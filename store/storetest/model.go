@@ -58,6 +58,7 @@ type mTask struct {
 	firstFailureMs int64
 	runAtMs        int64
 	leaseMs        int64
+	instance       string // the instance of the running claim; "": none
 
 	lastSeen time.Time // last observed lastUpdatedAt
 	lastView string    // last observed client view
@@ -144,6 +145,10 @@ type sequence struct {
 	leases []backend.Lease
 	keyN   int
 	log    []string
+	// holds are two live instance holds (nil when the store holds none
+	// here); dead are the instances of the holds closed.
+	holds []backend.InstanceHold
+	dead  map[string]bool
 }
 
 func testModel(t *testing.T, open opener) {
@@ -162,7 +167,8 @@ func testModel(t *testing.T, open opener) {
 			t.Parallel()
 			b, c := open(t)
 			s := &sequence{t: t, b: b, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x7a5c)),
-				model: refModel{byID: map[string]*mTask{}}}
+				model: refModel{byID: map[string]*mTask{}}, dead: map[string]bool{}}
+			s.openHolds()
 			for i := range ops {
 				s.step(i)
 				s.check()
@@ -263,7 +269,7 @@ func (s *sequence) step(i int) {
 		{8, s.opCreate}, {12, s.opClaim}, {4, s.opHeartbeat}, {10, s.opRequestInput}, {10, s.opUpdate},
 		{3, s.opComplete}, {2, s.opFail}, {1, s.opCancel}, {3, s.opRetry}, {3, s.opRelease},
 		{3, s.opRequestCancel}, {5, s.opAdvance}, {3, s.opRescue}, {2, s.opDeleteExpired}, {3, s.opList},
-		{5, s.opReportProgress}, {4, s.opCheckpoint},
+		{5, s.opReportProgress}, {4, s.opCheckpoint}, {2, s.opKillInstance}, {3, s.opRescueDead},
 	}
 	total := 0
 	for _, o := range ops {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,9 +114,13 @@ func (s *sequence) opClaim() string {
 	}
 	leaseDur := time.Duration(1000+s.rng.IntN(2000)) * time.Millisecond
 	queue := modelClaimQueues[s.rng.IntN(len(modelClaimQueues))]
-	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v queue=%q", limit, kinds, leaseDur, queue)
+	var instance string
+	if n := s.rng.IntN(3); n < len(s.holds) {
+		instance = s.holds[n].ID()
+	}
+	desc := fmt.Sprintf("claim limit=%d kinds=%v lease=%v queue=%q instance=%t", limit, kinds, leaseDur, queue, instance != "")
 	jobs, err := s.b.Jobs().Claim(bg, backend.ClaimParams{Worker: "model", Kinds: kinds, Queue: queue, Limit: limit,
-		Lease: leaseDur, Now: s.c.Now()})
+		Lease: leaseDur, Now: s.c.Now(), Instance: instance})
 	s.compare(desc, err, "ok")
 
 	nowMs := s.nowMs()
@@ -164,7 +169,7 @@ func (s *sequence) opClaim() string {
 		if !maps.Equal(got, m.responses) {
 			s.fatalf("%s: job %s responses %v, model %v", desc, m.id, got, m.responses)
 		}
-		m.state, m.attempt, m.leaseMs = jobRunning, j.Attempt, nowMs+leaseDur.Milliseconds()
+		m.state, m.attempt, m.leaseMs, m.instance = jobRunning, j.Attempt, nowMs+leaseDur.Milliseconds(), instance
 		s.leases = append(s.leases, j.Lease)
 	}
 	return fmt.Sprintf("%s → %d jobs", desc, len(jobs))
@@ -402,13 +407,91 @@ func (s *sequence) opRescue() string {
 		s.fatalf("%s: rescued %d, model %d", desc, n, len(want))
 	}
 	for _, m := range want {
-		m.interrupted++
-		if m.interrupted >= maxRuns {
-			m.terminate(task.Failed, "")
-			m.errExhaust = true
-		} else {
-			m.state, m.leaseMs = jobAvailable, 0 // run-at kept
+		m.rescued(maxRuns)
+	}
+	return fmt.Sprintf("%s → %d", desc, n)
+}
+
+// rescued applies a rescue (by lease or by liveness) to the model.
+func (m *mTask) rescued(maxRuns int) {
+	m.interrupted++
+	if m.interrupted >= maxRuns {
+		m.terminate(task.Failed, "")
+		m.errExhaust = true
+	} else {
+		m.state, m.leaseMs = jobAvailable, 0 // run-at kept
+		m.message = backend.InterruptedMessage
+	}
+}
+
+// openHolds takes the sequence's two instance holds, closed at the end of
+// the test, unless the store holds none here.
+func (s *sequence) openHolds() {
+	lr, ok := s.b.Jobs().(backend.LivenessRescuer)
+	if !ok {
+		return
+	}
+	for range 2 {
+		h, err := lr.HoldInstance(bg)
+		if errors.Is(err, backend.ErrLivenessUnsupported) {
+			return
 		}
+		if err != nil {
+			s.fatalf("HoldInstance: %v", err)
+		}
+		s.t.Cleanup(func() { h.Close() })
+		s.holds = append(s.holds, h)
+	}
+}
+
+// opKillInstance closes one hold, as if its process died, and takes a new
+// one in its place.
+func (s *sequence) opKillInstance() string {
+	if len(s.holds) == 0 {
+		return "kill-instance: no holds"
+	}
+	i := s.rng.IntN(len(s.holds))
+	s.dead[s.holds[i].ID()] = true
+	if err := s.holds[i].Close(); err != nil {
+		s.fatalf("kill-instance: Close: %v", err)
+	}
+	h, err := s.b.Jobs().(backend.LivenessRescuer).HoldInstance(bg)
+	if err != nil {
+		s.fatalf("kill-instance: HoldInstance: %v", err)
+	}
+	s.t.Cleanup(func() { h.Close() })
+	s.holds[i] = h
+	return fmt.Sprintf("kill-instance %d", i)
+}
+
+// opRescueDead runs two RescueDead passes of a live hold (a store may
+// need two to count an instance dead), with a limit above the jobs: every
+// running job of a dead instance is taken, whatever its lease.
+func (s *sequence) opRescueDead() string {
+	if len(s.holds) == 0 {
+		return "rescue-dead: no holds"
+	}
+	maxRuns := 1 + s.rng.IntN(3)
+	desc := fmt.Sprintf("rescue-dead max-interrupted=%d", maxRuns)
+	var n int
+	h := s.holds[s.rng.IntN(len(s.holds))]
+	for range 2 {
+		k, err := h.RescueDead(bg,
+			backend.RescueParams{Now: s.c.Now(), Limit: 1000, MaxInterruptedRuns: maxRuns})
+		s.compare(desc, err, "ok")
+		n += k
+	}
+	var want []*mTask
+	for _, m := range s.model.tasks {
+		if !m.deleted && m.state == jobRunning && s.dead[m.instance] {
+			want = append(want, m)
+		}
+	}
+	if n != len(want) {
+		s.fatalf("%s: rescued %d, model %d", desc, n, len(want))
+	}
+	for _, m := range want {
+		m.rescued(maxRuns)
 	}
 	return fmt.Sprintf("%s → %d", desc, n)
 }

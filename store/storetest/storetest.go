@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Queues", testQueues},
 		{"QueueOptionsRange", testQueueOptionsRange},
 		{"InterruptedRuns", testInterruptedRuns},
+		{"Liveness", testLiveness},
 		{"RetryUnavailable", testRetryUnavailable},
 		{"CancelWhileAwaitingInput", testCancelAwaitingInput},
 		{"CompleteBatch", testCompleteBatch},
