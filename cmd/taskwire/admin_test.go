@@ -110,6 +110,8 @@ var wantLabelNames = map[string][]string{
 	"taskwire_worker_job_failures_total":              {"category", "kind"},
 	"taskwire_worker_job_duration_seconds":            {"kind"},
 	"taskwire_worker_maintenance_total":               {"operation"},
+	"taskwire_worker_queue_running_jobs":              {"queue"},
+	"taskwire_store_queue_jobs":                       {"queue", "state"},
 	"taskwire_store_tasks":                            {"status"},
 	"taskwire_store_jobs":                             {"kind", "state"},
 	"taskwire_store_oldest_available_job_age_seconds": nil,
