@@ -209,7 +209,7 @@ func TestClaimPlan(t *testing.T) {
 	}{{"claim", s.q.claim, nil}, {"claimKinds", s.q.claimKinds, []string{"echo"}}} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			t.Run(q.name+"/"+mode, func(t *testing.T) {
-				args := []any{nil, limit, "w", int64(60000), "mail"}
+				args := []any{nil, limit, "w", int64(60000), "mail", nil}
 				if q.kinds != nil {
 					args = append(args, q.kinds)
 				}
