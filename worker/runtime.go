@@ -212,11 +212,9 @@ func checkWorkerName(name string) error {
 	return nil
 }
 
-// withDefaults validates o and fills in its defaults.
-func (o Options) withDefaults() (Options, error) {
-	if o.Store == nil {
-		return o, errors.New("worker: Options.Store is required")
-	}
+// checkNonNegative refuses a negative count or duration among the
+// options.
+func (o Options) checkNonNegative() error {
 	for _, c := range []struct {
 		name string
 		v    int64
@@ -230,8 +228,19 @@ func (o Options) withDefaults() (Options, error) {
 		{"RetryWindow", int64(o.RetryWindow)}, {"FastRescueEvery", int64(o.FastRescueEvery)},
 	} {
 		if c.v < 0 {
-			return o, fmt.Errorf("worker: Options.%s must not be negative", c.name)
+			return fmt.Errorf("worker: Options.%s must not be negative", c.name)
 		}
+	}
+	return nil
+}
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Store == nil {
+		return o, errors.New("worker: Options.Store is required")
+	}
+	if err := o.checkNonNegative(); err != nil {
+		return o, err
 	}
 	if err := checkWorkerName(o.Name); err != nil {
 		return o, err
