@@ -28,7 +28,7 @@ func TestProgressMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-- run 4 of 4", "200 of 200 tasks carry their progress count", "progress: median worker throughput",
+	for _, want := range []string{"-- run 4 of 4", "200 of 200 tasks carry their progress count", "progress report: median worker throughput",
 		"median CPU of this process per job", "by CPU per job", "relative to without"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
