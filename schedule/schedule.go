@@ -104,7 +104,9 @@ type timetable interface {
 
 type interval time.Duration
 
-func (d interval) next(t time.Time) time.Time    { return t.Truncate(time.Duration(d)).Add(time.Duration(d)) }
+func (d interval) next(t time.Time) time.Time {
+	return t.Truncate(time.Duration(d)).Add(time.Duration(d))
+}
 func (d interval) current(t time.Time) time.Time { return t.Truncate(time.Duration(d)) }
 
 type cronTable struct{ s cron.Schedule }
