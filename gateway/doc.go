@@ -182,7 +182,9 @@
 // with a JSON-RPC error -32603 to the process saying the gateway cannot
 // tell which call it serves (no client is asked; the log line names the
 // method and how many calls were in flight). A task run whose call then
-// fails completes with an isError result saying so.
+// fails completes with an isError result saying so. Options.SerialCalls
+// keeps one tools/call in flight on the process (the others wait for it
+// within their deadlines), so that every such request is relayed.
 //
 // # Upstream tasks
 //
@@ -285,8 +287,7 @@
 //
 // # Not yet
 //
-// A stdio upstream's requests that name no task while several calls are
-// in flight (refused, see Input); a stdio upstream is spoken to in a 2025
+// A stdio upstream is spoken to in a 2025
 // revision only (initialize), so a server that speaks only 2026-07-28 over
 // stdio cannot be fronted, and 2026-07-28 upstream tasks and input rounds
 // are used over HTTP only; task tools the upstream adds

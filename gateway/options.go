@@ -82,6 +82,18 @@ type Options struct {
 	// UpstreamDir is the working directory of the UpstreamCommand
 	// process. Empty: this process's.
 	UpstreamDir string
+	// SerialCalls gives the UpstreamCommand process one tools/call at a
+	// time: a call waits, within its deadline, until the one in flight
+	// has returned (a call that creates an upstream task returns at
+	// once). stdio does not say which call a request of the process's
+	// own serves; with one call in flight, every elicitation or sampling
+	// request the process sends is relayed to that call's client, where
+	// several calls in flight would get a request that names no task
+	// refused. For a server that asks for input during its calls and
+	// serves several clients; it costs the concurrency toward the
+	// process. Refused with an HTTP Upstream, whose calls carry their own
+	// requests.
+	SerialCalls bool
 	// UpstreamHeaders are sent with every upstream request: static
 	// credentials such as an API key or "Authorization: Bearer ...".
 	// The downstream caller's own token is never forwarded. The headers
@@ -180,6 +192,9 @@ func (o Options) Validate() error {
 	}
 	if o.Upstream != "" && (o.UpstreamEnv != nil || o.UpstreamDir != "") {
 		bad("UpstreamEnv and UpstreamDir apply to UpstreamCommand, not to an HTTP Upstream")
+	}
+	if o.Upstream != "" && o.SerialCalls {
+		bad("SerialCalls applies to UpstreamCommand, not to an HTTP Upstream")
 	}
 	for name, values := range o.UpstreamHeaders {
 		if err := checkHeader(name, values); err != nil {

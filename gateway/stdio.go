@@ -57,6 +57,9 @@ type stdioUpstream struct {
 	// none to a call) is relayed when one call is in flight (relay.go).
 	cmu   sync.Mutex
 	calls map[*context.Context]struct{}
+	// serial, with Options.SerialCalls, is the single slot a tools/call
+	// holds while it is in flight; nil otherwise.
+	serial chan struct{}
 	// routes send the requests that name an upstream task to the run
 	// that follows it (uptask_stdio.go).
 	routes stdioRoutes
@@ -87,6 +90,9 @@ type stdioUpstream struct {
 // ends on close, after each restart, before calls reach the new process.
 func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
 	u := &stdioUpstream{calls: map[*context.Context]struct{}{}, declaresTasks: opts.hasTaskTools()}
+	if opts.SerialCalls {
+		u.serial = make(chan struct{}, 1)
+	}
 	caps := &mcp.LegacyClientCapabilities{
 		// Relayed to the task's client: a request naming an upstream
 		// task to the run following it, another when a single call is
@@ -336,6 +342,14 @@ func (u *stdioUpstream) toolsCall(ctx context.Context, name string, args json.Ra
 			}
 		}
 	}
+	if u.serial != nil {
+		select {
+		case u.serial <- struct{}{}:
+			defer func() { <-u.serial }()
+		case <-ctx.Done():
+			return nil, "", &client.ConnectionError{Op: mcp.MethodToolsCall, Err: fmt.Errorf("waiting for the call in flight (SerialCalls): %w", ctx.Err())}
+		}
+	}
 	c, err := u.current(ctx, mcp.MethodToolsCall)
 	if err != nil {
 		return nil, "", err
@@ -347,14 +361,7 @@ func (u *stdioUpstream) toolsCall(ctx context.Context, name string, args json.Ra
 	if offered, required := u.offersTask(c, name); required || (offered && preferTask) {
 		p.Task = &mcp.TaskMetadata{}
 	}
-	key := &ctx
-	u.cmu.Lock()
-	u.calls[key] = struct{}{}
-	u.cmu.Unlock()
-	raw, err := u.requestOn(ctx, c, mcp.MethodToolsCall, p, onProgress)
-	u.cmu.Lock()
-	delete(u.calls, key)
-	u.cmu.Unlock()
+	raw, err := u.inFlight(ctx, c, p, onProgress)
 	if err != nil {
 		return nil, "", err
 	}
@@ -366,6 +373,21 @@ func (u *stdioUpstream) toolsCall(ctx context.Context, name string, args json.Ra
 		return &res, "", nil
 	}
 	return decodeCall(raw)
+}
+
+// inFlight makes the tools/call of p on c, counted among the calls in
+// flight (answer).
+func (u *stdioUpstream) inFlight(ctx context.Context, c *mcpstdio.Conn, p *stdioCallParams, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	key := &ctx
+	u.cmu.Lock()
+	u.calls[key] = struct{}{}
+	u.cmu.Unlock()
+	defer func() {
+		u.cmu.Lock()
+		delete(u.calls, key)
+		u.cmu.Unlock()
+	}()
+	return u.requestOn(ctx, c, mcp.MethodToolsCall, p, onProgress)
 }
 
 // addExecution adds the execution.taskSupport of each tool of a

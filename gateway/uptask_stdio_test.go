@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,6 +384,40 @@ func TestStdioUpstreamInputAmbiguous(t *testing.T) {
 	touch(t, dir, "release")
 	if _, err := held.Wait(ctx); err != nil {
 		t.Errorf("slow.build: %v", err)
+	}
+}
+
+// TestStdioUpstreamSerialCalls: with SerialCalls, the call that would
+// have been ambiguous (TestStdioUpstreamInputAmbiguous) waits for the one
+// in flight, and its process's input request, naming no task, is relayed
+// to its client: the task completes approved.
+func TestStdioUpstreamSerialCalls(t *testing.T) {
+	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"slow.*", "ask.*"}, RetryTools: []string{"slow.*", "ask.*"},
+		SerialCalls: true, MaxAttempts: 1}) // a refused request would fail the one run
+	gw := startGatewayOn(t, opts, filepath.Join(t.TempDir(), "gateway.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	var asked atomic.Int64
+	c := approvingClient(t, gw.url, &asked)
+	held := callTask(t, ctx, c, "slow.build", BuildIn{Steps: 2, HoldAt: 1})
+	awaitStatus(t, ctx, held, "step 1 of 2")
+	res, err := c.Call(ctx, "ask.deploy", map[string]any{})
+	if err != nil || res.Task == nil {
+		t.Fatalf("ask.deploy: %+v %v, want a task", res, err)
+	}
+	touch(t, dir, "release")
+	if _, err := held.Wait(ctx); err != nil {
+		t.Errorf("slow.build: %v", err)
+	}
+	out, err := res.Task.Wait(ctx)
+	if err != nil || out.IsError {
+		t.Fatalf("ask.deploy: %+v %v, want its result", out, err)
+	}
+	if got := structured[DeployOut](t, out); !got.Approved {
+		t.Errorf("result %+v, want approved", got)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the client was asked %d times, want 1", n)
 	}
 }
 

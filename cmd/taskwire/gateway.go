@@ -90,6 +90,7 @@ type gatewayFlags struct {
 	callTimeout *time.Duration
 	taskTimeout *time.Duration
 	inFlight    *int
+	serial      *bool
 }
 
 func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
@@ -108,6 +109,8 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 	gf.callTimeout = fs.Duration("call-timeout", gateway.DefaultCallTimeout, "deadline of a pass-through call (at most "+gateway.MaxCallTimeout.String()+")")
 	gf.taskTimeout = fs.Duration("task-call-timeout", gateway.DefaultTaskCallTimeout, "deadline of the upstream call of one run of a task tool")
 	gf.inFlight = fs.Int("upstream-max-inflight", gateway.DefaultMaxInFlight, "upstream calls this process makes at once")
+	gf.serial = fs.Bool("upstream-cmd-serial", false, "give the --upstream-cmd process one tools/call at a time, so that every elicitation or sampling request "+
+		"it sends reaches the client of the call in flight (without it, such a request that names no task is refused while several calls are in flight)")
 	return gf
 }
 
@@ -127,6 +130,7 @@ var flagNames = strings.NewReplacer(
 	"TaskCallTimeout", "--task-call-timeout",
 	"CallTimeout", "--call-timeout",
 	"MaxInFlight", "--upstream-max-inflight",
+	"SerialCalls applies to UpstreamCommand, not to an HTTP Upstream", "--upstream-cmd-serial applies to --upstream-cmd, not to --upstream",
 	" (the default)", "",
 )
 
@@ -140,6 +144,7 @@ func (gf *gatewayFlags) options() (gateway.Options, error) {
 		CallTimeout:     *gf.callTimeout,
 		TaskCallTimeout: *gf.taskTimeout,
 		MaxInFlight:     *gf.inFlight,
+		SerialCalls:     *gf.serial,
 	}
 	var problems []string
 	if *gf.config != "" {

@@ -36,6 +36,8 @@ func TestGatewayUsageErrors(t *testing.T) {
 		{[]string{"gateway", "--store", db, "--upstream-cmd", "  "}, "gateway: --upstream-cmd: no command in it"},
 		{[]string{"gateway", "--store", db, "--upstream-cmd", "node s.js", "--upstream-header", "X-Key: 1"},
 			"gateway: --upstream-header applies to --upstream, not to --upstream-cmd"},
+		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--upstream-cmd-serial"},
+			"gateway: --upstream-cmd-serial applies to --upstream-cmd, not to --upstream"},
 		{[]string{"gateway", "worker", "--store", db}, "gateway worker: --upstream or --upstream-cmd is required"},
 		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--config", typo},
 			`gateway: --config ` + typo + `: json: unknown field "tmeout"`},
