@@ -2,6 +2,9 @@
 // an MCP server as a child process, initializes a 2025-era session with it
 // over the process's standard input and output, and sends it requests, for
 // a program that puts such a server behind its own endpoint (the gateway).
+// With Options.Modern it first asks server/discover, and a server that
+// answers as a 2026-07-28 server gets no session: its requests, each with
+// its own _meta, are sent with Conn.Forward.
 //
 // A Conn is one run of the process. Start launches it (the command is run
 // directly, never through a shell) and completes the initialize handshake
@@ -44,6 +47,7 @@ const (
 	DefaultMaxInFlight     = 64
 	DefaultStartTimeout    = 30 * time.Second
 	DefaultStopGrace       = 3 * time.Second
+	DefaultProbeTimeout    = 3 * time.Second
 )
 
 // ErrExited is wrapped by the error of every call that the process's exit
@@ -78,6 +82,18 @@ type Options struct {
 	// Capabilities are declared in initialize. Declare elicitation,
 	// sampling or roots only with a Handler that answers them.
 	Capabilities *mcp.LegacyClientCapabilities
+	// Modern makes Start probe the server with a 2026-07-28
+	// server/discover before anything else. A server that answers it
+	// with a result listing 2026-07-28 gets no initialize: the
+	// connection is modern (Conn.Modern), its requests are forwarded
+	// with Forward, each carrying its own _meta. Any other answer (an
+	// error, a result without 2026-07-28), or none within ProbeTimeout,
+	// and the 2025 handshake follows on the same process as without
+	// Modern.
+	Modern bool
+	// ProbeTimeout bounds the Modern probe, within StartTimeout. Zero:
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 	// Handler answers the server's requests other than ping. Nil: they
 	// are refused with -32601 "Method not found".
 	Handler RequestHandler
@@ -115,8 +131,8 @@ func (o *Options) validate() error {
 			errs = append(errs, fmt.Errorf("mcpstdio: Options.ProtocolVersions: %q is not a 2025 revision this client speaks", v))
 		}
 	}
-	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.StartTimeout < 0 || o.StopGrace < 0 {
-		errs = append(errs, errors.New("mcpstdio: Options.MaxMessageBytes, MaxInFlight, StartTimeout and StopGrace must not be negative"))
+	if o.MaxMessageBytes < 0 || o.MaxInFlight < 0 || o.StartTimeout < 0 || o.StopGrace < 0 || o.ProbeTimeout < 0 {
+		errs = append(errs, errors.New("mcpstdio: Options.MaxMessageBytes, MaxInFlight, StartTimeout, StopGrace and ProbeTimeout must not be negative"))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -134,6 +150,7 @@ func (o *Options) validate() error {
 	o.MaxInFlight = cmpOr(o.MaxInFlight, DefaultMaxInFlight)
 	o.StartTimeout = cmpOr(o.StartTimeout, DefaultStartTimeout)
 	o.StopGrace = cmpOr(o.StopGrace, DefaultStopGrace)
+	o.ProbeTimeout = cmpOr(o.ProbeTimeout, DefaultProbeTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -157,8 +174,10 @@ type Conn struct {
 	out    *stdioframe.Writer
 	stderr *tailBuffer
 
-	init   mcp.InitializeResult
-	nextID atomic.Int64
+	init     mcp.InitializeResult
+	discover json.RawMessage // the server/discover result of a modern connection, set before modern
+	modern   atomic.Bool
+	nextID   atomic.Int64
 
 	mu      sync.Mutex
 	pending map[int64]*pendingCall
@@ -177,6 +196,9 @@ type pendingCall struct {
 	reply      chan response // capacity 1
 	onProgress func(json.RawMessage)
 	token      string
+	// onNotify receives, for a Forward call, the notifications that name
+	// it by subscription ID (a subscriptions/listen).
+	onNotify func(method string, params json.RawMessage)
 }
 
 type response struct {
@@ -238,6 +260,9 @@ func Start(ctx context.Context, opts Options) (*Conn, error) {
 
 	sctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
+	if opts.Modern && c.probe(sctx) {
+		return c, nil
+	}
 	if err := c.initialize(sctx); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -297,8 +322,14 @@ func (c *Conn) Dropped() int64 { return c.dropped.Load() }
 // reading goroutine (it must not block). When ctx ends first, the server is
 // told (notifications/cancelled) and Call returns ctx's error.
 func (c *Conn) Call(ctx context.Context, method string, params any, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	return c.call(ctx, method, params, onProgress, nil)
+}
+
+// call is Call, with onNotify receiving the notifications naming the
+// request as their subscription (Forward).
+func (c *Conn) call(ctx context.Context, method string, params any, onProgress func(json.RawMessage), onNotify func(string, json.RawMessage)) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	p := &pendingCall{reply: make(chan response, 1), onProgress: onProgress}
+	p := &pendingCall{reply: make(chan response, 1), onProgress: onProgress, onNotify: onNotify}
 	body, err := c.encodeRequest(id, method, params, onProgress != nil)
 	if err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func serveTaskwire() int {
 			os.Exit(3)
 			return nil, struct{}{}, nil
 		})
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}, Subscriptions: &server.SubscriptionOptions{Authorizer: server.AllowSubscriptions(time.Hour)}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

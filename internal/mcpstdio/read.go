@@ -42,6 +42,9 @@ func (c *Conn) read(lines <-chan []byte) {
 		case m.Method == mcp.NotificationProgress:
 			c.progress(m.Params)
 		case m.Method != "":
+			if c.Modern() && c.subscribed(m) {
+				continue
+			}
 			if c.opts.Notify != nil {
 				c.opts.Notify(m.Method, m.Params)
 			}
@@ -78,6 +81,23 @@ func (c *Conn) deliver(m message) {
 	default:
 		p.reply <- response{result: m.Result}
 	}
+}
+
+// subscribed passes a notification that names a Forward call in flight as
+// its subscription to that call, and reports whether it did.
+func (c *Conn) subscribed(m message) bool {
+	id := subscriptionOf(m.Params)
+	if id < 0 {
+		return false
+	}
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p == nil || p.onNotify == nil {
+		return false
+	}
+	p.onNotify(m.Method, m.Params)
+	return true
 }
 
 // progress passes a notifications/progress to the call whose token it names.
