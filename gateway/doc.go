@@ -27,8 +27,11 @@
 // project's client (package client), negotiating 2026-07-28 or a
 // 2025-era session as it does, declaring neither tasks nor any client
 // capability. Options.UpstreamCommand is instead a program that New
-// starts and speaks to over its standard input and output (a 2025-11-25
-// or 2025-06-18 session): every process that builds a Gateway runs its
+// starts and speaks to over its standard input and output: in 2026-07-28
+// when it answers server/discover as such a server (the HTTP clients'
+// requests then go to the process, each as one request of its, with the
+// same tasks, input rounds and listen as over HTTP), else in a 2025-11-25
+// or 2025-06-18 session, on a process started afresh: every process that builds a Gateway runs its
 // own, so an API node and each worker of a fleet have one. When it exits,
 // the calls in flight fail as connection failures (a retry tool's task
 // runs again, another's fails), and a supervising goroutine starts it
@@ -287,10 +290,7 @@
 //
 // # Not yet
 //
-// A stdio upstream is spoken to in a 2025
-// revision only (initialize), so a server that speaks only 2026-07-28 over
-// stdio cannot be fronted, and 2026-07-28 upstream tasks and input rounds
-// are used over HTTP only; task tools the upstream adds
+// Task tools the upstream adds
 // after start-up (served once the gateway restarts); resource
 // subscriptions (a 2025-era session's resources/subscribe is accepted but
 // never reaches the upstream); ending the sessions resumed from an

@@ -36,6 +36,9 @@ type Gateway struct {
 	// held are the inline calls kept open while their client answers
 	// the upstream's input request (held.go).
 	held *heldCalls
+	// modern carries the HTTP clients' requests to a 2026-07-28
+	// UpstreamCommand process (stdio_modern.go); nil otherwise.
+	modern *stdioTransport
 }
 
 // New validates opts (every problem in one error, see Options.Validate),
@@ -55,39 +58,18 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	g.cat = newCatalog(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
-	var up upstream
-	if len(opts.UpstreamCommand) > 0 {
-		s, err := startStdioUpstream(lctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
-		}
-		up = s
-		if opts.hasTaskTools() {
-			g.tasks = s // runs task tools as upstream tasks where it offers them
-		}
-	} else {
-		h, err := newHTTPUpstream(opts, g.cat.listChanged)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
-		}
-		up = h
+	up, err := g.connect(lctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g.upstream = up
-	if g.tasks == nil {
-		tc, err := newTaskCaller(opts)
-		if err != nil {
-			_ = up.close()
-			return nil, fmt.Errorf("gateway: %w", err)
-		}
-		g.tasks = tc
-	}
 	listed, err := up.listTools(lctx)
 	if err != nil {
-		_ = up.close()
+		g.closeConn()
 		return nil, fmt.Errorf("gateway: listing the upstream's tools: %w", err)
 	}
 	if len(listed) > opts.MaxTools {
-		_ = up.close()
+		g.closeConn()
 		return nil, fmt.Errorf("gateway: the upstream lists %d tools, more than MaxTools (%d)", len(listed), opts.MaxTools)
 	}
 	g.tools = g.mirror(listed)
@@ -101,7 +83,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		}
 	}
 	if len(errs) > 0 {
-		_ = up.close()
+		g.closeConn()
 		return nil, fmt.Errorf("gateway: %w", errors.Join(errs...))
 	}
 	g.plans = plans
@@ -109,6 +91,71 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	g.setOffered(g.tools)
 	g.cat.start(up, g.tools) // from here on, list changes and restarts refresh the mirror
 	return g, nil
+}
+
+// connect starts the upstream's clients: a 2026-07-28 UpstreamCommand
+// process is spoken to through the HTTP clients over its stdioTransport,
+// a 2025-era one as a stdioUpstream, an HTTP upstream with the HTTP
+// clients. It sets g.tasks and g.modern.
+func (g *Gateway) connect(ctx context.Context, opts Options) (upstream, error) {
+	if len(opts.UpstreamCommand) > 0 && speaksModern(opts.ProtocolVersions) {
+		tr, err := startModernStdio(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if tr != nil {
+			g.modern = tr
+			opts.Upstream, opts.Transport = modernCommandURL, tr
+			opts.ProtocolVersions = []string{mcp.LatestProtocolVersion}
+		} else if opts.ProtocolVersions != nil {
+			if opts.ProtocolVersions = legacyVersions(opts.ProtocolVersions); len(opts.ProtocolVersions) == 0 {
+				return nil, errors.New("the upstream command does not answer server/discover as a 2026-07-28 server, and ProtocolVersions allows no other revision")
+			}
+		}
+	}
+	if opts.Upstream == "" {
+		s, err := startStdioUpstream(ctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
+		if err != nil {
+			return nil, err
+		}
+		if opts.hasTaskTools() {
+			g.tasks = s // runs task tools as upstream tasks where it offers them
+		}
+		return s, nil
+	}
+	h, err := newHTTPUpstream(opts, g.cat.listChanged)
+	if err == nil {
+		g.tasks, err = newTaskCaller(opts)
+	}
+	if err != nil {
+		if g.modern != nil {
+			_ = g.modern.close()
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+// legacyVersions are the 2025 revisions of versions.
+func legacyVersions(versions []string) []string {
+	var out []string
+	for _, v := range versions {
+		if v != mcp.LatestProtocolVersion {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// closeConn closes what connect started, for New's failures.
+func (g *Gateway) closeConn() {
+	_ = g.upstream.close()
+	if g.tasks != nil {
+		_ = g.tasks.close()
+	}
+	if g.modern != nil {
+		_ = g.modern.close()
+	}
 }
 
 // mirror copies what downstream clients see of each upstream tool, leaving
@@ -265,6 +312,9 @@ func (g *Gateway) Close() error {
 	err := g.upstream.close()
 	if g.tasks != nil {
 		err = errors.Join(err, g.tasks.close())
+	}
+	if g.modern != nil {
+		err = errors.Join(err, g.modern.close())
 	}
 	if err != nil {
 		return fmt.Errorf("gateway: closing the upstream connection: %w", err)

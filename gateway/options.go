@@ -65,8 +65,13 @@ type Options struct {
 	// UpstreamCommand is the program and arguments of an upstream MCP
 	// server over stdio, instead of Upstream: New starts it (directly,
 	// never through a shell; the program is looked up in PATH when it has
-	// no slash) and opens a 2025-11-25 or 2025-06-18 session with it over
-	// its standard input and output. Every process that calls New runs
+	// no slash) and asks it server/discover over its standard input and
+	// output. A process that answers as a 2026-07-28 server is spoken to
+	// in that revision, as an HTTP upstream of it is (each request
+	// carrying its _meta, the Tasks extension, input rounds in results, a
+	// subscriptions/listen for list changes); otherwise (an error, no
+	// answer within 3 s, or ProtocolVersions without 2026-07-28) New
+	// starts it afresh and opens a 2025-11-25 or 2025-06-18 session. Every process that calls New runs
 	// its own (an API node to list and pass calls through, a worker for
 	// the task runs). When the process exits, calls in flight fail as
 	// connection failures, and it is started again after a backoff
@@ -153,8 +158,9 @@ type Options struct {
 	// store's default.
 	MaxAttempts int
 	// ProtocolVersions pins the revisions the gateway may negotiate with
-	// the upstream (client.Options.ProtocolVersions). Nil: the client's
-	// defaults.
+	// the upstream (client.Options.ProtocolVersions), preferred first;
+	// for an UpstreamCommand, 2026-07-28, 2025-11-25 and 2025-06-18 only.
+	// Nil or empty: the client's defaults (2026-07-28 first).
 	ProtocolVersions []string
 	// Transport, when set, carries the upstream requests (for example to
 	// add mutual TLS). Nil: a transport of the gateway's own.
@@ -256,8 +262,8 @@ func (o Options) checkCommand() []error {
 		bad("Transport applies to an HTTP Upstream, not to UpstreamCommand")
 	}
 	for _, v := range o.ProtocolVersions {
-		if v != mcp.ProtocolVersion20251125 && v != mcp.ProtocolVersion20250618 {
-			bad("ProtocolVersions: %q is not a revision a stdio upstream speaks (2025-11-25, 2025-06-18)", v)
+		if v != mcp.LatestProtocolVersion && v != mcp.ProtocolVersion20251125 && v != mcp.ProtocolVersion20250618 {
+			bad("ProtocolVersions: %q is not a revision a stdio upstream speaks (2026-07-28, 2025-11-25, 2025-06-18)", v)
 		}
 	}
 	return errs

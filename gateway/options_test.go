@@ -36,13 +36,13 @@ func TestValidateNamesEveryField(t *testing.T) {
 			UpstreamCommand:  []string{"", "a\x00b"},
 			UpstreamHeaders:  http.Header{"X-Key": {"k"}},
 			Transport:        http.DefaultTransport,
-			ProtocolVersions: []string{"2026-07-28"},
+			ProtocolVersions: []string{"2026-07-28", "2025-03-26"},
 		}, []string{
 			"UpstreamCommand: the program (its first element) is empty",
 			"UpstreamCommand: an argument holds a NUL byte",
 			"UpstreamHeaders apply to an HTTP Upstream, not to UpstreamCommand",
 			"Transport applies to an HTTP Upstream, not to UpstreamCommand",
-			`ProtocolVersions: "2026-07-28" is not a revision a stdio upstream speaks (2025-11-25, 2025-06-18)`,
+			`ProtocolVersions: "2025-03-26" is not a revision a stdio upstream speaks (2026-07-28, 2025-11-25, 2025-06-18)`,
 		}},
 		{"everything at once", gateway.Options{
 			Upstream:        "http://h/mcp",

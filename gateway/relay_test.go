@@ -226,8 +226,10 @@ func testUpstreamTaskInputRelayed(t *testing.T, version string) {
 // TestStdioUpstreamInputRelayed: a stdio upstream's elicitation/create
 // during the only call in flight, of a retry tool, is relayed as the
 // task's input round; the next run's call gets the client's answer.
-func TestStdioUpstreamInputRelayed(t *testing.T) {
-	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"ask.deploy"}, RetryTools: []string{"ask.deploy"}})
+func TestStdioUpstreamInputRelayed(t *testing.T) { stdioEras(t, testStdioUpstreamInputRelayed) }
+
+func testStdioUpstreamInputRelayed(t *testing.T, versions []string) {
+	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"ask.deploy"}, RetryTools: []string{"ask.deploy"}, ProtocolVersions: versions})
 	url := startGateway(t, opts)
 	var asked atomic.Int64
 	c := approvingClient(t, url, &asked)

@@ -162,6 +162,11 @@ func stdioOptions(t *testing.T, opts gateway.Options) (gateway.Options, string) 
 	dir := t.TempDir()
 	opts.UpstreamCommand = []string{exe}
 	opts.UpstreamEnv = append(os.Environ(), "GATEWAY_TEST_SERVER=stdio", "GATEWAY_TEST_DIR="+dir)
+	if opts.ProtocolVersions == nil {
+		// The test server speaks both eras; these tests are of the 2025
+		// session (modernStdioOptions for 2026-07-28).
+		opts.ProtocolVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618}
+	}
 	return opts, dir
 }
 
@@ -178,8 +183,10 @@ func calls(t *testing.T, dir, tool string) int {
 // 2026-07-28 client gets a task whose statusMessage follows the upstream's
 // progress and whose result is the upstream's, a 2025-06-18 client waits
 // inline for it, and an inline tool passes through.
-func TestStdioUpstream(t *testing.T) {
-	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"slow.*"}, RetryTools: []string{"slow.*"}})
+func TestStdioUpstream(t *testing.T) { stdioEras(t, testStdioUpstream) }
+
+func testStdioUpstream(t *testing.T, versions []string) {
+	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"slow.*"}, RetryTools: []string{"slow.*"}, ProtocolVersions: versions})
 	url := startGateway(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -232,8 +239,10 @@ func TestStdioUpstream(t *testing.T) {
 // TestStdioUpstreamDiesMidCall: the upstream process exits during a
 // call. For a tool not safe to retry the task fails saying so; a retry
 // tool's task completes with a second call, to the restarted process.
-func TestStdioUpstreamDiesMidCall(t *testing.T) {
-	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"*.die"}, RetryTools: []string{"again.*"}})
+func TestStdioUpstreamDiesMidCall(t *testing.T) { stdioEras(t, testStdioUpstreamDiesMidCall) }
+
+func testStdioUpstreamDiesMidCall(t *testing.T, versions []string) {
+	opts, dir := stdioOptions(t, gateway.Options{TaskTools: []string{"*.die"}, RetryTools: []string{"again.*"}, ProtocolVersions: versions})
 	url := startGateway(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -270,8 +279,10 @@ func TestStdioUpstreamDiesMidCall(t *testing.T) {
 // TestStdioUpstreamToolGone: after a restart, the upstream no longer
 // lists a tool the gateway mirrors; the gateway stops serving it, and its
 // calls answer as an unknown tool's.
-func TestStdioUpstreamToolGone(t *testing.T) {
-	opts, _ := stdioOptions(t, gateway.Options{})
+func TestStdioUpstreamToolGone(t *testing.T) { stdioEras(t, testStdioUpstreamToolGone) }
+
+func testStdioUpstreamToolGone(t *testing.T, versions []string) {
+	opts, _ := stdioOptions(t, gateway.Options{ProtocolVersions: versions})
 	url := startGateway(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()

@@ -196,10 +196,12 @@ func wantCompleted(t *testing.T, ctx context.Context, task *client.Task, dir str
 // 2025-11-25 tasks runs as an upstream task: the downstream task's
 // statusMessage follows the upstream task's, its result is the upstream's
 // structured result, and the upstream is called once.
-func TestStdioUpstreamTask(t *testing.T) {
+func TestStdioUpstreamTask(t *testing.T) { stdioEras(t, testStdioUpstreamTask) }
+
+func testStdioUpstreamTask(t *testing.T, versions []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	opts, dir := stdioTaskOptions(t, gateway.Options{TaskTools: []string{"*.task"}})
+	opts, dir := stdioTaskOptions(t, gateway.Options{TaskTools: []string{"*.task"}, ProtocolVersions: versions})
 	_, task := heldStdioTask(t, ctx, opts, filepath.Join(t.TempDir(), "gateway.db"))
 	touch(t, dir, "release")
 	wantCompleted(t, ctx, task, dir)
@@ -207,10 +209,12 @@ func TestStdioUpstreamTask(t *testing.T) {
 
 // TestStdioUpstreamTaskCancelled: cancelling the downstream task cancels
 // the upstream task (tasks/cancel on the process's stdio).
-func TestStdioUpstreamTaskCancelled(t *testing.T) {
+func TestStdioUpstreamTaskCancelled(t *testing.T) { stdioEras(t, testStdioUpstreamTaskCancelled) }
+
+func testStdioUpstreamTaskCancelled(t *testing.T, versions []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	opts, dir := stdioTaskOptions(t, gateway.Options{TaskTools: []string{"*.task"}})
+	opts, dir := stdioTaskOptions(t, gateway.Options{TaskTools: []string{"*.task"}, ProtocolVersions: versions})
 	_, task := heldStdioTask(t, ctx, opts, filepath.Join(t.TempDir(), "gateway.db"))
 	if err := task.Cancel(ctx); err != nil {
 		t.Fatal(err)
@@ -235,8 +239,10 @@ func TestStdioUpstreamTaskCancelled(t *testing.T) {
 // follows it to its result. When the restarted process does not know the
 // task, the run fails saying so and does not call again, though the tool
 // is safe to retry.
-func TestStdioUpstreamTaskRestarts(t *testing.T) {
-	opts := gateway.Options{TaskTools: []string{"*.task"}, RetryTools: []string{"*.task"}}
+func TestStdioUpstreamTaskRestarts(t *testing.T) { stdioEras(t, testStdioUpstreamTaskRestarts) }
+
+func testStdioUpstreamTaskRestarts(t *testing.T, versions []string) {
+	opts := gateway.Options{TaskTools: []string{"*.task"}, RetryTools: []string{"*.task"}, ProtocolVersions: versions}
 	t.Run("gateway restarted", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()

@@ -93,8 +93,11 @@ func countOf(dir, name string) int {
 }
 
 // mcpGoStdioGateway is a gateway whose upstream is serveMCPGoStdio, its
-// process started by the gateway, in a new directory (returned).
-func mcpGoStdioGateway(t *testing.T, ctx context.Context) (*gateway.Gateway, string) {
+// process started by the gateway, in a new directory (returned), spoken to
+// in versions (nil: the defaults; mcp-go v1.2.1 answers server/discover
+// as a 2026-07-28 server, and has its 2025-11-25 tasks in a 2025-11-25
+// session only).
+func mcpGoStdioGateway(t *testing.T, ctx context.Context, versions ...string) (*gateway.Gateway, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -105,6 +108,7 @@ func mcpGoStdioGateway(t *testing.T, ctx context.Context) (*gateway.Gateway, str
 		UpstreamCommand: []string{exe},
 		UpstreamEnv:     append(os.Environ(), "INTEROP_MCPGO_STDIO_DIR="+dir),
 		TaskTools:       []string{"slow.*"}, RetryTools: []string{"slow.*"},
+		ProtocolVersions: versions,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +126,7 @@ func mcpGoStdioGateway(t *testing.T, ctx context.Context) (*gateway.Gateway, str
 // task once the gateway polls the mcp-go task.
 func followedMCPGoStdioTask(t *testing.T, ctx context.Context) (string, *client.Task) {
 	t.Helper()
-	g, dir := mcpGoStdioGateway(t, ctx)
+	g, dir := mcpGoStdioGateway(t, ctx, "2025-11-25")
 	url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
 	res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
 	if err != nil || res.Task == nil {
@@ -212,4 +216,33 @@ func TestGatewayMCPGoStdioUpstreamTasks(t *testing.T) {
 			t.Errorf("the mcp-go tool was called %d times, want once", n)
 		}
 	})
+}
+
+// TestGatewayMCPGoStdioModern: with the default versions, the gateway
+// finds by server/discover that the mcp-go process speaks 2026-07-28 and
+// speaks that revision to it over stdio, with no initialize: a task
+// tool's run calls the mcp-go tool (inline, since mcp-go offers its tasks
+// in 2025-11-25 sessions only) and completes with its structured result.
+func TestGatewayMCPGoStdioModern(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	g, dir := mcpGoStdioGateway(t, ctx)
+	if v := g.ProtocolVersion(); v != "2026-07-28" {
+		t.Fatalf("ProtocolVersion() = %q, want 2026-07-28", v)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := gatewayNodeOn(t, ctx, g, filepath.Join(t.TempDir(), "gateway.db"))
+	res, err := gatewayClient(t, url, nil).Call(ctx, "slow.build", map[string]int{"steps": 1})
+	if err != nil || res.Task == nil {
+		t.Fatalf("slow.build: %+v %v, want a task", res, err)
+	}
+	out, err := res.Task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{"call":1}`, string(out.StructuredContent)); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
 }

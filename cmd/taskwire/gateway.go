@@ -91,6 +91,7 @@ type gatewayFlags struct {
 	taskTimeout *time.Duration
 	inFlight    *int
 	serial      *bool
+	versions    *string
 }
 
 func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
@@ -109,6 +110,8 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 	gf.callTimeout = fs.Duration("call-timeout", gateway.DefaultCallTimeout, "deadline of a pass-through call (at most "+gateway.MaxCallTimeout.String()+")")
 	gf.taskTimeout = fs.Duration("task-call-timeout", gateway.DefaultTaskCallTimeout, "deadline of the upstream call of one run of a task tool")
 	gf.inFlight = fs.Int("upstream-max-inflight", gateway.DefaultMaxInFlight, "upstream calls this process makes at once")
+	gf.versions = fs.String("upstream-versions", "", "comma-separated protocol `revisions` the gateway may speak to the upstream, preferred first "+
+		"(2026-07-28, 2025-11-25, 2025-06-18; default: all, newest first)")
 	gf.serial = fs.Bool("upstream-cmd-serial", false, "give the --upstream-cmd process one tools/call at a time, so that every elicitation or sampling request "+
 		"it sends reaches the client of the call in flight (without it, such a request that names no task is refused while several calls are in flight)")
 	return gf
@@ -130,6 +133,7 @@ var flagNames = strings.NewReplacer(
 	"TaskCallTimeout", "--task-call-timeout",
 	"CallTimeout", "--call-timeout",
 	"MaxInFlight", "--upstream-max-inflight",
+	"ProtocolVersions:", "--upstream-versions:",
 	"SerialCalls applies to UpstreamCommand, not to an HTTP Upstream", "--upstream-cmd-serial applies to --upstream-cmd, not to --upstream",
 	" (the default)", "",
 )
@@ -138,13 +142,14 @@ var flagNames = strings.NewReplacer(
 // refuses is a usage error naming its flag, all problems on one line.
 func (gf *gatewayFlags) options() (gateway.Options, error) {
 	opts := gateway.Options{
-		Upstream:        *gf.upstream,
-		TaskTools:       splitGlobs(*gf.taskTools),
-		RetryTools:      splitGlobs(*gf.retryTools),
-		CallTimeout:     *gf.callTimeout,
-		TaskCallTimeout: *gf.taskTimeout,
-		MaxInFlight:     *gf.inFlight,
-		SerialCalls:     *gf.serial,
+		Upstream:         *gf.upstream,
+		TaskTools:        splitGlobs(*gf.taskTools),
+		RetryTools:       splitGlobs(*gf.retryTools),
+		CallTimeout:      *gf.callTimeout,
+		TaskCallTimeout:  *gf.taskTimeout,
+		MaxInFlight:      *gf.inFlight,
+		SerialCalls:      *gf.serial,
+		ProtocolVersions: splitGlobs(*gf.versions),
 	}
 	var problems []string
 	if *gf.config != "" {

@@ -38,6 +38,8 @@ func TestGatewayUsageErrors(t *testing.T) {
 			"gateway: --upstream-header applies to --upstream, not to --upstream-cmd"},
 		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--upstream-cmd-serial"},
 			"gateway: --upstream-cmd-serial applies to --upstream-cmd, not to --upstream"},
+		{[]string{"gateway", "--store", db, "--upstream-cmd", "node s.js", "--upstream-versions", "2025-11-25,2025-03-26"},
+			`gateway: --upstream-versions: "2025-03-26" is not a revision a stdio upstream speaks (2026-07-28, 2025-11-25, 2025-06-18)`},
 		{[]string{"gateway", "worker", "--store", db}, "gateway worker: --upstream or --upstream-cmd is required"},
 		{[]string{"gateway", "--store", db, "--upstream", "http://127.0.0.1:1/mcp", "--config", typo},
 			`gateway: --config ` + typo + `: json: unknown field "tmeout"`},
