@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/taskwire/taskwire/client"
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
@@ -105,6 +106,7 @@ func (g *Gateway) connect(ctx context.Context, opts Options) (upstream, error) {
 		}
 		if tr != nil {
 			g.modern = tr
+			tr.restarted = func() { g.cat.listChanged(client.ToolsChanged | client.PromptsChanged | client.ResourcesChanged) }
 			opts.Upstream, opts.Transport = modernCommandURL, tr
 			opts.ProtocolVersions = []string{mcp.LatestProtocolVersion}
 		} else if opts.ProtocolVersions != nil {

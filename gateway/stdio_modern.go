@@ -48,10 +48,17 @@ func speaksModern(versions []string) bool {
 // and subscription ID. Closing the body, or the request's context ending,
 // cancels the request (notifications/cancelled). When the process has
 // exited, the next request starts it again, after the same backoff as a
-// 2025-era process's, and finds it still speaking 2026-07-28.
+// 2025-era process's, and finds it still speaking 2026-07-28; the mirror
+// then lists its tools, prompts and resources again (while that request
+// goes on: a call of a tool the new process lacks answers the upstream's
+// own unknown-tool error meanwhile).
 type stdioTransport struct {
 	opts mcpstdio.Options
 	log  *slog.Logger
+	// restarted is called after each restart of the process (without
+	// blocking), so that the mirror lists it again: a process need not
+	// announce a tools list it was started with.
+	restarted func()
 
 	mu       sync.Mutex
 	conn     *mcpstdio.Conn
@@ -123,6 +130,9 @@ func (t *stdioTransport) current(ctx context.Context) (*mcpstdio.Conn, error) {
 		t.starting = nil
 		if err == nil {
 			t.conn, t.started = c, time.Now()
+			if t.restarted != nil {
+				t.restarted()
+			}
 		}
 		if t.closed && c != nil {
 			t.conn = nil

@@ -302,6 +302,18 @@ func testStdioUpstreamToolGone(t *testing.T, versions []string) {
 		}
 		return ""
 	})
+	// The mirror itself follows: the restarted process's tools are listed.
+	eventually(t, func() string {
+		tools, err := c.ListTools(ctx)
+		names := map[string]bool{}
+		for _, tool := range tools {
+			names[tool.Name] = true
+		}
+		if err != nil || names["gone.later"] || !names["after.restart"] {
+			return fmt.Sprintf("tools/list %v (%v), want after.restart and not gone.later", names, err)
+		}
+		return ""
+	})
 }
 
 // TestStdioUpstreamHangs: an upstream that never answers a call: the
