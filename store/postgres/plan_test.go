@@ -185,21 +185,7 @@ func TestClaimPlan(t *testing.T) {
 	const total, limit = 6000, 10
 	ctx := ctxT(t)
 	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
-	cc := creation(t, "acme", "echo", `{"n":1}`)
-	queues := []string{"default", "mail", "reports"}
-	items := make([]backend.BatchItem, 500)
-	for round := range total / len(items) {
-		for i := range items {
-			o := backend.EnqueueOptions{Queue: queues[(round+i)%len(queues)], Priority: 1 + i%backend.LowestPriority}
-			if i%5 == 0 {
-				o.RunAt = time.Now().Add(time.Hour)
-			}
-			items[i] = backend.BatchItem{Creation: cc, Options: o}
-		}
-		if _, err := s.EnqueueBatch(ctx, items); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillClaimPlanTable(t, s, []string{"default", "mail", "reports"}, total)
 	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+".jobs"); err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +227,87 @@ func TestClaimPlan(t *testing.T) {
 					t.Errorf("claiming %d of %d jobs in 3 queues: %v\n%s", limit, total, problems, out)
 				}
 			})
+		}
+	}
+}
+
+// TestClaimQueuesPlan checks that a claim of several queues at once
+// (ClaimQueues) is one range scan of jobs_claim_queue per queue, each
+// stopping at its queue's limit, under both the custom and the generic
+// plan, on the table of TestClaimPlan: no sort of the candidates, no
+// scan of another queue's jobs, no sequential scan.
+func TestClaimQueuesPlan(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
+	const limit = 10
+	queues := []string{"default", "mail", "reports", "idle"}
+	fillClaimPlanTable(t, s, queues[:3], 6000)
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+".jobs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			// Four queues, one of them empty; "reports" takes every kind.
+			args := []any{nil, []int32{limit, limit, 3, limit}, "w", int64(60000), queues, nil,
+				[]string{"echo", "echo", "echo"}, []int32{1, 2, 4}, []bool{false, false, true, false}}
+			plan, out := explain(t, s, mode, s.q.claimQueues, args...)
+			var problems []string
+			loops, candidates := 0.0, 0.0
+			scans := 0
+			plan.walk(func(n planNode) {
+				switch {
+				case n.Subplan == "CTE c":
+					candidates = n.Rows
+					n.walk(func(c planNode) {
+						if c.NodeType == "Sort" {
+							problems = append(problems, "a sort of the candidates")
+						}
+					})
+				case n.NodeType == "Seq Scan":
+					problems = append(problems, "a sequential scan of "+n.Relation)
+				case n.IndexName == "jobs_claim_queue":
+					scans++
+					loops = n.Loops
+					if n.NodeType != "Index Scan" {
+						problems = append(problems, "a "+n.NodeType+" of jobs_claim_queue")
+					}
+					if n.Rows > limit {
+						problems = append(problems, fmt.Sprintf("%v candidate rows a loop for limits of at most %d", n.Rows, limit))
+					}
+				}
+			})
+			// One Index Scan node, run once per queue (its Actual Rows is
+			// the mean of its loops, rounded).
+			if scans != 1 || loops != float64(len(queues)) {
+				problems = append(problems, fmt.Sprintf("%d jobs_claim_queue scan nodes run %v times; want one, run once per queue", scans, loops))
+			}
+			if candidates != 2*limit+3 {
+				problems = append(problems, fmt.Sprintf("%v candidates in all; want %d", candidates, 2*limit+3))
+			}
+			if len(problems) > 0 {
+				t.Errorf("claiming from %d queues: %v\n%s", len(queues), problems, out)
+			}
+		})
+	}
+}
+
+// fillClaimPlanTable enqueues total jobs of kind echo spread over queues,
+// of every priority, one in five not due for an hour.
+func fillClaimPlanTable(t *testing.T, s *Store, queues []string, total int) {
+	t.Helper()
+	cc := creation(t, "acme", "echo", `{"n":1}`)
+	items := make([]backend.BatchItem, 500)
+	for round := range total / len(items) {
+		for i := range items {
+			o := backend.EnqueueOptions{Queue: queues[(round+i)%len(queues)], Priority: 1 + i%backend.LowestPriority}
+			if i%5 == 0 {
+				o.RunAt = time.Now().Add(time.Hour)
+			}
+			items[i] = backend.BatchItem{Creation: cc, Options: o}
+		}
+		if _, err := s.EnqueueBatch(ctxT(t), items); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
