@@ -153,6 +153,22 @@ const (
 			FROM v, n)
 		SELECT now FROM n`
 
+	// claimTake is the rest of a claim after its candidates (CTE c, their
+	// task_id): it leases the candidate jobs ($3 worker, $4 lease ms, $6
+	// claiming instance) and selects the columns of a claimed job, from
+	// the claimed jobs (u) and their tasks (t), which the statement joins.
+	claimTake = `u AS (
+			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
+				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
+				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
+			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
+			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
+				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
+		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
+			u.first_failure_at, t.kind,
+			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
+			t.progress, t.progress_total`
+
 	// $2 limit, $3 worker, $4 lease ms, $5 queue, $6 claiming instance
 	// (NULL: none, migration 017); $7 kinds in the filtered variant. The
 	// candidates come from the jobs table alone, in jobs_claim_queue index
@@ -167,17 +183,7 @@ const (
 				AND (expires_at IS NULL OR expires_at > {{now}}) {{kinds}}
 			ORDER BY priority, run_at, created_at, task_id
 			LIMIT $2 FOR UPDATE SKIP LOCKED),
-		u AS (
-			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
-				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
-				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
-			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
-			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
-		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
-			u.first_failure_at, t.kind,
-			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
-			t.progress, t.progress_total
+		` + claimTake + `
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.priority, u.run_at, u.created_at, u.task_id`
@@ -201,17 +207,7 @@ const (
 						SELECT k.kind FROM unnest($7::text[], $8::integer[]) AS k(kind, ord) WHERE k.ord = q.ord)))
 				ORDER BY priority, run_at, created_at, task_id
 				LIMIT q.lim FOR UPDATE SKIP LOCKED) x),
-		u AS (
-			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
-				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
-				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
-			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
-			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
-		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
-			u.first_failure_at, t.kind,
-			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
-			t.progress, t.progress_total, c.ord::integer
+		` + claimTake + `, c.ord::integer
 		FROM u JOIN c ON c.task_id = u.task_id JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY c.ord, u.priority, u.run_at, u.created_at, u.task_id`

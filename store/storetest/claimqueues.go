@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,28 +50,11 @@ func claimQueuesFrom(t testing.TB, qc backend.QueuesClaimer, c *Clock, qs []back
 func testClaimQueues(t *testing.T, open opener) {
 	b, c := open(t)
 	qc := queuesClaimer(t, b)
-	labels := map[string]string{}
-	for _, j := range []queued{
+	labels := enqueueQueued(t, b, c, []queued{
 		{"m-low", "mail", 4, 0}, {"m1", "mail", 1, 0}, {"m2", "mail", 1, 0}, {"m-later", "mail", 1, time.Second},
 		{"d1", "", 2, 0}, {"d2", "default", 2, 0}, {"b-d", "default", 1, 0},
 		{"r1", "reports", 3, 0}, {"u", "unserved", 1, 0},
-	} {
-		c.Advance(time.Millisecond)
-		tool := toolA
-		if strings.HasPrefix(j.label, "b") {
-			tool = toolB
-		}
-		opts := backend.EnqueueOptions{Queue: j.queue, Priority: j.priority}
-		if j.delay > 0 {
-			opts.RunAt = c.Now().Add(j.delay)
-		}
-		tk, err := b.Enqueue(bg, creation(t, endpointA, tenantA, tool, `{"n":1}`), opts)
-		if err != nil {
-			t.Fatalf("Enqueue %s: %v", j.label, err)
-		}
-		labels[tk.ID()] = j.label
-	}
-	c.Advance(time.Millisecond)
+	})
 
 	for _, bad := range []struct {
 		name string
