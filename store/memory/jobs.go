@@ -111,7 +111,8 @@ func (m *Manager) Job(taskID string) (info JobInfo, found bool) {
 
 // Jobs implements backend.Store: the JobStore of the worker runtime, over
 // the manager's tasks. It implements backend.BatchCompleter,
-// backend.ProgressReporter and backend.LivenessRescuer too, and follows backend.JobStore to the letter:
+// backend.ProgressReporter, backend.Checkpointer, backend.LivenessRescuer
+// and backend.QueuesClaimer too, and follows backend.JobStore to the letter:
 // every fenced write applies only while the job runs under the lease's
 // attempt and now (Options.Now) is before the lease's expiry, and returns
 // backend.ErrLeaseLost, changing nothing, otherwise. Fenced writes ignore

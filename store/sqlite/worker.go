@@ -22,8 +22,8 @@ import (
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
 // implements backend.BatchCompleter, backend.ProgressReporter,
-// backend.Checkpointer, backend.Pruner and backend.LivenessRescuer too. It
-// is valid until Close.
+// backend.Checkpointer, backend.Pruner, backend.LivenessRescuer and
+// backend.QueuesClaimer too. It is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
