@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,15 +91,9 @@ func TestGatewayQueues(t *testing.T) {
 	server.AddTool(ep, &mcp.Tool{Name: "slow.build"}, func(context.Context, *server.Request, struct{}) (*mcp.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, nil
 	})
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
+	upstream := serveUpstream(t, ep)
 	for _, cmd := range [][]string{{"gateway", "--addr", "127.0.0.1:0"}, {"gateway", "worker"}} {
-		args := append(cmd, "--upstream", hs.URL+"/mcp", "--task-tools", "slow.*", "--queues", "nosuch=1", "--no-fast-recovery",
+		args := append(cmd, "--upstream", upstream, "--task-tools", "slow.*", "--queues", "nosuch=1", "--no-fast-recovery",
 			"--store", "sqlite:"+filepath.Join(t.TempDir(), "gw.db"), "--log-level", "warn")
 		err := run(t.Context(), args, io.Discard, io.Discard, noEnv)
 		if err == nil || !strings.Contains(err.Error(), `Options.Queues names queues no handler uses: "nosuch"`) {
