@@ -157,7 +157,8 @@ type ClaimParams struct {
 	// Queue is the queue the claim takes jobs from (see CheckQueue); ""
 	// means DefaultQueue. A claim takes the jobs of one queue only, so
 	// that it walks one range of the claim index: a worker serving
-	// several queues claims from each.
+	// several queues claims from each, or from several at once through a
+	// QueuesClaimer.
 	Queue string
 	// Limit bounds the jobs claimed. At least 1.
 	Limit int

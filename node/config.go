@@ -118,6 +118,12 @@ type Config struct {
 	// durable tools of these queues. Nil: every queue of Tools. The
 	// worker runtime validates it when the node starts.
 	Queues map[string]worker.QueueConfig
+	// DisableFastRecovery turns off the workers' rescue of a dead
+	// worker's jobs before their leases expire
+	// (worker.Options.DisableFastRecovery): for PostgreSQL behind a
+	// pooler that hands out server connections per transaction, where a
+	// worker's session lock cannot be held.
+	DisableFastRecovery bool
 	// Lease is how long a worker's claim on a job lasts without a
 	// heartbeat. Zero: DefaultLease.
 	Lease time.Duration

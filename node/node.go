@@ -180,16 +180,17 @@ func (n *Node) newRuntime() error {
 		return nil
 	}
 	rt, err := worker.New(worker.Options{
-		Store:         n.store.Jobs(),
-		Events:        n.store.EventPublisher(),
-		Concurrency:   cfg.Workers,
-		Queues:        cfg.Queues,
-		Lease:         cfg.Lease,
-		ShutdownGrace: cfg.ShutdownGrace,
-		PollInterval:  cfg.PollInterval,
-		Logger:        cfg.Logger,
-		Metrics:       n.admin.workerMetrics(cfg.WorkerMetrics),
-		Tracer:        n.trace.workerTracer(),
+		Store:               n.store.Jobs(),
+		Events:              n.store.EventPublisher(),
+		Concurrency:         cfg.Workers,
+		Queues:              cfg.Queues,
+		DisableFastRecovery: cfg.DisableFastRecovery,
+		Lease:               cfg.Lease,
+		ShutdownGrace:       cfg.ShutdownGrace,
+		PollInterval:        cfg.PollInterval,
+		Logger:              cfg.Logger,
+		Metrics:             n.admin.workerMetrics(cfg.WorkerMetrics),
+		Tracer:              n.trace.workerTracer(),
 	})
 	if err != nil {
 		return err

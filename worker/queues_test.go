@@ -80,10 +80,29 @@ func clone(m map[string]int) map[string]int {
 // MaxWorkers handlers at once, a queue that is full does not hold back
 // another, and the jobs of a queue the runtime does not serve are never
 // claimed.
+// Both with a store that claims one queue at a time and with one that
+// claims several at once (backend.QueuesClaimer).
 func TestQueuesBoundTheirWorkers(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(claimMode(multi), func(t *testing.T) { testQueuesBoundTheirWorkers(t, multi) })
+	}
+}
+
+// claimMode names a test's claim mode.
+func claimMode(multi bool) string {
+	if multi {
+		return "ClaimQueues"
+	}
+	return "Claim"
+}
+
+func testQueuesBoundTheirWorkers(t *testing.T, multi bool) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Queues: map[string]QueueConfig{"mail": {MaxWorkers: 1}, "reports": {MaxWorkers: 2}},
 			PollInterval: time.Second})
+		if multi {
+			h.claimQueuesToo(t)
+		}
 		g := newGatedHandler()
 		for kind, queue := range map[string]string{"send": "mail", "build": "reports", "other": "unserved"} {
 			if err := h.rt.AddRawHandler(kind, g.handle, WithQueue(queue)); err != nil {
@@ -138,10 +157,19 @@ func TestQueuesBoundTheirWorkers(t *testing.T) {
 
 // TestQueuesDefault: without Options.Queues the runtime serves every
 // queue its handlers name, and claims the jobs of each with its kinds
-// only; a priority orders the jobs within a queue.
+// only; a priority orders the jobs within a queue. Both claim modes.
 func TestQueuesDefault(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(claimMode(multi), func(t *testing.T) { testQueuesDefault(t, multi) })
+	}
+}
+
+func testQueuesDefault(t *testing.T, multi bool) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Options{Concurrency: 1, PollInterval: time.Second})
+		if multi {
+			h.claimQueuesToo(t)
+		}
 		g := newGatedHandler()
 		if err := h.rt.AddRawHandler("low", g.handle); err != nil {
 			t.Fatal(err)
@@ -248,4 +276,62 @@ func TestQueuesConcurrencyDefault(t *testing.T) {
 	if got := cap(rt.slots); got != 7 {
 		t.Errorf("Concurrency = %d, want 7", got)
 	}
+}
+
+// TestQueuesClaimTogether: with a store that claims several queues at
+// once, the queues wanting jobs share one ClaimQueues call, each asking
+// for its own free slots, their sum within the runtime's free slots; a
+// slot freed in one queue alone is claimed with a Claim of that queue;
+// no queue runs more than its MaxWorkers.
+func TestQueuesClaimTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Concurrency: 3, PollInterval: time.Hour,
+			Queues: map[string]QueueConfig{"a": {MaxWorkers: 2}, "b": {MaxWorkers: 2}, "c": {MaxWorkers: 1}}})
+		w := h.claimQueuesToo(t)
+		g := newGatedHandler()
+		for _, q := range []string{"a", "b", "c"} {
+			if err := h.rt.AddRawHandler("k-"+q, g.handle, WithQueue(q)); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				h.enqueueIn(t, "k-"+q, q, 0)
+			}
+		}
+		h.start()
+		synctest.Wait()
+		// The runtime's 3 slots, given out in the queues' order.
+		want := [][]backend.QueueClaim{{{Queue: "a", Kinds: []string{"k-a"}, Limit: 2}, {Queue: "b", Kinds: []string{"k-b"}, Limit: 1}}}
+		if d := cmp.Diff(want, w.queueClaimLog()); d != "" {
+			t.Errorf("the first ClaimQueues calls (-want +got):\n%s", d)
+		}
+		running, _ := g.snapshot()
+		if d := cmp.Diff(map[string]int{"k-a": 2, "k-b": 1}, running); d != "" {
+			t.Errorf("running at first (-want +got):\n%s", d)
+		}
+		claims := len(w.claimLog())
+		g.release <- struct{}{} // one job of a or b ends: its queue alone claims
+		synctest.Wait()
+		log := w.claimLog()[claims:]
+		if len(log) == 0 || len(w.queueClaimLog()) != 1 {
+			t.Errorf("after one slot freed: claims %v, %d ClaimQueues calls; want one Claim", log, len(w.queueClaimLog()))
+		}
+		for range 8 {
+			g.release <- struct{}{}
+			synctest.Wait()
+		}
+		h.stop(t)
+		_, most := g.snapshot()
+		if d := cmp.Diff(map[string]int{"k-a": 2, "k-b": 2, "k-c": 1}, most); d != "" {
+			t.Errorf("most running at once (-want +got):\n%s", d)
+		}
+		for _, qs := range w.queueClaimLog() {
+			sum := 0
+			for _, q := range qs {
+				sum += q.Limit
+			}
+			if len(qs) < 2 || sum > 3 {
+				t.Errorf("a ClaimQueues call of %v; want two or more queues within 3 slots", qs)
+			}
+		}
+	})
 }

@@ -53,9 +53,11 @@ type Options struct {
 	// every queue the handlers name, all sharing Concurrency. New refuses
 	// an empty map, more than MaxQueues queues, a name backend.CheckQueue
 	// refuses, and a MaxWorkers below 1 or above a Concurrency that is
-	// set; Run refuses a queue no handler names. The runtime claims from
-	// each queue with free slots apart (a claim takes one queue's jobs),
-	// so an idle runtime polls each of its queues every PollInterval.
+	// set; Run refuses a queue no handler names. The runtime claims for
+	// the queues with free slots at once, in one statement, when the
+	// store is a backend.QueuesClaimer (the stores of this module are),
+	// and from each apart otherwise, so that an idle runtime polls each of
+	// its queues every PollInterval.
 	Queues map[string]QueueConfig
 	// ClaimBatch bounds the jobs taken by one claim; each claim asks for at
 	// most the number of free handler slots. Default Concurrency; it must
@@ -501,141 +503,6 @@ func (rt *Runtime) drain(jobs *sync.WaitGroup) {
 		rt.stopJobs(ErrShuttingDown)
 		<-done
 	}
-}
-
-// claimsInFlight bounds the Store.Claim calls of one runtime that run at
-// once, of all its queues. A job created while a claim is under way is not in
-// that claim's snapshot; with a second claim started at once on its hint,
-// it waits for one claim instead of the rest of the current one and then
-// its own.
-const claimsInFlight = 2
-
-// claimed is the outcome of one Store.Claim call of the claim loop.
-type claimed struct {
-	q     *queueState
-	jobs  []backend.JobRow
-	at    time.Time
-	limit int // the slots the call reserved
-	err   error
-}
-
-// claimLoop claims jobs while slots are free and starts one goroutine per
-// job, until ctx is done. Each claim takes the jobs of one served queue.
-// Up to claimsInFlight claims run at once, whatever the number of queues
-// (the queues take turns), each asking for at most the free slots not
-// reserved by the others, of the runtime and of its queue: while claims
-// are under way, freed slots accumulate, so that the next claim takes
-// them in one batch rather than one small claim per queue. A claim of a
-// queue starts when there may be jobs to take (at
-// start, after a claim of the queue that returned jobs, on a hint or a
-// rescue for every queue, on a slot the queue's jobs freed, when the poll
-// timer fires for every queue). It sleeps only on channels: a claim's
-// result, a wake (hint, rescue or freed slot), or the poll timer, which
-// a claim that returned nothing (or failed) starts unless it runs already.
-// It returns once no claim is under way.
-func (rt *Runtime) claimLoop(ctx, base context.Context, jobs *sync.WaitGroup) {
-	poll := time.NewTimer(rt.opts.PollInterval)
-	poll.Stop()
-	defer poll.Stop()
-	polling := false // the poll timer is running
-	results := make(chan claimed, claimsInFlight*len(rt.queues))
-	inFlight, reserved := 0, 0
-	next := 0 // the queue the next pass looks at first, round-robin
-	for ctx.Err() == nil {
-		started := false
-		for i := range rt.queues {
-			if inFlight >= claimsInFlight {
-				break
-			}
-			q := rt.queues[(next+i)%len(rt.queues)]
-			free := min(cap(rt.slots)-len(rt.slots)-reserved, q.free())
-			if !q.want || free <= 0 {
-				continue
-			}
-			next = (next + i + 1) % len(rt.queues)
-			q.want, started = false, true
-			limit := min(free, rt.opts.ClaimBatch)
-			inFlight++
-			reserved += limit
-			q.reserved += limit
-			go func() {
-				js, at, err := rt.claim(ctx, q, limit)
-				results <- claimed{q: q, jobs: js, at: at, limit: limit, err: err}
-			}()
-		}
-		if started {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case r := <-results:
-			inFlight--
-			reserved -= r.limit
-			r.q.reserved -= r.limit
-			rt.start(ctx, base, jobs, r)
-			if r.err == nil && len(r.jobs) > 0 {
-				r.q.want = true
-			} else if !polling {
-				poll.Reset(rt.opts.PollInterval)
-				polling = true
-			}
-		case <-rt.wake:
-			all := rt.hinted.Swap(false)
-			for _, q := range rt.queues {
-				if q.freed.Swap(false) || all {
-					q.want = true
-				}
-			}
-		case <-poll.C:
-			polling = false
-			for _, q := range rt.queues {
-				q.want = true
-			}
-		}
-	}
-	for ; inFlight > 0; inFlight-- {
-		rt.start(ctx, base, jobs, <-results)
-	}
-}
-
-// start runs the jobs of one claim, each in a goroutine of jobs, or
-// releases them when ctx is done or the store returned more than the claim
-// asked for.
-func (rt *Runtime) start(ctx, base context.Context, jobs *sync.WaitGroup, r claimed) {
-	for i, j := range r.jobs {
-		if ctx.Err() != nil || i >= r.limit {
-			// Shutting down, or a store that ignored the limit.
-			rt.releaseUnstarted(base, j, r.at)
-			continue
-		}
-		// Neither blocks: only the claim loop acquires, within its
-		// reservation.
-		rt.slots <- struct{}{}
-		r.q.slots <- struct{}{}
-		if rt.queueMetrics != nil {
-			rt.queueMetrics.QueueRunning(r.q.name, 1)
-		}
-		jobs.Go(func() { rt.runJob(base, r.q, j, r.at) })
-	}
-}
-
-// claim runs one Store.Claim of queue q. On error it returns no jobs.
-func (rt *Runtime) claim(ctx context.Context, q *queueState, limit int) ([]backend.JobRow, time.Time, error) {
-	now := rt.now()
-	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
-	defer cancel()
-	p := backend.ClaimParams{Worker: rt.opts.Name, Kinds: q.kinds, Queue: q.name, Limit: limit, Lease: rt.opts.Lease, Now: now}
-	if rt.hold != nil {
-		p.Instance = rt.hold.ID()
-	}
-	jobs, err := rt.opts.Store.Claim(cctx, p)
-	if err != nil {
-		if ctx.Err() == nil {
-			rt.log.Error("worker: claim failed", "queue", q.name, "err", errText(err))
-		}
-		return nil, now, err
-	}
-	return jobs, now, nil
 }
 
 // releaseUnstarted gives back a job that was claimed but is not run.

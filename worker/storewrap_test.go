@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -207,3 +208,57 @@ func (s *storeWrap) SaveCheckpoints(ctx context.Context, items []backend.Checkpo
 }
 
 var _ backend.Checkpointer = (*storeWrap)(nil)
+
+// queuesWrap is a storeWrap whose store claims several queues at once
+// (backend.QueuesClaimer). It logs each queue of a ClaimQueues call as a
+// claim of that queue (claimLog), and the calls (queueClaimLog).
+type queuesWrap struct {
+	*storeWrap
+	qc backend.QueuesClaimer
+
+	multi [][]backend.QueueClaim // guarded by storeWrap.mu
+}
+
+// claimQueuesToo makes h's runtime claim through a queuesWrap of its
+// store, which it returns. Call it before h.start.
+func (h *harness) claimQueuesToo(t *testing.T) *queuesWrap {
+	t.Helper()
+	qc, ok := h.mem.Jobs().(backend.QueuesClaimer)
+	if !ok {
+		t.Fatal("the memory store is no QueuesClaimer")
+	}
+	w := &queuesWrap{storeWrap: h.store, qc: qc}
+	h.rt.opts.Store = w
+	return w
+}
+
+func (w *queuesWrap) ClaimQueues(ctx context.Context, p backend.ClaimParams, qs []backend.QueueClaim) ([][]backend.JobRow, error) {
+	w.mu.Lock()
+	if err := w.claimErr; err != nil {
+		w.mu.Unlock()
+		return nil, err
+	}
+	w.multi = append(w.multi, slices.Clone(qs))
+	for _, q := range qs {
+		c := p
+		c.Queue, c.Kinds, c.Limit = q.Queue, q.Kinds, q.Limit
+		w.claims = append(w.claims, c)
+	}
+	w.mu.Unlock()
+	jobs, err := w.qc.ClaimQueues(ctx, p, qs)
+	w.mu.Lock()
+	for _, js := range jobs {
+		for _, j := range js {
+			w.claimTimes[j.TaskID] = append(w.claimTimes[j.TaskID], p.Now)
+		}
+	}
+	w.mu.Unlock()
+	return jobs, err
+}
+
+// queueClaimLog returns the queues of each ClaimQueues call.
+func (w *queuesWrap) queueClaimLog() [][]backend.QueueClaim {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.multi)
+}

@@ -83,6 +83,22 @@ func TestGatewayUnreachableUpstream(t *testing.T) {
 	}
 }
 
+// serveUpstream serves ep over HTTP on loopback until the test ends and
+// returns its MCP URL.
+func serveUpstream(t *testing.T, ep *server.Endpoint) string {
+	t.Helper()
+	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs.URL + "/mcp"
+}
+
 // TestGatewayServesUpstream runs `taskwire gateway` as main does in front
 // of a taskwire endpoint on httptest: slow.build becomes a durable task
 // that completes with the upstream's result, text.echo answers inline.
@@ -103,15 +119,9 @@ func TestGatewayServesUpstream(t *testing.T) {
 	server.AddTool(ep, &mcp.Tool{Name: "text.echo"}, func(_ context.Context, _ *server.Request, in buildIn) (*mcp.CallToolResult, buildIn, error) {
 		return nil, in, nil
 	})
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
+	upstream := serveUpstream(t, ep)
 
-	url := runGateway(t, "--upstream", hs.URL+"/mcp", "--task-tools", "slow.*")
+	url := runGateway(t, "--upstream", upstream, "--task-tools", "slow.*")
 	c := newClient(t, url)
 	id := createTask(t, c, "slow.build", map[string]any{"steps": 3})
 	if diff := cmp.Diff(buildOut{Built: 3}, structured[buildOut](t, waitStatus(t, c, id, mcp.TaskCompleted))); diff != "" {
@@ -210,15 +220,9 @@ func TestGatewayConfig(t *testing.T) {
 			return nil, in, nil
 		})
 	}
-	srv, err := server.New(server.Options{Endpoints: []*server.Endpoint{ep}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
+	upstream := serveUpstream(t, ep)
 
-	url := runGateway(t, "--upstream", hs.URL+"/mcp", "--task-tools", "slow.*",
+	url := runGateway(t, "--upstream", upstream, "--task-tools", "slow.*",
 		"--config", writeFile(t, `{"tools":[{"match":"text.echo","task":true,"retry":true,"timeout":"1m","maxAttempts":2}]}`))
 	c := newClient(t, url)
 	id := createTask(t, c, "text.echo", map[string]any{"text": "hi"})
@@ -226,7 +230,7 @@ func TestGatewayConfig(t *testing.T) {
 		t.Errorf("text.echo as a task (-want +got):\n%s", diff)
 	}
 
-	code, _, stderr := runMainOut(t, "gateway", "--store", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--upstream", hs.URL+"/mcp",
+	code, _, stderr := runMainOut(t, "gateway", "--store", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--upstream", upstream,
 		"--task-tools", "slow.*", "--config", writeFile(t, `{"tools":[{"match":"slow.build","task":false}]}`))
 	want := `tool "slow.build": --task-tools pattern "slow.*" makes it a task tool, but --config tools[0] (match "slow.build") says task false`
 	if code != 1 || !strings.Contains(stderr, want) {

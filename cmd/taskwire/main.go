@@ -3,9 +3,10 @@
 // Usage:
 //
 //	taskwire serve   [--addr 127.0.0.1:8080] [--store SPEC] [--schema NAME] [--store-timeout 5s]
-//	                 [--connect-timeout 10s] [--workers 4] [--lease 30s] [--no-migrate]
-//	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s] [--max-conns N]
-//	                 [--max-conns-per-addr N] [--body-timeout 10s] [--idle-timeout 30s] [--insecure-dev-auth]
+//	                 [--connect-timeout 10s] [--workers 4] [--queues NAME=N,...] [--lease 30s]
+//	                 [--no-fast-recovery] [--no-migrate] [--reports-dir DIR] [--log-level info]
+//	                 [--shutdown-grace 10s] [--max-conns N] [--max-conns-per-addr N] [--body-timeout 10s]
+//	                 [--idle-timeout 30s] [--insecure-dev-auth]
 //	                 [--allowed-hosts HOSTS] [--task-rate 20] [--task-burst 100] [--max-active-tasks 1000]
 //	                 [--session-idle 30m] [--session-lifetime 24h] [--sessions-per-caller 100]
 //	                 [--sessions-max 100000] [--auth-issuer URL --auth-audience URI]
@@ -21,8 +22,9 @@
 //	                 [every flag of serve, --stdio included]
 //	taskwire gateway worker [the upstream flags of gateway] [every flag of worker]
 //	taskwire worker  [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
-//	                 [--workers 4] [--queues NAME=N,...] [--lease 30s] [--no-migrate] [--reports-dir DIR]
-//	                 [--log-level info] [--shutdown-grace 10s] [--admin-addr ADDR] [--admin-allowed-hosts HOSTS]
+//	                 [--workers 4] [--queues NAME=N,...] [--lease 30s] [--no-fast-recovery] [--no-migrate]
+//	                 [--reports-dir DIR] [--log-level info] [--shutdown-grace 10s] [--admin-addr ADDR]
+//	                 [--admin-allowed-hosts HOSTS]
 //	taskwire migrate [--store SPEC] [--schema NAME] [--store-timeout 5s] [--connect-timeout 10s]
 //	                 [--log-level info]
 //	taskwire version
@@ -75,11 +77,16 @@
 // serve starts the demo endpoint at http://ADDR/mcp: inline tools, and the
 // durable task tools reports.generate and approvals.request, whose jobs run
 // on --workers in-process workers (0 for an API-only node). worker runs only
-// the workers, for a fleet sharing one PostgreSQL store; --queues
-// mail=4,reports=1 makes it serve only those queues of the durable tools,
-// each with its own bound on jobs run at once. --lease is how long
-// a worker's claim on a job lasts without a heartbeat: a job of a crashed
-// process runs again elsewhere after about one lease. Both apply pending
+// the workers, for a fleet sharing one PostgreSQL store. On both (and on
+// gateway and gateway worker), --queues mail=4,reports=1 makes the workers
+// serve only those queues of the durable tools, each with its own bound on
+// jobs run at once (without --workers, the node runs their sum). --lease
+// is how long a worker's claim on a job lasts without a heartbeat: a job
+// of a crashed process runs again within seconds, as another worker sees
+// the process's database session (PostgreSQL) or lock file (SQLite) gone,
+// else after about one lease. --no-fast-recovery turns that rescue off,
+// leaving such jobs to their leases: for PostgreSQL behind a pooler in
+// transaction mode (PgBouncer), where a session lock cannot be held. Both apply pending
 // schema migrations unless --no-migrate is given; migrate only migrates.
 // serve and worker shut down gracefully on SIGINT or SIGTERM: running jobs
 // are given --shutdown-grace to finish, then released to run again later.

@@ -69,21 +69,22 @@ func (c commonFlags) resolve(name string, getenv func(string) string, stderr io.
 
 // serveFlags are the flags of `NAME serve`.
 type serveFlags struct {
-	cmd                                    string // the command's name (Program.ServeName), for messages
-	common                                 commonFlags
-	addr, hostList, schedules              *string
-	workers, maxConns, maxConnsPerAddr     *int
-	taskBurst, maxActive                   *int
-	sessionsPerCaller, sessionsMax         *int
-	taskRate                               *float64
-	lease, grace, bodyTimeout, idleTimeout *time.Duration
-	sessionIdle, sessionLifetime           *time.Duration
-	noMigrate, insecureDevAuth             *bool
-	configure                              func(*node.Config) error
-	auth                                   authFlags
-	stdio                                  stdioFlags
-	admin                                  *adminAddrFlag
-	console                                consoleFlags
+	cmd                             string // the command's name (Program.ServeName), for messages
+	common                          commonFlags
+	addr, hostList, schedules       *string
+	work                            workerFlags
+	maxConns, maxConnsPerAddr       *int
+	taskBurst, maxActive            *int
+	sessionsPerCaller, sessionsMax  *int
+	taskRate                        *float64
+	grace, bodyTimeout, idleTimeout *time.Duration
+	sessionIdle, sessionLifetime    *time.Duration
+	noMigrate, insecureDevAuth      *bool
+	configure                       func(*node.Config) error
+	auth                            authFlags
+	stdio                           stdioFlags
+	admin                           *adminAddrFlag
+	console                         consoleFlags
 }
 
 // addServeFlags defines the flags of `NAME serve` on fs, the program's own
@@ -93,8 +94,8 @@ func (p *Program) addServeFlags(fs *flag.FlagSet) *serveFlags {
 	f.addr = fs.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	f.schedules = fs.String("schedules", "", "JSON `file` of schedules that create tasks of the node's task tools on a timetable "+
 		"(see go doc github.com/taskwire/taskwire/schedule.Decode); every node of a fleet may run the same file")
-	f.workers = fs.Int("workers", 4, "jobs run at once by in-process workers; 0 for an API-only node")
-	f.lease = fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
+	f.work = addWorkerFlags(fs, "jobs run at once by in-process workers, of every queue; 0 for an API-only node; "+
+		"with --queues and no --workers, the sum of the queues' workers")
 	f.noMigrate = fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	f.configure = p.flags("serve", fs)
 	f.grace = fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long in-flight requests, and then running jobs, may take to finish on shutdown")
@@ -179,8 +180,11 @@ func (p *Program) serve(ctx context.Context, args []string, stdout, stderr io.Wr
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	base := node.Config{
-		StoreSpec: spec, NoMigrate: *f.noMigrate, Workers: *f.workers, Lease: *f.lease,
+		StoreSpec: spec, NoMigrate: *f.noMigrate,
 		ShutdownGrace: *f.grace, Logger: logger, TaskLimits: limits, Sessions: sessions,
+	}
+	if err := f.work.apply(fs, &base); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	if *f.stdio.on {
 		return p.serveStdio(ctx, f, base, stdout)
@@ -312,10 +316,7 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 		"Runs --workers workers on the store, without an MCP endpoint: a fleet's workers share\n"+
 		"one PostgreSQL store with its serve nodes.")
 	common := p.addCommonFlags(fs)
-	workers := fs.Int("workers", 4, "jobs run at once, of every queue; with --queues and no --workers, the sum of the queues' workers")
-	queueList := fs.String("queues", "", "the `queues` to serve, comma-separated name=workers pairs, each with the jobs of it run at once "+
-		"(mail=4,reports=1); default: every queue of the durable tools, sharing --workers")
-	lease := fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")")
+	work := addWorkerFlags(fs, "jobs run at once, of every queue; with --queues and no --workers, the sum of the queues' workers")
 	noMigrate := fs.Bool("no-migrate", false, "refuse an outdated schema instead of migrating it")
 	configure := p.flags("worker", fs)
 	grace := fs.Duration("shutdown-grace", node.DefaultShutdownGrace, "how long running jobs may take to finish on shutdown before they are released")
@@ -330,19 +331,17 @@ func (p *Program) worker(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	queues, err := parseQueues(*queueList)
-	if err != nil {
+	base := node.Config{
+		StoreSpec: spec, NoMigrate: *noMigrate, ShutdownGrace: *grace, Logger: logger, Messages: stdout,
+		AdminAddr: adminAddr.addr, AdminAllowedHosts: adminAddr.hosts,
+	}
+	if err := work.apply(fs, &base); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	*workers = queueWorkers(fs, *workers, queues)
-	if *workers < 1 {
+	if base.Workers < 1 {
 		return usageErrorf("%s: --workers must be at least 1", cmd)
 	}
-	cfg := p.config(node.Config{
-		StoreSpec: spec, NoMigrate: *noMigrate, Workers: *workers, Queues: queues, Lease: *lease,
-		ShutdownGrace: *grace, Logger: logger, Messages: stdout, AdminAddr: adminAddr.addr,
-		AdminAllowedHosts: adminAddr.hosts,
-	})
+	cfg := p.config(base)
 	if err := checkFlags(cfg, *grace, false, configure); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}

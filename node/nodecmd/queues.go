@@ -4,11 +4,52 @@ import (
 	"flag"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/taskwire/taskwire/backend"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/worker"
 )
+
+// workerFlags are the flags of every command that runs workers: serve
+// (and serve --stdio), worker, and gateway's two, which are these.
+type workerFlags struct {
+	workers        *int
+	queues         *string
+	lease          *time.Duration
+	noFastRecovery *bool
+}
+
+// addWorkerFlags defines --workers (with the help text workersHelp),
+// --queues, --lease and --no-fast-recovery on fs, with the library's
+// defaults.
+func addWorkerFlags(fs *flag.FlagSet, workersHelp string) workerFlags {
+	return workerFlags{
+		workers: fs.Int("workers", 4, workersHelp),
+		queues: fs.String("queues", "", "the `queues` to serve, comma-separated name=workers pairs, each with the jobs of it run at once "+
+			"(mail=4,reports=1); default: every queue of the durable tools, sharing --workers"),
+		lease: fs.Duration("lease", node.DefaultLease, "how long a worker's claim on a job lasts without a heartbeat (at least "+node.MinLease.String()+")"),
+		noFastRecovery: fs.Bool("no-fast-recovery", false, "do not take back the jobs of a dead worker before their leases expire "+
+			"(for PostgreSQL behind a transaction-mode pooler such as PgBouncer, where the worker's session lock cannot be held)"),
+	}
+}
+
+// apply parses --queues and sets the worker fields of cfg from the flags
+// (fs parsed): --workers, or the sum of the queues' workers when --queues
+// is given without it. --queues with --workers 0 is a usage error; the
+// node validates the rest.
+func (w workerFlags) apply(fs *flag.FlagSet, cfg *node.Config) error {
+	queues, err := parseQueues(*w.queues)
+	if err != nil {
+		return err
+	}
+	if queues != nil && flagGiven(fs, "workers") && *w.workers == 0 {
+		return usageErrorf("--queues needs workers; --workers 0 runs none")
+	}
+	cfg.Workers, cfg.Queues = queueWorkers(fs, *w.workers, queues), queues
+	cfg.Lease, cfg.DisableFastRecovery = *w.lease, *w.noFastRecovery
+	return nil
+}
 
 // parseQueues reads --queues: comma-separated name=N pairs, each a queue
 // the workers serve and the jobs of it they run at once. "" means none

@@ -111,7 +111,8 @@ func (m *Manager) Job(taskID string) (info JobInfo, found bool) {
 
 // Jobs implements backend.Store: the JobStore of the worker runtime, over
 // the manager's tasks. It implements backend.BatchCompleter,
-// backend.ProgressReporter and backend.LivenessRescuer too, and follows backend.JobStore to the letter:
+// backend.ProgressReporter, backend.Checkpointer, backend.LivenessRescuer
+// and backend.QueuesClaimer too, and follows backend.JobStore to the letter:
 // every fenced write applies only while the job runs under the lease's
 // attempt and now (Options.Now) is before the lease's expiry, and returns
 // backend.ErrLeaseLost, changing nothing, otherwise. Fenced writes ignore
@@ -129,6 +130,7 @@ var (
 	_ backend.ProgressReporter = jobStore{}
 	_ backend.Checkpointer     = jobStore{}
 	_ backend.LivenessRescuer  = jobStore{}
+	_ backend.QueuesClaimer    = jobStore{}
 )
 
 // Claim implements backend.JobStore. It leases up to p.Limit due jobs of
@@ -148,16 +150,41 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.claimLocked(p, backend.QueueClaim{Queue: p.Queue, Kinds: p.Kinds, Limit: p.Limit}), nil
+}
+
+// ClaimQueues implements backend.QueuesClaimer: the claims of qs under
+// one hold of the lock, each as Claim makes it.
+func (s jobStore) ClaimQueues(ctx context.Context, p backend.ClaimParams, qs []backend.QueueClaim) ([][]backend.JobRow, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckQueueClaims(p, qs); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([][]backend.JobRow, len(qs))
+	for i, q := range qs {
+		out[i] = m.claimLocked(p, q)
+	}
+	return out, nil
+}
+
+// claimLocked claims the jobs of q with p's worker, lease, time and
+// instance. m.mu is held.
+func (m *Manager) claimLocked(p backend.ClaimParams, q backend.QueueClaim) []backend.JobRow {
 	now := p.Now
 	if now.IsZero() {
 		now = m.now()
 	}
-	queue := cmp.Or(p.Queue, backend.DefaultQueue)
+	queue := cmp.Or(q.Queue, backend.DefaultQueue)
 	var due []*entry
 	for _, e := range m.tasks {
 		j := e.job
 		if j == nil || j.state != jobAvailable || j.queue != queue || j.runAt.After(now) || e.expired(now) ||
-			(len(p.Kinds) > 0 && !slices.Contains(p.Kinds, j.kind)) {
+			(len(q.Kinds) > 0 && !slices.Contains(q.Kinds, j.kind)) {
 			continue
 		}
 		due = append(due, e)
@@ -166,8 +193,8 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 		return cmp.Or(cmp.Compare(a.job.priority, b.job.priority), a.job.runAt.Compare(b.job.runAt), a.snap.CreatedAt().Compare(b.snap.CreatedAt()),
 			cmp.Compare(a.snap.ID(), b.snap.ID()))
 	})
-	rows := make([]backend.JobRow, 0, min(len(due), p.Limit))
-	for _, e := range due[:min(len(due), p.Limit)] {
+	rows := make([]backend.JobRow, 0, min(len(due), q.Limit))
+	for _, e := range due[:min(len(due), q.Limit)] {
 		b, j := e.mark(), e.job
 		j.state, j.attempt, j.leaseExpires, j.worker = jobRunning, j.attempt+1, now.Add(p.Lease), p.Worker
 		j.instance = p.Instance
@@ -180,7 +207,7 @@ func (s jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.J
 			Progress: progressOf(e.snap),
 		})
 	}
-	return rows, nil
+	return rows
 }
 
 // fencedLocked returns the entry whose job runs under l at the manager's

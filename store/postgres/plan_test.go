@@ -185,21 +185,7 @@ func TestClaimPlan(t *testing.T) {
 	const total, limit = 6000, 10
 	ctx := ctxT(t)
 	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
-	cc := creation(t, "acme", "echo", `{"n":1}`)
-	queues := []string{"default", "mail", "reports"}
-	items := make([]backend.BatchItem, 500)
-	for round := range total / len(items) {
-		for i := range items {
-			o := backend.EnqueueOptions{Queue: queues[(round+i)%len(queues)], Priority: 1 + i%backend.LowestPriority}
-			if i%5 == 0 {
-				o.RunAt = time.Now().Add(time.Hour)
-			}
-			items[i] = backend.BatchItem{Creation: cc, Options: o}
-		}
-		if _, err := s.EnqueueBatch(ctx, items); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillClaimPlanTable(t, s, []string{"default", "mail", "reports"}, total)
 	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+".jobs"); err != nil {
 		t.Fatal(err)
 	}
@@ -214,33 +200,101 @@ func TestClaimPlan(t *testing.T) {
 					args = append(args, q.kinds)
 				}
 				plan, out := explain(t, s, mode, q.sql, args...)
-				var claimScans, problems []string
-				plan.walk(func(n planNode) {
-					switch {
-					case n.Subplan == "CTE c":
-						// Sorting the claimed rows is fine; sorting the
-						// candidates is not.
-						n.walk(func(c planNode) {
-							if c.NodeType == "Sort" {
-								problems = append(problems, "a sort of the candidates")
-							}
-						})
-					case n.NodeType == "Seq Scan":
-						problems = append(problems, "a sequential scan of "+n.Relation)
-					case n.IndexName == "jobs_claim_queue":
-						claimScans = append(claimScans, fmt.Sprintf("%s (%v rows)", n.NodeType, n.Rows))
-						if n.Rows > limit {
-							problems = append(problems, fmt.Sprintf("%v candidate rows read for a limit of %d", n.Rows, limit))
-						}
-					}
-				})
-				if len(claimScans) != 1 || !strings.HasPrefix(claimScans[0], "Index Scan ") {
-					problems = append(problems, fmt.Sprintf("claim index scans %v; want one Index Scan", claimScans))
+				scans, _, problems := claimPlanProblems(plan, limit)
+				if len(scans) != 1 {
+					problems = append(problems, fmt.Sprintf("%d claim index scans; want one Index Scan", len(scans)))
 				}
 				if len(problems) > 0 {
 					t.Errorf("claiming %d of %d jobs in 3 queues: %v\n%s", limit, total, problems, out)
 				}
 			})
+		}
+	}
+}
+
+// TestClaimQueuesPlan checks that a claim of several queues at once
+// (ClaimQueues) is one range scan of jobs_claim_queue per queue, each
+// stopping at its queue's limit, under both the custom and the generic
+// plan, on the table of TestClaimPlan: no sort of the candidates, no
+// scan of another queue's jobs, no sequential scan.
+func TestClaimQueuesPlan(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	s := openWithHooks(t, Options{Schema: newSchema(t), Timeout: 30 * time.Second}, testHooks{})
+	const limit = 10
+	queues := []string{"default", "mail", "reports", "idle"}
+	fillClaimPlanTable(t, s, queues[:3], 6000)
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q.ident+".jobs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			// Four queues, one of them empty; "reports" takes every kind.
+			args := []any{nil, []int32{limit, limit, 3, limit}, "w", int64(60000), queues, nil,
+				[]string{"echo", "echo", "echo"}, []int32{1, 2, 4}, []bool{false, false, true, false}}
+			plan, out := explain(t, s, mode, s.q.claimQueues, args...)
+			scans, candidates, problems := claimPlanProblems(plan, limit)
+			// One Index Scan node, run once per queue (its Actual Rows is
+			// the mean of its loops, rounded).
+			if len(scans) != 1 || scans[0].Loops != float64(len(queues)) {
+				problems = append(problems, fmt.Sprintf("%d jobs_claim_queue scan nodes; want one, run once per queue", len(scans)))
+			}
+			if candidates != 2*limit+3 {
+				problems = append(problems, fmt.Sprintf("%v candidates in all; want %d", candidates, 2*limit+3))
+			}
+			if len(problems) > 0 {
+				t.Errorf("claiming from %d queues: %v\n%s", len(queues), problems, out)
+			}
+		})
+	}
+}
+
+// claimPlanProblems walks the plan of a claim and returns its scans of
+// jobs_claim_queue, the rows of its candidates (CTE c), and what is wrong
+// with it: a sort of the candidates (sorting the claimed rows is fine), a
+// sequential scan, a scan of the claim index other than an Index Scan or
+// reading more than limit rows a loop.
+func claimPlanProblems(plan planNode, limit int) (scans []planNode, candidates float64, problems []string) {
+	plan.walk(func(n planNode) {
+		switch {
+		case n.Subplan == "CTE c":
+			candidates = n.Rows
+			n.walk(func(c planNode) {
+				if c.NodeType == "Sort" {
+					problems = append(problems, "a sort of the candidates")
+				}
+			})
+		case n.NodeType == "Seq Scan":
+			problems = append(problems, "a sequential scan of "+n.Relation)
+		case n.IndexName == "jobs_claim_queue":
+			scans = append(scans, n)
+			if n.NodeType != "Index Scan" {
+				problems = append(problems, "a "+n.NodeType+" of jobs_claim_queue")
+			}
+			if n.Rows > float64(limit) {
+				problems = append(problems, fmt.Sprintf("%v candidate rows read a loop for a limit of %d", n.Rows, limit))
+			}
+		}
+	})
+	return scans, candidates, problems
+}
+
+// fillClaimPlanTable enqueues total jobs of kind echo spread over queues,
+// of every priority, one in five not due for an hour.
+func fillClaimPlanTable(t *testing.T, s *Store, queues []string, total int) {
+	t.Helper()
+	cc := creation(t, "acme", "echo", `{"n":1}`)
+	items := make([]backend.BatchItem, 500)
+	for round := range total / len(items) {
+		for i := range items {
+			o := backend.EnqueueOptions{Queue: queues[(round+i)%len(queues)], Priority: 1 + i%backend.LowestPriority}
+			if i%5 == 0 {
+				o.RunAt = time.Now().Add(time.Hour)
+			}
+			items[i] = backend.BatchItem{Creation: cc, Options: o}
+		}
+		if _, err := s.EnqueueBatch(ctxT(t), items); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -153,6 +153,22 @@ const (
 			FROM v, n)
 		SELECT now FROM n`
 
+	// claimTake is the rest of a claim after its candidates (CTE c, their
+	// task_id): it leases the candidate jobs ($3 worker, $4 lease ms, $6
+	// claiming instance) and selects the columns of a claimed job, from
+	// the claimed jobs (u) and their tasks (t), which the statement joins.
+	claimTake = `u AS (
+			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
+				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
+				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
+			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
+			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
+				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
+		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
+			u.first_failure_at, t.kind,
+			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
+			t.progress, t.progress_total`
+
 	// $2 limit, $3 worker, $4 lease ms, $5 queue, $6 claiming instance
 	// (NULL: none, migration 017); $7 kinds in the filtered variant. The
 	// candidates come from the jobs table alone, in jobs_claim_queue index
@@ -167,20 +183,34 @@ const (
 				AND (expires_at IS NULL OR expires_at > {{now}}) {{kinds}}
 			ORDER BY priority, run_at, created_at, task_id
 			LIMIT $2 FOR UPDATE SKIP LOCKED),
-		u AS (
-			UPDATE {{schema}}.jobs j SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
-				lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond',
-				claimed_at = {{now}}, claimed_by = $3, claimed_attempt = j.attempt + 1, lease_instance = $6::bigint
-			WHERE j.task_id = ANY(ARRAY(SELECT task_id FROM c))
-			RETURNING j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.max_attempts,
-				j.lease_expires_at, j.priority, j.run_at, j.created_at, j.first_failure_at, j.checkpoint)
-		SELECT u.task_id, u.attempt, u.failures, u.interrupted_runs, u.input_rounds, u.max_attempts, u.lease_expires_at,
-			u.first_failure_at, t.kind,
-			t.origin, t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), u.checkpoint,
-			t.progress, t.progress_total
+		` + claimTake + `
 		FROM u JOIN {{schema}}.tasks t ON t.id = u.task_id
 		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
 		ORDER BY u.priority, u.run_at, u.created_at, u.task_id`
+
+	// The claim of several queues (backend.QueuesClaimer): $2 the limits
+	// and $5 the names of the queues, $9 whether each takes every kind,
+	// $7 the kinds and $8 the (1-based) queue of each; $1, $3, $4 and $6
+	// as in sqlClaim. Each queue's candidates come from a LATERAL
+	// subquery that is sqlClaim's for that queue: one range of
+	// jobs_claim_queue that stops at the queue's own limit. The kinds of
+	// a queue are an InitPlan of its subquery. The rows end with their
+	// queue's index.
+	sqlClaimQueues = `WITH q AS (
+			SELECT * FROM unnest($5::text[], $2::integer[], $9::boolean[]) WITH ORDINALITY AS q(name, lim, every, ord)),
+		c AS (
+			SELECT x.task_id, q.ord FROM q CROSS JOIN LATERAL (
+				SELECT task_id FROM {{schema}}.jobs
+				WHERE state = 'available' AND queue = q.name AND run_at <= {{now}}
+					AND (expires_at IS NULL OR expires_at > {{now}})
+					AND (q.every OR kind = ANY(ARRAY(
+						SELECT k.kind FROM unnest($7::text[], $8::integer[]) AS k(kind, ord) WHERE k.ord = q.ord)))
+				ORDER BY priority, run_at, created_at, task_id
+				LIMIT q.lim FOR UPDATE SKIP LOCKED) x),
+		` + claimTake + `, c.ord::integer
+		FROM u JOIN c ON c.task_id = u.task_id JOIN {{schema}}.tasks t ON t.id = u.task_id
+		WHERE t.id = ANY(ARRAY(SELECT task_id FROM u))
+		ORDER BY c.ord, u.priority, u.run_at, u.created_at, u.task_id`
 
 	// $4 lease ms.
 	sqlHeartbeat = `UPDATE {{schema}}.jobs SET lease_expires_at = {{now}} + $4::bigint * interval '1 millisecond'
@@ -483,6 +513,7 @@ type queries struct {
 	lockForCancel, requestCancel, cancelRequested            string
 	idempotencyHolder, deleteHolder, enqueue                 string
 	claim, claimKinds, heartbeat, finish, retry, release     string
+	claimQueues                                              string
 	recordCategory                                           string
 	lockLease, lockKeys, requestInput, rescue, deleteExpired string
 	rescueDead, unheldInstances                              string
@@ -517,6 +548,7 @@ func newQueries(schema string) queries {
 	q.enqueue = q.expand(sqlEnqueue)
 	q.claim = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "", 1))
 	q.claimKinds = q.expand(strings.Replace(sqlClaim, "{{kinds}}", "AND kind = ANY($7::text[])", 1))
+	q.claimQueues = q.expand(sqlClaimQueues)
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
 	q.completeBatch = q.expand(sqlCompleteBatch)

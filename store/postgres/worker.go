@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskwire/taskwire/backend"
-	"github.com/taskwire/taskwire/internal/logtext"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/store/internal/storerules"
 	"github.com/taskwire/taskwire/store/internal/taskdata"
@@ -23,92 +21,14 @@ import (
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
 // implements backend.BatchCompleter, backend.ProgressReporter,
-// backend.Checkpointer, backend.Pruner and backend.LivenessRescuer too. It
-// is valid until Close.
+// backend.Checkpointer, backend.Pruner, backend.LivenessRescuer and
+// backend.QueuesClaimer too. It is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
 // calls, kept off *Store so that an application's handle shows what it
 // uses.
 type jobStore struct{ s *Store }
-
-// Claim implements backend.JobStore. It leases up to p.Limit due available jobs
-// of the queue p.Queue (backend.DefaultQueue when empty) and of the given
-// kinds, highest priority first, then oldest run_at (then creation time,
-// then task ID), in one statement that locks them with FOR UPDATE SKIP LOCKED, so
-// concurrent claimers on any node never wait for each other or share a job.
-// Jobs of expired tasks are skipped. A job whose task has stored data this
-// code cannot read fails its task with the fixed internal error instead of
-// being handed out. A zero p.Now means the store's clock.
-func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
-	s := j.s
-	if p.Limit < 1 || p.Lease < time.Millisecond {
-		return nil, errors.New("postgres: Claim needs a positive Limit and a Lease of at least 1 ms")
-	}
-	s.ensureClaimStats(ctx)
-	now := s.at(p.Now)
-	instance, err := instanceKey(p.Instance)
-	if err != nil {
-		return nil, err
-	}
-	query, args := s.q.claim, []any{now, p.Limit, p.Worker, p.Lease.Milliseconds(), cmp.Or(p.Queue, backend.DefaultQueue), instance}
-	if len(p.Kinds) > 0 {
-		query, args = s.q.claimKinds, append(args, p.Kinds)
-	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, wrapErr("claim", err)
-	}
-	type claimed struct {
-		job               backend.JobRow
-		origin, responses []byte
-		trace             string
-	}
-	var got []claimed
-	for rows.Next() {
-		var c claimed
-		var firstFailure *time.Time
-		var cur, total *float64
-		if err := rows.Scan(&c.job.TaskID, &c.job.Attempt, &c.job.Failures, &c.job.InterruptedRuns, &c.job.InputRounds,
-			&c.job.MaxAttempts, &c.job.LeaseExpires, &firstFailure, &c.job.Kind, &c.origin, &c.responses,
-			&c.job.CancelRequested, &c.trace, &c.job.Checkpoint, &cur, &total); err != nil {
-			rows.Close()
-			return nil, wrapErr("claim", err)
-		}
-		if firstFailure != nil {
-			c.job.FirstFailure = firstFailure.UTC()
-		}
-		if cur != nil {
-			c.job.Progress = &task.Progress{Current: *cur}
-			if total != nil {
-				c.job.Progress.Total = *total
-			}
-		}
-		got = append(got, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, wrapErr("claim", err)
-	}
-	jobs := make([]backend.JobRow, 0, len(got))
-	for _, c := range got {
-		j := c.job
-		j.LeaseExpires = j.LeaseExpires.UTC()
-		j.Trace = task.DecodeTraceContext(c.trace)
-		if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
-			// A row this code cannot read must not block the queue
-			// forever: fail its task and go on.
-			s.log.Error("postgres: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
-			if err := s.finish(ctx, now, j.Lease, task.Failed, "", nil, internalErrorJSON, ""); err != nil &&
-				!errors.Is(err, backend.ErrLeaseLost) {
-				return nil, err
-			}
-			continue
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
-}
 
 // Heartbeat implements backend.JobStore: it extends a live lease to now+lease.
 func (j jobStore) Heartbeat(ctx context.Context, l backend.Lease, lease time.Duration) error {

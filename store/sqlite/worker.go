@@ -22,8 +22,8 @@ import (
 // Jobs returns the store's backend.JobStore, for worker.Options.Store: the
 // fenced job writes of the worker runtime, over the same database. It
 // implements backend.BatchCompleter, backend.ProgressReporter,
-// backend.Checkpointer, backend.Pruner and backend.LivenessRescuer too. It
-// is valid until Close.
+// backend.Checkpointer, backend.Pruner, backend.LivenessRescuer and
+// backend.QueuesClaimer too. It is valid until Close.
 func (s *Store) Jobs() backend.JobStore { return jobStore{s} }
 
 // jobStore is the Store's job side: the methods only the worker runtime
@@ -43,98 +43,147 @@ const fenceClause = `task_id = ? AND attempt = ? AND state = 'running' AND lease
 // jobs awaiting input whose task has a cancellation request. Jobs of
 // expired tasks are skipped. A zero p.Now means the store's clock.
 func (j jobStore) Claim(ctx context.Context, p backend.ClaimParams) ([]backend.JobRow, error) {
-	s := j.s
 	if p.Limit < 1 || p.Lease < time.Millisecond {
 		return nil, errors.New("sqlite: Claim needs a positive Limit and a Lease of at least 1 ms")
 	}
-	now := p.Now
-	if now.IsZero() {
-		now = s.now()
+	got, err := j.claim(ctx, p, []backend.QueueClaim{{Queue: p.Queue, Kinds: p.Kinds, Limit: p.Limit}})
+	if err != nil {
+		return nil, err
 	}
-	nowMs := now.UnixMilli()
-	expMs := nowMs + p.Lease.Milliseconds()
-	kinds := "[]"
-	if len(p.Kinds) > 0 {
-		b, err := json.Marshal(p.Kinds)
-		if err != nil {
-			return nil, wrapErr("claim", err)
-		}
-		kinds = string(b)
+	return got[0], nil
+}
+
+// ClaimQueues implements backend.QueuesClaimer: the claims of qs, each as
+// Claim makes it, in one transaction on the single writer, which runs the
+// query of Claim once per queue (one range of jobs_claim_queue each, in
+// the process: no round trip), so that it costs one write transaction
+// whatever the number of queues.
+func (j jobStore) ClaimQueues(ctx context.Context, p backend.ClaimParams, qs []backend.QueueClaim) ([][]backend.JobRow, error) {
+	if err := backend.CheckQueueClaims(p, qs); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	// The jobs come from jobs_claim_queue in index order (one queue, then
-	// priority, run_at, created_at, task_id), and the scan stops at the
-	// limit whatever the queue length.
-	const query = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.first_failure_at,
+	return j.claim(ctx, p, qs)
+}
+
+// claimQuery selects the claim's candidates of one queue: they come from
+// jobs_claim_queue in index order (one queue, then priority, run_at,
+// created_at, task_id), and the scan stops at the limit whatever the
+// queue length. ?1 now (ms), ?2 kinds (JSON array, "[]" for every kind),
+// ?3 limit, ?4 queue.
+const claimQuery = `SELECT j.task_id, j.attempt, j.failures, j.interrupted_runs, j.input_rounds, j.first_failure_at,
 			j.max_attempts, j.kind, t.origin,
 			t.input_responses, t.cancel_requested, coalesce(t.trace_context, ''), j.checkpoint, t.progress, t.progress_total
 		FROM jobs j INDEXED BY jobs_claim_queue JOIN tasks t ON t.id = j.task_id
 		WHERE j.state = 'available' AND j.queue = ?4 AND j.run_at <= ?1 AND (j.expires_at IS NULL OR j.expires_at > ?1)
 		AND (?2 = '[]' OR j.kind IN (SELECT value FROM json_each(?2)))
 		ORDER BY j.priority, j.run_at, j.created_at, j.task_id LIMIT ?3`
-	args := []any{nowMs, kinds, p.Limit, cmp.Or(p.Queue, backend.DefaultQueue)}
-	var instance any // NULL: none (migration 014)
-	if p.Instance != "" {
-		instance = p.Instance
-	}
 
-	var jobs []backend.JobRow
-	err := s.write(ctx, func(tx *wtx) ([]string, error) {
-		jobs = nil
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, wrapErr("claim", err)
-		}
-		var cands []claimCandidate
-		for rows.Next() {
-			c, err := scanClaimCandidate(rows)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, wrapErr("claim", err)
-		}
-		var publish []string
-		for _, c := range cands {
-			j := c.job
-			j.Trace = task.DecodeTraceContext(c.trace)
-			if err := taskdata.DecodeClaim(&j, c.origin, c.responses); err != nil {
-				// A row this code cannot read must not block the queue
-				// forever: fail its task and go on.
-				s.log.Error("sqlite: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
-				if err := failUnreadable(ctx, tx, j.TaskID, nowMs); err != nil {
-					return nil, err
-				}
-				publish = append(publish, j.TaskID)
-				continue
-			}
-			// The claim columns name this claim for the history (migration
-			// 011); SET reads the row as it was, so claimed_attempt is the
-			// new attempt.
-			res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
-				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1,
-				lease_instance = ?
-				WHERE task_id = ? AND attempt = ?`,
-				p.Worker, expMs, p.Worker, nowMs, instance, j.TaskID, j.Attempt)
+// claim claims the jobs of each of qs in one write transaction, and
+// returns them by queue.
+func (j jobStore) claim(ctx context.Context, p backend.ClaimParams, qs []backend.QueueClaim) ([][]backend.JobRow, error) {
+	s := j.s
+	now := p.Now
+	if now.IsZero() {
+		now = s.now()
+	}
+	nowMs := now.UnixMilli()
+	args := make([][]any, len(qs))
+	for i, q := range qs {
+		kinds := "[]"
+		if len(q.Kinds) > 0 {
+			b, err := json.Marshal(q.Kinds)
 			if err != nil {
 				return nil, wrapErr("claim", err)
 			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return nil, errors.New("sqlite: claim: a job changed under the writer")
+			kinds = string(b)
+		}
+		args[i] = []any{nowMs, kinds, q.Limit, cmp.Or(q.Queue, backend.DefaultQueue)}
+	}
+	c := claimWrite{worker: p.Worker, nowMs: nowMs, expMs: nowMs + p.Lease.Milliseconds()}
+	if p.Instance != "" {
+		c.instance = p.Instance // else NULL: none (migration 014)
+	}
+	var out [][]backend.JobRow
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
+		out = make([][]backend.JobRow, len(qs))
+		var publish []string
+		for i := range qs {
+			jobs, failed, err := c.queue(ctx, s, tx, args[i])
+			if err != nil {
+				return nil, err
 			}
-			j.Attempt++
-			j.LeaseExpires = time.UnixMilli(expMs).UTC()
-			jobs = append(jobs, j)
+			out[i] = jobs
+			publish = append(publish, failed...)
 		}
 		return publish, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	return out, nil
+}
+
+// claimWrite is what the claim writes on the jobs it takes.
+type claimWrite struct {
+	worker       string
+	nowMs, expMs int64
+	instance     any // the claiming instance, or nil
+}
+
+// queue claims the jobs claimQuery selects with args, in tx. It returns
+// them, and the tasks it failed because their rows could not be read.
+func (c claimWrite) queue(ctx context.Context, s *Store, tx *wtx, args []any) ([]backend.JobRow, []string, error) {
+	rows, err := tx.QueryContext(ctx, claimQuery, args...)
+	if err != nil {
+		return nil, nil, wrapErr("claim", err)
+	}
+	var cands []claimCandidate
+	for rows.Next() {
+		cand, err := scanClaimCandidate(rows)
+		if err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		cands = append(cands, cand)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, wrapErr("claim", err)
+	}
+	var jobs []backend.JobRow
+	var failed []string
+	for _, cand := range cands {
+		j := cand.job
+		j.Trace = task.DecodeTraceContext(cand.trace)
+		if err := taskdata.DecodeClaim(&j, cand.origin, cand.responses); err != nil {
+			// A row this code cannot read must not block the queue
+			// forever: fail its task and go on.
+			s.log.Error("sqlite: failing a task whose stored data is unreadable", "kind", j.Kind, "err", logtext.Error(err))
+			if err := failUnreadable(ctx, tx, j.TaskID, c.nowMs); err != nil {
+				return nil, nil, err
+			}
+			failed = append(failed, j.TaskID)
+			continue
+		}
+		// The claim columns name this claim for the history (migration
+		// 011); SET reads the row as it was, so claimed_attempt is the
+		// new attempt.
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'running', attempt = attempt + 1,
+				lease_owner = ?, lease_expires_at = ?, claimed_by = ?, claimed_at = ?, claimed_attempt = attempt + 1,
+				lease_instance = ?
+				WHERE task_id = ? AND attempt = ?`,
+			c.worker, c.expMs, c.worker, c.nowMs, c.instance, j.TaskID, j.Attempt)
+		if err != nil {
+			return nil, nil, wrapErr("claim", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil, nil, errors.New("sqlite: claim: a job changed under the writer")
+		}
+		j.Attempt++
+		j.LeaseExpires = time.UnixMilli(c.expMs).UTC()
+		jobs = append(jobs, j)
+	}
+	return jobs, failed, nil
 }
 
 // claimCandidate is one row of the claim's query.

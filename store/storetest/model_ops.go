@@ -122,7 +122,13 @@ func (s *sequence) opClaim() string {
 	jobs, err := s.b.Jobs().Claim(bg, backend.ClaimParams{Worker: "model", Kinds: kinds, Queue: queue, Limit: limit,
 		Lease: leaseDur, Now: s.c.Now(), Instance: instance})
 	s.compare(desc, err, "ok")
+	s.checkClaimed(desc, jobs, s.claimable(queue, kinds, limit), leaseDur, instance)
+	return fmt.Sprintf("%s → %d jobs", desc, len(jobs))
+}
 
+// claimable returns the model's tasks that a claim of up to limit jobs of
+// queue and kinds takes, in claim order.
+func (s *sequence) claimable(queue string, kinds []string, limit int) []*mTask {
 	nowMs := s.nowMs()
 	var want []*mTask
 	for _, m := range s.model.tasks {
@@ -138,7 +144,14 @@ func (s *sequence) opClaim() string {
 		return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.runAtMs, b.runAtMs),
 			cmp.Compare(a.createdMs, b.createdMs), cmp.Compare(a.id, b.id))
 	})
-	want = want[:min(limit, len(want))]
+	return want[:min(limit, len(want))]
+}
+
+// checkClaimed compares the jobs a claim returned with want (claimable's
+// answer) and marks them running in the model, under a lease of leaseDur
+// from now held by instance.
+func (s *sequence) checkClaimed(desc string, jobs []backend.JobRow, want []*mTask, leaseDur time.Duration, instance string) {
+	nowMs := s.nowMs()
 	if len(jobs) != len(want) {
 		s.fatalf("%s: claimed %d jobs, model %d", desc, len(jobs), len(want))
 	}
@@ -172,7 +185,6 @@ func (s *sequence) opClaim() string {
 		m.state, m.attempt, m.leaseMs, m.instance = jobRunning, j.Attempt, nowMs+leaseDur.Milliseconds(), instance
 		s.leases = append(s.leases, j.Lease)
 	}
-	return fmt.Sprintf("%s → %d jobs", desc, len(jobs))
 }
 
 // fenced runs a fenced write with a random lease and compares the error

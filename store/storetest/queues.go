@@ -20,6 +20,32 @@ type queued struct {
 	delay        time.Duration // RunAt after creation; 0: due at once
 }
 
+// enqueueQueued creates jobs, 1 ms apart (of toolB when the label starts
+// with "b", else toolA), advances the clock 1 ms more and returns the
+// labels by task ID.
+func enqueueQueued(t testing.TB, b backend.Store, c *Clock, jobs []queued) map[string]string {
+	t.Helper()
+	labels := map[string]string{}
+	for _, j := range jobs {
+		c.Advance(time.Millisecond)
+		tool := toolA
+		if strings.HasPrefix(j.label, "b") {
+			tool = toolB
+		}
+		opts := backend.EnqueueOptions{Queue: j.queue, Priority: j.priority}
+		if j.delay > 0 {
+			opts.RunAt = c.Now().Add(j.delay)
+		}
+		tk, err := b.Enqueue(bg, creation(t, endpointA, tenantA, tool, `{"n":1}`), opts)
+		if err != nil {
+			t.Fatalf("Enqueue %s: %v", j.label, err)
+		}
+		labels[tk.ID()] = j.label
+	}
+	c.Advance(time.Millisecond)
+	return labels
+}
+
 // claimFrom claims up to limit jobs of queue and returns their labels.
 func claimFrom(t testing.TB, b backend.Store, c *Clock, queue string, kinds []string, limit int, labels map[string]string) []string {
 	t.Helper()
@@ -107,24 +133,7 @@ func testQueues(t *testing.T, open opener) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, c := open(t)
-			labels := map[string]string{}
-			for _, j := range tc.jobs {
-				c.Advance(time.Millisecond)
-				tool := toolA
-				if strings.HasPrefix(j.label, "b") {
-					tool = toolB
-				}
-				opts := backend.EnqueueOptions{Queue: j.queue, Priority: j.priority}
-				if j.delay > 0 {
-					opts.RunAt = c.Now().Add(j.delay)
-				}
-				tk, err := b.Enqueue(bg, creation(t, endpointA, tenantA, tool, `{"n":1}`), opts)
-				if err != nil {
-					t.Fatalf("Enqueue %s: %v", j.label, err)
-				}
-				labels[tk.ID()] = j.label
-			}
-			c.Advance(time.Millisecond)
+			labels := enqueueQueued(t, b, c, tc.jobs)
 			for i, s := range tc.claims {
 				got := claimFrom(t, b, c, s.queue, s.kinds, s.limit, labels)
 				if d := cmp.Diff(s.want, got); d != "" {

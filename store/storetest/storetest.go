@@ -24,7 +24,9 @@
 //   - Claim takes due jobs of one queue (ClaimParams.Queue, "" meaning
 //     backend.DefaultQueue) ordered by priority (1 first), then run-at
 //     time, then creation time, then task ID; a job of a queue no claim
-//     names is never claimed; RescueExpired by lease expiry, then task ID; DeleteExpired by
+//     names is never claimed; a claim of several queues at once
+//     (backend.QueuesClaimer, optional) takes from each what a Claim of it
+//     would; RescueExpired by lease expiry, then task ID; DeleteExpired by
 //     expiry, then task ID. A lease expires at now+lease: writes need
 //     now < expiry, rescue needs expiry <= now. A task expires at
 //     creation+TTL: it is gone when now >= expiry.
@@ -92,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"Retry", testRetry},
 		{"QueueOrder", testQueueOrder},
 		{"Queues", testQueues},
+		{"ClaimQueues", testClaimQueues},
 		{"QueueOptionsRange", testQueueOptionsRange},
 		{"InterruptedRuns", testInterruptedRuns},
 		{"Liveness", testLiveness},
