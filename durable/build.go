@@ -30,12 +30,17 @@ var errNoSet = errors.New("durable: nil Set")
 // whose In or Out differ from its declaration's. It returns nil for a
 // sound set. Work runs exactly this check; Serve runs it without the
 // missing-handler rule (see Serve).
-func (s *Set) Check() error { return s.check(true) }
-
-func (s *Set) check(needHandlers bool) error {
+func (s *Set) Check() error {
 	if s == nil {
 		return errNoSet
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(true)
+}
+
+// check is Check, with s.mu held.
+func (s *Set) check(needHandlers bool) error {
 	problems := slices.Clone(s.problems)
 	add := func(tool, format string, args ...any) {
 		problems = append(problems, problem{tool: tool, line: fmt.Sprintf("durable: tool %q: ", tool) + fmt.Sprintf(format, args...)})
@@ -109,6 +114,11 @@ func qualified(t reflect.Type) string {
 // see (a name also registered by another tool of ep, an endpoint without
 // Tasks, an unknown TaskInput kind) are reported by server.New.
 func (s *Set) Serve(ep *server.Endpoint, enq backend.Enqueuer) error {
+	if s == nil {
+		return errNoSet
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.check(false); err != nil {
 		return err
 	}
@@ -121,6 +131,7 @@ func (s *Set) Serve(ep *server.Endpoint, enq backend.Enqueuer) error {
 	for _, d := range s.decls {
 		d.serve(ep, enq)
 	}
+	s.served = append(s.served, served{ep: ep, enq: enq})
 	return nil
 }
 
@@ -129,6 +140,11 @@ func (s *Set) Serve(ep *server.Endpoint, enq backend.Enqueuer) error {
 // registers nothing when Check fails; it then fails like worker.AddHandler (a
 // kind rt already handles, or a runtime already running).
 func (s *Set) Work(rt *worker.Runtime) error {
+	if s == nil {
+		return errNoSet
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.check(true); err != nil {
 		return err
 	}
@@ -141,6 +157,7 @@ func (s *Set) Work(rt *worker.Runtime) error {
 			errs = append(errs, fmt.Errorf("durable: tool %q: %w", im.name, err))
 		}
 	}
+	s.worked = append(s.worked, rt)
 	return errors.Join(errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -16,17 +17,33 @@ import (
 // Set is a set of durable tool declarations and their worker handlers, one
 // value shared by an application's serve and worker code. The zero value is
 // an empty set ready to use. Build it with Add (or Declare and Implement,
-// AddRaw) from one goroutine, then call Serve and Work; a Set is not safe
-// for concurrent mutation, and Serve and Work only read it.
+// AddRaw) from one goroutine, then call Serve and Work; Add, Declare,
+// Implement and AddRaw are not safe for concurrent use. A raw tool may be
+// added later, while the set is served and worked, with AddRawLive, which
+// is safe for concurrent use with Serve, Work and Check. A Set must not be
+// copied once used.
 //
 // Add, Declare, Implement and AddRaw never fail on their own: they record
 // every problem they find, and Check, Serve and Work report them all at
 // once.
 type Set struct {
+	// mu guards the set against AddRawLive, which may run while the set
+	// is served and worked.
+	mu    sync.Mutex
 	decls []*decl
 	impls []*impl
 	// problems are those found while the set was built, in order.
 	problems []problem
+	// served and worked are where Serve and Work registered the tools,
+	// for AddRawLive.
+	served []served
+	worked []*worker.Runtime
+}
+
+// served is an endpoint Serve registered the tools on, and its enqueuer.
+type served struct {
+	ep  *server.Endpoint
+	enq enqueuer
 }
 
 // Tool is a durable tool: its declaration (what the API node serves) and its
@@ -236,6 +253,9 @@ func AddRaw(s *Set, t RawTool) {
 			d.serve = func(ep *server.Endpoint, enq enqueuer) {
 				server.AddTaskTool(ep, &tool, rawCreation(d, enq, t.Validate), d.job.toolOptions()...)
 			}
+			d.put = func(enq enqueuer) server.ToolChange {
+				return server.PutTaskTool(&tool, rawCreation(d, enq, t.Validate), d.job.toolOptions()...)
+			}
 		}
 	}
 	im := &impl{name: name, in: rawIn, out: rawOut}
@@ -276,6 +296,9 @@ type decl struct {
 	validate any
 	// serve registers the tool; nil when the declaration has problems.
 	serve func(ep *server.Endpoint, enq enqueuer)
+	// put is the change that adds a raw tool to a served endpoint
+	// (AddRawLive); nil for typed tools and with problems.
+	put func(enq enqueuer) server.ToolChange
 }
 
 // impl is one worker handler.

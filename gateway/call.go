@@ -192,6 +192,7 @@ func (g *Gateway) inlineOutcome(ctx, cctx context.Context, name string, timeout 
 func (g *Gateway) runTask(name string) worker.RawHandler {
 	retry := g.isRetry(name)
 	return func(ctx context.Context, job *worker.Job) (*mcp.CallToolResult, error) {
+		g.cat.confirm(ctx, name) // a tool this process has not heard is back
 		// Input the upstream asks for is relayed as the task's input
 		// round (relay.go); an upstream that offers tasks runs the call
 		// as a task of its own, which a later run follows instead of

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskwire/taskwire/client"
+	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/server"
 )
@@ -56,7 +57,12 @@ type catalog struct {
 	applied uint64     // the seq of the listing applied last
 	latest  []*mcp.Tool
 	served  map[string]*mcp.Tool // the mirrored tools on the endpoint; nil before register
-	asTasks map[string]bool      // the task tools Register put in the durable set
+	// set is the durable set Register was given (nil before), asTasks
+	// the task tools in it: Register's and those added since
+	// (catalog_tasks.go).
+	set     *durable.Set
+	asTasks map[string]bool
+	refused map[string]bool // task tools the set refused to add, logged once
 }
 
 func newCatalog(g *Gateway) *catalog {
@@ -131,11 +137,15 @@ func (c *catalog) restarted(ctx context.Context, list lister) {
 	c.listChanged(client.PromptsChanged | client.ResourcesChanged)
 }
 
-// register serves the upstream's resources, prompts and completion on ep
-// (those the upstream advertised), remembers the tools Register added and
-// has the refresher follow the upstream's changes on ep once it is
-// served. Only the first endpoint is kept current.
-func (c *catalog) register(ep *server.Endpoint, tools []*mcp.Tool) {
+// register remembers set and the task tools Register put in it, serves
+// the upstream's resources, prompts and completion on ep (those the
+// upstream advertised; ep may be nil on a worker), remembers the tools
+// Register added and has the refresher follow the upstream's changes on
+// ep once it is served. Only the first set and endpoint are kept current.
+func (c *catalog) register(ep *server.Endpoint, set *durable.Set, tools []*mcp.Tool) {
+	if !c.adopt(ep, set, tools) || ep == nil {
+		return
+	}
 	if !c.ep.CompareAndSwap(nil, ep) {
 		c.g.log.Warn("gateway: Register on a second endpoint: only the first one follows the upstream's changes")
 		return
@@ -152,10 +162,9 @@ func (c *catalog) register(ep *server.Endpoint, tools []*mcp.Tool) {
 		}
 	}
 	c.mu.Lock()
-	c.served, c.asTasks = map[string]*mcp.Tool{}, map[string]bool{}
+	c.served = map[string]*mcp.Tool{}
 	for _, t := range tools {
 		c.served[t.Name] = t
-		c.asTasks[t.Name] = c.g.isTask(t.Name)
 	}
 	c.mu.Unlock()
 	poke(c.registered)
@@ -237,27 +246,32 @@ func (c *catalog) note(now []*mcp.Tool) {
 	}
 }
 
-// sync applies the difference between the listing now and the tools the
-// endpoint serves, in one batch, once the endpoint is served: new inline
-// tools are added, changed ones replaced, tools the upstream no longer
-// lists removed, and changed task tools redefined. A task tool that
-// Register did not put in the durable set is left out until the gateway
-// restarts (the set is fixed once the node is built), and so are a tool
-// whose name the endpoint serves for someone else and one whose settings
-// contradict each other. Called with c.mu held.
+// sync applies the listing now: new task tools join the durable set
+// (addTasks, on API nodes and workers alike), and once the endpoint is
+// served the difference between now and the tools it serves is applied in
+// one batch: new inline tools are added, changed ones replaced, tools the
+// upstream no longer lists removed, and changed task tools redefined. A
+// tool whose name the endpoint serves for someone else is left out, and
+// so is one whose settings contradict each other or that the durable set
+// refused. Called with c.mu held.
 func (c *catalog) sync(now []*mcp.Tool) {
 	ep := c.ep.Load()
-	if ep == nil || c.served == nil {
-		return
-	}
-	select {
-	case <-ep.Served():
-	default:
-		return // the refresher syncs once it is
+	if ep != nil {
+		select {
+		case <-ep.Served():
+		default:
+			return // the refresher syncs once it is
+		}
 	}
 	taken := map[string]bool{}
-	for _, t := range ep.Tools() {
-		taken[t.Name] = c.served[t.Name] == nil
+	if ep != nil {
+		for _, t := range ep.Tools() {
+			taken[t.Name] = c.served[t.Name] == nil
+		}
+	}
+	added := c.addTasks(now, taken)
+	if ep == nil || c.served == nil {
+		return
 	}
 	next := map[string]*mcp.Tool{}
 	var changes []server.ToolChange
@@ -273,12 +287,11 @@ func (c *catalog) sync(now []*mcp.Tool) {
 			c.g.log.Warn("gateway: upstream tool left out: its settings contradict each other", "tool", clip(name), "reason", err.Error())
 			continue
 		case p.task && !c.asTasks[name]:
-			c.g.log.Warn("gateway: new upstream task tool left out until the gateway restarts", "tool", clip(name))
-			continue
+			continue // the durable set refused it (logged)
 		}
 		next[name] = t
 		switch {
-		case old != nil && sameTool(old, t):
+		case old != nil && sameTool(old, t), added[name]:
 		case p.task:
 			changes = append(changes, server.RedefineTool(t))
 		default:

@@ -130,7 +130,7 @@ func toolSummary(ctx context.Context, c *client.Client) []string {
 // upstream adds, redefines and removes after the gateway started are
 // served, redefined and refused downstream once the upstream announces
 // them; a task tool keeps its task nature and validates against its new
-// schema; a new task tool waits for a restart of the gateway; and after
+// schema; a new task tool is served as a task tool at once; and after
 // the upstream restarts the mirror is listed again.
 func TestMirrorFollowsUpstream(t *testing.T) {
 	for _, version := range []string{mcp.LatestProtocolVersion, mcp.ProtocolVersion20251125} {
@@ -154,10 +154,20 @@ func TestMirrorFollowsUpstream(t *testing.T) {
 			); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"new.tool: ", "slow.build: bounded", "text.echo: v2"} // slow.extra waits for a restart
+			want := []string{"new.tool: ", "slow.build: bounded", "slow.extra: ", "text.echo: v2"}
 			eventually(t, func() string { return cmp.Diff(want, toolSummary(ctx, c)) })
 
-			res, err := c.Call(ctx, "new.tool", map[string]any{})
+			// The new task tool is a task tool at once: the node's
+			// workers claim its jobs.
+			res, err := c.Call(ctx, "slow.extra", map[string]any{})
+			if err != nil || res.Task == nil {
+				t.Fatalf("slow.extra: %+v %v, want a task", res, err)
+			}
+			if out, err := res.Task.Wait(ctx); err != nil || resultText(out) != "new" {
+				t.Errorf("slow.extra task: %+v %v", out, err)
+			}
+
+			res, err = c.Call(ctx, "new.tool", map[string]any{})
 			if err != nil || res.Result == nil || resultText(res.Result) != "new" {
 				t.Errorf("new.tool: %+v %v", res, err)
 			}

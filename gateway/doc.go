@@ -62,10 +62,15 @@
 // batch: new inline tools are added, changed ones replaced, tools no
 // longer listed removed (they answer as unknown tools), and changed task
 // tools redefined, so that new calls validate against the new input
-// schema. A task tool that was not there when Register ran is left out
-// and logged until the gateway restarts, since the durable set is fixed
-// once the node is built; so is an upstream tool whose name the endpoint
-// serves for someone else. A call of a tool the latest listing lacks that
+// schema. A task tool that was not there when Register ran is added to
+// the durable set Register was given (durable.Set.AddRawLive), in every
+// process that builds a Gateway, API node or worker: the endpoint serves
+// it as a task tool, and the runtimes working the set claim its jobs (of
+// its name's kind, as every task tool's) from their next claim. A process
+// that has not heard of the tool does not claim its jobs, which wait in
+// the store for one that has; a worker whose latest listing lacks a tool
+// lists the upstream again before it fails a task of it. An upstream tool
+// whose name the endpoint serves for someone else is left out. A call of a tool the latest listing lacks that
 // still reaches the gateway (a task created before, a call racing the
 // change, a worker's run) answers an error saying the upstream no longer
 // offers it: an isError result inline, a failed task. A failed refresh is
@@ -245,14 +250,20 @@
 // timed out upstream) settles it, one that ended otherwise (a shutdown, a
 // lost lease, input pending, polling failed) does not. With none left,
 // Close ends the session with DELETE (client.Client.EndSession). The
-// sessions resumed from an earlier process are never ended: it may have
-// created tasks there that no run of this one has followed yet. The
-// pass-through client always ends its own. A run that finds a task of a session other
-// than the task client's current one (a gateway restarted after a crash
-// or a shutdown, a new Gateway on the same store) follows it through a
-// client that resumes that session without initialize
-// (client.Options.ResumeSession); up to 16 such clients are kept while
-// idle, besides those in use, and Close closes them. A session the
+// pass-through client always ends its own. A run that finds a task of a
+// session other than the task client's current one (a gateway restarted
+// after a crash or a shutdown, a new Gateway on the same store) follows
+// it through a client that resumes that session without initialize
+// (client.Options.ResumeSession). An earlier process created the tasks
+// of such a session, and runs of other processes may follow some, so it
+// is ended with DELETE only when the upstream's tasks/list in it
+// (client.Client.ListLegacyTasks) shows no task not known settled:
+// settled here, or named settled by the creating process in the resumed
+// task's checkpoint (the last 32 settled before it was created). The
+// check runs when the last run using the session releases it after a
+// task of it settled, and on Close (within 10 s); a failed or refused
+// tasks/list keeps the session. Options.MaxResumedSessions bounds the
+// resumed clients held (in use or idle); Close closes them. A session the
 // upstream itself forgot (it restarted, or expired the session) answers
 // HTTP 404: the client opens a new session, in which the task is unknown,
 // and the run fails saying so rather than calling again. 2026-07-28 tasks
@@ -290,9 +301,9 @@
 //
 // # Not yet
 //
-// Task tools the upstream adds
-// after start-up (served once the gateway restarts); resource
+// A worker whose upstream lists no task tool at start-up (it has no
+// handler to run with, and refuses to start); resource
 // subscriptions (a 2025-era session's resources/subscribe is accepted but
-// never reaches the upstream); ending the sessions resumed from an
-// earlier process.
+// never reaches the upstream); ending a resumed session some of whose
+// tasks another process settled, before the upstream forgets them.
 package gateway

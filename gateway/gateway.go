@@ -276,31 +276,39 @@ func (g *Gateway) planOf(name string) plan {
 // also serves the upstream's resources, prompts and completion (those it
 // advertised) and keeps the mirrored tools current once ep is served (see
 // the package documentation); only the first endpoint is kept current.
-// Register fails only when it is given nothing to register on.
+// A task tool the upstream adds later is added to tools with
+// durable.Set.AddRawLive, so that the node serving ep and the runtimes
+// working tools take it at once: ep must then serve Tasks
+// (server.EndpointOptions.TaskProtocolVersions when it may start with no
+// task tool). Only the first set is kept current. Register fails only
+// when it is given nothing to register on.
 func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 	if tools == nil {
 		return errors.New("gateway: Register needs a durable.Set")
 	}
 	for _, t := range g.tools {
 		if g.isTask(t.Name) {
-			rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
-			// Relayed input: an upstream task's of every task tool, an
-			// inline call's of retry tools (relay.go).
-			rt.TaskInput = relayKinds
-			if g.isRetry(t.Name) {
-				rt.MaxAttempts = g.planOf(t.Name).maxAttempts
-			}
-			durable.AddRaw(tools, rt)
+			durable.AddRaw(tools, g.rawTool(t))
 			continue
 		}
 		if ep != nil {
 			ep.AddRawTool(t, g.passThrough(t.Name))
 		}
 	}
-	if ep != nil {
-		g.cat.register(ep, g.tools)
-	}
+	g.cat.register(ep, tools, g.tools)
 	return nil
+}
+
+// rawTool is the durable tool of the task tool t.
+func (g *Gateway) rawTool(t *mcp.Tool) durable.RawTool {
+	rt := durable.RawTool{Tool: t, Run: g.runTask(t.Name)}
+	// Relayed input: an upstream task's of every task tool, an inline
+	// call's of retry tools (relay.go).
+	rt.TaskInput = relayKinds
+	if g.isRetry(t.Name) {
+		rt.MaxAttempts = g.planOf(t.Name).maxAttempts
+	}
+	return rt
 }
 
 // Close closes the upstream connections: it ends the pass-through

@@ -52,6 +52,11 @@ const (
 	// MaxGlobs bounds the patterns of Options.TaskTools and
 	// Options.RetryTools, each.
 	MaxGlobs = 256
+	// DefaultMaxResumedSessions is Options.MaxResumedSessions when it is
+	// zero.
+	DefaultMaxResumedSessions = 16
+	// MaxMaxResumedSessions bounds Options.MaxResumedSessions.
+	MaxMaxResumedSessions = 1024
 )
 
 // Options configure New. Exactly one of Upstream and UpstreamCommand is
@@ -147,6 +152,18 @@ type Options struct {
 	// answered with an error and the call cancelled a second later. Zero:
 	// DefaultHoldTimeout.
 	HoldTimeout time.Duration
+	// MaxResumedSessions bounds the 2025-era sessions of upstream tasks
+	// that this process resumed (sessions an earlier gateway process
+	// opened, taken up to follow its tasks) and holds at once, in use by
+	// runs or idle, at most MaxMaxResumedSessions. A session is let go
+	// when none of its tasks needs a run any more (ended with DELETE, see
+	// the package documentation) or, at the cap, when a run needs another
+	// one: the idle session used longest ago is closed without DELETE (it
+	// stays open at the upstream, and a later run resumes it again). With
+	// every one in use, a run that needs another session is retried later
+	// (worker.Unavailable), following the same upstream task then: no call
+	// is repeated. Zero: DefaultMaxResumedSessions.
+	MaxResumedSessions int
 	// MaxTools bounds the tools the upstream may list. Zero:
 	// DefaultMaxTools.
 	MaxTools int
@@ -228,6 +245,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxHeldCalls < 0 || o.MaxHeldCalls > inFlight {
 		bad("MaxHeldCalls must be between 0 (the default) and MaxInFlight, not %d", o.MaxHeldCalls)
+	}
+	if o.MaxResumedSessions < 0 || o.MaxResumedSessions > MaxMaxResumedSessions {
+		bad("MaxResumedSessions must be between 0 (the default) and %d, not %d", MaxMaxResumedSessions, o.MaxResumedSessions)
 	}
 	if o.MaxTools < 0 {
 		bad("MaxTools must not be negative")
@@ -335,6 +355,9 @@ func (o Options) withDefaults() Options {
 	def(&o.HoldTimeout, DefaultHoldTimeout)
 	if o.MaxHeldCalls == 0 {
 		o.MaxHeldCalls = min(DefaultMaxHeldCalls, o.MaxInFlight)
+	}
+	if o.MaxResumedSessions == 0 {
+		o.MaxResumedSessions = DefaultMaxResumedSessions
 	}
 	if o.MaxTools == 0 {
 		o.MaxTools = DefaultMaxTools

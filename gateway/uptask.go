@@ -54,6 +54,10 @@ type upstreamTaskState struct {
 	// of Task; empty for a 2026-07-28 task.
 	Session string `json:"upstreamSession,omitempty"`
 	Version string `json:"upstreamVersion,omitempty"`
+	// Settled are IDs of tasks of Session that the process creating Task
+	// had settled then (uptask_sessions.go): a process that resumes the
+	// session knows no run needs them.
+	Settled []string `json:"upstreamSettled,omitempty"`
 }
 
 // hasTaskTools reports whether o may make any tool a task tool: a
@@ -124,6 +128,10 @@ func (g *Gateway) runUpstreamTask(ctx context.Context, job *worker.Job, name str
 		return nil, true, mcp.NewError(mcp.CodeInternalError, textNoTaskCaller)
 	case found && st.Task != "":
 		t, release, err := g.tasks.task(st)
+		if errors.Is(err, errResumedBusy) {
+			g.log.Warn("gateway: every resumed upstream session is in use; the next run follows the task", "tool", name)
+			return nil, true, worker.Unavailable(fmt.Errorf("%w: %w", err, errFollowAgain))
+		}
 		if err != nil {
 			g.log.Warn("gateway: the checkpoint of a task names no usable upstream session", "tool", name)
 			return nil, true, mcp.NewError(mcp.CodeInternalError, textBadCheckpoint)
@@ -179,7 +187,7 @@ func (g *Gateway) startTask(ctx context.Context, job *worker.Job, name string) (
 // a crash would not find it.
 func (g *Gateway) record(ctx context.Context, job *worker.Job, name string, retry bool, t upstreamTask) error {
 	sid, version := t.Session()
-	err := job.Checkpoint(upstreamTaskState{Task: t.ID(), Session: sid, Version: version})
+	err := job.Checkpoint(upstreamTaskState{Task: t.ID(), Session: sid, Version: version, Settled: g.toldSettled(sid)})
 	switch {
 	case err == nil:
 		return nil

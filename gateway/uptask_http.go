@@ -11,11 +11,6 @@ import (
 	"github.com/taskwire/taskwire/mcp"
 )
 
-// maxIdleResumed bounds the clients of resumed 2025-era sessions that
-// httpTasks keeps while no run uses them; those in use are kept
-// regardless (as many as runs follow tasks of other sessions at once).
-const maxIdleResumed = 16
-
 // httpTasks is the taskCaller of an HTTP upstream: a client of its own
 // that declares tasks (the 2026-07-28 extension, the 2025-11-25 tasks
 // capability), beside the pass-through client that declares none, so that
@@ -28,15 +23,19 @@ type httpTasks struct {
 	url  string
 	opts client.Options // of c: the base of a resumed session's client
 
+	maxResumed int // Options.MaxResumedSessions
+
 	mu      sync.Mutex
 	closed  bool
 	seq     uint64
 	resumed map[string]*resumedSession // by session ID
 	// open are the unsettled tasks this process created, by session ID
-	// and task ID; pinned the sessions with too many to track, kept open
-	// (uptask_sessions.go).
+	// and task ID; pinned the sessions with too many to track, kept open;
+	// recent the tasks settled last in the session of c, told to the
+	// process that resumes it (uptask_sessions.go).
 	open   map[string]map[string]struct{}
 	pinned map[string]bool
+	recent recentSettled
 }
 
 // resumedSession is the client of a resumed session and its use.
@@ -44,6 +43,11 @@ type resumedSession struct {
 	c     *client.Client
 	users int
 	used  uint64 // httpTasks.seq at the last release: the eldest idle goes first
+	// settled are the tasks of the session known to need no run again
+	// (uptask_sessions.go); pinned when too many to track.
+	settled map[string]struct{}
+	pinned  bool
+	dirty   bool // a task settled since the last check whether to end it
 }
 
 // httpTask is an upstream task of an httpTasks client and its session.
@@ -78,7 +82,7 @@ func newTaskCaller(opts Options) (taskCaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream task client: %w", err)
 	}
-	return &httpTasks{c: c, url: opts.Upstream, opts: co, resumed: map[string]*resumedSession{},
+	return &httpTasks{c: c, url: opts.Upstream, opts: co, maxResumed: opts.MaxResumedSessions, resumed: map[string]*resumedSession{},
 		open: map[string]map[string]struct{}{}, pinned: map[string]bool{}}, nil
 }
 
@@ -115,68 +119,74 @@ func (h *httpTasks) task(st upstreamTaskState) (upstreamTask, func(), error) {
 		return own()
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return own() // fails ErrClosed: the run is retried
 	}
 	r := h.resumed[st.Session]
+	var evicted *client.Client
 	if r == nil {
+		if len(h.resumed) >= h.maxResumed {
+			if evicted = h.evictIdleLocked(); evicted == nil {
+				h.mu.Unlock()
+				return nil, nil, errResumedBusy
+			}
+		}
 		o := h.opts
 		o.ProtocolVersions = []string{st.Version}
 		o.ResumeSession = &client.SessionResume{ID: st.Session, ProtocolVersion: st.Version}
 		c, err := client.New(h.url, o)
 		if err != nil {
+			h.mu.Unlock()
+			closeEvicted(evicted)
 			// The checkpoint's session is malformed; its ID is not told.
 			return nil, nil, errors.New("gateway: the recorded upstream session cannot be resumed")
 		}
-		r = &resumedSession{c: c}
+		r = &resumedSession{c: c, settled: map[string]struct{}{}}
 		h.resumed[st.Session] = r
 	}
 	r.users++
+	r.told(st.Settled)
+	h.mu.Unlock()
+	closeEvicted(evicted)
 	var once sync.Once
-	release := func() { once.Do(func() { h.release(r) }) }
+	release := func() { once.Do(func() { h.release(st.Session, r) }) }
 	return &httpTask{Task: r.c.Task(st.Task), session: st.Session, version: st.Version}, release, nil
 }
 
-// release ends one use of r and closes the eldest idle resumed clients
-// beyond maxIdleResumed (their sessions stay open at the upstream).
-func (h *httpTasks) release(r *resumedSession) {
-	h.mu.Lock()
-	h.seq++
-	r.users--
-	r.used = h.seq
-	var evict []*client.Client
-	for h.idleResumed() > maxIdleResumed {
-		var eldest string
-		for sid, e := range h.resumed {
-			if e.users == 0 && (eldest == "" || e.used < h.resumed[eldest].used) {
-				eldest = sid
-			}
+// evictIdleLocked drops the resumed client no run uses that was used
+// longest ago and returns it, for the caller to close once h.mu is
+// released; nil when every one is in use. h.mu is held.
+func (h *httpTasks) evictIdleLocked() *client.Client {
+	var eldest string
+	for sid, e := range h.resumed {
+		if e.users == 0 && (eldest == "" || e.used < h.resumed[eldest].used) {
+			eldest = sid
 		}
-		evict = append(evict, h.resumed[eldest].c)
-		delete(h.resumed, eldest)
 	}
-	h.mu.Unlock()
-	for _, c := range evict {
-		_ = c.Close() // sends nothing: the session is kept
+	if eldest == "" {
+		return nil
+	}
+	c := h.resumed[eldest].c
+	delete(h.resumed, eldest)
+	return c
+}
+
+// closeEvicted closes an evicted resumed client, if any: it sends
+// nothing, and its session stays open at the upstream for the run that
+// resumes it next.
+func closeEvicted(c *client.Client) {
+	if c != nil {
+		_ = c.Close()
 	}
 }
 
-// idleResumed counts the resumed clients no run uses; h.mu is held.
-func (h *httpTasks) idleResumed() int {
-	n := 0
-	for _, e := range h.resumed {
-		if e.users == 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// close closes the task client and every resumed one. The resumed
-// sessions stay open at the upstream, for the tasks a later gateway
-// follows; the task client's own does too unless none of its tasks is
-// unsettled (closeOwn).
+// close closes the task client and every resumed one. A resumed session
+// with a task settled since it was last checked is ended with DELETE when
+// none of its tasks needs a run (endIfSettled), within closeEndTimeout for
+// them all; the others stay open at the upstream, for the tasks a later
+// gateway follows. The task client's own session stays too unless none of
+// its tasks is unsettled (closeOwn).
 func (h *httpTasks) close() error {
 	h.mu.Lock()
 	h.closed = true
@@ -184,7 +194,15 @@ func (h *httpTasks) close() error {
 	h.resumed = map[string]*resumedSession{}
 	h.mu.Unlock()
 	err := h.closeOwn()
-	for _, r := range resumed {
+	ctx, cancel := context.WithTimeout(context.Background(), closeEndTimeout)
+	defer cancel()
+	for sid, r := range resumed {
+		h.mu.Lock()
+		check := r.dirty && !r.pinned
+		h.mu.Unlock()
+		if check && h.endIfSettled(ctx, sid, r) {
+			continue
+		}
 		err = errors.Join(err, r.c.Close())
 	}
 	return err

@@ -59,7 +59,8 @@ func (l *sessionLog) take() []sentRequest {
 // closed while it follows an upstream task leaves the task's session open
 // (no DELETE for it), and a new gateway on the same store follows the task
 // in that session (every tasks/get and tasks/result carries its ID), to
-// its result, with one upstream call.
+// its result, with one upstream call; the upstream then lists no task of
+// the session that needs a run, and the second gateway ends it.
 func TestUpstreamTaskSessionResumed(t *testing.T) {
 	dir := t.TempDir()
 	up := newTaskUpstream(t, "127.0.0.1:0", filepath.Join(dir, "upstream.db"))
@@ -107,7 +108,7 @@ func TestUpstreamTaskSessionResumed(t *testing.T) {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	second.stop(t)
-	followed := 0
+	followed, ended := 0, 0
 	for _, m := range log.take() {
 		switch {
 		case m.method == mcp.MethodTasksGet || m.method == mcp.MethodTasksResult:
@@ -115,13 +116,20 @@ func TestUpstreamTaskSessionResumed(t *testing.T) {
 			if m.session != session {
 				t.Errorf("%s in another session than the task's", m.method)
 			}
+			if ended > 0 {
+				t.Errorf("%s after the session was ended", m.method)
+			}
 		case m.method == mcp.MethodToolsCall:
 			t.Error("the second gateway called the tool again")
 		case m.verb == http.MethodDelete && m.session == session:
-			t.Error("the second gateway ended the session of the upstream task")
+			ended++
 		}
 	}
 	if followed == 0 {
 		t.Error("the second gateway did not follow the task")
+	}
+	// The session's only task is settled: the second gateway ends it.
+	if ended != 1 {
+		t.Errorf("the second gateway ended the resumed session %d times, want once", ended)
 	}
 }

@@ -20,6 +20,11 @@ var ErrEndpointNotServed = errors.New("server: the endpoint is not served yet")
 type toolCatalog struct {
 	list  []*toolEntry // in registration order, additions last
 	index map[string]*toolEntry
+	// tasks are the task tools PutTaskTool added since New, served now
+	// or removed since, by name: they stay known, as those registered
+	// before New do (Endpoint.toolIndex), for the results of their tasks
+	// and for RedefineTool.
+	tasks map[string]*toolEntry
 }
 
 // liveTools holds the tools an endpoint serves now. Changes are
@@ -57,19 +62,24 @@ func (ep *Endpoint) servesTools() bool { return len(ep.tools) > 0 || ep.opts.Dyn
 func (ep *Endpoint) Served() <-chan struct{} { return ep.served }
 
 // ToolChange is one change of an endpoint's tools, made with PutRawTool,
-// RedefineTool or RemoveTool and applied by Endpoint.UpdateTools.
+// PutTaskTool, RedefineTool or RemoveTool and applied by
+// Endpoint.UpdateTools.
 type ToolChange struct {
 	op      toolOp
 	tool    *mcp.Tool
 	name    string
 	handler ToolHandler
 	opts    []ToolOption
+	// fn and err are PutTaskTool's handler and the problem it found.
+	fn  toolFunc
+	err error
 }
 
 type toolOp int
 
 const (
 	opPut toolOp = iota + 1
+	opPutTask
 	opRedefine
 	opRemove
 )
@@ -98,8 +108,8 @@ func RemoveTool(name string) ToolChange { return ToolChange{op: opRemove, name: 
 
 // UpdateTools applies changes to the tools the endpoint serves, all or
 // none: when any change is invalid (a name or schema CheckTool refuses, a
-// tool to redefine or remove that is not there, a task tool to replace),
-// nothing changes and the error names every problem. Calls running keep
+// tool to redefine or remove that is not there, a task tool to replace, a
+// task tool to add on an endpoint that serves no Tasks), nothing changes and the error names every problem. Calls running keep
 // the definition they started with; later calls, tools/list and tasks
 // creation see the new one. When something changed, the endpoint
 // announces it (NotifyListChanged with ListTools). It returns
@@ -114,7 +124,7 @@ func (ep *Endpoint) UpdateTools(changes ...ToolChange) error {
 	}
 	ep.live.mu.Lock()
 	cur := ep.live.load()
-	next := &toolCatalog{list: slices.Clone(cur.list), index: make(map[string]*toolEntry, len(cur.index)+len(changes))}
+	next := &toolCatalog{list: slices.Clone(cur.list), index: make(map[string]*toolEntry, len(cur.index)+len(changes)), tasks: cur.tasks}
 	for k, v := range cur.index {
 		next.index[k] = v
 	}
@@ -141,6 +151,8 @@ func (ep *Endpoint) applyToolChange(next *toolCatalog, ch ToolChange) error {
 	switch ch.op {
 	case opPut:
 		return next.put(ep, ch)
+	case opPutTask:
+		return next.putTask(ep, ch)
 	case opRedefine:
 		if ch.tool == nil {
 			return errors.New("RedefineTool: nil tool")
@@ -148,6 +160,9 @@ func (ep *Endpoint) applyToolChange(next *toolCatalog, ch ToolChange) error {
 		base := next.index[ch.tool.Name]
 		if base == nil {
 			base = ep.toolIndex[ch.tool.Name]
+		}
+		if base == nil {
+			base = next.tasks[ch.tool.Name]
 		}
 		if base == nil {
 			return fmt.Errorf("tool %q: nothing to redefine", ch.tool.Name)
@@ -166,7 +181,7 @@ func (ep *Endpoint) applyToolChange(next *toolCatalog, ch ToolChange) error {
 		next.list = slices.DeleteFunc(next.list, func(e *toolEntry) bool { return e.tool.Name == ch.name })
 		return nil
 	}
-	return errors.New("a ToolChange made without PutRawTool, RedefineTool or RemoveTool")
+	return errors.New("a ToolChange made without PutRawTool, PutTaskTool, RedefineTool or RemoveTool")
 }
 
 // put adds or replaces an inline raw tool.
@@ -178,7 +193,7 @@ func (cat *toolCatalog) put(ep *Endpoint, ch ToolChange) error {
 	if old := cat.index[name]; old != nil && old.mode != taskNever {
 		return fmt.Errorf("tool %q can create tasks: redefine it with RedefineTool", name)
 	}
-	if reg := ep.toolIndex[name]; reg != nil && reg.mode != taskNever {
+	if reg := ep.toolIndex[name]; reg != nil && reg.mode != taskNever || cat.tasks[name] != nil {
 		return fmt.Errorf("tool %q can create tasks: redefine it with RedefineTool", name)
 	}
 	tt := *ch.tool

@@ -59,7 +59,12 @@ func AddTaskTool[In, Out any](ep *Endpoint, t *mcp.Tool, h TaskToolHandlerFor[In
 		ep.fail(err)
 		return
 	}
-	fn := func(ctx context.Context, req *Request) (any, error) {
+	ep.addTool(&tt, taskToolFunc(h), append(opts, taskRequiredOption(&tt)))
+}
+
+// taskToolFunc is the internal form of a task-required tool's handler.
+func taskToolFunc[In, Out any](h TaskToolHandlerFor[In, Out]) toolFunc {
+	return func(ctx context.Context, req *Request) (any, error) {
 		var in In
 		if err := unmarshalArgs(req.Arguments, &in); err != nil {
 			return toolInputError(err), nil
@@ -69,11 +74,15 @@ func AddTaskTool[In, Out any](ep *Endpoint, t *mcp.Tool, h TaskToolHandlerFor[In
 		}
 		return h(ctx, req, in, req.taskCreation)
 	}
-	ep.addTool(&tt, fn, append(opts, func(e *toolEntry) {
+}
+
+// taskRequiredOption makes an entry of the definition tt task-required.
+func taskRequiredOption(tt *mcp.Tool) ToolOption {
+	return func(e *toolEntry) {
 		e.mode = taskRequired
 		e.mirror = len(tt.OutputSchema) > 0
 		e.required = mergeCapabilities(e.required, tasksCapability)
-	}))
+	}
 }
 
 // AddRawTaskTool registers a tool that may answer inline or create a task,
@@ -174,19 +183,28 @@ func (ep *Endpoint) buildTasks(s *Server) error {
 	}
 	ep.tasks = len(versions) > 0
 	for _, t := range ep.tools {
-		if t.mode != taskNever && !ep.tasks {
-			return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks: "+
-				"set EndpointOptions.TaskProtocolVersions, for example to []string{mcp.LatestProtocolVersion}", t.tool.Name)
+		if err := ep.checkTaskEntry(t); err != nil {
+			return err
 		}
-		if t.waitInline && t.mode != taskRequired {
-			return fmt.Errorf("tool %q: WithWaitInline applies only to task-required tools (AddTaskTool)", t.tool.Name)
-		}
-		for _, k := range t.inputKinds {
-			switch k {
-			case task.InputElicitationForm, task.InputElicitationURL, task.InputSampling, task.InputRoots:
-			default:
-				return fmt.Errorf("tool %q: unknown task input kind %q", t.tool.Name, k)
-			}
+	}
+	return nil
+}
+
+// checkTaskEntry reports a tool that can create tasks on an endpoint that
+// serves none, and task options that do not apply to t.
+func (ep *Endpoint) checkTaskEntry(t *toolEntry) error {
+	if t.mode != taskNever && !ep.tasks {
+		return fmt.Errorf("tool %q can create tasks but the endpoint does not serve Tasks: "+
+			"set EndpointOptions.TaskProtocolVersions, for example to []string{mcp.LatestProtocolVersion}", t.tool.Name)
+	}
+	if t.waitInline && t.mode != taskRequired {
+		return fmt.Errorf("tool %q: WithWaitInline applies only to task-required tools (AddTaskTool)", t.tool.Name)
+	}
+	for _, k := range t.inputKinds {
+		switch k {
+		case task.InputElicitationForm, task.InputElicitationURL, task.InputSampling, task.InputRoots:
+		default:
+			return fmt.Errorf("tool %q: unknown task input kind %q", t.tool.Name, k)
 		}
 	}
 	return nil
@@ -501,7 +519,7 @@ func (c *call) detail(ctx context.Context, t task.Task) (mcp.DetailedTask, *prot
 
 // deliverResult runs the completed-result path of a stored task.
 func (c *call) deliverResult(ctx context.Context, o task.Origin, res *mcp.CallToolResult) (*mcp.CallToolResult, *protocolError) {
-	if _, ok := c.ep.toolIndex[o.Tool()]; !ok || o.Endpoint() != c.ep.opts.Name {
+	if !c.ep.hadTaskTool(o.Tool()) || o.Endpoint() != c.ep.opts.Name {
 		c.srv.logger.Warn("a completed task's tool is not registered here", "endpoint", c.ep.opts.Name)
 		return nil, errInternal
 	}

@@ -185,7 +185,7 @@ func (rt *Runtime) claim(ctx context.Context, p claimPart) claimed {
 	now := rt.now()
 	cctx, cancel := context.WithTimeout(ctx, rt.opts.Lease)
 	defer cancel()
-	cp := backend.ClaimParams{Worker: rt.opts.Name, Kinds: p.q.kinds, Queue: p.q.name, Limit: p.limit, Lease: rt.opts.Lease, Now: now}
+	cp := backend.ClaimParams{Worker: rt.opts.Name, Kinds: *p.q.kinds.Load(), Queue: p.q.name, Limit: p.limit, Lease: rt.opts.Lease, Now: now}
 	if rt.hold != nil {
 		cp.Instance = rt.hold.ID()
 	}
@@ -210,7 +210,7 @@ func (rt *Runtime) claimQueues(ctx context.Context, qc backend.QueuesClaimer, pa
 	defer cancel()
 	qs := make([]backend.QueueClaim, len(parts))
 	for i, p := range parts {
-		qs[i] = backend.QueueClaim{Queue: p.q.name, Kinds: p.q.kinds, Limit: p.limit}
+		qs[i] = backend.QueueClaim{Queue: p.q.name, Kinds: *p.q.kinds.Load(), Limit: p.limit}
 	}
 	cp := backend.ClaimParams{Worker: rt.opts.Name, Lease: rt.opts.Lease, Now: now}
 	if rt.hold != nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -23,7 +25,13 @@ type RawHandler func(ctx context.Context, job *Job) (*mcp.CallToolResult, error)
 
 // AddRawHandler registers h for jobs of kind (a tool name), configured by
 // opts (WithRunTimeout). It fails when kind is empty, h is nil, kind
-// already has a handler, an option is invalid, or Run has started.
+// already has a handler or an option is invalid.
+//
+// A handler may also be registered while Run runs: the claims that start
+// afterwards take the kind's jobs too (one atomic load per claim reads the
+// kinds). Its queue (WithQueue) must then be one the runtime serves: with
+// Options.Queues nil, a queue that no handler named when Run started is
+// refused, since the queues are fixed once Run has started.
 func (rt *Runtime) AddRawHandler(kind string, h RawHandler, opts ...HandlerOption) error {
 	if h == nil {
 		return errors.New("worker: nil handler")
@@ -32,7 +40,8 @@ func (rt *Runtime) AddRawHandler(kind string, h RawHandler, opts ...HandlerOptio
 }
 
 // AddHandler registers a typed handler for jobs of kind (a tool name),
-// configured by opts (WithRunTimeout). It fails like Runtime.AddRawHandler.
+// configured by opts (WithRunTimeout). It fails like Runtime.AddRawHandler,
+// and may be called while Run runs as that may.
 //
 // The job's arguments are decoded into In with encoding/json; arguments that
 // do not decode complete the task with an isError result "Invalid
@@ -101,9 +110,6 @@ func (rt *Runtime) register(kind string, h RawHandler, opts []HandlerOption) err
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.started {
-		return errors.New("worker: handlers must be registered before Run")
-	}
 	if _, dup := rt.handlers[kind]; dup {
 		return fmt.Errorf("worker: kind %q already has a handler", kind)
 	}
@@ -111,7 +117,36 @@ func (rt *Runtime) register(kind string, h RawHandler, opts []HandlerOption) err
 	if err != nil {
 		return fmt.Errorf("%w (kind %q)", err, kind)
 	}
+	if rt.started {
+		return rt.registerLive(kind, hd)
+	}
 	rt.handlers[kind] = hd
+	return nil
+}
+
+// registerLive adds hd for kind once Run has started, rt.mu held: the
+// handlers map is replaced (jobs read it without locking) and so are the
+// kinds the handler's queue claims, from the next claim on. It fails when
+// the runtime serves every queue its handlers named at start
+// (Options.Queues nil) and hd names another; a queue Options.Queues left
+// out is not claimed from, as before Run.
+func (rt *Runtime) registerLive(kind string, hd handler) error {
+	i := slices.IndexFunc(rt.queues, func(q *queueState) bool { return q.name == hd.queue })
+	if i < 0 && rt.opts.Queues == nil {
+		return fmt.Errorf("worker: kind %q: Run has started, and its queue %q is not one the runtime serves", kind, hd.queue)
+	}
+	next := maps.Clone(rt.handlers)
+	next[kind] = hd
+	rt.handlers = next
+	rt.table.Store(&next)
+	if i >= 0 {
+		q := rt.queues[i]
+		kinds := append(slices.Clone(*q.kinds.Load()), kind)
+		slices.Sort(kinds)
+		q.kinds.Store(&kinds)
+		rt.hinted.Store(true) // jobs of the kind may be waiting
+		rt.signalWake()
+	}
 	return nil
 }
 
@@ -232,7 +267,7 @@ func (rt *Runtime) runJob(base context.Context, q *queueState, j backend.JobRow,
 		InterruptedRuns: j.InterruptedRuns, Creator: j.Trace})
 	defer span.End()
 	expires := claimedAt.Add(rt.opts.Lease)
-	h, ok := rt.handlers[j.Kind]
+	h, ok := rt.handler(j.Kind)
 	if !ok {
 		rt.log.Error("worker: the store returned a job of an unregistered kind; releasing it")
 		rt.release(base, j, kind, expires)

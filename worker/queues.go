@@ -81,8 +81,11 @@ func checkQueues(qs map[string]QueueConfig, concurrency int) (int, error) {
 // loop reads and writes it, except slots (released by finishing jobs)
 // and freed (set by them).
 type queueState struct {
-	name  string
-	kinds []string // sorted kinds of the handlers of this queue
+	name string
+	// kinds are the sorted kinds of the handlers of this queue, read at
+	// each claim: a handler registered while Run runs replaces them
+	// (Runtime.AddRawHandler).
+	kinds atomic.Pointer[[]string]
 	// slots is the queue's semaphore (cap MaxWorkers, or Concurrency when
 	// Options.Queues is nil): one token per running job of the queue,
 	// taken with the runtime's.
@@ -130,8 +133,10 @@ func (rt *Runtime) servedQueues() ([]*queueState, error) {
 		if c, ok := rt.opts.Queues[name]; ok {
 			limit = c.MaxWorkers
 		}
-		qs = append(qs, &queueState{name: name, kinds: slices.Sorted(slices.Values(byQueue[name])),
-			slots: make(chan struct{}, limit), want: true})
+		q := &queueState{name: name, slots: make(chan struct{}, limit), want: true}
+		kinds := slices.Sorted(slices.Values(byQueue[name]))
+		q.kinds.Store(&kinds)
+		qs = append(qs, q)
 	}
 	return qs, nil
 }

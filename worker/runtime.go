@@ -360,10 +360,15 @@ type Runtime struct {
 	// nil when it has none. Set by Run before any claim.
 	hold backend.InstanceHold
 
-	mu       sync.Mutex
-	started  bool
-	handlers map[string]handler // immutable once started
-	queues   []*queueState      // the served queues, set at start
+	mu      sync.Mutex
+	started bool
+	// handlers are the registered handlers by kind. Before Run they are
+	// changed in place under mu; once Run has started, a registration
+	// (Runtime.AddRawHandler) replaces the map, under mu, and publishes
+	// it in table, which the jobs read without locking.
+	handlers map[string]handler
+	table    atomic.Pointer[map[string]handler]
+	queues   []*queueState // the served queues, set at start
 	// hinted is set by an event hint or a rescue: every queue may have
 	// jobs to claim.
 	hinted  atomic.Bool
@@ -426,6 +431,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	}
 	rt.started = true
 	rt.queues = qs
+	rt.table.Store(&rt.handlers)
 	rt.mu.Unlock()
 
 	// base outlives ctx: final writes and releases during the drain use it.
@@ -641,13 +647,19 @@ func (rt *Runtime) stopJobs(cause error) {
 	}
 }
 
+// handler returns the handler of kind, once Run has started.
+func (rt *Runtime) handler(kind string) (handler, bool) {
+	h, ok := (*rt.table.Load())[kind]
+	return h, ok
+}
+
 // now is the runtime's clock.
 func (rt *Runtime) now() time.Time { return rt.opts.Now() }
 
-// kindLabel bounds the kind metric label. Handlers are immutable once Run
-// has started, which happens before any caller of kindLabel runs.
+// kindLabel bounds the kind metric label: a registered kind or
+// unknownKind. Its callers run once Run has started.
 func (rt *Runtime) kindLabel(kind string) string {
-	if _, ok := rt.handlers[kind]; ok {
+	if _, ok := rt.handler(kind); ok {
 		return kind
 	}
 	return unknownKind

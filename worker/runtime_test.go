@@ -147,8 +147,11 @@ func TestRegistration(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- rt.Run(ctx) }()
 		synctest.Wait()
-		if err := rt.AddRawHandler("late", raw); err == nil {
-			t.Error("registration after Run accepted")
+		if err := rt.AddRawHandler("late", raw, WithQueue("elsewhere")); err == nil {
+			t.Error("registration after Run in a queue the runtime does not serve accepted")
+		}
+		if err := rt.AddRawHandler("late", raw); err != nil {
+			t.Errorf("registration after Run in a served queue: %v", err)
 		}
 		if err := rt.Run(ctx); err == nil {
 			t.Error("second Run accepted")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskwire/taskwire/durable"
 	"github.com/taskwire/taskwire/gateway"
+	"github.com/taskwire/taskwire/mcp"
 	"github.com/taskwire/taskwire/node"
 	"github.com/taskwire/taskwire/node/nodecmd"
 	"github.com/taskwire/taskwire/server"
@@ -63,7 +64,13 @@ func gatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 					cfg.Tools = &tools
 					return nil
 				}
-				ep := server.NewEndpoint(server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version, DynamicTools: true})
+				eo := server.EndpointOptions{Path: "/mcp", Name: cfg.Name + "-gateway", Version: cfg.Version, DynamicTools: true}
+				if g.HasTaskTools() {
+					// Tasks from the start: the upstream may add task
+					// tools later.
+					eo.TaskProtocolVersions = []string{mcp.LatestProtocolVersion}
+				}
+				ep := server.NewEndpoint(eo)
 				if err := g.Register(ep, &tools); err != nil {
 					return err
 				}
