@@ -37,6 +37,7 @@ func TestCheckpointAfterLostLease(t *testing.T) {
 		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
 		h.start()
 		<-saved
+		synctest.Wait() // no claim of the runtime's own under way to take the rescued job
 		h.rescueElsewhere(t)
 		jobs, err := h.mem.Jobs().Claim(context.Background(), backend.ClaimParams{Worker: "elsewhere", Limit: 1,
 			Lease: time.Hour, Now: h.clock.Now()})

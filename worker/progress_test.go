@@ -328,6 +328,10 @@ func TestReportProgressAfterLostLease(t *testing.T) {
 		id := h.enqueue(t, testOrigin(t, "rows", `{}`, sumSchema), 3)
 		h.start()
 		<-reported
+		// The runtime settles first: a claim of its own under way (its
+		// poll timer fires as the handler's sleep ends) would take the
+		// rescued job before the other worker does.
+		synctest.Wait()
 		h.rescueElsewhere(t)
 		h.claimElsewhere(t, id, time.Hour)
 		close(lost)
