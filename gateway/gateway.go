@@ -29,6 +29,9 @@ type Gateway struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	cat     *catalog // keeps the mirror current (catalog.go)
+	// subs follow the upstream resources downstream clients subscribe
+	// to (subscribe.go).
+	subs *resourceSubs
 	// tasks runs task tools as upstream tasks where the upstream offers
 	// them (uptask.go): for HTTP a client of its own, for stdio the
 	// upstream itself; nil without task tools.
@@ -53,11 +56,16 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	opts = opts.withDefaults()
 	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger, held: newHeldCalls()}
 	g.cat = newCatalog(g)
+	g.subs = newResourceSubs(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
 	var up upstream
 	if len(opts.UpstreamCommand) > 0 {
-		s, err := startStdioUpstream(lctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
+		restarted := func(ctx context.Context, list lister) {
+			g.cat.restarted(ctx, list)
+			g.subs.lost() // the new process has no subscriptions
+		}
+		s, err := startStdioUpstream(lctx, opts, g.cat.listChanged, g.subs.updated, restarted, g.isOffered)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -66,7 +74,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 			g.tasks = s // runs task tools as upstream tasks where it offers them
 		}
 	} else {
-		h, err := newHTTPUpstream(opts, g.cat.listChanged)
+		h, err := newHTTPUpstream(opts, g.cat.listChanged, g.subs.updated)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -108,6 +116,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	g.warnPatterns()
 	g.setOffered(g.tools)
 	g.cat.start(up, g.tools) // from here on, list changes and restarts refresh the mirror
+	g.subs.start()
 	return g, nil
 }
 
@@ -261,6 +270,7 @@ func (g *Gateway) Register(ep *server.Endpoint, tools *durable.Set) error {
 // the gateway after the node serving it has stopped. Close is idempotent.
 func (g *Gateway) Close() error {
 	g.cat.close()
+	g.subs.close()
 	g.held.close()
 	err := g.upstream.close()
 	if g.tasks != nil {
