@@ -60,11 +60,11 @@ func newHTTPUpstream(opts Options, onListChanged func(client.ListChange), onReso
 	c, err := client.New(opts.Upstream, client.Options{
 		OnListChanged:     onListChanged,
 		OnResourceUpdated: onResourceUpdated,
-		Transport:        opts.Transport,
-		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
-		ProtocolVersions: opts.ProtocolVersions,
-		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
+		Transport:         opts.Transport,
+		Header:            opts.UpstreamHeaders.Clone(),
+		RequestTimeout:    max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
+		ProtocolVersions:  opts.ProtocolVersions,
+		ClientInfo:        mcp.Implementation{Name: "taskwire-gateway"},
 		// The gateway runs the upstream's calls itself: it declares no
 		// tasks, so that the upstream answers every call inline.
 		DisableTasks: true,

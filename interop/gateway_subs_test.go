@@ -236,7 +236,7 @@ func TestGatewayGoSDKResourceSubscriptions(t *testing.T) {
 
 			if tc.name == "stdio" {
 				_, _ = probe.Call(ctx, "die", struct{}{}) // the process exits mid-call
-				awaitCount(1)                            // the new process is subscribed again
+				awaitCount(1)                             // the new process is subscribed again
 				awaitUpdate(oldGot)
 				awaitUpdate(modernGot)
 			}
