@@ -33,9 +33,11 @@ type Client struct {
 	closeCtx context.Context
 	closeFn  context.CancelFunc
 
-	connecting chan struct{}  // a one-slot semaphore: serializes Connect, waited for with ctx
-	wg         sync.WaitGroup // the session stream goroutines, the list-change listen and notifier
-	lists      *listNotifier  // nil without Options.OnListChanged
+	connecting chan struct{}     // a one-slot semaphore: serializes Connect, waited for with ctx
+	wg         sync.WaitGroup    // the session stream goroutines, the list-change listen and notifier
+	lists      *listNotifier     // nil without Options.OnListChanged
+	updates    *resourceNotifier // nil without Options.OnResourceUpdated
+	res        *resourceListens  // the 2026-07-28 resource listen (resources.go)
 
 	mu           sync.Mutex
 	closed       bool
@@ -58,7 +60,7 @@ func New(url string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, endpoint: u.String(), connecting: make(chan struct{}, 1)}
+	c := &Client{opts: o, endpoint: u.String(), connecting: make(chan struct{}, 1), res: newResourceListens()}
 	switch {
 	case o.HTTPClient != nil:
 		c.hc = o.HTTPClient
@@ -75,6 +77,10 @@ func New(url string, opts Options) (*Client, error) {
 	if o.OnListChanged != nil {
 		c.lists = &listNotifier{fn: o.OnListChanged, wake: make(chan struct{}, 1)}
 		c.wg.Go(func() { c.lists.run(c.closeCtx) }) // ends with Close
+	}
+	if o.OnResourceUpdated != nil {
+		c.updates = &resourceNotifier{fn: o.OnResourceUpdated, wake: make(chan struct{}, 1), pending: map[string]bool{}}
+		c.wg.Go(func() { c.updates.run(c.closeCtx) }) // ends with Close
 	}
 	return c, nil
 }

@@ -138,7 +138,11 @@ func (c *Client) renewSession(ctx context.Context, method, stale string) error {
 		stop() // the old session's stream; initialize opens the new one's
 	}
 	c.opts.Logger.Debug("client: the server no longer knows the session; opening a new one", "method", method)
-	return c.initialize(ctx)
+	if err := c.initialize(ctx); err != nil {
+		return err
+	}
+	c.updates.note("") // the new session has no resource subscriptions
+	return nil
 }
 
 // initializeOnce sends initialize and returns the session ID header and
@@ -335,6 +339,9 @@ func (c *Client) sessionStream(ctx context.Context, stop context.CancelFunc, con
 			}
 			if !m.hasID() {
 				c.lists.note(listChangeOf(m.Method))
+				if m.Method == mcp.NotificationResourcesUpdated {
+					c.resourceUpdated(m.Params)
+				}
 				continue
 			}
 			if err := c.answerServerRequest(ctx, &m); err != nil {
@@ -352,5 +359,7 @@ func (c *Client) sessionStream(ctx context.Context, stop context.CancelFunc, con
 		// restarted): changes may be missed from now on until a request
 		// renews the session, which a refresh of the lists does.
 		c.lists.note(c.servedLists())
+		c.updates.note("") // and resource updates: subscribe again
+
 	}
 }

@@ -161,6 +161,17 @@ type Options struct {
 	// while it runs are coalesced into its next call, so readers never
 	// wait for it. It must not call Close, which waits for it to return.
 	OnListChanged func(ListChange)
+	// OnResourceUpdated, when set, is told of the server's
+	// notifications/resources/updated for the URIs of SubscribeResource:
+	// on a 2025-era session's GET stream and response streams, or on the
+	// listen a 2026-07-28 client keeps for them. It is told "" when
+	// subscriptions may have been lost or updates missed: a 2025 session
+	// renewed (subscribe again: the new session has none) or a listen
+	// reopened (the server may have restarted; the listen subscribes
+	// again itself). It is called on one goroutine of the client, never
+	// concurrently; readers never wait for it (at most 256 distinct URIs
+	// wait, more collapse into one call with ""). It must not call Close.
+	OnResourceUpdated func(uri string)
 	// Logger receives diagnostics (fallbacks, dropped streams, server log
 	// notifications). Nil discards them. Task IDs, tokens and arguments are
 	// never logged.

@@ -342,6 +342,8 @@ func (c *Client) notification(cl *call, m *wireMessage) {
 		}
 	case mcp.NotificationToolsListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationResourcesListChanged:
 		c.lists.note(listChangeOf(m.Method))
+	case mcp.NotificationResourcesUpdated:
+		c.resourceUpdated(m.Params)
 	case mcp.NotificationMessage:
 		var p struct {
 			Level  mcp.LoggingLevel `json:"level"`

@@ -151,7 +151,10 @@ func (c *catalog) register(ep *server.Endpoint, set *durable.Set, tools []*mcp.T
 		return
 	}
 	if caps := c.up.capabilities(); caps != nil {
-		if caps.Resources != nil {
+		switch {
+		case caps.Resources != nil && caps.Resources.Subscribe:
+			ep.SetResourceSource(subscribingCatalog{c, c.g.subs}) // subscribe.go
+		case caps.Resources != nil:
 			ep.SetResourceSource(c)
 		}
 		if caps.Prompts != nil {

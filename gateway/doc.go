@@ -299,11 +299,27 @@
 // category of a failure, never arguments, results, upstream messages or
 // tokens.
 //
+// # Resource subscriptions
+//
+// When the upstream advertises resources.subscribe, a downstream 2025-era
+// session's resources/subscribe and a 2026-07-28 listen's
+// resourceSubscriptions subscribe the URI at the upstream once per
+// gateway process (resources/subscribe in its 2025 session or over stdio,
+// or the resourceSubscriptions of the one listen the gateway keeps toward
+// a 2026-07-28 upstream), counting the downstream subscribers: the last
+// one to unsubscribe, or whose session or listen ends, unsubscribes it
+// upstream. The upstream's notifications/resources/updated reach the
+// subscribers of the URI. After the upstream's session or process is new
+// (a renewed session, a reopened listen, a restarted process) every URI
+// is subscribed again and its subscribers are told it may have changed.
+// Options.MaxSubscriptions bounds the distinct URIs (-32602 beyond it);
+// each URI is at most 2,048 bytes. URIs are never logged.
+//
 // # Not yet
 //
 // A worker whose upstream lists no task tool at start-up (it has no
-// handler to run with, and refuses to start); resource
-// subscriptions (a 2025-era session's resources/subscribe is accepted but
-// never reaches the upstream); ending a resumed session some of whose
+// handler to run with, and refuses to start); resource subscriptions of
+// an upstream that does not advertise resources.subscribe (accepted and
+// node-local: no update follows); ending a resumed session some of whose
 // tasks another process settled, before the upstream forgets them.
 package gateway

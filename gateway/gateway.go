@@ -30,6 +30,9 @@ type Gateway struct {
 	slots   chan struct{}
 	log     *slog.Logger
 	cat     *catalog // keeps the mirror current (catalog.go)
+	// subs follow the upstream resources downstream clients subscribe
+	// to (subscribe.go).
+	subs *resourceSubs
 	// tasks runs task tools as upstream tasks where the upstream offers
 	// them (uptask.go): for HTTP a client of its own, for stdio the
 	// upstream itself; nil without task tools.
@@ -57,6 +60,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	opts = opts.withDefaults()
 	g := &Gateway{opts: opts, slots: make(chan struct{}, opts.MaxInFlight), log: opts.Logger, held: newHeldCalls()}
 	g.cat = newCatalog(g)
+	g.subs = newResourceSubs(g)
 	lctx, cancel := context.WithTimeout(ctx, opts.ListTimeout)
 	defer cancel()
 	up, err := g.connect(lctx, opts)
@@ -91,6 +95,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	g.warnPatterns()
 	g.setOffered(g.tools)
 	g.cat.start(up, g.tools) // from here on, list changes and restarts refresh the mirror
+	g.subs.start()
 	return g, nil
 }
 
@@ -106,7 +111,10 @@ func (g *Gateway) connect(ctx context.Context, opts Options) (upstream, error) {
 		}
 		if tr != nil {
 			g.modern = tr
-			tr.restarted = func() { g.cat.listChanged(client.ToolsChanged | client.PromptsChanged | client.ResourcesChanged) }
+			tr.restarted = func() {
+				g.cat.listChanged(client.ToolsChanged | client.PromptsChanged | client.ResourcesChanged)
+				g.subs.lost() // the new process has no subscriptions
+			}
 			opts.Upstream, opts.Transport = modernCommandURL, tr
 			opts.ProtocolVersions = []string{mcp.LatestProtocolVersion}
 		} else if opts.ProtocolVersions != nil {
@@ -116,7 +124,11 @@ func (g *Gateway) connect(ctx context.Context, opts Options) (upstream, error) {
 		}
 	}
 	if opts.Upstream == "" {
-		s, err := startStdioUpstream(ctx, opts, g.cat.listChanged, g.cat.restarted, g.isOffered)
+		restarted := func(ctx context.Context, list lister) {
+			g.cat.restarted(ctx, list)
+			g.subs.lost() // the new process has no subscriptions
+		}
+		s, err := startStdioUpstream(ctx, opts, g.cat.listChanged, g.subs.updated, restarted, g.isOffered)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +137,7 @@ func (g *Gateway) connect(ctx context.Context, opts Options) (upstream, error) {
 		}
 		return s, nil
 	}
-	h, err := newHTTPUpstream(opts, g.cat.listChanged)
+	h, err := newHTTPUpstream(opts, g.cat.listChanged, g.subs.updated)
 	if err == nil {
 		g.tasks, err = newTaskCaller(opts)
 	}
@@ -318,6 +330,7 @@ func (g *Gateway) rawTool(t *mcp.Tool) durable.RawTool {
 // the gateway after the node serving it has stopped. Close is idempotent.
 func (g *Gateway) Close() error {
 	g.cat.close()
+	g.subs.close()
 	g.held.close()
 	err := g.upstream.close()
 	if g.tasks != nil {

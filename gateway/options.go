@@ -49,6 +49,11 @@ const (
 	DefaultHoldTimeout = 2 * time.Minute
 	// MaxHoldTimeout bounds Options.HoldTimeout.
 	MaxHoldTimeout = 30 * time.Minute
+	// DefaultMaxSubscriptions is Options.MaxSubscriptions when it is
+	// zero.
+	DefaultMaxSubscriptions = 1024
+	// MaxMaxSubscriptions bounds Options.MaxSubscriptions.
+	MaxMaxSubscriptions = 65_536
 	// MaxGlobs bounds the patterns of Options.TaskTools and
 	// Options.RetryTools, each.
 	MaxGlobs = 256
@@ -164,6 +169,12 @@ type Options struct {
 	// (worker.Unavailable), following the same upstream task then: no call
 	// is repeated. Zero: DefaultMaxResumedSessions.
 	MaxResumedSessions int
+	// MaxSubscriptions bounds the distinct resource URIs this process
+	// subscribes to at the upstream (for an upstream that advertises
+	// resources.subscribe), however many downstream subscribers share
+	// each: a subscription to one more URI is refused with -32602, at
+	// most MaxMaxSubscriptions. Zero: DefaultMaxSubscriptions.
+	MaxSubscriptions int
 	// MaxTools bounds the tools the upstream may list. Zero:
 	// DefaultMaxTools.
 	MaxTools int
@@ -248,6 +259,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxResumedSessions < 0 || o.MaxResumedSessions > MaxMaxResumedSessions {
 		bad("MaxResumedSessions must be between 0 (the default) and %d, not %d", MaxMaxResumedSessions, o.MaxResumedSessions)
+	}
+	if o.MaxSubscriptions < 0 || o.MaxSubscriptions > MaxMaxSubscriptions {
+		bad("MaxSubscriptions must be between 0 (the default) and %d, not %d", MaxMaxSubscriptions, o.MaxSubscriptions)
 	}
 	if o.MaxTools < 0 {
 		bad("MaxTools must not be negative")
@@ -358,6 +372,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResumedSessions == 0 {
 		o.MaxResumedSessions = DefaultMaxResumedSessions
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
 	if o.MaxTools == 0 {
 		o.MaxTools = DefaultMaxTools

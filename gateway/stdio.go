@@ -86,9 +86,11 @@ type stdioUpstream struct {
 // session within ctx and opts.ListTimeout, and the goroutine that restarts
 // it. onListChanged receives the list_changed notifications of every run
 // of the process (from its reading goroutine: it must not block);
-// onRestart is called, from the supervising goroutine with a context that
-// ends on close, after each restart, before calls reach the new process.
-func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
+// onResourceUpdated receives its notifications/resources/updated (from the
+// same goroutine); onRestart is called, from the supervising goroutine
+// with a context that ends on close, after each restart, before calls
+// reach the new process.
+func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(client.ListChange), onResourceUpdated func(string), onRestart func(context.Context, lister), offered func(string) bool) (*stdioUpstream, error) {
 	u := &stdioUpstream{calls: map[*context.Context]struct{}{}, declaresTasks: opts.hasTaskTools()}
 	if opts.SerialCalls {
 		u.serial = make(chan struct{}, 1)
@@ -106,9 +108,15 @@ func startStdioUpstream(ctx context.Context, opts Options, onListChanged func(cl
 	so := mcpstdio.Options{
 		Handler:      u.answer,
 		Capabilities: caps,
-		Notify: func(method string, _ json.RawMessage) {
+		Notify: func(method string, params json.RawMessage) {
 			if k := listChangeOf(method); k != 0 && onListChanged != nil {
 				onListChanged(k)
+			}
+			if method == mcp.NotificationResourcesUpdated && onResourceUpdated != nil {
+				var p mcp.ResourceUpdatedParams
+				if json.Unmarshal(params, &p) == nil && p.URI != "" {
+					onResourceUpdated(p.URI)
+				}
 			}
 		},
 		Command:          opts.UpstreamCommand,

@@ -91,3 +91,11 @@ func (u *stdioUpstream) complete(ctx context.Context, p *mcp.CompleteParams) (*m
 }
 
 func (u *stdioUpstream) capabilities() *mcp.ServerCapabilities { return u.caps }
+
+func (u *stdioUpstream) subscribe(ctx context.Context, uri string) error {
+	return u.requestInto(ctx, mcp.MethodResourcesSubscribe, &mcp.SubscribeParams{URI: uri}, &struct{}{})
+}
+
+func (u *stdioUpstream) unsubscribe(ctx context.Context, uri string) error {
+	return u.requestInto(ctx, mcp.MethodResourcesUnsubscribe, &mcp.SubscribeParams{URI: uri}, &struct{}{})
+}

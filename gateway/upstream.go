@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/taskwire/taskwire/client"
@@ -32,6 +33,11 @@ type upstream interface {
 	promptsPage(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error)
 	getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
 	complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error)
+	// subscribe and unsubscribe follow a resource's updates at the
+	// upstream (subscribe.go), which arrive at the onResourceUpdated
+	// the upstream was built with.
+	subscribe(ctx context.Context, uri string) error
+	unsubscribe(ctx context.Context, uri string) error
 	// capabilities are what the upstream advertised when it connected
 	// (nil when it has not); for a restarting process, its first run's.
 	capabilities() *mcp.ServerCapabilities
@@ -48,15 +54,17 @@ type httpUpstream struct{ c *client.Client }
 
 // newHTTPUpstream builds the client of opts.Upstream; it connects lazily,
 // at the first request. onListChanged receives the upstream's list
-// changes (client.Options.OnListChanged).
-func newHTTPUpstream(opts Options, onListChanged func(client.ListChange)) (*httpUpstream, error) {
+// changes (client.Options.OnListChanged), onResourceUpdated its resource
+// updates (client.Options.OnResourceUpdated).
+func newHTTPUpstream(opts Options, onListChanged func(client.ListChange), onResourceUpdated func(string)) (*httpUpstream, error) {
 	c, err := client.New(opts.Upstream, client.Options{
-		OnListChanged:    onListChanged,
-		Transport:        opts.Transport,
-		Header:           opts.UpstreamHeaders.Clone(),
-		RequestTimeout:   max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
-		ProtocolVersions: opts.ProtocolVersions,
-		ClientInfo:       mcp.Implementation{Name: "taskwire-gateway"},
+		OnListChanged:     onListChanged,
+		OnResourceUpdated: onResourceUpdated,
+		Transport:         opts.Transport,
+		Header:            opts.UpstreamHeaders.Clone(),
+		RequestTimeout:    max(opts.CallTimeout, opts.TaskCallTimeout, opts.ListTimeout, opts.maxToolTimeout()),
+		ProtocolVersions:  opts.ProtocolVersions,
+		ClientInfo:        mcp.Implementation{Name: "taskwire-gateway"},
 		// The gateway runs the upstream's calls itself: it declares no
 		// tasks, so that the upstream answers every call inline.
 		DisableTasks: true,
@@ -119,3 +127,17 @@ func (u *httpUpstream) complete(ctx context.Context, p *mcp.CompleteParams) (*mc
 }
 
 func (u *httpUpstream) capabilities() *mcp.ServerCapabilities { return u.c.ServerCapabilities() }
+
+// subscribe answers a 2026-07-28 upstream's listen that left the URI out
+// of its acknowledgement as the upstream refusing it (-32602).
+func (u *httpUpstream) subscribe(ctx context.Context, uri string) error {
+	err := u.c.SubscribeResource(ctx, uri)
+	if errors.Is(err, client.ErrNotAcknowledged) {
+		return &client.RPCError{Code: mcp.CodeInvalidParams, Message: "Invalid params: the upstream server did not acknowledge a subscription to this resource"}
+	}
+	return err
+}
+
+func (u *httpUpstream) unsubscribe(ctx context.Context, uri string) error {
+	return u.c.UnsubscribeResource(ctx, uri)
+}

@@ -35,6 +35,11 @@ func TestMain(m *testing.M) {
 		// (gateway_stdio_test.go).
 		os.Exit(serveMCPGoStdio(dir))
 	}
+	if os.Getenv(subsEnv) != "" {
+		// The test binary as a go-sdk stdio server with subscriptions
+		// (gateway_subs_test.go).
+		os.Exit(serveGoSDKSubsStdio())
+	}
 	os.Exit(runMain(m))
 }
 

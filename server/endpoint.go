@@ -275,7 +275,8 @@ func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
 		c.Tools = &mcp.ToolsCapability{}
 	}
 	if ep.servesResources() {
-		c.Resources = &mcp.ResourcesCapability{}
+		// Listens honour resourceSubscriptions (listen_resources.go).
+		c.Resources = &mcp.ResourcesCapability{Subscribe: true}
 	}
 	if ep.servesPrompts() {
 		c.Prompts = &mcp.PromptsCapability{}

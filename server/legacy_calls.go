@@ -551,19 +551,41 @@ func subscribeURI(c *call) (string, *protocolError) {
 	return uri, nil
 }
 
-func legacySubscribe(_ context.Context, c *call) (any, Outcome, *protocolError) {
+func legacySubscribe(ctx context.Context, c *call) (any, Outcome, *protocolError) {
 	uri, perr := subscribeURI(c)
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	perr = c.srv.legacy.live.with(c.legacy.session.rec.Key, func(ls *nodeSession) *protocolError {
-		if !ls.subs[uri] && len(ls.subs) >= maxSubscriptionsPerSession {
+	key := c.legacy.session.rec.Key
+	if ls := c.srv.legacy.live.lookup(key); ls != nil {
+		ls.mu.Lock()
+		_, had := ls.subs[uri]
+		full := len(ls.subs) >= maxSubscriptionsPerSession
+		ls.mu.Unlock()
+		switch {
+		case had:
+			return emptyResult, OutcomeComplete, nil
+		case full:
+			return nil, OutcomeProtocolError, invalidParams("Invalid params: too many subscriptions in this session")
+		}
+	}
+	sub := c.ep.resourceSubscriber()
+	if perr := c.subscribeWith(ctx, sub, uri); perr != nil {
+		return nil, outcomeOf(perr), perr
+	}
+	perr = c.srv.legacy.live.with(key, func(ls *nodeSession) *protocolError {
+		if _, had := ls.subs[uri]; !had && len(ls.subs) >= maxSubscriptionsPerSession {
 			return invalidParams("Invalid params: too many subscriptions in this session")
 		}
-		ls.addSubLocked(uri)
+		if !ls.addSubLocked(uri, sub) && sub != nil {
+			sub.UnsubscribeResource(uri) // a concurrent subscribe of the same URI came first
+		}
 		return nil
 	})
 	if perr != nil {
+		if sub != nil {
+			sub.UnsubscribeResource(uri)
+		}
 		return nil, OutcomeProtocolError, perr
 	}
 	return emptyResult, OutcomeComplete, nil
@@ -574,7 +596,14 @@ func legacyUnsubscribe(_ context.Context, c *call) (any, Outcome, *protocolError
 	if perr != nil {
 		return nil, OutcomeProtocolError, perr
 	}
-	c.srv.legacy.live.release(c.legacy.session.rec.Key, func(ls *nodeSession) { delete(ls.subs, uri) })
+	c.srv.legacy.live.release(c.legacy.session.rec.Key, func(ls *nodeSession) {
+		if sub, ok := ls.subs[uri]; ok {
+			delete(ls.subs, uri)
+			if sub != nil {
+				sub.UnsubscribeResource(uri)
+			}
+		}
+	})
 	return emptyResult, OutcomeComplete, nil
 }
 

@@ -66,13 +66,13 @@ type nodeSession struct {
 	key string
 
 	mu       sync.Mutex
-	lastSeen time.Time  // when a request last used this state (server clock)
-	endpoint string     // the session's endpoint, set with its GET stream
-	get      *getStream // nil when no GET stream is open
-	subs     map[string]bool
-	inflight map[string][]*inflightCall // by request ID spelling; every call of a reused ID
-	calls    int                        // requests in inflight, all IDs together
-	replay   *sessionReplay             // resumable POST streams (legacy_resume.go); nil until one opens
+	lastSeen time.Time                     // when a request last used this state (server clock)
+	endpoint string                        // the session's endpoint, set with its GET stream
+	get      *getStream                    // nil when no GET stream is open
+	subs     map[string]ResourceSubscriber // by URI; nil values for an endpoint whose source does not follow them
+	inflight map[string][]*inflightCall    // by request ID spelling; every call of a reused ID
+	calls    int                           // requests in inflight, all IDs together
+	replay   *sessionReplay                // resumable POST streams (legacy_resume.go); nil until one opens
 	ended    bool
 }
 
@@ -113,12 +113,17 @@ func (ls *nodeSession) cancelInflightLocked(id string) {
 	}
 }
 
-// addSubLocked records a resource subscription, under ls.mu.
-func (ls *nodeSession) addSubLocked(uri string) {
-	if ls.subs == nil {
-		ls.subs = map[string]bool{}
+// addSubLocked records a resource subscription that sub (nil: none)
+// follows, under ls.mu. It reports false when the session had it already.
+func (ls *nodeSession) addSubLocked(uri string, sub ResourceSubscriber) bool {
+	if _, ok := ls.subs[uri]; ok {
+		return false
 	}
-	ls.subs[uri] = true
+	if ls.subs == nil {
+		ls.subs = map[string]ResourceSubscriber{}
+	}
+	ls.subs[uri] = sub
+	return true
 }
 
 // inflightCall is a request running in a session on this node.
@@ -286,7 +291,7 @@ func (ls *nodeSession) endAll() (*sessionReplay, []<-chan struct{}) {
 	}
 	clear(ls.inflight)
 	ls.calls = 0
-	clear(ls.subs)
+	ls.releaseSubsLocked()
 	return sr, running
 }
 
@@ -318,6 +323,9 @@ func (t *nodeSessions) sweep(now time.Time, idle time.Duration) {
 			(ls.replay == nil || ls.replay.empty(now))
 		ls.mu.Unlock()
 		if stale {
+			ls.mu.Lock()
+			ls.releaseSubsLocked()
+			ls.mu.Unlock()
 			delete(t.sessions, key)
 		}
 	}
@@ -338,28 +346,14 @@ func (t *nodeSessions) each(fn func(ls *nodeSession)) {
 
 // NotifyResourceUpdated sends notifications/resources/updated for uri to
 // every 2025-era session on this node that subscribed to it
-// (resources/subscribe), on the session's GET stream. Sessions without an
-// open GET stream, or whose stream's queue is full, miss it: delivery is
-// best effort, as the 2025 transport allows. Subscriptions are node-local,
-// so in a fleet call it on every node. It never blocks on a client.
-func (s *Server) NotifyResourceUpdated(uri string) {
-	if s.legacy == nil {
-		return
-	}
-	params, err := json.Marshal(&mcp.ResourceUpdatedParams{URI: uri})
-	if err != nil {
-		return
-	}
-	msg := mcp.AppendNotification(nil, mcp.NotificationResourcesUpdated, params)
-	s.legacy.live.each(func(ls *nodeSession) {
-		ls.mu.Lock()
-		sub := ls.subs[uri]
-		ls.mu.Unlock()
-		if sub {
-			ls.enqueue(msg)
-		}
-	})
-}
+// (resources/subscribe), on the session's GET stream, and to every
+// 2026-07-28 subscriptions/listen on this node that acknowledged it in
+// resourceSubscriptions, of every endpoint (Endpoint.NotifyResourceUpdated
+// names one). Sessions without an open GET stream, or whose stream's queue
+// is full, miss it: delivery is best effort, as the 2025 transport allows.
+// Subscriptions are node-local, so in a fleet call it on every node. It
+// never blocks on a client.
+func (s *Server) NotifyResourceUpdated(uri string) { s.notifyResourceUpdated("", uri) }
 
 // ListKind names a catalog list whose change NotifyListChanged announces.
 type ListKind int

@@ -47,6 +47,15 @@ type subscription struct {
 	pendingLists atomic.Uint32
 	listEndpoint string
 
+	// resources are the URIs the listen follows (notifications.
+	// resourceSubscriptions), with the ResourceSubscriber told of each
+	// (nil for none), fixed before it is watched; resEndpoint the
+	// endpoint they are watched on. pendingRes, guarded by mu, are those
+	// updated and not written yet (see flushResources).
+	resources   map[string]ResourceSubscriber
+	resEndpoint string
+	pendingRes  map[string]bool
+
 	mu       sync.Mutex
 	queue    []string
 	queued   map[string]bool
@@ -222,8 +231,11 @@ func (ep *Endpoint) listen(ctx context.Context, c *call) (any, Outcome, *protoco
 	}
 	c.stream.writeTimeout = opts.WriteTimeout
 	c.stream.ownKeepAlive = true // the listen loop sends its own keep-alives
+	ackFilter := acknowledged(accepted, s.lists)
+	ackFilter.ResourceSubscriptions = ep.subscribeResources(ctx, s, filter.ResourceSubscriptions)
+	srv.subs.watchResources(s, ep.opts.Name)
 	ack, _ := json.Marshal(&mcp.AcknowledgedParams{
-		Notifications: acknowledged(accepted, s.lists),
+		Notifications: ackFilter,
 		Meta:          mcp.Meta{mcp.MetaSubscriptionID: json.RawMessage(c.req.ID.Raw())},
 	})
 	owned = true // from here on, endListen gives the capacity back
@@ -541,6 +553,9 @@ func (ep *Endpoint) drain(ctx context.Context, s *subscription, grant Subscripti
 		return drainStreamFailed
 	}
 	if r := s.flushLists(); r != drainDone {
+		return r
+	}
+	if r := s.flushResources(); r != drainDone {
 		return r
 	}
 	for ctx.Err() == nil {

@@ -55,6 +55,9 @@ func (ep *Endpoint) listenFilter(p *rawParams) (*mcp.SubscriptionFilter, *protoc
 		}
 		f.TaskIDs = ids
 	}
+	if perr := resourceFilter(&f); perr != nil {
+		return nil, perr
+	}
 	return &f, nil
 }
 

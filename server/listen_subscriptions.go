@@ -127,6 +127,7 @@ type registry struct {
 	perSource    map[string]int // by Identity.Source, bounded by maxPrincipal too
 	byTask       map[string]map[*subscription]struct{}
 	byList       map[string]map[*subscription]struct{} // listens asking for list changes, by endpoint name
+	byResource   map[string]map[*subscription]struct{} // listens following resource updates, by URI
 	// flights are the shared lookups of followed tasks, by task ID and
 	// view; a hint for a task forgets its flights (see flight). Guarded by
 	// fmu, which is taken after mu when both are held, so that listens
@@ -252,6 +253,7 @@ func (r *registry) release(s *subscription) {
 	}
 	r.releasePrincipalLocked(s.principal, s.source)
 	r.unwatchListsLocked(s)
+	r.unwatchResourcesLocked(s)
 	for id := range s.watching {
 		r.unwatchLocked(s, id)
 	}
