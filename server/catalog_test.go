@@ -363,3 +363,30 @@ func TestUpdateToolsConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestDiscoverResourcesSubscribe: server/discover advertises
+// resources.subscribe only where listens are served (Options.Subscriptions):
+// a server without them answers subscriptions/listen -32601, and a client
+// told it may subscribe would find no way to.
+func TestDiscoverResourcesSubscribe(t *testing.T) {
+	withResource := func(ep *server.Endpoint) {
+		ep.AddResource(&mcp.Resource{URI: "file:///notes", Name: "notes"}, func(context.Context, *server.Request) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*server.Options)
+		want   string
+	}{
+		{"with listens", nil, `"resources":{"subscribe":true}`},
+		{"without listens", func(o *server.Options) { o.Subscriptions = nil }, `"resources":{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newLiveRig(t, server.EndpointOptions{}, withResource, tc.mutate)
+			if disc := r.post(t, mcp.MethodServerDiscover, `{}`); !strings.Contains(string(disc.Result), tc.want) {
+				t.Errorf("server/discover %s, want %s", disc.Result, tc.want)
+			}
+		})
+	}
+}

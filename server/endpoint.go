@@ -275,8 +275,9 @@ func (ep *Endpoint) capabilities() *mcp.ServerCapabilities {
 		c.Tools = &mcp.ToolsCapability{}
 	}
 	if ep.servesResources() {
-		// Listens honour resourceSubscriptions (listen_resources.go).
-		c.Resources = &mcp.ResourcesCapability{Subscribe: true}
+		// Listens honour resourceSubscriptions (listen_resources.go),
+		// where the server serves listens at all.
+		c.Resources = &mcp.ResourcesCapability{Subscribe: ep.srv.subs != nil}
 	}
 	if ep.servesPrompts() {
 		c.Prompts = &mcp.PromptsCapability{}
