@@ -403,6 +403,16 @@ type Completion struct {
 	// when the handler returned: the store sets the task's count to it as
 	// it completes the task (see ProgressReporter). Nil keeps the count.
 	Progress *task.Progress
+	// Checkpoint, when not nil, replaces the job's checkpoint (see
+	// Checkpointer) in the completing transaction, under the item's
+	// fence: a lost item saves neither its completion nor its
+	// checkpoint. It must be 1 to MaxCheckpointBytes bytes, or the whole
+	// call fails with an error wrapping ErrInvalidCheckpoint before
+	// anything is written. The job's checkpoint size and time
+	// (JobInfo.CheckpointBytes, CheckpointAt) show it; unlike
+	// SaveCheckpoints, it adds no EventCheckpoint step to the task's
+	// history, whose completed step follows it. Nil keeps the checkpoint.
+	Checkpoint []byte
 }
 
 // ProgressReporter is an optional extension of JobStore: a JobStore that

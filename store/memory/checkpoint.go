@@ -43,3 +43,4 @@ func progressOf(t task.Task) *task.Progress {
 	}
 	return &p
 }
+

@@ -209,9 +209,16 @@ const (
 	// many rows a lease's fence matches (done jobs, whose lease is NULL,
 	// dominate the statistics), and a join it sized at one row ran as a
 	// nested loop over the whole batch for every job. $8 and $9 are the
-	// node and slot of the completion count (countCompleted).
+	// node and slot of the completion count (countCompleted). $10 are
+	// the checkpoints saved with the completions (backend.Completion
+	// .Checkpoint; a NULL element keeps the job's), or NULL when no item
+	// of the batch carries one.
 	sqlCompleteBatch = `WITH j AS (
-			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL,
+				checkpoint = CASE WHEN $10::bytea[] IS NULL THEN j.checkpoint
+					ELSE coalesce(($10::bytea[])[array_position($2::text[], j.task_id)], j.checkpoint) END,
+				checkpoint_at = CASE WHEN $10::bytea[] IS NULL
+					OR ($10::bytea[])[array_position($2::text[], j.task_id)] IS NULL THEN j.checkpoint_at ELSE {{now}} END
 			WHERE j.task_id = ANY($2::text[]) AND j.lease_expires_at > {{now}}
 				AND j.attempt = ($3::bigint[])[array_position($2::text[], j.task_id)]
 			RETURNING j.task_id, j.attempt, array_position($2::text[], j.task_id) AS i),
