@@ -43,4 +43,3 @@ func progressOf(t task.Task) *task.Progress {
 	}
 	return &p
 }
-
