@@ -473,8 +473,10 @@ type Pruner interface {
 // last one in JobRow.Checkpoint, and it goes when the job row goes (with
 // its task, or pruned with the finished job, see Pruner). A checkpoint
 // does not change the task as its client sees it: no status, message,
-// outbox row or hint. The task's history records each one as an
-// EventCheckpoint step with its size, never its content.
+// outbox row or hint. The task's history records each one saved with
+// SaveCheckpoints as an EventCheckpoint step with its size, never its
+// content; a checkpoint can also be saved with a batched completion
+// (Completion.Checkpoint), which records no step of its own.
 type Checkpointer interface {
 	// SaveCheckpoints replaces the checkpoint of each item's job with its
 	// Data, under the item's lease like every fenced write, in one
