@@ -283,8 +283,11 @@ func (s *Store) completeBatch(ctx context.Context, items []backend.Completion, b
 			checkpoints[k] = it.Checkpoint
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, progress, totals,
-		s.node, s.activitySlot(), checkpoints)
+	q, args := s.q.completeBatch, []any{s.now(), ids, attempts, messages, results, progress, totals, s.node, s.activitySlot()}
+	if checkpoints != nil {
+		q, args = s.q.completeBatchCheckpoints, append(args, checkpoints)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}
