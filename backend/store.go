@@ -404,6 +404,16 @@ type Completion struct {
 	// when the handler returned: the store sets the task's count to it as
 	// it completes the task (see ProgressReporter). Nil keeps the count.
 	Progress *task.Progress
+	// Checkpoint, when not nil, replaces the job's checkpoint (see
+	// Checkpointer) in the completing transaction, under the item's
+	// fence: a lost item saves neither its completion nor its
+	// checkpoint. It must be 1 to MaxCheckpointBytes bytes, or the whole
+	// call fails with an error wrapping ErrInvalidCheckpoint before
+	// anything is written. The job's checkpoint size and time
+	// (JobInfo.CheckpointBytes, CheckpointAt) show it; unlike
+	// SaveCheckpoints, it adds no EventCheckpoint step to the task's
+	// history, whose completed step follows it. Nil keeps the checkpoint.
+	Checkpoint []byte
 }
 
 // ProgressReporter is an optional extension of JobStore: a JobStore that
@@ -464,8 +474,10 @@ type Pruner interface {
 // last one in JobRow.Checkpoint, and it goes when the job row goes (with
 // its task, or pruned with the finished job, see Pruner). A checkpoint
 // does not change the task as its client sees it: no status, message,
-// outbox row or hint. The task's history records each one as an
-// EventCheckpoint step with its size, never its content.
+// outbox row or hint. The task's history records each one saved with
+// SaveCheckpoints as an EventCheckpoint step with its size, never its
+// content; a checkpoint can also be saved with a batched completion
+// (Completion.Checkpoint), which records no step of its own.
 type Checkpointer interface {
 	// SaveCheckpoints replaces the checkpoint of each item's job with its
 	// Data, under the item's lease like every fenced write, in one

@@ -138,3 +138,48 @@ func TestCheckpointTooLarge(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckpointLaterResumes: on every backend, a run that fails after
+// holding page 3 of 6 with CheckpointLater writes it before its retry, the
+// retry resumes from page 4, and its last value is saved with the batched
+// completion.
+func TestCheckpointLaterResumes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st realStore) {
+		r := newRig(t, st, worker.Options{})
+		var mu sync.Mutex
+		var ran []string
+		must(t, worker.AddHandler(r.rt, "crawl", func(ctx context.Context, job *worker.Job, in crawlIn) (crawlOut, error) {
+			var done int
+			if _, err := job.LastCheckpoint(&done); err != nil {
+				return crawlOut{}, worker.Permanent(err)
+			}
+			for page := done + 1; page <= in.Pages; page++ {
+				mu.Lock()
+				ran = append(ran, fmt.Sprintf("attempt %d page %d", job.Attempt(), page))
+				mu.Unlock()
+				if err := job.CheckpointLater(page); err != nil {
+					return crawlOut{}, err
+				}
+				if page == 3 && job.Attempt() == 1 {
+					return crawlOut{}, errors.New("the site went away")
+				}
+			}
+			return crawlOut{Pages: in.Pages}, nil
+		}))
+		r.start(t)
+		id := r.enqueue(t, "crawl", `{"pages":6}`, backend.EnqueueOptions{MaxAttempts: 3})
+		if tk := r.wait(t, id, nil); tk.Status() != task.Completed {
+			t.Fatalf("task %s", tk.Status())
+		}
+		want := []string{"attempt 1 page 1", "attempt 1 page 2", "attempt 1 page 3", "attempt 2 page 4",
+			"attempt 2 page 5", "attempt 2 page 6"}
+		mu.Lock()
+		if d := cmp.Diff(want, ran); d != "" {
+			t.Errorf("pages run (-want +got):\n%s", d)
+		}
+		mu.Unlock()
+		if ot := r.history(t, id); ot.Job == nil || ot.Job.CheckpointBytes != 1 || ot.Job.CheckpointAt.IsZero() {
+			t.Errorf("job %+v: want the last page's checkpoint", ot.Job)
+		}
+	})
+}

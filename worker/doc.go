@@ -132,6 +132,14 @@
 // how much is redone. The task's history (package console) shows each
 // checkpoint's size, never its content.
 //
+// Checkpoint waits for its transaction. [Job.CheckpointLater] does not: it
+// holds the value, and the store gets it with the run's batched completion
+// (in the completing transaction, at no cost of its own), at the run's next
+// heartbeat, or before any other final write, whichever comes first. A
+// crash or a lost lease loses the value not yet written, so it suits
+// cursors over idempotent work; Checkpoint suits the moment before a side
+// effect that must not be repeated.
+//
 // # Leases and cancellation
 //
 // Each running job's lease is kept by a timer that heartbeats it every

@@ -287,6 +287,9 @@ func (rt *Runtime) runJob(base context.Context, q *queueState, j backend.JobRow,
 	jc := newJob(j, rt.validator)
 	jc.run = jobRun{rt: rt, base: base, jctx: jctx, cancel: cancel, kind: kind}
 	rt.startProgress(jc, k, claimedAt)
+	if rt.checkpoints != nil {
+		k.attachJob(jc)
+	}
 	start := time.Now()
 	o := rt.callHandler(jctx, h, jc, kind)
 	rt.metrics.HandlerDuration(kind, time.Since(start))
@@ -355,9 +358,12 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 		rt.flushProgress(base, j, kind, last)
 		last = nil
 	}
+	if o.err != nil || rt.completer == nil {
+		jc.flushLater() // the final write cannot carry it
+	}
 	switch {
 	case o.err == nil:
-		rt.complete(base, j, kind, expires, o.res, last, queued)
+		rt.complete(base, j, jc, kind, expires, o.res, last, queued)
 		return
 	case errors.Is(cause, ErrShuttingDown):
 		rt.release(base, j, kind, expires)
@@ -378,7 +384,7 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 	case o.timeout != nil && !errors.Is(err, ErrInputPending):
 		rt.retryOrFail(base, j, kind, expires, FailureTimeout, fmt.Errorf("%w; the handler returned: %w", o.timeout, err))
 	case errors.As(err, &te):
-		rt.complete(base, j, kind, expires, textResult(te.msg, true), nil, queued)
+		rt.complete(base, j, jc, kind, expires, textResult(te.msg, true), nil, queued)
 	case errors.Is(err, ErrInputPending):
 		rt.requestInput(base, j, jc, kind, expires)
 	case errors.Is(err, errUnencodableOutput):
@@ -401,17 +407,20 @@ func (rt *Runtime) settle(base context.Context, j backend.JobRow, jc *Job, kind 
 
 // complete validates res against the origin and completes the task, or
 // fails it when the result is invalid. With a batcher, queued is called
-// once the completion is queued.
-func (rt *Runtime) complete(base context.Context, j backend.JobRow, kind string, expires time.Time, res *mcp.CallToolResult,
-	last *progressReport, queued func()) {
+// once the completion is queued, and the completion carries the value
+// jc's CheckpointLater holds (without a batcher, settle wrote it).
+func (rt *Runtime) complete(base context.Context, j backend.JobRow, jc *Job, kind string, expires time.Time,
+	res *mcp.CallToolResult, last *progressReport, queued func()) {
 	valid, encoded, err := rt.validator.EncodeResult(j.Origin, res)
 	if err != nil {
+		jc.flushLater()
 		rt.failNow(base, j, kind, expires, FailureInvalidResult, internalError(msgInvalidResult), errInvalidResult)
 		return
 	}
+	ckpt := jc.takeLater() // each try of the write carries it
 	rt.finish(base, kind, j.AttemptNumber(), TransitionCompleted, rt.write(base, expires, func(ctx context.Context) error {
 		if rt.completer != nil {
-			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded}
+			c := backend.Completion{Lease: j.Lease, Result: valid, ResultJSON: encoded, Checkpoint: ckpt}
 			if last != nil {
 				c.Progress = last.count() // points into the Job: no copy
 			}

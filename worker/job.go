@@ -39,6 +39,12 @@ type Job struct {
 	pending mcp.InputRequests
 	// checkpoint is the last checkpoint: the claim's, then this run's.
 	checkpoint []byte
+	// later is the value CheckpointLater holds until it is written, nil
+	// when none is.
+	later []byte
+	// saving serializes the run's checkpoint writes, so that an older
+	// value is never written after a newer one.
+	saving sync.Mutex
 	// steps serializes Step's read, merge and write of the checkpoint.
 	steps sync.Mutex
 }

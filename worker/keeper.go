@@ -37,6 +37,7 @@ type leaseKeeper struct {
 	beatAt     time.Time          // when the next heartbeat is due
 	beating    bool               // a heartbeat is under way
 	progress   *progressCoalescer // the job's reports, or nil
+	job        *Job               // the run's Job, whose CheckpointLater value a heartbeat writes; nil until attached
 	progressAt time.Time          // when progress asked to be woken; zero: not asked
 	active     sync.WaitGroup     // heartbeat, check and wake goroutines under way
 }
@@ -75,6 +76,14 @@ func (k *leaseKeeper) attach(p *progressCoalescer) {
 	// p is not shared yet: tick sees it only once k.mu is released.
 	p.waiting = !k.progressAt.IsZero()
 	k.progress = p
+}
+
+// attachJob makes each heartbeat write the value jc's CheckpointLater
+// holds.
+func (k *leaseKeeper) attachJob(jc *Job) {
+	k.mu.Lock()
+	k.job = jc
+	k.mu.Unlock()
 }
 
 // wakeAfter implements progressWaker: the timer calls the coalescer's wake
@@ -185,7 +194,11 @@ func (k *leaseKeeper) beat() {
 	case err == nil:
 		k.mu.Lock()
 		k.expires = sent.Add(rt.opts.Lease)
+		j := k.job
 		k.mu.Unlock()
+		if j != nil && rt.checkpoints != nil {
+			j.flushLater()
+		}
 	case errors.Is(err, backend.ErrLeaseLost):
 		rt.loseLease(k.cancel, k.kind, k.attempt)
 		return

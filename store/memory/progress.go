@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/taskwire/taskwire/backend"
@@ -29,7 +30,8 @@ func (s jobStore) ReportProgress(ctx context.Context, l backend.Lease, message s
 // CompleteBatch implements backend.BatchCompleter: it completes every item
 // under its own fence, under one lock. lost[i] reports that item i's lease
 // was not live, and nothing was changed for it. An item's Progress, when
-// set, becomes its task's progress count. An invalid item (no result, a
+// set, becomes its task's progress count, and its Checkpoint its job's
+// checkpoint (without a history step). An invalid item (no result, a
 // message that is not storable text, invalid progress numbers) fails the
 // whole batch before anything changes.
 func (s jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
@@ -50,6 +52,8 @@ func (s jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		e     *entry
 		snap  task.Task
 		apply func()
+		// checkpoint is the item's checkpoint, nil: none.
+		checkpoint []byte
 	}
 	writes := make([]write, 0, len(items))
 	seen := map[string]bool{}
@@ -66,19 +70,23 @@ func (s jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 			c := *it.Progress
 			p.Progress = &c
 		}
+
 		p.LastUpdatedAt = m.later(p.LastUpdatedAt)
 		snap, err := task.New(*p)
 		if err != nil {
 			m.mu.Unlock()
 			return nil, fmt.Errorf("memory: batch item %d: %w", i, err)
 		}
-		writes = append(writes, write{e, snap, apply})
+		writes = append(writes, write{e, snap, apply, slices.Clone(it.Checkpoint)})
 	}
 	now := m.now()
 	for _, w := range writes { // every snapshot is valid: commit them all
 		b := w.e.mark()
 		w.e.snap = w.snap
 		w.apply()
+		if w.checkpoint != nil {
+			w.e.job.checkpoint, w.e.job.checkpointAt = w.checkpoint, now
+		}
 		w.e.observe(b, now)
 	}
 	m.mu.Unlock()

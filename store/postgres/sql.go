@@ -239,9 +239,14 @@ const (
 	// many rows a lease's fence matches (done jobs, whose lease is NULL,
 	// dominate the statistics), and a join it sized at one row ran as a
 	// nested loop over the whole batch for every job. $8 and $9 are the
-	// node and slot of the completion count (countCompleted).
+	// node and slot of the completion count (countCompleted). In the
+	// statement of a batch whose items carry checkpoints
+	// (completeBatchCheckpoints), $10 are the checkpoints saved with the
+	// completions (backend.Completion.Checkpoint; a NULL element keeps the
+	// job's); a batch without any runs the statement without them, so
+	// that completing costs what it did before checkpoints.
 	sqlCompleteBatch = `WITH j AS (
-			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+			UPDATE {{schema}}.jobs j SET state = 'done', lease_owner = NULL, lease_expires_at = NULL{{checkpoints}}
 			WHERE j.task_id = ANY($2::text[]) AND j.lease_expires_at > {{now}}
 				AND j.attempt = ($3::bigint[])[array_position($2::text[], j.task_id)]
 			RETURNING j.task_id, j.attempt, array_position($2::text[], j.task_id) AS i),
@@ -258,6 +263,13 @@ const (
 			RETURNING id),
 		a AS (` + countCompleted + ` FROM t HAVING count(*) > 0 ` + addCompleted + `)
 		SELECT o.id, t.id, t.attempt FROM o, t`
+
+	// completeCheckpoints sets the checkpoints of sqlCompleteBatch's jobs
+	// from $10, each where its item carries one.
+	completeCheckpoints = `,
+				checkpoint = coalesce(($10::bytea[])[array_position($2::text[], j.task_id)], j.checkpoint),
+				checkpoint_at = CASE WHEN ($10::bytea[])[array_position($2::text[], j.task_id)] IS NULL
+					THEN j.checkpoint_at ELSE {{now}} END`
 
 	// $4 run at (NULL: now), $5 message, $6 exhausted error, $7 whether
 	// the failure is exempt from max_attempts (backend.FailureUnavailable).
@@ -519,7 +531,7 @@ type queries struct {
 	rescueDead, unheldInstances                              string
 	pruneOutbox, outboxAfter, outboxLast, pruneJobs          string
 	pruneActivity                                            string
-	completeBatch, enqueueBatch                              string
+	completeBatch, completeBatchCheckpoints, enqueueBatch    string
 	listTasks, cursorKey                                     string
 	reportProgress                                           string
 
@@ -551,7 +563,8 @@ func newQueries(schema string) queries {
 	q.claimQueues = q.expand(sqlClaimQueues)
 	q.heartbeat = q.expand(sqlHeartbeat)
 	q.finish = q.expand(sqlFinish)
-	q.completeBatch = q.expand(sqlCompleteBatch)
+	q.completeBatch = q.expand(strings.Replace(sqlCompleteBatch, "{{checkpoints}}", "", 1))
+	q.completeBatchCheckpoints = q.expand(strings.Replace(sqlCompleteBatch, "{{checkpoints}}", completeCheckpoints, 1))
 	q.enqueueBatch = q.expand(sqlEnqueueBatch)
 	q.retry = q.expand(sqlRetry)
 	q.recordCategory = q.expand(sqlRecordCategory)

@@ -134,7 +134,8 @@ func (j jobStore) Cancel(ctx context.Context, l backend.Lease, message string) e
 // repeats an earlier item's lease is lost, as it would be if the items were
 // completed one by one: the job is done by then. Items that name one task
 // with different attempts (at most one of which can be live) are sent in
-// statements of their own, one after another.
+// statements of their own, one after another. An item's checkpoint is set
+// on its job by the same statement.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
 	n := len(items)
@@ -189,14 +190,24 @@ func (s *Store) completeBatch(ctx context.Context, items []backend.Completion, b
 	n := len(round)
 	ids, attempts, messages := make([]string, 0, n), make([]int64, 0, n), make([]string, 0, n)
 	results, progress, totals := make([][]byte, 0, n), make([]*float64, 0, n), make([]*float64, 0, n)
-	for _, i := range round {
+	var checkpoints [][]byte // nil (NULL) unless an item saves one
+	for k, i := range round {
 		it := items[i]
 		cur, total := progressArgs(it.Progress)
 		ids, attempts, messages = append(ids, it.Lease.TaskID), append(attempts, it.Lease.Attempt), append(messages, it.Message)
 		results, progress, totals = append(results, bodies[i]), append(progress, cur), append(totals, total)
+		if it.Checkpoint != nil {
+			if checkpoints == nil {
+				checkpoints = make([][]byte, n)
+			}
+			checkpoints[k] = it.Checkpoint
+		}
 	}
-	rows, err := s.pool.Query(ctx, s.q.completeBatch, s.now(), ids, attempts, messages, results, progress, totals,
-		s.node, s.activitySlot())
+	q, args := s.q.completeBatch, []any{s.now(), ids, attempts, messages, results, progress, totals, s.node, s.activitySlot()}
+	if checkpoints != nil {
+		q, args = s.q.completeBatchCheckpoints, append(args, checkpoints)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, wrapErr("complete batch", err)
 	}

@@ -24,14 +24,22 @@ type completions struct {
 // completeJob finishes the job of the live lease l (else
 // backend.ErrLeaseLost, writing nothing) and completes its task with
 // result and message, and with the progress count p when it is not nil
-// (one UPDATE sets both), records the change in the outbox and counts it
-// in acc.
-func completeJob(ctx context.Context, tx *wtx, l backend.Lease, result, message string, p *task.Progress, nowMs int64,
-	acc *completions) error {
+// (one UPDATE sets both), sets the job's checkpoint to checkpoint when it
+// is not nil (with the job's own UPDATE), records the change in the outbox
+// and counts it in acc.
+func completeJob(ctx context.Context, tx *wtx, l backend.Lease, result, message string, p *task.Progress, checkpoint []byte,
+	nowMs int64, acc *completions) error {
 	var kind string
 	var ours bool
-	err := tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
-		WHERE `+fenceClause+` RETURNING kind, claimed_attempt IS attempt`, l.TaskID, l.Attempt, nowMs).Scan(&kind, &ours)
+	var err error
+	if checkpoint == nil {
+		err = tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL
+			WHERE `+fenceClause+` RETURNING kind, claimed_attempt IS attempt`, l.TaskID, l.Attempt, nowMs).Scan(&kind, &ours)
+	} else {
+		err = tx.QueryRowContext(ctx, `UPDATE jobs SET state = 'done', lease_owner = NULL, lease_expires_at = NULL,
+			checkpoint = ?, checkpoint_at = ? WHERE `+fenceClause+` RETURNING kind, claimed_attempt IS attempt`,
+			checkpoint, nowMs, l.TaskID, l.Attempt, nowMs).Scan(&kind, &ours)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return backend.ErrLeaseLost
 	}

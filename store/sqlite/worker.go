@@ -348,7 +348,7 @@ func (j jobStore) Complete(ctx context.Context, l backend.Lease, res *mcp.CallTo
 	return s.write(ctx, func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		var acc completions
-		if err := completeJob(ctx, tx, l, string(b), message, nil, nowMs, &acc); err != nil {
+		if err := completeJob(ctx, tx, l, string(b), message, nil, nil, nowMs, &acc); err != nil {
 			return nil, err
 		}
 		return []string{l.TaskID}, acc.flush(ctx, tx, nowMs)
@@ -415,7 +415,8 @@ func recordCategory(ctx context.Context, tx *wtx, l backend.Lease, c backend.Fai
 // CompleteBatch implements backend.BatchCompleter: every item is completed
 // under its own fence in one immediate transaction, so the batch costs one
 // commit. Items whose lease is lost are skipped and reported. Every item is
-// checked before anything is written: an invalid one fails the batch.
+// checked before anything is written: an invalid one fails the batch. An
+// item's checkpoint is set by the UPDATE that finishes its job.
 func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion) ([]bool, error) {
 	s := j.s
 	results := make([]string, len(items))
@@ -432,7 +433,7 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		var done []string
 		var acc completions
 		for i, it := range items {
-			err := completeJob(ctx, tx, it.Lease, results[i], it.Message, it.Progress, nowMs, &acc)
+			err := completeJob(ctx, tx, it.Lease, results[i], it.Message, it.Progress, it.Checkpoint, nowMs, &acc)
 			if errors.Is(err, backend.ErrLeaseLost) {
 				lost[i] = true
 				continue

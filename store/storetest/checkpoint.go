@@ -185,3 +185,97 @@ func testOperatorCheckpoints(t *testing.T, b OperatorBackend, c *Clock) {
 		t.Errorf("job %+v: want CheckpointBytes 5 and a CheckpointAt", ot.Job)
 	}
 }
+
+// testCompleteWithCheckpoint: a batched completion that carries a
+// checkpoint saves it with the completion under the same fence: a lost
+// item saves neither, so the job keeps its last checkpoint for the claim
+// that runs it again; an invalid checkpoint fails the whole call before
+// anything is written.
+func testCompleteWithCheckpoint(t *testing.T, open opener) {
+	b, c := open(t)
+	bc, ok := b.Jobs().(backend.BatchCompleter)
+	if !ok {
+		t.Skip("the backend is not a backend.BatchCompleter")
+	}
+	a := enqueue(t, b, backend.EnqueueOptions{})
+	c.Advance(time.Millisecond) // claimed in creation order
+	z := enqueue(t, b, backend.EnqueueOptions{})
+	ja, jz := claimOne(t, b, c, a.ID()), claimOne(t, b, c, z.ID())
+	if saveCheckpoint(t, b, jz.Lease, []byte("z1")) {
+		t.Fatal("SaveCheckpoints under the live lease: lost")
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+	big := bytes.Repeat([]byte("x"), backend.MaxCheckpointBytes+1)
+	for name, bad := range map[string][]byte{"empty": {}, "too large": big} {
+		lost, err := bc.CompleteBatch(bg, []backend.Completion{
+			{Lease: ja.Lease, Result: res, Checkpoint: []byte("ok")}, {Lease: jz.Lease, Result: res, Checkpoint: bad}})
+		if !errors.Is(err, backend.ErrInvalidCheckpoint) {
+			t.Errorf("%s checkpoint: CompleteBatch = %v, %v; want backend.ErrInvalidCheckpoint", name, lost, err)
+		}
+	}
+	if st := mustFind(t, b, a.ID()).Status(); st != task.Working {
+		t.Fatalf("after refused batches: %v, want working", st)
+	}
+	stale := jz.Lease
+	stale.Attempt++ // a claim that is not the job's
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{
+		{Lease: ja.Lease, Result: res, Checkpoint: []byte(`{"page":20}`)},
+		{Lease: stale, Result: res, Checkpoint: []byte("stale")},
+	})
+	if err != nil || !cmp.Equal(lost, []bool{false, true}) {
+		t.Fatalf("CompleteBatch = %v, %v; want [false true]", lost, err)
+	}
+	if st := mustFind(t, b, a.ID()).Status(); st != task.Completed {
+		t.Errorf("the live item's task is %v, want completed", st)
+	}
+	if st := mustFind(t, b, z.ID()).Status(); st != task.Working {
+		t.Errorf("the lost item's task is %v, want working", st)
+	}
+	// The lost item wrote nothing: the next claim resumes from z1.
+	wantErr(t, "Release", b.Jobs().Release(bg, jz.Lease), "ok")
+	jz = claimOne(t, b, c, z.ID())
+	if string(jz.Checkpoint) != "z1" {
+		t.Errorf("claim after a lost completion: checkpoint %q, want \"z1\"", jz.Checkpoint)
+	}
+	wantErr(t, "Complete", b.Jobs().Complete(bg, jz.Lease, res, ""), "ok")
+	// A completion under an expired lease is lost too, checkpoint and all.
+	e := enqueue(t, b, backend.EnqueueOptions{MaxAttempts: 5})
+	je := claimOne(t, b, c, e.ID())
+	c.Advance(lease)
+	lost, err = bc.CompleteBatch(bg, []backend.Completion{{Lease: je.Lease, Result: res, Checkpoint: []byte("late")}})
+	if err != nil || !cmp.Equal(lost, []bool{true}) {
+		t.Fatalf("CompleteBatch under an expired lease = %v, %v; want lost", lost, err)
+	}
+	if n, err := b.Jobs().RescueExpired(bg, rescueParams(c, 10)); err != nil || n != 1 {
+		t.Fatalf("RescueExpired = %d, %v", n, err)
+	}
+	if j := claimOne(t, b, c, e.ID()); j.Checkpoint != nil {
+		t.Errorf("claim after an expired completion: checkpoint %q, want none", j.Checkpoint)
+	}
+}
+
+// testOperatorCompletedCheckpoint: a checkpoint saved with a batched
+// completion shows as the job's checkpoint size and time, and adds no
+// step to the history (the completed step follows the run's claim).
+func testOperatorCompletedCheckpoint(t *testing.T, b OperatorBackend, c *Clock) {
+	bc, ok := b.Jobs().(backend.BatchCompleter)
+	if !ok {
+		t.Skip("the backend is not a backend.BatchCompleter")
+	}
+	id := opFixture(t, b, c, 1)[0]
+	j := claimOne(t, b, c, id)
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+	lost, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: j.Lease, Result: res, Checkpoint: []byte("1234567")}})
+	if err != nil || !cmp.Equal(lost, []bool{false}) {
+		t.Fatalf("CompleteBatch = %v, %v", lost, err)
+	}
+	ot := operatorTask(t, b, id)
+	for _, ev := range ot.Events {
+		if ev.Kind == backend.EventCheckpoint {
+			t.Errorf("history holds a checkpoint step %+v; a completion's checkpoint adds none", ev)
+		}
+	}
+	if ot.Job == nil || ot.Job.CheckpointBytes != 7 || !ot.Job.CheckpointAt.Equal(c.Now()) {
+		t.Errorf("job %+v: want CheckpointBytes 7 and CheckpointAt %v", ot.Job, c.Now())
+	}
+}

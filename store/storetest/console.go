@@ -39,6 +39,7 @@ func RunOperator(t *testing.T, open func(t *testing.T, now func() time.Time) Ope
 		{"HistoryBound", testOperatorHistoryBound},
 		{"HistoryAfterPrune", testOperatorHistoryPruned},
 		{"HistoryOfCheckpoints", testOperatorCheckpoints},
+		{"HistoryOfACompletedCheckpoint", testOperatorCompletedCheckpoint},
 		{"Activity", testOperatorActivity},
 		{"ActivityOfABatch", testOperatorActivityBatch},
 		{"Cancel", testOperatorCancel},

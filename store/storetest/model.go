@@ -269,7 +269,7 @@ func (s *sequence) step(i int) {
 		{8, s.opCreate}, {12, s.opClaim}, {4, s.opHeartbeat}, {10, s.opRequestInput}, {10, s.opUpdate},
 		{3, s.opComplete}, {2, s.opFail}, {1, s.opCancel}, {3, s.opRetry}, {3, s.opRelease},
 		{3, s.opRequestCancel}, {5, s.opAdvance}, {3, s.opRescue}, {2, s.opDeleteExpired}, {3, s.opList},
-		{5, s.opReportProgress}, {4, s.opCheckpoint}, {2, s.opKillInstance}, {3, s.opRescueDead},
+		{5, s.opReportProgress}, {4, s.opCheckpoint}, {2, s.opCompleteCheckpoint}, {2, s.opKillInstance}, {3, s.opRescueDead},
 		{6, s.opClaimQueues},
 	}
 	total := 0

@@ -339,6 +339,30 @@ func (s *sequence) opCheckpoint() string {
 	})
 }
 
+// opCompleteCheckpoint completes under a random lease with a checkpoint
+// saved by the same write (backend.Completion.Checkpoint, on a
+// BatchCompleter): the model completes the task and keeps the checkpoint,
+// or changes neither when the lease is lost.
+func (s *sequence) opCompleteCheckpoint() string {
+	bc, ok := s.b.Jobs().(backend.BatchCompleter)
+	if !ok {
+		return s.opComplete()
+	}
+	data := fmt.Sprintf(`{"done":%d}`, s.rng.IntN(100))
+	return s.fenced("complete with checkpoint "+data, func(l backend.Lease) error {
+		lost, err := bc.CompleteBatch(bg, []backend.Completion{{Lease: l, Result: textResult, Message: "completed",
+			Checkpoint: []byte(data)}})
+		if err == nil && lost[0] {
+			err = backend.ErrLeaseLost
+		}
+		return err
+	}, func(m *mTask) string {
+		m.terminate(task.Completed, "completed")
+		m.hasResult, m.checkpoint = true, data
+		return "ok"
+	})
+}
+
 func (s *sequence) opComplete() string {
 	return s.fenced("complete", func(l backend.Lease) error { return s.b.Jobs().Complete(bg, l, textResult, "completed") },
 		func(m *mTask) string { m.terminate(task.Completed, "completed"); m.hasResult = true; return "ok" })

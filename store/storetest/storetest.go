@@ -106,6 +106,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) backend.Sto
 		{"CompleteBatchInvalidProgress", testCompleteBatchInvalidProgress},
 		{"Checkpoint", testCheckpoint},
 		{"CheckpointBatch", testCheckpointBatch},
+		{"CompleteWithCheckpoint", testCompleteWithCheckpoint},
 		{"TraceContext", testTraceContext},
 		{"EnqueueBatch", testEnqueueBatch},
 		{"MaxAttemptsRange", testMaxAttemptsRange},

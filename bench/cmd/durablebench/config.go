@@ -61,6 +61,7 @@ type config struct {
 	Analyze            bool
 	Progress           bool
 	Checkpoint         bool
+	CheckpointLater    bool
 	ProgressRounds     int
 	// Queues is the queue count of the pg-queues and sqlite-queues phases;
 	// queuePhase is set while one of them runs.
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Analyze, "analyze", false, "run ANALYZE on the queue tables after pre-creating the jobs of the PostgreSQL worker phases (taskwire and River alike), as autovacuum eventually would")
 	fs.BoolVar(&c.Progress, "progress", false, "run each worker phase twice on fresh stores, first with the no-op handler, then with a handler that makes one progress report (Job.ReportProgress) in every job, and compare the throughputs")
 	fs.BoolVar(&c.Checkpoint, "checkpoint", false, "like -progress, with a handler that saves one checkpoint (Job.Checkpoint) in every job instead of a progress report")
+	fs.BoolVar(&c.CheckpointLater, "checkpoint-later", false, "with -checkpoint, save the checkpoint with Job.CheckpointLater (written with the completion) instead of Job.Checkpoint")
 	fs.IntVar(&c.Queues, "queues", 4, "queues of the pg-queues and sqlite-queues phases: the -n jobs spread over this many queues (one kind each), "+
 		"worked by one runtime serving them all with -concurrency split evenly, against the same jobs in one queue")
 	fs.IntVar(&c.ProgressRounds, "progress-rounds", 1, "with -progress or -checkpoint, how many times the four runs (without, with, with, without) repeat")
@@ -137,6 +139,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case len(c.Phases) == 0:
 		return config{}, usageError{"no phases selected"}
+	case c.CheckpointLater && !c.Checkpoint:
+		return config{}, usageError{"-checkpoint-later needs -checkpoint"}
 	case c.N < 1 || c.SQLiteN < 1 || c.E2ETasks < 1:
 		return config{}, usageError{"-n, -sqlite-n and -e2e-tasks must be positive"}
 	case c.EnqueueBatch < 0 || c.EnqueueBatch > backend.MaxEnqueueBatch:

@@ -60,7 +60,7 @@ func runWorkerPhase(ctx context.Context, cfg config, kind string, out io.Writer)
 	}
 	v := compareProgress(rates, cpus)
 	if cfg.Checkpoint {
-		v.variant = "checkpoint"
+		v.variant = cfg.variant()
 	}
 	runs := fmt.Sprintf("%d runs each", len(rates[0]))
 	if cfg.queuePhase {
@@ -95,6 +95,9 @@ type progressVerdict struct {
 
 // variant names what the handler of the runs with does in every job.
 func (c config) variant() string {
+	if c.Checkpoint && c.CheckpointLater {
+		return "deferred checkpoint"
+	}
 	if c.Checkpoint {
 		return "checkpoint"
 	}

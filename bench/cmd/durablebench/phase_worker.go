@@ -255,6 +255,10 @@ func runWorkerRun(ctx context.Context, cfg config, kind string, progress bool, o
 	handler := func(_ context.Context, jc *worker.Job) (*mcp.CallToolResult, error) {
 		handled.Add(1)
 		switch {
+		case progress && cfg.Checkpoint && cfg.CheckpointLater:
+			if err := jc.CheckpointLater(1); err != nil {
+				return nil, err
+			}
 		case progress && cfg.Checkpoint:
 			if err := jc.Checkpoint(1); err != nil {
 				return nil, err
@@ -395,8 +399,8 @@ wait:
 	if cfg.queuePhase {
 		name += ", " + fmtQueues(queues, cfg.Concurrency)
 	} else if progress && cfg.Checkpoint {
-		name += " with checkpoints"
-		handlerText = "handler with one checkpoint per job"
+		name += " with " + cfg.variant() + "s"
+		handlerText = "handler with one " + cfg.variant() + " per job"
 		c, err := tgt.checkpointCounts(vctx)
 		if err != nil {
 			return workerRun{}, fmt.Errorf("verify checkpoints: %w", err)

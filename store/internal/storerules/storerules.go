@@ -52,11 +52,17 @@ func CheckRequests(reqs mcp.InputRequests) error {
 // CheckCompletion checks what a store keeps of a completion besides its
 // result: its message is storable text (CheckMessage), and its progress
 // numbers, when present, are finite and not negative
-// (backend.ErrInvalidProgress). A store checks every item of a batch
+// (backend.ErrInvalidProgress), and its checkpoint, when present, passes
+// CheckCheckpoint (backend.ErrInvalidCheckpoint). A store checks every item of a batch
 // before writing anything.
 func CheckCompletion(c backend.Completion) error {
 	if err := CheckMessage(c.Message); err != nil {
 		return err
+	}
+	if c.Checkpoint != nil {
+		if err := CheckCheckpoint(c.Checkpoint); err != nil {
+			return err
+		}
 	}
 	return checkNumbers(c.Progress)
 }
