@@ -16,11 +16,22 @@ import (
 // one. There is no goroutine of its own: the first caller that finds no
 // group running becomes the leader, takes the waiting requests (at most
 // maxGroup, in arrival order) and runs them in one BEGIN IMMEDIATE
-// transaction, each between SAVEPOINT and RELEASE, so that one caller's
-// error is rolled back to its savepoint and undoes nobody else's work. It
-// then answers every member, and hands the lead to the oldest request still
-// waiting, which runs the next group: each caller leads at most one group,
-// so no caller waits on a queue that others keep filling.
+// transaction, each but the first between SAVEPOINT and RELEASE, so that
+// one caller's error is rolled back to its savepoint and undoes nobody
+// else's work. It then answers every member, and hands the lead to the
+// oldest request still waiting, which runs the next group: each caller
+// leads at most one group, so no caller waits on a queue that others keep
+// filling.
+//
+// The first member runs without a savepoint: when it fails, the leader
+// rolls the transaction back (nothing else is in it yet) and runs the
+// rest as a new group. This matters for the large writes of the worker
+// runtime (a claim, a batch of completions: writeBatch). Inside a
+// savepoint every statement's end walks the savepoint's in-memory
+// sub-journal from its start to truncate it, so a member of many
+// statements costs time quadratic in the pages it changes; without one,
+// each statement's sub-journal is freed on its own. A group therefore
+// holds at most one batch write, and runs it first.
 //
 // A group of one runs as a plain transaction under its caller's context,
 // with no savepoint. A larger group runs under a context of its own,
@@ -59,6 +70,9 @@ type writeReq struct {
 	err      error
 	panicked any
 	done     chan struct{}
+	// batch marks a write of many statements (writeBatch): a group runs
+	// at most one, first.
+	batch bool
 	// Leader-only bookkeeping of the group being run.
 	answered bool
 	publish  []string
@@ -135,19 +149,36 @@ func (g *writeGroup) wait(r *writeReq) (leader bool) {
 	return false
 }
 
-// take removes up to maxGroup live requests from the head of the queue.
+// take removes up to maxGroup live requests from the head of the queue,
+// stopping before a second batch write; the batch write it takes, if any,
+// comes first in the group it returns.
 func (g *writeGroup) take() []*writeReq {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var batch []*writeReq
+	big := -1 // the index in batch of its batch write
 	i := 0
 	for ; i < len(g.queue) && len(batch) < maxGroup; i++ {
-		if r := g.queue[i]; r.state.Load() != reqAbandoned {
-			batch = append(batch, r)
+		r := g.queue[i]
+		if r.state.Load() == reqAbandoned {
+			g.queue[i] = nil
+			continue
 		}
+		if r.batch {
+			if big >= 0 {
+				break
+			}
+			big = len(batch)
+		}
+		batch = append(batch, r)
 		g.queue[i] = nil
 	}
 	g.queue = g.queue[i:]
+	if big > 0 {
+		r := batch[big]
+		copy(batch[1:big+1], batch[:big])
+		batch[0] = r
+	}
 	return batch
 }
 
@@ -183,19 +214,31 @@ func (s *Store) lead() {
 	s.commitGroup(batch)
 }
 
-// commitGroup runs the requests of batch in one transaction, each between
-// a savepoint and its release, and answers every request it started:
-// a failing fn with its error as soon as its savepoint is rolled back, the
-// others once COMMIT has succeeded and their task IDs are published. When
-// the transaction itself is lost (BEGIN, a savepoint statement or COMMIT
-// fails) every request not yet answered gets that error.
+// commitGroup runs the requests of batch in one transaction, the first
+// it starts as it is and each later one between a savepoint and its
+// release, and answers every request it started: a later one whose fn
+// fails with its error as soon as its savepoint is rolled back, the others
+// once COMMIT has succeeded and their task IDs are published. When the
+// first one's fn fails, the transaction holds nothing else: it is rolled
+// back, that request answered, and the rest of batch run as a group of
+// their own. When the transaction itself is lost (BEGIN, a savepoint
+// statement or COMMIT fails) every request not yet answered gets that
+// error.
 func (s *Store) commitGroup(batch []*writeReq) {
+	for len(batch) > 0 {
+		batch = s.commitGroupOnce(batch)
+	}
+}
+
+// commitGroupOnce is one transaction of commitGroup. It returns the
+// requests still to run: those after a first request whose fn failed.
+func (s *Store) commitGroupOnce(batch []*writeReq) (rest []*writeReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		failGroup(batch, fmt.Errorf("sqlite: begin: %w", err))
-		return
+		return nil
 	}
 	defer s.ws.prepareWanted(ctx) // after the transaction, holding no connection
 	t := &wtx{ctx: ctx, tx: tx, cache: s.ws, writer: s.writer}
@@ -204,20 +247,33 @@ func (s *Store) commitGroup(batch []*writeReq) {
 		failGroup(batch, err)
 	}
 	var ok []*writeReq
-	for _, r := range batch {
+	first := true // no request has run yet in this transaction
+	for i, r := range batch {
 		if !r.start() {
+			continue
+		}
+		if first {
+			first = false
+			ids, err := r.call(t)
+			if err != nil {
+				tx.Rollback()
+				r.finish(err)
+				return batch[i+1:]
+			}
+			r.publish = ids
+			ok = append(ok, r)
 			continue
 		}
 		if _, err := t.ExecContext(ctx, `SAVEPOINT member`); err != nil {
 			lost(fmt.Errorf("sqlite: savepoint: %w", err))
-			return
+			return nil
 		}
 		ids, err := r.call(t)
 		if err != nil {
 			if _, rbErr := t.ExecContext(ctx, `ROLLBACK TO member`); rbErr != nil {
 				r.finish(err)
 				lost(fmt.Errorf("sqlite: roll back to savepoint: %w", rbErr))
-				return
+				return nil
 			}
 			r.finish(err) // nothing of it is written, whatever becomes of the group
 		} else {
@@ -226,12 +282,12 @@ func (s *Store) commitGroup(batch []*writeReq) {
 		}
 		if _, err := t.ExecContext(ctx, `RELEASE member`); err != nil {
 			lost(fmt.Errorf("sqlite: release savepoint: %w", err))
-			return
+			return nil
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		failGroup(batch, fmt.Errorf("sqlite: commit: %w", err))
-		return
+		return nil
 	}
 	for _, r := range ok {
 		for _, id := range r.publish {
@@ -241,6 +297,7 @@ func (s *Store) commitGroup(batch []*writeReq) {
 	for _, r := range ok {
 		r.finish(nil)
 	}
+	return nil
 }
 
 // failGroup answers err to every request of batch that is neither answered

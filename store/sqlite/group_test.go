@@ -472,3 +472,68 @@ func TestGroupBeginFailureReachesEveryMember(t *testing.T) {
 		t.Errorf("committed keys (-want +got):\n%s", diff)
 	}
 }
+
+// TestGroupBatchWrites queues small writes and two batch writes behind a
+// held writer: a group holds one batch write, which runs first, before
+// the small writes that arrived before it, and the second batch write
+// leads the next group. A failing first member is rolled back with the
+// transaction, reaches its own caller only, and the members after it
+// commit in a transaction of their own.
+func TestGroupBatchWrites(t *testing.T) {
+	h := newGroupHarness(t, Options{})
+	if _, err := h.s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	noting := func(k string, fn func(*wtx) ([]string, error)) func(*wtx) ([]string, error) {
+		return func(tx *wtx) ([]string, error) {
+			mu.Lock()
+			order = append(order, k)
+			mu.Unlock()
+			return fn(tx)
+		}
+	}
+	startBatch := func(k string, fn func(*wtx) ([]string, error)) <-chan error {
+		return h.startCall(func() error { return h.s.writeBatch(context.Background(), noting(k, fn)) })
+	}
+	errBoom := errors.New("boom")
+	failing := func(tx *wtx) ([]string, error) {
+		if _, err := insert("failed-batch")(tx); err != nil {
+			return nil, err
+		}
+		return nil, errBoom
+	}
+	lead := h.hold(insert("lead"))
+	dones := map[string]<-chan error{
+		"a":  h.start(context.Background(), noting("a", insert("a"))),
+		"B1": startBatch("B1", insert("B1")),
+		"c":  h.start(context.Background(), noting("c", insert("c"))),
+	}
+	b2 := startBatch("B2", failing)
+	dones["d"] = h.start(context.Background(), noting("d", insert("d")))
+	h.release()
+	if err := result(t, lead); err != nil {
+		t.Fatalf("lead: %v", err)
+	}
+	for name, done := range dones {
+		if err := result(t, done); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := result(t, b2); !errors.Is(err, errBoom) {
+		t.Errorf("the failing batch write: %v, want its own error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"B1", "a", "c", "B2", "d"}, order); diff != "" {
+		t.Errorf("the order the writes ran in (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"B1", "a", "c", "d", "lead"}, h.keys()); diff != "" {
+		t.Errorf("committed keys (-want +got):\n%s", diff)
+	}
+	// The leader's, B1's group, d's after B2 failed.
+	if got := walCommits(t, h.path); got != 3 {
+		t.Errorf("the writes committed in %d transactions, want 3", got)
+	}
+}

@@ -341,10 +341,12 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // markLocked.
 //
 // Concurrent calls are committed together (group commit, group.go): fn may
-// share its transaction with the fns of other calls, each run between a
-// SAVEPOINT and its RELEASE, in arrival order. fn sees the writes of the
-// members before it, as it would have after their commits; its own error is
-// rolled back to its savepoint, undoing nothing of theirs. fn must
+// share its transaction with the fns of other calls, run in arrival order
+// (a group's batch write, writeBatch, first), each but the first between a
+// SAVEPOINT and its RELEASE. fn sees the writes of the members before it,
+// as it would have after their commits; its own error is rolled back to
+// its savepoint, or with the transaction when it ran first, undoing
+// nothing of theirs. fn must
 // therefore neither begin nor end transactions, and it must not keep state
 // outside the database that outlives a failure of the group: a call
 // succeeds only once the transaction has committed.
@@ -356,9 +358,21 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // the call waits for the group's outcome, bounded by Options.Timeout from
 // the group's start.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
+	return s.queueWrite(ctx, fn, false)
+}
+
+// writeBatch is write for a write of many statements (a claim, a batch of
+// completions): its group holds no other batch write and runs it first,
+// outside any savepoint (see group.go).
+func (s *Store) writeBatch(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
+	return s.queueWrite(ctx, fn, true)
+}
+
+// queueWrite queues fn on the writer, as write or writeBatch.
+func (s *Store) queueWrite(ctx context.Context, fn func(tx *wtx) (publish []string, err error), batch bool) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	r := &writeReq{ctx: ctx, fn: fn, lead: make(chan struct{}), done: make(chan struct{})}
+	r := &writeReq{ctx: ctx, fn: fn, batch: batch, lead: make(chan struct{}), done: make(chan struct{})}
 	leader := s.group.enqueue(r)
 	if !leader {
 		leader = s.group.wait(r)
