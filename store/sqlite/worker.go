@@ -174,10 +174,8 @@ func (c claimWrite) queue(ctx context.Context, s *Store, tx *wtx, args []any) ([
 	if len(ids) == 0 {
 		return nil, failed, nil
 	}
-	// One statement for the claim's jobs, not one each: every statement
-	// in a group member's savepoint releases its statement journal by
-	// walking the member's sub-journal from its start, so per-row
-	// statements cost the claim time quadratic in its size. The writer
+	// One statement for the claim's jobs, not one each (each statement
+	// costs a VDBE run and a statement journal of its own). The writer
 	// runs nothing else between the query and this UPDATE, so the rows
 	// are as the query read them; the count checks it. The claim columns
 	// name this claim for the history (migration 011); SET reads the row
