@@ -23,7 +23,7 @@ func (j jobStore) SaveCheckpoints(ctx context.Context, items []backend.Checkpoin
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	lost := make([]bool, len(items))
-	err := s.writeBatch(ctx, func(tx *wtx) ([]string, error) {
+	err := s.writeBatch(ctx, len(items), func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		for i, it := range items {
 			var owner sql.NullString

@@ -26,7 +26,7 @@ import (
 // The first member runs without a savepoint: when it fails, the leader
 // rolls the transaction back (nothing else is in it yet) and runs the
 // rest as a new group. This matters for the large writes of the worker
-// runtime (a claim, a batch of completions: writeBatch). Inside a
+// runtime (a batch of completions or checkpoints: writeBatch). Inside a
 // savepoint every statement's end walks the savepoint's in-memory
 // sub-journal from its start to truncate it, so a member of many
 // statements costs time quadratic in the pages it changes; without one,

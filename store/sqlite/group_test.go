@@ -495,7 +495,7 @@ func TestGroupBatchWrites(t *testing.T) {
 		}
 	}
 	startBatch := func(k string, fn func(*wtx) ([]string, error)) <-chan error {
-		return h.startCall(func() error { return h.s.writeBatch(context.Background(), noting(k, fn)) })
+		return h.startCall(func() error { return h.s.writeBatch(context.Background(), batchWriteRows+1, noting(k, fn)) })
 	}
 	errBoom := errors.New("boom")
 	failing := func(tx *wtx) ([]string, error) {

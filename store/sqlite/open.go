@@ -361,11 +361,18 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, e
 	return s.queueWrite(ctx, fn, false)
 }
 
-// writeBatch is write for a write of many statements (a claim, a batch of
-// completions): its group holds no other batch write and runs it first,
+// batchWriteRows is the number of rows above which writeBatch runs a
+// write as a batch write. Below it, a write's savepoint costs little, and
+// sharing its group's commit with another batch saves a transaction (the
+// small claims and completions of a lightly loaded node).
+const batchWriteRows = 64
+
+// writeBatch is write for a write of about rows rows, each a few
+// statements (a claim, a batch of completions). Above batchWriteRows it is
+// a batch write: its group holds no other batch write and runs it first,
 // outside any savepoint (see group.go).
-func (s *Store) writeBatch(ctx context.Context, fn func(tx *wtx) (publish []string, err error)) error {
-	return s.queueWrite(ctx, fn, true)
+func (s *Store) writeBatch(ctx context.Context, rows int, fn func(tx *wtx) (publish []string, err error)) error {
+	return s.queueWrite(ctx, fn, rows > batchWriteRows)
 }
 
 // queueWrite queues fn on the writer, as write or writeBatch.

@@ -104,7 +104,7 @@ func (j jobStore) claim(ctx context.Context, p backend.ClaimParams, qs []backend
 		c.instance = p.Instance // else NULL: none (migration 014)
 	}
 	var out [][]backend.JobRow
-	err := s.writeBatch(ctx, func(tx *wtx) ([]string, error) {
+	err := s.write(ctx, func(tx *wtx) ([]string, error) {
 		out = make([][]backend.JobRow, len(qs))
 		var publish []string
 		for i := range qs {
@@ -440,7 +440,7 @@ func (j jobStore) CompleteBatch(ctx context.Context, items []backend.Completion)
 		results[i] = string(b)
 	}
 	lost := make([]bool, len(items))
-	err := s.writeBatch(ctx, func(tx *wtx) ([]string, error) {
+	err := s.writeBatch(ctx, len(items), func(tx *wtx) ([]string, error) {
 		nowMs := s.now().UnixMilli()
 		var done []string
 		var acc completions
