@@ -92,11 +92,14 @@ type Options struct {
 //
 // Writes are committed in groups: calls that write while another write's
 // transaction runs wait, and the next transaction runs them together, up to
-// 64, in arrival order, each between a savepoint and its release. A call
-// sees the writes of the calls before it in its group, as it would after
-// their commits, and its failure (a lost lease, an idempotency conflict, a
-// task not found) is rolled back to its savepoint, undoing nothing of the
-// others'. A call succeeds, and its change is published, only once its
+// 64, in arrival order (except that a worker's batch of more than 64
+// completions or checkpoints runs first, one to a group), each but the
+// first between a savepoint and its release. A call sees the writes of the
+// calls before it in its group, as it would after their commits, and its
+// failure (a lost lease, an idempotency conflict, a task not found) is
+// rolled back to its savepoint, or with the transaction when it ran
+// first (the others then run in a transaction of their own), undoing
+// nothing of the others'. A call succeeds, and its change is published, only once its
 // group has committed; when the transaction itself fails (BEGIN, COMMIT)
 // every call of the group fails with that error. A call whose context ends
 // while it waits returns the context's error and writes nothing; once its
