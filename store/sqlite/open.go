@@ -99,12 +99,12 @@ type Options struct {
 // failure (a lost lease, an idempotency conflict, a task not found) is
 // rolled back to its savepoint, or with the transaction when it ran
 // first (the others then run in a transaction of their own), undoing
-// nothing of the others'. A call succeeds, and its change is published, only once its
-// group has committed; when the transaction itself fails (BEGIN, COMMIT)
-// every call of the group fails with that error. A call whose context ends
-// while it waits returns the context's error and writes nothing; once its
-// writes have started it waits for its group's outcome. A write that finds
-// no other waiting runs alone, as a plain transaction.
+// nothing of the others'. A call succeeds, and its change is published,
+// only once its group has committed; when the transaction itself fails
+// (BEGIN, COMMIT) every call of the group fails with that error. A call
+// whose context ends while it waits returns the context's error and writes
+// nothing; once its writes have started it waits for its group's outcome.
+// A write that finds no other waiting runs alone, as a plain transaction.
 type Store struct {
 	opts Options
 	w    *sql.DB // the one writer connection; every write is BEGIN IMMEDIATE
@@ -349,10 +349,10 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // SAVEPOINT and its RELEASE. fn sees the writes of the members before it,
 // as it would have after their commits; its own error is rolled back to
 // its savepoint, or with the transaction when it ran first, undoing
-// nothing of theirs. fn must
-// therefore neither begin nor end transactions, and it must not keep state
-// outside the database that outlives a failure of the group: a call
-// succeeds only once the transaction has committed.
+// nothing of theirs. fn must therefore neither begin nor end
+// transactions, and it must not keep state outside the database that
+// outlives a failure of the group: a call succeeds only once the
+// transaction has committed.
 //
 // Its statements run under the transaction's context whatever ctx they are
 // given (see wtx). The caller's ctx, bounded by Options.Timeout, bounds the
@@ -371,7 +371,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) (publish []string, e
 const batchWriteRows = 64
 
 // writeBatch is write for a write of about rows rows, each a few
-// statements (a claim, a batch of completions). Above batchWriteRows it is
+// statements (a batch of completions or checkpoints). Above batchWriteRows it is
 // a batch write: its group holds no other batch write and runs it first,
 // outside any savepoint (see group.go).
 func (s *Store) writeBatch(ctx context.Context, rows int, fn func(tx *wtx) (publish []string, err error)) error {
